@@ -1,0 +1,59 @@
+/*
+ * limits - every hard limit on a quantity that a client or a child process
+ * controls, named in one place. Configurable limits (batch size, queue depth,
+ * quotas) take their defaults and ceilings from here; the rest are fixed.
+ * The OpenAPI document and the JSON Schemas repeat these numbers; the
+ * integration test tests/integration/test_openapi.py keeps them in step.
+ */
+#pragma once
+
+/* HTTP */
+#define LIMIT_BODY_BYTES_DEFAULT (64u << 20)   /* request body; 413 beyond */
+#define LIMIT_BODY_BYTES_MAX (512u << 20)
+#define LIMIT_BATCH_DEFAULT 4096               /* submissions per POST */
+#define LIMIT_BATCH_MAX 16384
+#define LIMIT_WAIT_SECONDS_MAX 600             /* ?wait=S */
+#define LIMIT_LIST_PAGE_MAX 1000               /* ?limit=N */
+#define LIMIT_IDEMPOTENCY_KEY_BYTES 255
+#define LIMIT_TAG_STRING_BYTES 256
+#define LIMIT_TAGS_MAX 32
+#define LIMIT_JSON_DEPTH 32
+
+/* Submissions */
+#define LIMIT_SOURCE_BYTES (1u << 20)          /* CUDA or PTX source */
+#define LIMIT_OPTIONS_MAX 32                   /* compile options */
+#define LIMIT_OPTION_BYTES 256
+#define LIMIT_NAME_EXPRESSIONS_MAX 64
+#define LIMIT_NAME_BYTES 256                   /* kernel, buffer, param names */
+#define LIMIT_LAUNCHES_MAX 64                  /* launches per plan */
+#define LIMIT_ARGS_MAX 64                      /* arguments per launch */
+#define LIMIT_SCRATCH_BUFFERS_MAX 16
+#define LIMIT_SCRATCH_BYTES_MAX (4ull << 30)   /* all scratch of one shape set */
+#define LIMIT_EXPR_BYTES 1024
+#define LIMIT_EXPR_DEPTH 32
+#define LIMIT_TIMING_BUDGET_MS_MAX 60000
+#define LIMIT_TIMING_TRIALS_MAX 10000
+
+/* Tasks */
+#define LIMIT_TASK_PARAMS_MAX 32
+#define LIMIT_TASK_SHAPES_MAX 8
+#define LIMIT_TASK_BUFFERS_MAX 32
+#define LIMIT_TASK_DIMS_MAX 8
+#define LIMIT_TASK_BYTES_MAX (24ull << 30)     /* all task buffers of one shape set */
+#define LIMIT_TASK_TEXT_BYTES (64u << 10)      /* description, notes */
+
+/* Compile worker */
+#define LIMIT_COMPILE_WALL_MS 30000
+#define LIMIT_COMPILE_CPU_S 60
+#define LIMIT_COMPILE_AS_BYTES (4ull << 30)
+#define LIMIT_COMPILE_LOG_BYTES (16u << 10)    /* log returned to clients */
+#define LIMIT_CUBIN_BYTES (32u << 20)
+
+/* Child protocol (common/frame.h) */
+#define LIMIT_FRAME_JSON_BYTES (8u << 20)
+#define LIMIT_FRAME_BLOB_BYTES (96u << 20)
+
+/* GPU worker */
+#define LIMIT_FIRST_MISMATCHES 8
+#define LIMIT_CORRECTNESS_TRIALS_MAX 16
+#define LIMIT_PRINTF_FIFO_BYTES (1u << 20)

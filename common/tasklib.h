@@ -1,0 +1,25 @@
+/*
+ * tasklib - the task library: every tasks/**/*.json file parsed into a Task
+ * at start-up, looked up by name, listed with filters. Immutable after load,
+ * so any thread may read it.
+ */
+#pragma once
+
+#include <jansson.h>
+
+#include "common/spec.h"
+
+typedef struct TaskLib TaskLib;
+
+/**
+ * tasklib_load() - parse every task under @dir
+ * @errors: when not NULL, a new array of {"file", "pointer", "message"} for
+ *          each task that failed to load (those are skipped)
+ * Return: 0, or a negative errno if @dir cannot be read.
+ */
+int tasklib_load(const char *dir, TaskLib **ret_lib, json_t **errors);
+void tasklib_free(TaskLib *lib);
+const Task *tasklib_get(const TaskLib *lib, const char *name);
+size_t tasklib_count(const TaskLib *lib);
+/* New array of spec_task_summary() objects; level <= 0 and NULL category match all. */
+json_t *tasklib_list(const TaskLib *lib, int level, const char *category);

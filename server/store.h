@@ -1,0 +1,103 @@
+/*
+ * store - the queue and the history, in SQLite. Only the supervisor opens
+ * the database. This header is the contract; server/store.c implements it.
+ *
+ * A Store is one SQLite connection: use it from one thread at a time. The
+ * server keeps one per thread that needs it (HTTP pool threads check one out
+ * of a StorePool; the dispatcher owns its own). The schema comes from
+ * migrations/NNN_*.sql, embedded at build time and applied at store_open()
+ * under PRAGMA user_version; a database newer than the binary is refused.
+ *
+ * Durability: WAL, synchronous=FULL on the transactions that accept
+ * submissions (an acknowledged submission survives kill -9 and power loss),
+ * NORMAL elsewhere; BEGIN IMMEDIATE for every write; busy_timeout set.
+ *
+ * States: queued -> compiling -> compiled -> running -> done, and
+ * queued -> done (cancelled). A claim takes a lease (owner, expiry) and
+ * counts an attempt; heartbeats extend it; store_reap() puts expired leases
+ * back one stage, or ends the job as internal_error past max_attempts.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct Store Store;
+
+enum {
+        STORE_E_EMPTY = 1,      /* nothing to claim / no such row */
+        STORE_E_NOT_FOUND = 2,
+        STORE_E_CONFLICT = 3,   /* idempotency key reused with another body; cancel of a non-queued job */
+        STORE_E_NEWER_DB = 4,   /* database user_version above what this binary knows */
+        STORE_E_QUOTA = 5,      /* token's queued quota would be exceeded */
+        STORE_E_FULL = 6,       /* queue depth limit reached */
+};
+
+typedef enum { STAGE_COMPILE = 0, STAGE_RUN = 1 } Stage;
+
+/* One submission to insert: the normalized request (spec_submission_validate()). */
+typedef struct StoreNew {
+        json_t *request;        /* borrowed: normalized submission JSON (source inside) */
+        const char *task;       /* task name, or NULL for compile-only without a task */
+        const char *mode;       /* "full" | "compile" */
+        int priority;           /* larger first: 1 interactive, 0 bulk */
+        int64_t token_id;       /* 0 when auth is off */
+} StoreNew;
+
+typedef struct StoreJob {
+        int64_t id;
+        int attempts;
+        char *task;             /* may be NULL */
+        char *mode;
+        json_t *request;        /* new reference: the normalized submission */
+        json_t *compile;        /* new reference or NULL: the compile section, set after compile */
+        uint8_t cache_key[32];  /* compile cache key, valid when has_cache_key */
+        bool has_cache_key;
+} StoreJob;
+
+void store_job_free(StoreJob *job);
+
+int store_open(const char *path, Store **ret_store);
+void store_close(Store *store);
+
+/* Acceptance. */
+int store_insert_submissions(Store *store, const StoreNew *subs, size_t n, int64_t *ret_ids,
+                             const char *idem_key, const uint8_t body_hash[32], int64_t max_queued_total,
+                             int64_t max_queued_token);
+int store_idempotent_lookup(Store *store, int64_t token_id, const char *idem_key,
+                            const uint8_t body_hash[32], json_t **ret_ids);
+
+/* Queue. */
+int store_claim_next(Store *store, Stage stage, const char *owner, double lease_s, StoreJob **ret_job);
+int store_heartbeat(Store *store, int64_t id, const char *owner, double lease_s);
+int store_set_compiled(Store *store, int64_t id, const char *owner, json_t *compile_section);
+int store_finish(Store *store, int64_t id, const char *owner, const char *verdict, double speedup,
+                 json_t *result);
+int store_requeue(Store *store, int64_t id, const char *owner, Stage stage);
+int store_reap(Store *store, int max_attempts, int *ret_requeued, int *ret_failed);
+int store_requeue_all_leases(Store *store);   /* at start-up: every lease of a dead supervisor */
+int store_cancel(Store *store, int64_t id, int64_t token_id);
+
+/* Reads. */
+int store_get_submission(Store *store, int64_t id, json_t **ret_obj);
+int store_list_submissions(Store *store, json_t *filters, int64_t cursor, int limit,
+                           json_t **ret_items, int64_t *ret_next_cursor);
+int store_stats(Store *store, json_t **ret_stats);
+int store_queue_depth(Store *store, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running);
+
+/* Compile cache (key = sha256 of language, source, options, arch, name expressions, nvrtc version). */
+int store_cache_get(Store *store, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
+                    size_t *ret_cubin_len);
+int store_cache_put(Store *store, const uint8_t key[32], json_t *compile, const uint8_t *cubin,
+                    size_t cubin_len);
+
+/* Tokens (hash = sha256 of the token text). */
+int store_token_create(Store *store, const char *name, const uint8_t hash[32], json_t *limits,
+                       int64_t *ret_id);
+int store_token_revoke(Store *store, const char *name);
+int store_token_lookup(Store *store, const uint8_t hash[32], int64_t *ret_id, json_t **ret_limits);
+int store_token_list(Store *store, json_t **ret_list);
+
+/* Server secret (seeds are derived from it; created on first open). */
+int store_secret(Store *store, uint8_t ret_secret[32]);
