@@ -1,0 +1,47 @@
+/*
+ * dispatch - the dispatcher: one libuv loop in its own thread that moves
+ * jobs queued -> compiling -> compiled -> running -> done, feeds the compile
+ * and GPU workers (started from the process table, server/proctab.h) over
+ * frames, keeps the compile cache, runs the lease reaper and wakes long-poll
+ * waiters when a job is done. Owned by the lead; server/dispatch.c.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "common/tasklib.h"
+#include "server/waiters.h"
+
+typedef struct Dispatcher Dispatcher;
+
+typedef struct DispatchConfig {
+        const char *db_path;        /* the dispatcher opens its own Store on it */
+        const TaskLib *tasks;       /* borrowed, immutable */
+        Waiters *waiters;           /* borrowed; NULL allowed */
+        const char *libexec_dir;    /* where kevald-compile and kevald-gpu are */
+        int compile_workers;        /* 0: one per core */
+        const char *gpus;           /* "auto", "none", or a list "0,1" */
+        int max_attempts;           /* per job, then internal_error (default 3) */
+        double lease_s;             /* lease length; heartbeats every lease_s / 3 */
+        bool sandbox;               /* false only for the overhead benchmark */
+        const char *arch;           /* compile target when no GPU says otherwise ("sm_90a") */
+        double job_timeout_s;       /* watchdog per GPU job (default 120) */
+} DispatchConfig;
+
+int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher);
+/* Thread-safe: new work was queued, or a job was cancelled. */
+void dispatch_notify(Dispatcher *d);
+/* Stop taking jobs, let running ones finish for up to @grace_s, requeue the rest, join. */
+int dispatch_stop(Dispatcher *d, double grace_s);
+void dispatch_free(Dispatcher *d);
+/*
+ * Thread-safe snapshot for /readyz, /metrics and /v1/stats; new reference:
+ * {"compile_workers": {"configured": n, "ready": n, "busy": n, "restarts": n},
+ *  "gpus": [{"index": 0, "name": ..., "state": "ready|busy|restarting|failed", "restarts": n,
+ *            "busy_s": x}],
+ *  "layers": {"compile": {...}, "gpu": {...}},
+ *  "counters": {"jobs_done": n, "cache_hits": n, "cache_misses": n, "verdicts": {...}},
+ *  "ready": bool, "reason": "..."}
+ */
+json_t *dispatch_status(Dispatcher *d);
