@@ -48,6 +48,11 @@
 #define LIMIT_COMPILE_AS_BYTES (4ull << 30)
 #define LIMIT_COMPILE_LOG_BYTES (16u << 10)    /* log returned to clients */
 #define LIMIT_CUBIN_BYTES (32u << 20)
+#define LIMIT_COMPILE_NOFILE 256              /* open files of a compile worker */
+
+/* Every worker (sandbox/rlimit.c) */
+#define LIMIT_WORKER_CPU_LIFETIME_S 21600      /* RLIMIT_CPU hard limit: a worker's whole life */
+#define LIMIT_WORKER_FILE_BYTES (1ull << 30)   /* RLIMIT_FSIZE (workers open no file for writing) */
 
 /* Child protocol (common/frame.h) */
 #define LIMIT_FRAME_JSON_BYTES (8u << 20)
@@ -57,3 +62,4 @@
 #define LIMIT_FIRST_MISMATCHES 8
 #define LIMIT_CORRECTNESS_TRIALS_MAX 16
 #define LIMIT_PRINTF_FIFO_BYTES (1u << 20)
+#define LIMIT_GPU_NOFILE 1024                  /* open files of a GPU worker (cuInit needs >= 64) */
