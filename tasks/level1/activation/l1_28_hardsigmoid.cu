@@ -1,0 +1,14 @@
+// Reference for KernelBench level 1 problem 28_HardSigmoid: y = min(max(x + 3, 0), 6) / 6  (torch.nn.functional.hardsigmoid), elementwise.
+// fp32 in, fp32 out; a grid-stride loop with 64-bit indices (the default size
+// has more than 2^31 elements).
+
+extern "C" __global__ void hardsigmoid_ref(const float* __restrict__ x, float* __restrict__ y,
+                                    unsigned long long n)
+{
+        unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+             i < n; i += stride) {
+                float v = x[i];
+                y[i] = fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f;
+        }
+}
