@@ -1,5 +1,5 @@
 /*
- * tasklib - the task library: every tasks/**/*.json file parsed into a Task
+ * tasklib - the task library: every task file (*.json) under tasks/ parsed into a Task
  * at start-up, looked up by name, listed with filters. Immutable after load,
  * so any thread may read it.
  */

@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "common/tasklib.h"
 #include "server/waiters.h"
@@ -26,7 +27,11 @@ typedef struct DispatchConfig {
         double lease_s;             /* lease length; heartbeats every lease_s / 3 */
         bool sandbox;               /* false only for the overhead benchmark */
         const char *arch;           /* compile target when no GPU says otherwise ("sm_90a") */
-        double job_timeout_s;       /* watchdog per GPU job (default 120) */
+        double job_timeout_s;       /* deadline of a whole GPU job (default 120) */
+        int launch_timeout_ms;      /* deadline of one plan execution on the GPU (default 10000) */
+        int compile_timeout_ms;     /* deadline of one compile (default LIMIT_COMPILE_WALL_MS) */
+        bool has_fixed_seed;        /* `kevald eval --seed`: reproduce a result; never set by serve */
+        uint64_t fixed_seed;
 } DispatchConfig;
 
 int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher);

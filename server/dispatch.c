@@ -1,0 +1,1476 @@
+/*
+ * dispatch - see dispatch.h.
+ *
+ * Theory of operation. Everything here runs on one libuv loop in the
+ * dispatcher's thread, so no state below needs a lock except the status
+ * snapshot that other threads read. The loop owns:
+ *
+ *   workers[]   one Worker per child process (compile ×K, GPU ×1 per GPU),
+ *               each with a pipe pair, a FrameDecoder and at most one
+ *               outstanding request. A worker is STARTING until its HELLO,
+ *               then IDLE or BUSY; when its process exits it is restarted
+ *               with exponential backoff (a clean exit after a sticky CUDA
+ *               error restarts at once).
+ *   compiles    compile requests keyed by the cache key; identical requests
+ *               are coalesced, so a rollout of 4,096 kernels for one task
+ *               compiles the reference once.
+ *   jobs        submissions claimed for the compile stage, waiting for their
+ *               candidate and reference CUBINs.
+ *
+ * A job in the compile stage: claimed (lease) -> its CUBINs come from the
+ * compile cache or from compile requests -> plan checked against the real
+ * kernel signatures -> done (compile mode, compile_error, rejected) or
+ * marked compiled (waiting for a GPU). A job in the run stage is claimed
+ * only when a GPU worker is idle, so a job's timing never overlaps another
+ * job on the same GPU; its CUBINs come back from the cache by key.
+ *
+ * Faults: a watchdog kills a worker that overruns its request (SIGKILL to
+ * its process group). For a GPU job that is the kernel's fault (verdict
+ * timeout); a worker that dies on its own without a RESULT is an
+ * infrastructure fault: its job goes back to the queue, and after
+ * max_attempts ends as internal_error. A malformed frame kills the worker.
+ */
+#include "server/dispatch.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "common/frame.h"
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "common/spec.h"
+#include "server/pipeline.h"
+#include "server/proctab.h"
+#include "server/store.h"
+
+#define MAX_WORKERS 64
+#define COMPILE_BACKLOG_PER_WORKER 8   /* compile-stage jobs held in memory per worker */
+#define PUMP_BATCH 256                 /* claims per loop turn before yielding */
+#define WATCHDOG_GRACE_MS 5000
+#define REF_CACHE_SLOTS 64
+
+typedef enum { W_STOPPED, W_STARTING, W_IDLE, W_BUSY } WorkerState;
+typedef enum { SLOT_CAND = 0, SLOT_REF = 1 } Slot;
+
+typedef struct Dispatcher Dispatcher;
+typedef struct Job Job;
+typedef struct CompileReq CompileReq;
+
+/* A compiled artifact: the compile RESULT and its CUBIN. */
+typedef struct Artifact {
+        uint8_t key[32];
+        json_t *compile;   /* compile RESULT JSON */
+        uint8_t *cubin;
+        size_t cubin_len;
+        int cache_hit;
+} Artifact;
+
+typedef struct Worker {
+        Dispatcher *d;
+        const ProcSpec *spec;
+        int index;              /* compile slot, or GPU device index */
+        WorkerState state;
+        uv_process_t proc;
+        uv_pipe_t to_child, from_child;
+        int handles_open;       /* handles not yet closed (proc + 2 pipes) */
+        FrameDecoder dec;
+        json_t *hello;
+        CompileReq *req;        /* compile worker: request in flight */
+        Job *job;               /* GPU worker: job in flight */
+        uint64_t sent_at_ms, deadline_ms;
+        bool killed_by_watchdog, result_seen, malformed;
+        int failures;           /* consecutive failed starts or crashes */
+        int restarts;
+        uint64_t restart_at_ms;
+        double busy_s;
+        char label[32];
+} Worker;
+
+struct CompileReq {
+        CompileReq *next;
+        uint8_t key[32];
+        char *language, *arch;
+        json_t *options, *name_expressions;
+        char *source;
+        size_t source_len;
+        Job **waiting;          /* jobs and the slot each waits in */
+        Slot *slots;
+        size_t n_waiting, cap_waiting;
+        int attempts;
+        bool in_flight;
+};
+
+struct Job {
+        Job *next;
+        StoreJob *sj;
+        Task *own_task;         /* inline task, owned */
+        const Task *task;       /* library or own_task */
+        Artifact *art[2];
+        int pending;            /* compile requests outstanding */
+        uint64_t seed;
+        uint64_t last_heartbeat_ms;
+        uint64_t claimed_ms;
+};
+
+struct Dispatcher {
+        DispatchConfig cfg;
+        char *libexec_dir, *arch, *gpus_spec;
+        uv_loop_t loop;
+        uv_async_t wake, stop_async;
+        uv_timer_t tick;
+        uv_idle_t pump_idle;
+        bool idle_active;
+        uv_thread_t thread;
+        Store *store;
+        uint8_t secret[32];
+        char owner[64];
+        char nvrtc[32];
+        long max_shared_optin;
+
+        Worker workers[MAX_WORKERS];
+        int n_workers;
+        int n_compile;
+
+        CompileReq *compiles;   /* queued and in-flight requests */
+        Job *jobs;              /* compile-stage jobs in memory */
+        int n_jobs;
+
+        Artifact *refs[REF_CACHE_SLOTS];   /* recent reference artifacts */
+        int ref_next;
+
+        bool stopping;
+        double stop_grace_s;
+        uint64_t stop_deadline_ms;
+
+        /* counters */
+        uint64_t jobs_done, cache_hits, cache_misses, compiles_sent;
+        json_t *verdicts;
+
+        pthread_mutex_t status_lock;
+        json_t *status;
+        bool status_dirty;
+};
+
+
+static const char *str_or(const char *s, const char *fallback)
+{
+        return s ? s : fallback;
+}
+
+static uint64_t now_ms(Dispatcher *d)
+{
+        uv_update_time(&d->loop);
+        return uv_now(&d->loop);
+}
+
+/* ---- artifacts -------------------------------------------------------- */
+
+static void artifact_free(Artifact *a)
+{
+        if (!a)
+                return;
+        json_decref(a->compile);
+        free(a->cubin);
+        free(a);
+}
+
+static Artifact *artifact_new(const uint8_t key[32], json_t *compile, const uint8_t *cubin, size_t len,
+                              int cache_hit)
+{
+        Artifact *a = calloc(1, sizeof(*a));
+
+        if (!a)
+                return NULL;
+        memcpy(a->key, key, 32);
+        a->compile = json_incref(compile);
+        a->cache_hit = cache_hit;
+        if (len) {
+                a->cubin = malloc(len);
+                if (!a->cubin) {
+                        artifact_free(a);
+                        return NULL;
+                }
+                memcpy(a->cubin, cubin, len);
+                a->cubin_len = len;
+        }
+        return a;
+}
+
+static Artifact *artifact_copy(const Artifact *a, int cache_hit)
+{
+        return artifact_new(a->key, a->compile, a->cubin, a->cubin_len, cache_hit);
+}
+
+/* Look in the in-memory reference slots, then in the store's compile cache. */
+static Artifact *artifact_lookup(Dispatcher *d, const uint8_t key[32], bool remember)
+{
+        json_t *compile = NULL;
+        uint8_t *cubin = NULL;
+        size_t len = 0;
+        Artifact *a;
+
+        for (int i = 0; i < REF_CACHE_SLOTS; i++)
+                if (d->refs[i] && memcmp(d->refs[i]->key, key, 32) == 0)
+                        return artifact_copy(d->refs[i], 1);
+        if (store_cache_get(d->store, key, &compile, &cubin, &len) != 0)
+                return NULL;
+        a = artifact_new(key, compile, cubin, len, 1);
+        json_decref(compile);
+        free(cubin);
+        if (a && remember) {
+                artifact_free(d->refs[d->ref_next]);
+                d->refs[d->ref_next] = artifact_copy(a, 1);
+                d->ref_next = (d->ref_next + 1) % REF_CACHE_SLOTS;
+        }
+        return a;
+}
+
+/* ---- status snapshot ---------------------------------------------------- */
+
+static const char *worker_state_name(const Worker *w)
+{
+        switch (w->state) {
+        case W_STARTING:
+                return "starting";
+        case W_IDLE:
+                return "ready";
+        case W_BUSY:
+                return "busy";
+        default:
+                return w->failures >= w->spec->failures_to_degrade ? "failed" : "restarting";
+        }
+}
+
+static void status_rebuild(Dispatcher *d)
+{
+        json_t *st = json_object(), *gpus = json_array(), *layers = json_object();
+        int c_ready = 0, c_busy = 0, c_restarts = 0, g_ready = 0;
+        bool ready;
+
+        for (int i = 0; i < d->n_workers; i++) {
+                Worker *w = &d->workers[i];
+                json_t *wl = json_object_get(w->hello, "layers");
+                if (wl && !json_object_get(layers, w->spec->name))
+                        json_object_set(layers, w->spec->name, wl);
+                if (w->spec->role == PROC_COMPILE) {
+                        c_ready += w->state == W_IDLE || w->state == W_BUSY;
+                        c_busy += w->state == W_BUSY;
+                        c_restarts += w->restarts;
+                } else {
+                        g_ready += w->state == W_IDLE || w->state == W_BUSY;
+                        json_array_append_new(
+                                gpus, json_pack("{s:i, s:s, s:s?, s:s?, s:i, s:f}", "index", w->index, "state",
+                                                worker_state_name(w), "name",
+                                                json_string_value(json_object_get(w->hello, "name")), "arch",
+                                                json_string_value(json_object_get(w->hello, "arch")), "restarts",
+                                                w->restarts, "busy_s", w->busy_s));
+                }
+        }
+        ready = c_ready > 0 && !d->stopping;
+        json_object_set_new(st, "compile_workers",
+                            json_pack("{s:i, s:i, s:i, s:i}", "configured", d->n_compile, "ready", c_ready, "busy",
+                                      c_busy, "restarts", c_restarts));
+        json_object_set_new(st, "gpus", gpus);
+        json_object_set_new(st, "gpu_ready", json_integer(g_ready));
+        json_object_set_new(st, "layers", layers);
+        json_object_set_new(st, "counters",
+                            json_pack("{s:I, s:I, s:I, s:I, s:O}", "jobs_done", (json_int_t)d->jobs_done,
+                                      "cache_hits", (json_int_t)d->cache_hits, "cache_misses",
+                                      (json_int_t)d->cache_misses, "compiles", (json_int_t)d->compiles_sent,
+                                      "verdicts", d->verdicts));
+        json_object_set_new(st, "ready", json_boolean(ready));
+        json_object_set_new(st, "reason",
+                            json_string(d->stopping ? "shutting down"
+                                        : c_ready == 0 ? "no compile worker is ready"
+                                        : (d->n_workers - d->n_compile) == 0
+                                                ? "no GPU on this host: compile-only submissions complete, full evaluations wait"
+                                        : g_ready == 0 ? "no GPU worker is ready yet: full evaluations wait"
+                                                       : "ok"));
+        pthread_mutex_lock(&d->status_lock);
+        json_decref(d->status);
+        d->status = st;
+        pthread_mutex_unlock(&d->status_lock);
+        d->status_dirty = false;
+}
+
+json_t *dispatch_status(Dispatcher *d)
+{
+        json_t *copy;
+
+        pthread_mutex_lock(&d->status_lock);
+        copy = json_deep_copy(d->status);
+        pthread_mutex_unlock(&d->status_lock);
+        return copy;
+}
+
+/* ---- finishing jobs ------------------------------------------------------ */
+
+static const char *job_task_name(const Job *j)
+{
+        return j->task ? spec_task_name(j->task) : NULL;
+}
+
+static void count_verdict(Dispatcher *d, const char *verdict)
+{
+        json_t *v = json_object_get(d->verdicts, verdict);
+
+        json_object_set_new(d->verdicts, verdict, json_integer(v ? json_integer_value(v) + 1 : 1));
+        d->jobs_done++;
+        d->status_dirty = true;
+}
+
+static void notify_done(Dispatcher *d, int64_t id)
+{
+        if (d->cfg.waiters)
+                waiters_notify(d->cfg.waiters, id);
+}
+
+/* Record the final result of a job; takes ownership of @result. */
+static void finish(Dispatcher *d, int64_t id, const char *verdict, json_t *result)
+{
+        double speedup = json_number_value(json_object_get(json_object_get(result, "reward_fields"), "speedup"));
+        int r = store_finish(d->store, id, d->owner, verdict, speedup, result);
+
+        if (r < 0)
+                log_error("dispatch: job %" PRId64 ": recording the result failed: %s", id, strerror(-r));
+        else if (r > 0)
+                log_warn("dispatch: job %" PRId64 ": lease lost before the result was recorded", id);
+        else {
+                count_verdict(d, verdict);
+                notify_done(d, id);
+        }
+        json_decref(result);
+}
+
+static json_t *compile_section_of(const Job *j, Slot s)
+{
+        const Artifact *a = j->art[s];
+
+        return a ? pipeline_compile_section(a->compile, a->cache_hit) : NULL;
+}
+
+static void job_free(Job *j)
+{
+        if (!j)
+                return;
+        store_job_free(j->sj);
+        spec_task_free(j->own_task);
+        artifact_free(j->art[0]);
+        artifact_free(j->art[1]);
+        free(j);
+}
+
+static void job_unlink(Dispatcher *d, Job *j)
+{
+        for (Job **p = &d->jobs; *p; p = &(*p)->next)
+                if (*p == j) {
+                        *p = j->next;
+                        d->n_jobs--;
+                        return;
+                }
+}
+
+/* End a compile-stage job with a verdict decided here. */
+static void job_finish(Dispatcher *d, Job *j, const char *verdict, json_t *error)
+{
+        json_t *compile = compile_section_of(j, SLOT_CAND);
+        json_t *res = pipeline_result(job_task_name(j), verdict, compile, NULL, error, j->seed);
+
+        json_decref(compile);
+        json_decref(error);
+        finish(d, j->sj->id, verdict, res);
+        job_unlink(d, j);
+        job_free(j);
+}
+
+/* ---- workers ------------------------------------------------------------- */
+
+static void worker_start(Worker *w);
+static void pump(Dispatcher *d);
+static void compile_done(Dispatcher *d, CompileReq *req, json_t *result, const uint8_t *cubin, size_t len,
+                         bool cacheable);
+static void gpu_done(Dispatcher *d, Worker *w, json_t *result);
+
+typedef struct WriteReq {
+        uv_write_t req;
+        uint8_t *buf;
+} WriteReq;
+
+static void on_write(uv_write_t *req, int status)
+{
+        WriteReq *wr = (WriteReq *)req;
+
+        if (status < 0)
+                log_debug("dispatch: write to worker failed: %s", uv_strerror(status));
+        free(wr->buf);
+        free(wr);
+}
+
+static int worker_send(Worker *w, uint32_t type, json_t *msg, const uint8_t *blob1, size_t len1,
+                       const uint8_t *blob2, size_t len2)
+{
+        char *json = json_dumps(msg, JSON_COMPACT);
+        size_t jl = json ? strlen(json) : 0, total = FRAME_HEADER_BYTES + jl + len1 + len2;
+        WriteReq *wr = NULL;
+        uint8_t *p;
+        uv_buf_t buf;
+        int r = -ENOMEM;
+
+        if (!json)
+                goto out;
+        if (jl > LIMIT_FRAME_JSON_BYTES || len1 + len2 > LIMIT_FRAME_BLOB_BYTES) {
+                r = -EMSGSIZE;
+                goto out;
+        }
+        wr = calloc(1, sizeof(*wr));
+        if (!wr || !(wr->buf = malloc(total)))
+                goto out;
+        p = wr->buf;
+        uint32_t h[4] = { FRAME_MAGIC, type, (uint32_t)jl, (uint32_t)(len1 + len2) };
+        for (int i = 0; i < 4; i++)
+                for (int b = 0; b < 4; b++)
+                        *p++ = (uint8_t)(h[i] >> (8 * b));
+        memcpy(p, json, jl);
+        p += jl;
+        if (len1)
+                memcpy(p, blob1, len1), p += len1;
+        if (len2)
+                memcpy(p, blob2, len2);
+        buf = uv_buf_init((char *)wr->buf, (unsigned)total);
+        r = uv_write(&wr->req, (uv_stream_t *)&w->to_child, &buf, 1, on_write);
+        if (r == 0)
+                wr = NULL;
+out:
+        if (wr)
+                free(wr->buf);
+        free(wr);
+        free(json);
+        return r;
+}
+
+static void worker_kill(Worker *w, const char *why)
+{
+        if (w->state == W_STOPPED)
+                return;
+        log_warn("dispatch: killing %s worker %d (pid %d): %s", w->spec->name, w->index, w->proc.pid, why);
+        /* The worker is the leader of its own process group (UV_PROCESS_DETACHED). */
+        if (w->proc.pid > 0 && kill(-w->proc.pid, SIGKILL) < 0)
+                kill(w->proc.pid, SIGKILL);
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+        Worker *w = h->data;
+
+        if (--w->handles_open == 0 && !w->d->stopping) {
+                double backoff = 0;
+                if (w->failures > 0) {
+                        backoff = w->spec->backoff_min_s * pow(2, w->failures - 1);
+                        if (backoff > w->spec->backoff_max_s)
+                                backoff = w->spec->backoff_max_s;
+                }
+                w->restart_at_ms = now_ms(w->d) + (uint64_t)(backoff * 1000);
+                if (backoff > 0)
+                        log_info("dispatch: restarting %s worker %d in %.2f s (%d consecutive failures)",
+                                 w->spec->name, w->index, backoff, w->failures);
+        }
+}
+
+/* The worker's process is gone: settle its request, then restart later. */
+static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
+{
+        Worker *w = proc->data;
+        Dispatcher *d = w->d;
+        bool was_ready = w->hello != NULL;
+
+        log_info("dispatch: %s worker %d (pid %d) exited: status %" PRId64 ", signal %d", w->spec->name, w->index,
+                 proc->pid, status, sig);
+        if (w->req) {
+                CompileReq *req = w->req;
+                w->req = NULL;
+                req->in_flight = false;
+                if (w->killed_by_watchdog) {
+                        json_t *res = json_pack("{s:b, s:s, s:s, s:b}", "ok", 0, "error", "timeout", "log",
+                                                "compilation exceeded the time limit and was killed (runaway "
+                                                "template instantiation or macro expansion?)",
+                                                "log_truncated", 0);
+                        compile_done(d, req, res, NULL, 0, false);
+                        json_decref(res);
+                } else if (++req->attempts >= d->cfg.max_attempts) {
+                        json_t *res = json_pack("{s:b, s:s, s:s}", "ok", 0, "error", "internal", "log",
+                                                "the compile worker died repeatedly on this source");
+                        compile_done(d, req, res, NULL, 0, false);
+                        json_decref(res);
+                }
+                /* else: it stays queued and goes to the next worker */
+        }
+        if (w->job) {
+                Job *j = w->job;
+                w->job = NULL;
+                if (w->killed_by_watchdog) {
+                        json_t *err = pipeline_error("timeout", "the candidate did not finish within %.0f s and "
+                                                     "its worker was killed (infinite loop?)",
+                                                     (double)(w->deadline_ms - w->sent_at_ms) / 1000.0);
+                        json_t *compile = json_object_get(j->sj->compile, "candidate");
+                        json_t *res = pipeline_result(job_task_name(j), "timeout", compile, NULL, err, j->seed);
+                        json_decref(err);
+                        finish(d, j->sj->id, "timeout", res);
+                } else if (j->sj->attempts >= d->cfg.max_attempts) {
+                        json_t *err = pipeline_error("internal", "the GPU worker died %d times during this job "
+                                                     "(infrastructure fault, not the kernel's)", j->sj->attempts);
+                        json_t *res = pipeline_result(job_task_name(j), "internal_error", NULL, NULL, err, j->seed);
+                        json_decref(err);
+                        finish(d, j->sj->id, "internal_error", res);
+                } else {
+                        log_warn("dispatch: job %" PRId64 " goes back to the queue: its GPU worker died", j->sj->id);
+                        store_requeue(d->store, j->sj->id, d->owner, STAGE_RUN);
+                }
+                job_free(j);
+        }
+        /* A crash before HELLO, or without a RESULT for a request, counts as a failure. */
+        if (!was_ready || (!w->result_seen && !w->killed_by_watchdog && !d->stopping && status != 0))
+                w->failures++;
+        else
+                w->failures = 0;
+        if (w->malformed)
+                w->failures++;
+        w->state = W_STOPPED;
+        w->restarts++;
+        json_decref(w->hello);
+        w->hello = NULL;
+        frame_decoder_clear(&w->dec);
+        d->status_dirty = true;
+        uv_close((uv_handle_t *)&w->proc, on_handle_closed);
+        if (!uv_is_closing((uv_handle_t *)&w->to_child))
+                uv_close((uv_handle_t *)&w->to_child, on_handle_closed);
+        if (!uv_is_closing((uv_handle_t *)&w->from_child))
+                uv_close((uv_handle_t *)&w->from_child, on_handle_closed);
+        pump(d);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+        (void)h;
+        buf->base = malloc(suggested);
+        buf->len = buf->base ? suggested : 0;
+}
+
+static void worker_on_frame(Worker *w, Frame *f)
+{
+        Dispatcher *d = w->d;
+        json_error_t jerr;
+        json_t *msg = json_loadb(f->json, f->json_len, 0, &jerr);
+
+        if (!json_is_object(msg)) {
+                w->malformed = true;
+                worker_kill(w, "sent a frame that is not a JSON object");
+                goto out;
+        }
+        switch (f->type) {
+        case FRAME_HELLO:
+                if (w->state != W_STARTING) {
+                        w->malformed = true;
+                        worker_kill(w, "sent HELLO twice");
+                        break;
+                }
+                w->hello = json_incref(msg);
+                w->state = W_IDLE;
+                if (w->spec->role == PROC_COMPILE) {
+                        const char *v = json_string_value(json_object_get(msg, "nvrtc"));
+                        if (v)
+                                snprintf(d->nvrtc, sizeof(d->nvrtc), "%s", v);
+                } else {
+                        const char *arch = json_string_value(json_object_get(msg, "arch"));
+                        json_t *so = json_object_get(msg, "max_shared_optin");
+                        if (arch && strcmp(arch, d->arch) != 0) {
+                                log_info("dispatch: GPU %d is %s: compiling for it", w->index, arch);
+                                free(d->arch);
+                                d->arch = strdup(arch);
+                        }
+                        if (json_is_integer(so))
+                                d->max_shared_optin = (long)json_integer_value(so);
+                }
+                log_info("dispatch: %s worker %d ready (pid %d)%s%s", w->spec->name, w->index, w->proc.pid,
+                         w->spec->role == PROC_GPU ? ": " : "",
+                         w->spec->role == PROC_GPU ? str_or(json_string_value(json_object_get(msg, "name")), "?") : "");
+                {
+                        char *layers = json_dumps(json_object_get(msg, "layers"), JSON_COMPACT);
+                        log_info("dispatch: %s worker sandbox layers: %s", w->spec->name, layers ? layers : "none reported");
+                        free(layers);
+                }
+                d->status_dirty = true;
+                break;
+        case FRAME_PROGRESS:
+                break;
+        case FRAME_RESULT:
+                if (w->state != W_BUSY) {
+                        w->malformed = true;
+                        worker_kill(w, "sent a RESULT without a job");
+                        break;
+                }
+                w->result_seen = true;
+                w->failures = 0;
+                w->state = W_IDLE;
+                w->busy_s += (double)(now_ms(d) - w->sent_at_ms) / 1000.0;
+                if (w->req) {
+                        CompileReq *req = w->req;
+                        const char *err = json_string_value(json_object_get(msg, "error"));
+                        w->req = NULL;
+                        req->in_flight = false;
+                        if (json_is_true(json_object_get(msg, "ok")) && f->blob_len == 0) {
+                                w->malformed = true;
+                                worker_kill(w, "compile RESULT without a CUBIN");
+                                break;
+                        }
+                        compile_done(d, req, msg, f->blob, f->blob_len, !err || strcmp(err, "compile") == 0);
+                } else if (w->job) {
+                        gpu_done(d, w, msg);
+                }
+                d->status_dirty = true;
+                break;
+        default:
+                w->malformed = true;
+                worker_kill(w, "sent a frame of an unexpected type");
+        }
+out:
+        json_decref(msg);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+        Worker *w = s->data;
+        size_t off = 0;
+
+        if (nread < 0) {
+                uv_read_stop(s);
+                free(buf->base);
+                return; /* EOF or error: on_exit_cb settles the worker */
+        }
+        while (off < (size_t)nread && w->state != W_STOPPED) {
+                Frame f = { 0 };
+                size_t used = 0;
+                int r = frame_decoder_feed(&w->dec, (uint8_t *)buf->base + off, (size_t)nread - off, &used, &f);
+                off += used;
+                if (r == FRAME_E_AGAIN)
+                        break;
+                if (r != 0) {
+                        w->malformed = true;
+                        worker_kill(w, r == FRAME_E_TOO_LARGE ? "sent an oversized frame" : "sent a malformed frame");
+                        uv_read_stop(s);
+                        break;
+                }
+                worker_on_frame(w, &f);
+                frame_clear(&f);
+        }
+        free(buf->base);
+        pump(w->d);
+}
+
+static void worker_start(Worker *w)
+{
+        Dispatcher *d = w->d;
+        char path[PATH_MAX], **env = NULL;
+        char *args[3];
+        uv_process_options_t opt = { 0 };
+        uv_stdio_container_t stdio[3];
+        int r;
+
+        snprintf(path, sizeof(path), "%s/%s", d->libexec_dir, w->spec->executable);
+        args[0] = path;
+        args[1] = d->cfg.sandbox ? NULL : "--no-sandbox";
+        args[2] = NULL;
+        if (proctab_env(w->spec->role, w->index, &env) < 0)
+                return;
+        uv_pipe_init(&d->loop, &w->to_child, 0);
+        uv_pipe_init(&d->loop, &w->from_child, 0);
+        w->to_child.data = w->from_child.data = w->proc.data = w;
+        stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
+        stdio[0].data.stream = (uv_stream_t *)&w->to_child;
+        stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+        stdio[1].data.stream = (uv_stream_t *)&w->from_child;
+        stdio[2].flags = UV_INHERIT_FD;
+        stdio[2].data.fd = 2;
+        opt.file = path;
+        opt.args = args;
+        opt.env = env;
+        opt.cwd = "/";
+        opt.flags = UV_PROCESS_DETACHED;
+        opt.stdio_count = 3;
+        opt.stdio = stdio;
+        opt.exit_cb = on_exit_cb;
+        frame_decoder_init(&w->dec);
+        w->killed_by_watchdog = w->result_seen = w->malformed = false;
+        w->handles_open = 3;
+        r = uv_spawn(&d->loop, &w->proc, &opt);
+        proctab_env_free(env);
+        if (r < 0) {
+                log_error("dispatch: starting %s failed: %s", path, uv_strerror(r));
+                w->failures++;
+                w->state = W_STOPPED;
+                w->restarts++;
+                uv_close((uv_handle_t *)&w->proc, on_handle_closed);
+                uv_close((uv_handle_t *)&w->to_child, on_handle_closed);
+                uv_close((uv_handle_t *)&w->from_child, on_handle_closed);
+                return;
+        }
+        w->state = W_STARTING;
+        w->sent_at_ms = now_ms(d);
+        w->deadline_ms = w->sent_at_ms + (w->spec->role == PROC_GPU ? 60000 : 30000);
+        uv_read_start((uv_stream_t *)&w->from_child, on_alloc, on_read);
+        d->status_dirty = true;
+}
+
+/* ---- compile requests ----------------------------------------------------- */
+
+static void compile_req_free(CompileReq *req)
+{
+        if (!req)
+                return;
+        free(req->language);
+        free(req->arch);
+        json_decref(req->options);
+        json_decref(req->name_expressions);
+        free(req->source);
+        free(req->waiting);
+        free(req->slots);
+        free(req);
+}
+
+static void job_artifact_ready(Dispatcher *d, Job *j, Slot slot, Artifact *a);
+
+/* Deliver a compile outcome to every job waiting for it. */
+static void compile_done(Dispatcher *d, CompileReq *req, json_t *result, const uint8_t *cubin, size_t len,
+                         bool cacheable)
+{
+        for (CompileReq **p = &d->compiles; *p; p = &(*p)->next)
+                if (*p == req) {
+                        *p = req->next;
+                        break;
+                }
+        if (cacheable && store_cache_put(d->store, req->key, result, cubin, len) < 0)
+                log_warn("dispatch: storing a compile result in the cache failed");
+        for (size_t i = 0; i < req->n_waiting; i++) {
+                Artifact *a = artifact_new(req->key, result, cubin, len, 0);
+                if (req->slots[i] == SLOT_REF && a && json_is_true(json_object_get(result, "ok"))) {
+                        artifact_free(d->refs[d->ref_next]);
+                        d->refs[d->ref_next] = artifact_copy(a, 1);
+                        d->ref_next = (d->ref_next + 1) % REF_CACHE_SLOTS;
+                }
+                job_artifact_ready(d, req->waiting[i], req->slots[i], a);
+        }
+        compile_req_free(req);
+}
+
+static int compile_req_wait(CompileReq *req, Job *j, Slot slot)
+{
+        if (req->n_waiting == req->cap_waiting) {
+                size_t cap = req->cap_waiting ? req->cap_waiting * 2 : 4;
+                Job **w = realloc(req->waiting, cap * sizeof(*w));
+                Slot *s;
+                if (!w)
+                        return -ENOMEM;
+                req->waiting = w;
+                s = realloc(req->slots, cap * sizeof(*s));
+                if (!s)
+                        return -ENOMEM;
+                req->slots = s;
+                req->cap_waiting = cap;
+        }
+        req->waiting[req->n_waiting] = j;
+        req->slots[req->n_waiting++] = slot;
+        j->pending++;
+        return 0;
+}
+
+/* Get the artifact for (source, options...) into @slot of @j: cache, coalesced request, or new request. */
+static int job_need(Dispatcher *d, Job *j, Slot slot, const char *language, json_t *options, json_t *names,
+                    const char *source)
+{
+        uint8_t key[32];
+        size_t len = strlen(source);
+        CompileReq *req;
+
+        pipeline_cache_key(language, d->arch, d->nvrtc, options, names, source, len, key);
+        j->art[slot] = artifact_lookup(d, key, slot == SLOT_REF);
+        if (j->art[slot]) {
+                d->cache_hits++;
+                return 0;
+        }
+        d->cache_misses++;
+        for (req = d->compiles; req; req = req->next)
+                if (memcmp(req->key, key, 32) == 0)
+                        return compile_req_wait(req, j, slot);
+        req = calloc(1, sizeof(*req));
+        if (!req)
+                return -ENOMEM;
+        memcpy(req->key, key, 32);
+        req->language = strdup(language);
+        req->arch = strdup(d->arch);
+        req->options = options ? json_incref(options) : json_array();
+        req->name_expressions = names ? json_incref(names) : json_array();
+        req->source = strdup(source);
+        req->source_len = len;
+        if (!req->language || !req->arch || !req->source || compile_req_wait(req, j, slot) < 0) {
+                compile_req_free(req);
+                return -ENOMEM;
+        }
+        /* append: oldest first */
+        CompileReq **p = &d->compiles;
+        while (*p)
+                p = &(*p)->next;
+        *p = req;
+        return 0;
+}
+
+static void job_compiled(Dispatcher *d, Job *j);
+
+static void job_artifact_ready(Dispatcher *d, Job *j, Slot slot, Artifact *a)
+{
+        j->art[slot] = a;
+        if (--j->pending == 0)
+                job_compiled(d, j);
+}
+
+/* Both CUBINs are in: decide what happens to the job. */
+static void job_compiled(Dispatcher *d, Job *j)
+{
+        json_t *req = j->sj->request;
+        json_t *cand = j->art[SLOT_CAND] ? j->art[SLOT_CAND]->compile : NULL;
+        json_t *ref = j->art[SLOT_REF] ? j->art[SLOT_REF]->compile : NULL;
+        bool full = strcmp(j->sj->mode, "full") == 0;
+        json_t *plan = json_object_get(req, "plan");
+        SpecError err = { 0 };
+        json_t *section;
+        char hex[65];
+
+        if (!j->art[SLOT_CAND]) {
+                job_finish(d, j, "internal_error", pipeline_error("internal", "out of memory"));
+                return;
+        }
+        if (!json_is_true(json_object_get(cand, "ok"))) {
+                const char *e = json_string_value(json_object_get(cand, "error"));
+                if (e && strcmp(e, "internal") == 0)
+                        job_finish(d, j, "internal_error", pipeline_error("internal", "%s",
+                                   str_or(json_string_value(json_object_get(cand, "log")), "compile worker failure")));
+                else
+                        job_finish(d, j, "compile_error", pipeline_error("compile", "%s",
+                                   e && strcmp(e, "timeout") == 0 ? "compilation exceeded the time limit"
+                                                                  : "the candidate did not compile"));
+                return;
+        }
+        if (j->task && json_is_array(plan) &&
+            spec_check_plan(j->task, plan, json_object_get(req, "scratch"), cand, d->max_shared_optin, &err) != 0) {
+                job_finish(d, j, "rejected", pipeline_error("plan", "%s (at %s)", err.message, err.pointer));
+                return;
+        }
+        if (!full) {
+                job_finish(d, j, "compiled", NULL);
+                return;
+        }
+        if (!ref || !json_is_true(json_object_get(ref, "ok"))) {
+                job_finish(d, j, "internal_error",
+                           pipeline_error("internal", "the reference of task '%s' does not compile: %s",
+                                          job_task_name(j), ref ? str_or(json_string_value(json_object_get(ref, "log")), "") : "?"));
+                return;
+        }
+        memset(&err, 0, sizeof(err));
+        json_t *ref_plan = json_object_get(json_object_get(spec_task_json(j->task), "reference"), "plan");
+        if (spec_check_plan(j->task, ref_plan, json_object_get(json_object_get(spec_task_json(j->task), "reference"), "scratch"),
+                            ref, 0, &err) != 0) {
+                job_finish(d, j, "internal_error", pipeline_error("internal", "task '%s': the reference plan does not "
+                                                                  "match its kernels: %s", job_task_name(j), err.message));
+                return;
+        }
+        /* Keep what the run stage needs: both compile sections and the cache keys. */
+        section = json_object();
+        json_object_set_new(section, "candidate", compile_section_of(j, SLOT_CAND));
+        hex_encode(j->art[SLOT_CAND]->key, 32, hex);
+        json_object_set_new(section, "candidate_key", json_string(hex));
+        hex_encode(j->art[SLOT_REF]->key, 32, hex);
+        json_object_set_new(section, "reference_key", json_string(hex));
+        json_object_set_new(section, "reference", json_deep_copy(ref));
+        if (store_set_compiled(d->store, j->sj->id, d->owner, section) != 0)
+                log_warn("dispatch: job %" PRId64 ": could not mark it compiled (lease lost?)", j->sj->id);
+        json_decref(section);
+        job_unlink(d, j);
+        job_free(j);
+}
+
+/* ---- claiming ----------------------------------------------------------------- */
+
+static int job_resolve_task(Dispatcher *d, Job *j)
+{
+        json_t *req = j->sj->request;
+        json_t *spec = json_object_get(req, "task_spec");
+        SpecError err = { 0 };
+
+        if (spec) {
+                int r = spec_task_parse(spec, NULL, &j->own_task, &err);
+                if (r != 0)
+                        return r;
+                j->task = j->own_task;
+        } else if (j->sj->task) {
+                j->task = d->cfg.tasks ? tasklib_get(d->cfg.tasks, j->sj->task) : NULL;
+                if (!j->task)
+                        return -ENOENT;
+        }
+        return 0;
+}
+
+static Job *job_new(Dispatcher *d, StoreJob *sj)
+{
+        Job *j = calloc(1, sizeof(*j));
+
+        if (!j)
+                return NULL;
+        j->sj = sj;
+        j->seed = d->cfg.has_fixed_seed ? d->cfg.fixed_seed : pipeline_seed(d->secret, sj->id, sj->attempts);
+        j->claimed_ms = j->last_heartbeat_ms = now_ms(d);
+        return j;
+}
+
+/* Start the compile stage of a claimed job. */
+static void job_begin_compile(Dispatcher *d, Job *j)
+{
+        json_t *req = j->sj->request;
+        const char *lang = str_or(json_string_value(json_object_get(req, "language")), "cuda");
+        const char *src = json_string_value(json_object_get(req, "source"));
+        int r;
+
+        j->next = d->jobs;
+        d->jobs = j;
+        d->n_jobs++;
+        if (job_resolve_task(d, j) != 0) {
+                job_finish(d, j, "internal_error", pipeline_error("internal", "task '%s' is no longer available",
+                                                                  j->sj->task ? j->sj->task : "(inline)"));
+                return;
+        }
+        j->pending = 1; /* held while requests are made, so none completes the job early */
+        r = job_need(d, j, SLOT_CAND, lang, json_object_get(req, "options"), json_object_get(req, "name_expressions"),
+                     src ? src : "");
+        if (r == 0 && strcmp(j->sj->mode, "full") == 0 && j->task) {
+                json_t *ref = json_object_get(spec_task_json(j->task), "reference");
+                const char *rsrc = spec_task_reference_source(j->task);
+                r = job_need(d, j, SLOT_REF, "cuda", spec_task_reference_options(j->task),
+                             json_object_get(ref, "name_expressions"), rsrc ? rsrc : "");
+        }
+        if (r < 0) {
+                log_error("dispatch: job %" PRId64 ": %s", j->sj->id, strerror(-r));
+                /* leave it to the reaper: its lease expires and it is retried */
+        }
+        if (--j->pending == 0)
+                job_compiled(d, j);
+}
+
+static Worker *idle_worker(Dispatcher *d, ProcRole role)
+{
+        for (int i = 0; i < d->n_workers; i++)
+                if (d->workers[i].spec->role == role && d->workers[i].state == W_IDLE)
+                        return &d->workers[i];
+        return NULL;
+}
+
+static void send_compiles(Dispatcher *d)
+{
+        for (CompileReq *req = d->compiles; req; req = req->next) {
+                Worker *w;
+                json_t *msg;
+                if (req->in_flight)
+                        continue;
+                w = idle_worker(d, PROC_COMPILE);
+                if (!w)
+                        return;
+                msg = json_pack("{s:I, s:s, s:s, s:O, s:O, s:i}", "id", (json_int_t)d->compiles_sent + 1,
+                                "language", req->language, "arch", req->arch, "options", req->options,
+                                "name_expressions", req->name_expressions, "deadline_ms", d->cfg.compile_timeout_ms);
+                if (!msg || worker_send(w, FRAME_JOB, msg, (const uint8_t *)req->source, req->source_len, NULL, 0) < 0) {
+                        json_decref(msg);
+                        worker_kill(w, "could not send a job");
+                        return;
+                }
+                json_decref(msg);
+                d->compiles_sent++;
+                req->in_flight = true;
+                w->req = req;
+                w->state = W_BUSY;
+                w->result_seen = false;
+                w->sent_at_ms = now_ms(d);
+                w->deadline_ms = w->sent_at_ms + (uint64_t)d->cfg.compile_timeout_ms + WATCHDOG_GRACE_MS;
+                d->status_dirty = true;
+        }
+}
+
+static Artifact *artifact_by_hex(Dispatcher *d, const char *hex)
+{
+        uint8_t key[32];
+
+        if (!hex || strlen(hex) != 64)
+                return NULL;
+        for (int i = 0; i < 32; i++) {
+                unsigned v;
+                if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+                        return NULL;
+                key[i] = (uint8_t)v;
+        }
+        return artifact_lookup(d, key, false);
+}
+
+/* Hand one compiled job to an idle GPU worker. Return: 1 sent, 0 nothing to do, <0 error. */
+static int run_one(Dispatcher *d, Worker *w)
+{
+        StoreJob *sj = NULL;
+        Job *j = NULL;
+        json_t *gjob = NULL;
+        SpecError err = { 0 };
+        int r = store_claim_next(d->store, STAGE_RUN, d->owner, d->cfg.lease_s, &sj);
+
+        if (r != 0)
+                return r == STORE_E_EMPTY ? 0 : r;
+        j = job_new(d, sj);
+        if (!j) {
+                store_job_free(sj);
+                return -ENOMEM;
+        }
+        if (job_resolve_task(d, j) != 0 || !j->task) {
+                json_t *e = pipeline_error("internal", "task '%s' is no longer available",
+                                           sj->task ? sj->task : "(inline)");
+                json_t *res = pipeline_result(sj->task, "internal_error", NULL, NULL, e, j->seed);
+                json_decref(e);
+                finish(d, sj->id, "internal_error", res);
+                job_free(j);
+                return 1;
+        }
+        j->art[SLOT_CAND] = artifact_by_hex(d, json_string_value(json_object_get(sj->compile, "candidate_key")));
+        j->art[SLOT_REF] = artifact_by_hex(d, json_string_value(json_object_get(sj->compile, "reference_key")));
+        if (!j->art[SLOT_CAND] || !j->art[SLOT_REF]) {
+                /* The cache lost a CUBIN: compile again. */
+                store_requeue(d->store, sj->id, d->owner, STAGE_COMPILE);
+                job_free(j);
+                return 1;
+        }
+        r = spec_resolve(j->task, sj->request, j->art[SLOT_CAND]->compile, j->art[SLOT_REF]->compile, sj->id, j->seed,
+                         &gjob, &err);
+        if (r != 0) {
+                json_t *e = pipeline_error("plan", "%s (at %s)", err.message, err.pointer);
+                json_t *res = pipeline_result(job_task_name(j), "rejected", json_object_get(sj->compile, "candidate"),
+                                              NULL, e, j->seed);
+                json_decref(e);
+                finish(d, sj->id, "rejected", res);
+                job_free(j);
+                return 1;
+        }
+        json_object_set_new(gjob, "cubins",
+                            json_pack("{s:{s:i, s:I}, s:{s:I, s:I}}", "candidate", "offset", 0, "size",
+                                      (json_int_t)j->art[SLOT_CAND]->cubin_len, "reference", "offset",
+                                      (json_int_t)j->art[SLOT_CAND]->cubin_len, "size",
+                                      (json_int_t)j->art[SLOT_REF]->cubin_len));
+        json_object_set_new(gjob, "deadline_ms", json_integer((json_int_t)(d->cfg.job_timeout_s * 1000)));
+        json_object_set_new(gjob, "launch_timeout_ms", json_integer(d->cfg.launch_timeout_ms));
+        if (!json_object_get(gjob, "mode"))
+                json_object_set_new(gjob, "mode", json_string("full"));
+        r = worker_send(w, FRAME_JOB, gjob, j->art[SLOT_CAND]->cubin, j->art[SLOT_CAND]->cubin_len,
+                        j->art[SLOT_REF]->cubin, j->art[SLOT_REF]->cubin_len);
+        json_decref(gjob);
+        if (r < 0) {
+                store_requeue(d->store, sj->id, d->owner, STAGE_RUN);
+                job_free(j);
+                worker_kill(w, "could not send a job");
+                return r;
+        }
+        w->job = j;
+        w->state = W_BUSY;
+        w->result_seen = false;
+        w->sent_at_ms = now_ms(d);
+        w->deadline_ms = w->sent_at_ms + (uint64_t)(d->cfg.job_timeout_s * 1000) + WATCHDOG_GRACE_MS;
+        d->status_dirty = true;
+        return 1;
+}
+
+static void gpu_done(Dispatcher *d, Worker *w, json_t *result)
+{
+        Job *j = w->job;
+        const char *verdict = json_string_value(json_object_get(result, "verdict"));
+        static const char *const allowed[] = { "correct", "incorrect", "runtime_error", "timeout", "rejected",
+                                               "internal_error" };
+        bool ok = false;
+        json_t *res;
+
+        w->job = NULL;
+        for (size_t i = 0; verdict && i < sizeof(allowed) / sizeof(allowed[0]); i++)
+                ok |= strcmp(verdict, allowed[i]) == 0;
+        if (!ok) {
+                w->malformed = true;
+                worker_kill(w, "sent a RESULT without a valid verdict");
+                store_requeue(d->store, j->sj->id, d->owner, STAGE_RUN);
+                job_free(j);
+                return;
+        }
+        if (strcmp(verdict, "internal_error") == 0 && j->sj->attempts < d->cfg.max_attempts) {
+                log_warn("dispatch: job %" PRId64 ": GPU worker reported an internal error; retrying", j->sj->id);
+                store_requeue(d->store, j->sj->id, d->owner, STAGE_RUN);
+                job_free(j);
+                return;
+        }
+        res = pipeline_result(job_task_name(j), verdict, json_object_get(j->sj->compile, "candidate"), result, NULL,
+                              j->seed);
+        finish(d, j->sj->id, verdict, res);
+        job_free(j);
+}
+
+static void on_pump_idle(uv_idle_t *h);
+
+/* Everything the loop does when something changed. */
+static void pump(Dispatcher *d)
+{
+        int claimed = 0;
+        Worker *w;
+
+        if (d->stopping)
+                goto out;
+        /* Compile stage: claim while there is room; cache hits finish at once. */
+        while (d->n_compile > 0 && d->nvrtc[0] &&
+               d->n_jobs < d->n_compile * COMPILE_BACKLOG_PER_WORKER && claimed < PUMP_BATCH) {
+                StoreJob *sj = NULL;
+                Job *j;
+                int r = store_claim_next(d->store, STAGE_COMPILE, d->owner, d->cfg.lease_s, &sj);
+                if (r != 0) {
+                        if (r < 0)
+                                log_error("dispatch: claiming a job failed: %s", strerror(-r));
+                        break;
+                }
+                claimed++;
+                j = job_new(d, sj);
+                if (!j) {
+                        store_job_free(sj);
+                        break;
+                }
+                job_begin_compile(d, j);
+        }
+        send_compiles(d);
+        /* Run stage: one job per idle GPU worker. */
+        while ((w = idle_worker(d, PROC_GPU)) && claimed < PUMP_BATCH) {
+                int r = run_one(d, w);
+                if (r <= 0)
+                        break;
+                claimed++;
+        }
+out:
+        if (claimed >= PUMP_BATCH && !d->idle_active) {
+                d->idle_active = true;
+                uv_idle_start(&d->pump_idle, on_pump_idle);
+        }
+        if (d->status_dirty)
+                status_rebuild(d);
+}
+
+static void on_pump_idle(uv_idle_t *h)
+{
+        Dispatcher *d = h->data;
+
+        uv_idle_stop(h);
+        d->idle_active = false;
+        pump(d);
+}
+
+static void on_wake(uv_async_t *h)
+{
+        pump(h->data);
+}
+
+static bool all_quiet(Dispatcher *d)
+{
+        for (int i = 0; i < d->n_workers; i++)
+                if (d->workers[i].state == W_BUSY)
+                        return false;
+        return true;
+}
+
+static void shutdown_now(Dispatcher *d);
+
+static void on_tick(uv_timer_t *t)
+{
+        Dispatcher *d = t->data;
+        uint64_t now = now_ms(d);
+        int requeued = 0, failed = 0;
+
+        for (int i = 0; i < d->n_workers; i++) {
+                Worker *w = &d->workers[i];
+                if (w->state == W_STOPPED && w->handles_open == 0 && !d->stopping && now >= w->restart_at_ms)
+                        worker_start(w);
+                else if ((w->state == W_BUSY || w->state == W_STARTING) && now > w->deadline_ms &&
+                         !w->killed_by_watchdog) {
+                        w->killed_by_watchdog = w->state == W_BUSY;
+                        worker_kill(w, w->state == W_BUSY ? "watchdog: the request overran its deadline"
+                                                          : "did not say HELLO in time");
+                }
+        }
+        /* Heartbeats for the leases this supervisor holds. */
+        for (Job *j = d->jobs; j; j = j->next)
+                if (now - j->last_heartbeat_ms > (uint64_t)(d->cfg.lease_s * 1000 / 3)) {
+                        store_heartbeat(d->store, j->sj->id, d->owner, d->cfg.lease_s);
+                        j->last_heartbeat_ms = now;
+                }
+        for (int i = 0; i < d->n_workers; i++) {
+                Job *j = d->workers[i].job;
+                if (j && now - j->last_heartbeat_ms > (uint64_t)(d->cfg.lease_s * 1000 / 3)) {
+                        store_heartbeat(d->store, j->sj->id, d->owner, d->cfg.lease_s);
+                        j->last_heartbeat_ms = now;
+                }
+        }
+        if (store_reap(d->store, d->cfg.max_attempts, &requeued, &failed) == 0 && (requeued || failed))
+                log_warn("dispatch: reaper: %d expired lease(s) re-queued, %d job(s) ended as internal_error",
+                         requeued, failed);
+        if (d->stopping && (all_quiet(d) || now >= d->stop_deadline_ms)) {
+                shutdown_now(d);
+                return;
+        }
+        pump(d);
+}
+
+/* ---- start and stop ------------------------------------------------------------ */
+
+static void close_cb_noop(uv_handle_t *h)
+{
+        (void)h;
+}
+
+static void shutdown_now(Dispatcher *d)
+{
+        /* Requeue what this supervisor still holds; drop the compile requests
+         * (they point at those jobs); kill the workers. */
+        while (d->compiles) {
+                CompileReq *req = d->compiles;
+                d->compiles = req->next;
+                compile_req_free(req);
+        }
+        while (d->jobs) {
+                Job *j = d->jobs;
+                d->jobs = j->next;
+                d->n_jobs--;
+                store_requeue(d->store, j->sj->id, d->owner, STAGE_COMPILE);
+                job_free(j);
+        }
+        for (int i = 0; i < d->n_workers; i++) {
+                Worker *w = &d->workers[i];
+                w->req = NULL;
+                if (w->job) {
+                        store_requeue(d->store, w->job->sj->id, d->owner, STAGE_RUN);
+                        job_free(w->job);
+                        w->job = NULL;
+                }
+                if (w->state != W_STOPPED)
+                        worker_kill(w, "shutting down");
+        }
+        uv_timer_stop(&d->tick);
+        uv_close((uv_handle_t *)&d->tick, close_cb_noop);
+        uv_close((uv_handle_t *)&d->wake, close_cb_noop);
+        uv_close((uv_handle_t *)&d->stop_async, close_cb_noop);
+        uv_close((uv_handle_t *)&d->pump_idle, close_cb_noop);
+        status_rebuild(d);
+        /* The loop ends once the workers' exit callbacks have closed their handles. */
+}
+
+static void on_stop(uv_async_t *h)
+{
+        Dispatcher *d = h->data;
+
+        if (d->stopping)
+                return;
+        d->stopping = true;
+        d->stop_deadline_ms = now_ms(d) + (uint64_t)(d->stop_grace_s * 1000);
+        d->status_dirty = true;
+        log_info("dispatch: stopping: no new jobs; waiting for running ones");
+        /* Compile-stage jobs are cheap to redo: hand them back now. */
+        while (d->jobs) {
+                Job *j = d->jobs;
+                if (j->pending > 0)
+                        break; /* waiting on a worker; settled in shutdown_now */
+                d->jobs = j->next;
+                d->n_jobs--;
+                store_requeue(d->store, j->sj->id, d->owner, STAGE_COMPILE);
+                job_free(j);
+        }
+        status_rebuild(d);
+}
+
+static void loop_main(void *arg)
+{
+        Dispatcher *d = arg;
+
+        uv_run(&d->loop, UV_RUN_DEFAULT);
+}
+
+static int parse_gpus(const char *spec, int *ret, int max)
+{
+        int n = 0;
+
+        if (!spec || strcmp(spec, "auto") == 0) {
+                int count = proctab_count_gpus();
+                for (int i = 0; i < count && n < max; i++)
+                        ret[n++] = i;
+                return n;
+        }
+        if (strcmp(spec, "none") == 0 || !*spec)
+                return 0;
+        for (const char *p = spec; *p && n < max;) {
+                char *end;
+                long v = strtol(p, &end, 10);
+                if (end == p || v < 0 || v > 1024)
+                        return -EINVAL;
+                ret[n++] = (int)v;
+                p = *end == ',' ? end + 1 : end;
+                if (*end && *end != ',')
+                        return -EINVAL;
+        }
+        return n;
+}
+
+/**
+ * dispatch_start() - start the dispatcher's loop, its workers and its thread
+ * @cfg: settings; copied (the strings too), tasks and waiters borrowed
+ * Return: 0, -EINVAL for a bad GPU list, or a negative errno.
+ */
+int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
+{
+        Dispatcher *d = calloc(1, sizeof(*d));
+        int gpus[MAX_WORKERS], n_gpus, n_compile, r;
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+        if (!d)
+                return -ENOMEM;
+        d->cfg = *cfg;
+        if (d->cfg.max_attempts <= 0)
+                d->cfg.max_attempts = 3;
+        if (d->cfg.lease_s <= 0)
+                d->cfg.lease_s = 60;
+        if (d->cfg.job_timeout_s <= 0)
+                d->cfg.job_timeout_s = 120;
+        if (d->cfg.compile_timeout_ms <= 0)
+                d->cfg.compile_timeout_ms = LIMIT_COMPILE_WALL_MS;
+        if (d->cfg.launch_timeout_ms <= 0)
+                d->cfg.launch_timeout_ms = 10000;
+        d->libexec_dir = strdup(cfg->libexec_dir ? cfg->libexec_dir : ".");
+        d->arch = strdup(cfg->arch ? cfg->arch : "sm_90a");
+        d->verdicts = json_object();
+        d->cfg.libexec_dir = d->libexec_dir;
+        d->cfg.arch = d->arch;
+        d->cfg.gpus = NULL;
+        pthread_mutex_init(&d->status_lock, NULL);
+        snprintf(d->owner, sizeof(d->owner), "kevald-%d", (int)getpid());
+
+        n_gpus = parse_gpus(cfg->gpus, gpus, MAX_WORKERS / 2);
+        if (n_gpus < 0) {
+                r = -EINVAL;
+                goto fail;
+        }
+        n_compile = cfg->compile_workers > 0 ? cfg->compile_workers : (int)(cores > 0 ? cores : 1);
+        if (n_compile > MAX_WORKERS - n_gpus)
+                n_compile = MAX_WORKERS - n_gpus;
+        r = store_open(cfg->db_path, &d->store);
+        if (r != 0) {
+                r = r < 0 ? r : -EIO;
+                goto fail;
+        }
+        r = store_secret(d->store, d->secret);
+        if (r != 0)
+                goto fail;
+        r = store_requeue_all_leases(d->store);
+        if (r < 0)
+                goto fail;
+
+        uv_loop_init(&d->loop);
+        uv_async_init(&d->loop, &d->wake, on_wake);
+        uv_async_init(&d->loop, &d->stop_async, on_stop);
+        uv_timer_init(&d->loop, &d->tick);
+        uv_idle_init(&d->loop, &d->pump_idle);
+        d->wake.data = d->stop_async.data = d->tick.data = d->pump_idle.data = d;
+        for (int i = 0; i < n_compile; i++) {
+                Worker *w = &d->workers[d->n_workers++];
+                w->d = d;
+                w->spec = proctab_get(PROC_COMPILE);
+                w->index = i;
+        }
+        d->n_compile = n_compile;
+        for (int i = 0; i < n_gpus; i++) {
+                Worker *w = &d->workers[d->n_workers++];
+                w->d = d;
+                w->spec = proctab_get(PROC_GPU);
+                w->index = gpus[i];
+        }
+        log_info("dispatch: %d compile worker(s), %d GPU worker(s)%s", n_compile, n_gpus,
+                 n_gpus == 0 ? " (no GPU: compile-only submissions complete, full evaluations wait)" : "");
+        for (int i = 0; i < d->n_workers; i++)
+                worker_start(&d->workers[i]);
+        status_rebuild(d);
+        uv_timer_start(&d->tick, on_tick, 100, 100);
+        r = uv_thread_create(&d->thread, loop_main, d);
+        if (r < 0) {
+                r = -EAGAIN;
+                goto fail;
+        }
+        *ret_dispatcher = d;
+        return 0;
+fail:
+        store_close(d->store);
+        free(d->libexec_dir);
+        free(d->arch);
+        json_decref(d->verdicts);
+        free(d);
+        return r;
+}
+
+void dispatch_notify(Dispatcher *d)
+{
+        if (d)
+                uv_async_send(&d->wake);
+}
+
+/**
+ * dispatch_stop() - graceful stop: no new jobs, running ones get @grace_s to
+ * finish, the rest go back to the queue, workers are killed, the thread joins.
+ * Return: 0.
+ */
+int dispatch_stop(Dispatcher *d, double grace_s)
+{
+        if (!d)
+                return 0;
+        d->stop_grace_s = grace_s; /* read by on_stop, on the loop thread, after the wake-up */
+        uv_async_send(&d->stop_async);
+        uv_thread_join(&d->thread);
+        return 0;
+}
+
+void dispatch_free(Dispatcher *d)
+{
+        if (!d)
+                return;
+        uv_loop_close(&d->loop);
+        while (d->compiles) {
+                CompileReq *r = d->compiles;
+                d->compiles = r->next;
+                compile_req_free(r);
+        }
+        for (int i = 0; i < REF_CACHE_SLOTS; i++)
+                artifact_free(d->refs[i]);
+        for (int i = 0; i < d->n_workers; i++) {
+                json_decref(d->workers[i].hello);
+                frame_decoder_clear(&d->workers[i].dec);
+        }
+        store_close(d->store);
+        json_decref(d->status);
+        json_decref(d->verdicts);
+        pthread_mutex_destroy(&d->status_lock);
+        free(d->libexec_dir);
+        free(d->arch);
+        free(d);
+}

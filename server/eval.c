@@ -1,0 +1,387 @@
+/*
+ * eval - `kevald eval`: one evaluation from the command line, through the
+ * same pipeline as the server. It validates the submission with the same
+ * rules, writes it to a private temporary store, starts the real dispatcher
+ * with its real compile and GPU workers, waits for the verdict and prints
+ * the result JSON. Nothing here is a second implementation of the pipeline.
+ *
+ *   kevald eval --task FILE|NAME --source kernel.cu --plan plan.json
+ *   kevald eval --compile --source kernel.cu
+ *
+ * Exit status: 0 verdict correct or compiled, 1 any other verdict, 2 usage
+ * or invalid submission, 3 infrastructure failure.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/spec.h"
+#include "common/tasklib.h"
+#include "server/commands.h"
+#include "server/dispatch.h"
+#include "server/paths.h"
+#include "server/store.h"
+
+static void usage(FILE *f)
+{
+        fprintf(f,
+                "usage: kevald eval [--task FILE|NAME] --source FILE [--plan FILE] [options]\n"
+                "       kevald eval --compile --source FILE [options]\n"
+                "\n"
+                "  --task FILE|NAME       a task file, or a name from the task library\n"
+                "  --tasks DIR            the task library (default: %s)\n"
+                "  --source FILE          the candidate: CUDA C++ (or PTX with --language ptx)\n"
+                "  --plan FILE            the launch plan: a JSON array of launches, or an object\n"
+                "                         with \"plan\" (and optionally \"scratch\", \"options\", ...)\n"
+                "  --compile              stop after compilation (needs no GPU, no task)\n"
+                "  --language cuda|ptx    source language (default cuda)\n"
+                "  --option OPT           a compile option (repeatable; allowlisted)\n"
+                "  --name-expression E    a template instantiation to compile (repeatable)\n"
+                "  --timing fast|precise|JSON  timing budget (default: the server default)\n"
+                "  --seed HEX             reproduce a result: use this seed instead of a fresh one\n"
+                "  --gpus auto|none|LIST  GPUs to use (default auto)\n"
+                "  --libexec DIR          where kevald-compile and kevald-gpu are\n"
+                "  --no-sandbox           run the workers unconfined (benchmarks only)\n"
+                "  --timeout S            give up after S seconds (default 600)\n"
+                "  --submission           print the whole submission object, not just the result\n",
+                paths_default_tasks_dir());
+}
+
+static char *read_file(const char *path, size_t limit, size_t *ret_len)
+{
+        FILE *f = fopen(path, "rb");
+        char *buf = NULL;
+        size_t len = 0, cap = 0;
+
+        if (!f)
+                return NULL;
+        for (;;) {
+                if (len + 4096 + 1 > cap) {
+                        cap = cap ? cap * 2 : 65536;
+                        char *nb = realloc(buf, cap);
+                        if (!nb)
+                                goto fail;
+                        buf = nb;
+                }
+                size_t n = fread(buf + len, 1, cap - len - 1, f);
+                len += n;
+                if (len > limit) {
+                        errno = EFBIG;
+                        goto fail;
+                }
+                if (n == 0)
+                        break;
+        }
+        fclose(f);
+        buf[len] = '\0';
+        if (ret_len)
+                *ret_len = len;
+        return buf;
+fail:
+        free(buf);
+        fclose(f);
+        return NULL;
+}
+
+static int is_file(const char *p)
+{
+        struct stat st;
+
+        return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Load --task: a file (parsed as an inline task) or a library name. */
+static int load_task(const char *arg, const char *tasks_dir, TaskLib **ret_lib, const Task **ret_task,
+                     Task **ret_owned, json_t **ret_spec)
+{
+        SpecError err = { 0 };
+        json_error_t jerr;
+
+        if (is_file(arg)) {
+                char dir[PATH_MAX];
+                json_t *doc = json_load_file(arg, JSON_REJECT_DUPLICATES, &jerr);
+                const char *slash = strrchr(arg, '/');
+                Task *t = NULL;
+                int r;
+
+                if (!doc) {
+                        fprintf(stderr, "kevald eval: %s:%d: %s\n", arg, jerr.line, jerr.text);
+                        return -EINVAL;
+                }
+                snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - arg) : 1, slash ? arg : ".");
+                r = spec_task_parse(doc, dir, &t, &err);
+                json_decref(doc);
+                if (r != 0) {
+                        fprintf(stderr, "kevald eval: %s: invalid task at %s: %s\n", arg, err.pointer, err.message);
+                        return -EINVAL;
+                }
+                *ret_owned = t;
+                *ret_task = t;
+                *ret_spec = json_deep_copy(spec_task_json(t));
+                return 0;
+        }
+        if (tasklib_load(tasks_dir, ret_lib, NULL) < 0) {
+                fprintf(stderr, "kevald eval: cannot read the task library '%s'\n", tasks_dir);
+                return -ENOENT;
+        }
+        *ret_task = tasklib_get(*ret_lib, arg);
+        if (!*ret_task) {
+                fprintf(stderr, "kevald eval: no task named '%s' (and no such file)\n", arg);
+                return -ENOENT;
+        }
+        return 0;
+}
+
+/* Merge the --plan file into the submission: an array is the plan, an object is merged. */
+static int merge_plan(json_t *sub, const char *path)
+{
+        json_error_t jerr;
+        json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+
+        if (!doc) {
+                fprintf(stderr, "kevald eval: %s:%d: %s\n", path, jerr.line, jerr.text);
+                return -EINVAL;
+        }
+        if (json_is_array(doc))
+                json_object_set(sub, "plan", doc);
+        else if (json_is_object(doc))
+                json_object_update(sub, doc);
+        else {
+                fprintf(stderr, "kevald eval: %s: a plan is a JSON array or object\n", path);
+                json_decref(doc);
+                return -EINVAL;
+        }
+        json_decref(doc);
+        return 0;
+}
+
+static void sleep_ms(long ms)
+{
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+        nanosleep(&ts, NULL);
+}
+
+int cmd_eval(int argc, char **argv)
+{
+        static const struct option longopts[] = {
+                { "task", required_argument, NULL, 't' },        { "tasks", required_argument, NULL, 'T' },
+                { "source", required_argument, NULL, 's' },      { "plan", required_argument, NULL, 'p' },
+                { "compile", no_argument, NULL, 'c' },           { "language", required_argument, NULL, 'l' },
+                { "option", required_argument, NULL, 'o' },      { "name-expression", required_argument, NULL, 'n' },
+                { "timing", required_argument, NULL, 'm' },      { "seed", required_argument, NULL, 'S' },
+                { "gpus", required_argument, NULL, 'g' },        { "libexec", required_argument, NULL, 'L' },
+                { "no-sandbox", no_argument, NULL, 'N' },        { "timeout", required_argument, NULL, 'O' },
+                { "submission", no_argument, NULL, 'P' },        { "log-level", required_argument, NULL, 'v' },
+                { "help", no_argument, NULL, 'h' },              { 0, 0, 0, 0 },
+        };
+        const char *task_arg = NULL, *tasks_dir = paths_default_tasks_dir(), *source_path = NULL;
+        const char *plan_path = NULL, *gpus = NULL, *libexec = NULL, *timing = NULL;
+        char *source = NULL, dbdir[] = "/tmp/kevald-eval-XXXXXX", dbpath[PATH_MAX];
+        json_t *sub = json_object(), *options = json_array(), *names = json_array();
+        json_t *norm = NULL, *spec_doc = NULL, *obj = NULL;
+        TaskLib *lib = NULL;
+        const Task *task = NULL;
+        Task *owned = NULL;
+        Store *store = NULL;
+        Dispatcher *d = NULL;
+        DispatchConfig cfg = { 0 };
+        SpecError err = { 0 };
+        bool compile_only = false, sandbox = true, whole = false, have_db = false;
+        uint64_t seed = 0;
+        bool has_seed = false;
+        double timeout_s = 600;
+        int64_t id = 0;
+        int c, r, rc = 3;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+                switch (c) {
+                case 't': task_arg = optarg; break;
+                case 'T': tasks_dir = optarg; break;
+                case 's': source_path = optarg; break;
+                case 'p': plan_path = optarg; break;
+                case 'c': compile_only = true; break;
+                case 'l': json_object_set_new(sub, "language", json_string(optarg)); break;
+                case 'o': json_array_append_new(options, json_string(optarg)); break;
+                case 'n': json_array_append_new(names, json_string(optarg)); break;
+                case 'm': timing = optarg; break;
+                case 'S': {
+                        char *end;
+                        errno = 0;
+                        seed = strtoull(optarg, &end, 16);
+                        if (errno || *end || end == optarg) {
+                                fprintf(stderr, "kevald eval: --seed wants up to 16 hex digits\n");
+                                rc = 2;
+                                goto out;
+                        }
+                        has_seed = true;
+                        break;
+                }
+                case 'g': gpus = optarg; break;
+                case 'L': libexec = optarg; break;
+                case 'N': sandbox = false; break;
+                case 'O': timeout_s = atof(optarg); break;
+                case 'P': whole = true; break;
+                case 'v': {
+                        LogLevel lvl;
+                        if (log_level_parse(optarg, &lvl) == 0)
+                                log_init("kevald", lvl);
+                        break;
+                }
+                case 'h': usage(stdout); rc = 0; goto out;
+                default: usage(stderr); rc = 2; goto out;
+                }
+        }
+        if (!source_path || (!compile_only && !task_arg) || optind != argc) {
+                usage(stderr);
+                rc = 2;
+                goto out;
+        }
+        source = read_file(source_path, LIMIT_SOURCE_BYTES, NULL);
+        if (!source) {
+                fprintf(stderr, "kevald eval: cannot read '%s': %s\n", source_path, strerror(errno));
+                rc = 2;
+                goto out;
+        }
+        json_object_set_new(sub, "source", json_string(source));
+        if (!json_object_get(sub, "source")) {
+                fprintf(stderr, "kevald eval: '%s' is not valid UTF-8 text\n", source_path);
+                rc = 2;
+                goto out;
+        }
+        json_object_set_new(sub, "mode", json_string(compile_only ? "compile" : "full"));
+        if (json_array_size(options))
+                json_object_set(sub, "options", options);
+        if (json_array_size(names))
+                json_object_set(sub, "name_expressions", names);
+        if (timing) {
+                json_t *t = json_loads(timing, 0, NULL);
+                json_object_set_new(sub, "timing", t ? t : json_string(timing));
+        }
+        if (plan_path && merge_plan(sub, plan_path) < 0) {
+                rc = 2;
+                goto out;
+        }
+        if (task_arg) {
+                if (load_task(task_arg, tasks_dir, &lib, &task, &owned, &spec_doc) < 0) {
+                        rc = 2;
+                        goto out;
+                }
+                if (spec_doc)
+                        json_object_set(sub, "task_spec", spec_doc);
+                else
+                        json_object_set_new(sub, "task", json_string(spec_task_name(task)));
+        }
+        r = spec_submission_validate(sub, task, &norm, &err);
+        if (r != 0) {
+                fprintf(stderr, "kevald eval: invalid submission at %s: %s\n", err.pointer[0] ? err.pointer : "/",
+                        err.message);
+                rc = 2;
+                goto out;
+        }
+
+        /* A private store: the same queue, the same dispatcher, the same workers. */
+        if (!mkdtemp(dbdir)) {
+                fprintf(stderr, "kevald eval: mkdtemp: %s\n", strerror(errno));
+                goto out;
+        }
+        have_db = true;
+        snprintf(dbpath, sizeof(dbpath), "%s/eval.db", dbdir);
+        r = store_open(dbpath, &store);
+        if (r != 0) {
+                fprintf(stderr, "kevald eval: opening the store failed (%d)\n", r);
+                goto out;
+        }
+        {
+                StoreNew sn = { .request = norm,
+                                .task = task ? spec_task_name(task) : NULL,
+                                .mode = compile_only ? "compile" : "full",
+                                .priority = 1,
+                                .token_id = 0 };
+                uint8_t zero[32] = { 0 };
+                r = store_insert_submissions(store, &sn, 1, &id, NULL, zero, 0, 0);
+                if (r != 0) {
+                        fprintf(stderr, "kevald eval: queueing the submission failed (%d)\n", r);
+                        goto out;
+                }
+        }
+        cfg.db_path = dbpath;
+        cfg.tasks = lib;
+        cfg.libexec_dir = libexec ? libexec : paths_libexec_dir();
+        cfg.compile_workers = 1;
+        cfg.gpus = gpus ? gpus : (compile_only ? "none" : "auto");
+        cfg.sandbox = sandbox;
+        cfg.has_fixed_seed = has_seed;
+        cfg.fixed_seed = seed;
+        r = dispatch_start(&cfg, &d);
+        if (r != 0) {
+                fprintf(stderr, "kevald eval: starting the workers failed: %s\n", strerror(-r));
+                goto out;
+        }
+        /* A CLI waiting on its one job may poll its own private store. */
+        for (double waited = 0;; waited += 0.005) {
+                json_t *cur = NULL;
+                if (store_get_submission(store, id, &cur) == 0) {
+                        const char *state = json_string_value(json_object_get(cur, "state"));
+                        if (state && strcmp(state, "done") == 0) {
+                                obj = cur;
+                                break;
+                        }
+                        json_decref(cur);
+                }
+                if (waited > timeout_s) {
+                        fprintf(stderr, "kevald eval: no verdict after %.0f s\n", timeout_s);
+                        break;
+                }
+                if (!compile_only && waited > 10) {
+                        json_t *st = dispatch_status(d);
+                        bool none = json_array_size(json_object_get(st, "gpus")) == 0;
+                        json_decref(st);
+                        if (none) {
+                                fprintf(stderr, "kevald eval: no GPU on this host; use --compile for a compile-only check\n");
+                                break;
+                        }
+                }
+                sleep_ms(5);
+        }
+        dispatch_stop(d, 5);
+        if (obj) {
+                json_t *res = json_object_get(obj, "result");
+                const char *verdict = json_string_value(json_object_get(obj, "verdict"));
+                json_dumpf(whole ? obj : res, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+                fputc('\n', stdout);
+                rc = verdict && (strcmp(verdict, "correct") == 0 || strcmp(verdict, "compiled") == 0) ? 0 : 1;
+        }
+out:
+        dispatch_free(d);
+        store_close(store);
+        if (have_db) {
+                char p[PATH_MAX + 8];
+                const char *sfx[] = { "", "-wal", "-shm" };
+                for (int i = 0; i < 3; i++) {
+                        snprintf(p, sizeof(p), "%s%s", dbpath, sfx[i]);
+                        unlink(p);
+                }
+                rmdir(dbdir);
+        }
+        json_decref(obj);
+        json_decref(norm);
+        json_decref(spec_doc);
+        json_decref(sub);
+        json_decref(options);
+        json_decref(names);
+        spec_task_free(owned);
+        tasklib_free(lib);
+        free(source);
+        return rc;
+}
