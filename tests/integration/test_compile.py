@@ -1,0 +1,81 @@
+"""
+Compile mode end to end: a real NVRTC compile in a real (sandboxed)
+kevald-compile worker, the verdict and compile report in the stored result,
+and the compile cache.
+"""
+from conftest import accepted, compile_sub, unique, wait_done, BROKEN_KERNEL, GOOD_KERNEL
+
+TEMPLATE_KERNEL = r'''
+template <typename T, int B>
+__global__ void scale(T *y, T a, int n)
+{
+        int i = blockIdx.x * B + threadIdx.x;
+        if (i < n)
+                y[i] *= a;
+}
+'''
+
+
+def test_good_kernel_compiles(client):
+    sid = accepted(client.post("/v1/submissions", json=compile_sub(unique(GOOD_KERNEL))))
+    done = wait_done(client, sid)
+    assert done["state"] == "done" and done["verdict"] == "compiled", done
+    res = done["result"]
+    assert res["verdict"] == "compiled"
+    comp = res["compile"]
+    assert comp["ok"] is True and comp["cache_hit"] is False
+    assert comp["compile_ms"] > 0
+    assert comp["arch"].startswith("sm_")
+    kernels = {k["name"]: k for k in comp["kernels"]}
+    assert list(kernels) == ["saxpy"], comp["kernels"]
+    params = kernels["saxpy"]["params"]
+    # (float a, const float *x, float *y, int n)
+    assert [p["size"] for p in params] == [4, 8, 8, 4], params
+    assert [p["offset"] for p in params] == [0, 8, 16, 24], params
+    assert kernels["saxpy"]["registers"] > 0
+    assert res["reward_fields"]["compiled"] is True
+    assert done["finished_at"] >= done["created_at"]
+
+
+def test_broken_kernel_compile_error(client):
+    sid = accepted(client.post("/v1/submissions", json=compile_sub(unique(BROKEN_KERNEL))))
+    done = wait_done(client, sid)
+    assert done["verdict"] == "compile_error", done
+    comp = done["result"]["compile"]
+    assert comp["ok"] is False
+    log = comp["log"]
+    assert "undefined_name_xq" in log and "error" in log, log
+    # The error line: line 5 of the submitted text (the unique() comment is line 1).
+    assert "(5)" in log or "line 5" in log, log
+    assert "/usr/local/cuda" not in log and "/tmp/" not in log, "no host paths in the log"
+    assert done["result"]["reward_fields"]["compiled"] is False
+
+
+def test_compile_cache_hit(client):
+    src = unique(GOOD_KERNEL)
+    first = wait_done(client, accepted(client.post("/v1/submissions", json=compile_sub(src))))
+    assert first["result"]["compile"]["cache_hit"] is False
+    second = wait_done(client, accepted(client.post("/v1/submissions", json=compile_sub(src))))
+    assert second["verdict"] == "compiled"
+    assert second["result"]["compile"]["cache_hit"] is True
+    assert second["result"]["compile"]["kernels"] == first["result"]["compile"]["kernels"]
+    # Different options are a different key.
+    third = wait_done(client, accepted(client.post("/v1/submissions",
+                                                   json=compile_sub(src, options=["-DFOO=1"]))))
+    assert third["result"]["compile"]["cache_hit"] is False
+
+
+def test_name_expressions(client):
+    sub = compile_sub(unique(TEMPLATE_KERNEL), name_expressions=["scale<float, 256>"])
+    done = wait_done(client, accepted(client.post("/v1/submissions", json=sub)))
+    assert done["verdict"] == "compiled", done
+    names = [k["name"] for k in done["result"]["compile"]["kernels"]]
+    assert len(names) == 1 and names[0].startswith("_Z5scaleIfLi256EE"), names
+
+
+def test_include_of_host_file_fails_safely(client):
+    src = unique('#include "/etc/passwd"\n' + GOOD_KERNEL)
+    done = wait_done(client, accepted(client.post("/v1/submissions", json=compile_sub(src))))
+    assert done["verdict"] in ("compile_error", "rejected"), done
+    log = done["result"].get("compile", {}).get("log", "")
+    assert "root:" not in log, "NVRTC must not echo a host file into the log"

@@ -1,0 +1,256 @@
+"""
+Every error class of POST /v1/submissions answers RFC 9457 problem+json with
+the right status and, for a field, the exact JSON pointer.
+"""
+import socket
+import time
+
+import pytest
+
+from conftest import (SLOW, compile_sub, full_sub, inline_full_sub, problem, read_limits,
+                      GOOD_KERNEL)
+
+LIMITS = read_limits()
+
+
+def post(client, body, **kw):
+    return client.post("/v1/submissions", json=body, **kw)
+
+
+def test_malformed_json(client):
+    for raw in (b"{", b"{\"mode\": }", b"not json", b"\xff\xfe{}", b""):
+        r = client.post("/v1/submissions", content=raw, headers={"content-type": "application/json"})
+        problem(r, 400)
+
+
+def test_not_an_object(client):
+    for raw in (b"[]", b"42", b"\"x\"", b"null"):
+        r = client.post("/v1/submissions", content=raw, headers={"content-type": "application/json"})
+        assert r.status_code in (400, 422), r.text
+        problem(r)
+
+
+def test_too_deep(client):
+    raw = ("[" * (LIMITS["LIMIT_JSON_DEPTH"] + 10) + "]" * (LIMITS["LIMIT_JSON_DEPTH"] + 10)).encode()
+    body = {"mode": "compile", "source": "x", "tags": {"labels": {}}}
+    r = client.post("/v1/submissions", content=raw, headers={"content-type": "application/json"})
+    problem(r, 400)
+    assert post(client, body).status_code == 202
+
+
+def test_wrong_content_type(client):
+    r = client.post("/v1/submissions", content=b'{"mode": "compile", "source": "x"}',
+                    headers={"content-type": "text/plain"})
+    problem(r, 415)
+
+
+def test_unknown_field(client):
+    body = problem(post(client, compile_sub(bogus=1)), 422)
+    assert body["pointer"] == "/bogus", body
+    assert "bogus" in body["detail"]
+    body = problem(post(client, compile_sub(tags={"run_id": "r", "colour": "x"})), 422)
+    assert body["pointer"] == "/tags/colour", body
+
+
+def test_wrong_types(client):
+    cases = [
+        (compile_sub(source=42), "/source"),
+        (compile_sub(options="-O3"), "/options"),
+        (compile_sub(options=[3]), "/options/0"),
+        (compile_sub(mode="fast"), "/mode"),
+        (compile_sub(language="fortran"), "/language"),
+        (compile_sub(tags={"step": "three"}), "/tags/step"),
+        (compile_sub(tags={"step": -1}), "/tags/step"),
+        (compile_sub(tags={"labels": {"k": 1}}), "/tags/labels/k"),
+        (compile_sub(priority="urgent"), "/priority"),
+    ]
+    for sub, pointer in cases:
+        body = problem(post(client, sub), 422)
+        assert body["pointer"] == pointer, (sub, body)
+
+
+def test_missing_source(client):
+    body = problem(post(client, {"mode": "compile"}), 422)
+    assert body["pointer"] in ("/source", ""), body
+
+
+def test_source_too_large(client):
+    n = LIMITS["LIMIT_SOURCE_BYTES"]
+    big = "// " + "x" * (n - 3 - len(GOOD_KERNEL) - 1) + "\n" + GOOD_KERNEL
+    assert len(big.encode()) == n
+    r = post(client, compile_sub(big))
+    assert r.status_code == 202, "exactly LIMIT_SOURCE_BYTES is allowed: " + r.text[:300]
+    body = problem(post(client, compile_sub(big + " ")), 422)
+    assert body["pointer"] == "/source", body
+
+
+def test_option_limits(client):
+    n = LIMITS["LIMIT_OPTIONS_MAX"]
+    ok = compile_sub(options=["-DX%d=1" % i for i in range(n)])
+    assert post(client, ok).status_code == 202
+    body = problem(post(client, compile_sub(options=["-DX%d=1" % i for i in range(n + 1)])), 422)
+    assert body["pointer"] == "/options", body
+    long_opt = "-DX=" + "1" * LIMITS["LIMIT_OPTION_BYTES"]
+    body = problem(post(client, compile_sub(options=["-O3", long_opt])), 422)
+    assert body["pointer"] == "/options/1", body
+
+
+@pytest.mark.parametrize("opt", ["-I/etc", "-I", "--include-path=/etc", "-include", "/etc/passwd",
+                                 "-rdc=true", "--relocatable-device-code=true", "-o", "--output-dir=/tmp",
+                                 "-dlto", "--pre-include=/etc/passwd", "-isystem/etc"])
+def test_forbidden_option(client, opt):
+    body = problem(post(client, compile_sub(options=[opt])), 422)
+    assert body["pointer"] == "/options/0", (opt, body)
+
+
+def test_allowed_options(client):
+    r = post(client, compile_sub(options=["-use_fast_math", "-O3", "-std=c++17", "-DN=4", "-lineinfo"]))
+    assert r.status_code == 202, r.text
+
+
+def test_tags_limits(client):
+    n = LIMITS["LIMIT_TAGS_MAX"]
+    labels = {f"k{i}": "v" for i in range(n + 1)}
+    body = problem(post(client, compile_sub(tags={"labels": labels})), 422)
+    assert body["pointer"] == "/tags/labels", body
+    s = LIMITS["LIMIT_TAG_STRING_BYTES"]
+    body = problem(post(client, compile_sub(tags={"run_id": "r" * (s + 1)})), 422)
+    assert body["pointer"] == "/tags/run_id", body
+    assert post(client, compile_sub(tags={"run_id": "r" * s})).status_code == 202
+
+
+def test_unknown_task(client):
+    body = problem(post(client, full_sub(client, task="no_such_task_q")), 422)
+    assert body["pointer"] == "/task", body
+    assert "no_such_task_q" in body["detail"]
+
+
+def test_task_and_task_spec_exclusive(client):
+    sub = inline_full_sub()
+    sub["task"] = "anything"
+    body = problem(post(client, sub), 422)
+    assert body["pointer"] in ("/task", "/task_spec", ""), body
+    sub = inline_full_sub()
+    del sub["task_spec"]
+    body = problem(post(client, sub), 422)
+    assert body["pointer"] in ("/task", ""), body
+
+
+def test_plan_errors(client):
+    sub = inline_full_sub()
+    sub["plan"][0]["args"][1] = "no_such_buffer"
+    body = problem(post(client, sub), 422)
+    assert body["pointer"] == "/plan/0/args/1", body
+
+    sub = inline_full_sub()
+    sub["plan"][0]["grid"] = ["ceil_div(N, "]
+    body = problem(post(client, sub), 422)
+    assert body["pointer"] == "/plan/0/grid/0", body
+
+    sub = inline_full_sub()
+    sub["plan"][0]["grid"] = ["Q * 2"]
+    body = problem(post(client, sub), 422)
+    assert body["pointer"] == "/plan/0/grid/0", body
+    assert "Q" in body["detail"]
+
+    sub = inline_full_sub()
+    sub["plan"][0]["block"] = [1, 1, 1, 1]
+    body = problem(post(client, sub), 422)
+    assert body["pointer"] == "/plan/0/block", body
+
+    sub = inline_full_sub()
+    sub["plan"] = [dict(sub["plan"][0]) for _ in range(LIMITS["LIMIT_LAUNCHES_MAX"] + 1)]
+    body = problem(post(client, sub), 422)
+    assert body["pointer"] == "/plan", body
+
+    sub = inline_full_sub()
+    sub["plan"][0]["args"][3] = {"type": "i33", "value": "N"}
+    body = problem(post(client, sub), 422)
+    assert body["pointer"] == "/plan/0/args/3/type", body
+
+    sub = inline_full_sub()
+    sub["task_spec"]["buffers"][0]["dtype"] = "f12"
+    body = problem(post(client, sub), 422)
+    assert body["pointer"] == "/task_spec/buffers/0/dtype", body
+
+    # Inside a batch the pointer is prefixed with the item.
+    good = inline_full_sub()
+    bad = inline_full_sub()
+    bad["plan"][0]["args"][1] = "nope"
+    body = problem(post(client, {"submissions": [good, bad]}), 422)
+    assert body["pointer"] == "/submissions/1/plan/0/args/1", body
+
+
+# ---- body limit: raw sockets, so we control what is (not) sent ----
+
+def raw_exchange(port, head, body_chunks=(), pause=0.0, read_timeout=10.0):
+    """Send @head then @body_chunks; return (status, headers+body text, bytes sent of the body)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=read_timeout * SLOW)
+    sent = 0
+    try:
+        s.sendall(head)
+        for chunk in body_chunks:
+            if pause:
+                time.sleep(pause)
+            try:
+                s.sendall(chunk)
+                sent += len(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+        data = b""
+        try:
+            while b"\r\n\r\n" not in data or len(data) < 12:
+                part = s.recv(65536)
+                if not part:
+                    break
+                data += part
+            # The rest of a small body, if any.
+            s.settimeout(0.5)
+            while True:
+                part = s.recv(65536)
+                if not part:
+                    break
+                data += part
+        except (socket.timeout, ConnectionResetError):
+            pass
+    finally:
+        s.close()
+    text = data.decode("latin-1")
+    status = int(text.split(" ", 2)[1]) if text.startswith("HTTP/1.") else None
+    return status, text, sent
+
+
+def test_body_limit_content_length(make_server):
+    s = make_server("--body-limit", "100000")
+    head = (b"POST /v1/submissions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 200000\r\n\r\n")
+    t0 = time.monotonic()
+    status, text, _ = raw_exchange(s.port, head)   # no body at all
+    assert status == 413, text[:500]
+    assert "application/problem+json" in text.lower()
+    assert time.monotonic() - t0 < 5 * SLOW, "answered without waiting for the body"
+    with s.client() as c:
+        r = c.post("/v1/submissions", json=compile_sub())
+        assert r.status_code == 202, "the server still works: " + r.text
+
+
+def test_body_limit_chunked(make_server):
+    s = make_server("--body-limit", "100000")
+    head = (b"POST /v1/submissions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n")
+    piece = b"x" * 10000
+    chunks = [b"%x\r\n%s\r\n" % (len(piece), piece) for _ in range(20)] + [b"0\r\n\r\n"]
+    status, text, sent = raw_exchange(s.port, head, chunks)
+    assert status == 413, text[:500]
+    with s.client() as c:
+        assert c.get("/livez").status_code == 200
+
+
+def test_body_just_under_limit(make_server):
+    s = make_server("--body-limit", "100000")
+    with s.client() as c:
+        src = "// " + "y" * 90000 + "\n" + GOOD_KERNEL
+        r = c.post("/v1/submissions", json=compile_sub(src))
+        assert r.status_code == 202, r.text[:300]
+        src = "// " + "y" * 110000 + "\n" + GOOD_KERNEL
+        problem(c.post("/v1/submissions", json=compile_sub(src)), 413)
