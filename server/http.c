@@ -1,0 +1,748 @@
+/*
+ * http - the libmicrohttpd boundary (see http.h for the contract).
+ *
+ * Theory of operation. libmicrohttpd calls on_request() several times per
+ * request: once with the headers, once per piece of body, once at the end,
+ * and once more after each resume of a suspended connection. The first call
+ * allocates the HttpRequest, routes the path (404/405 answered at once),
+ * runs the gate (auth, rate limit) and decides 413 from Content-Length, all
+ * before a byte of body is read. Body pieces are appended up to the limit;
+ * past it (a chunked body has no Content-Length) they are counted and
+ * dropped, and the last call answers 413. The last call runs the handler.
+ *
+ * Long-polls: http_request_wait() registers the request's embedded Waiter;
+ * when the handler returns HTTP_SUSPENDED the connection is suspended under
+ * the request's mutex unless the waiter has already fired (then the handler
+ * simply runs again). The waiter callback, on the dispatcher's or the timer
+ * thread, marks the request fired and resumes it if it is suspended;
+ * libmicrohttpd then calls on_request() again on its own thread, which runs
+ * the handler with http_request_resumed() set. A suspended connection is
+ * never closed by libmicrohttpd, and a request's Waiter is cancelled before
+ * the request is freed, so a callback never touches freed memory.
+ *
+ * The listening socket is made here (to report bind errors and the port
+ * precisely) and handed to libmicrohttpd; quiesce takes it back.
+ */
+#include "server/http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+#define MAX_PARAMS 2
+#define MAX_HEADERS 8
+#define BODY_DISCARD_SLACK (1u << 20)
+
+struct HttpServer {
+        HttpServerConfig cfg;
+        struct MHD_Daemon *daemon;
+        int listen_fd;
+        atomic_long inflight;
+};
+
+struct HttpRequest {
+        HttpServer *srv;
+        struct MHD_Connection *conn;
+        const HttpRoute *route;
+        size_t route_index;
+        HttpMethod method;
+        char *path;                      /* copy of the URL path, split for params */
+        const char *params[MAX_PARAMS];
+        char *body;
+        size_t body_len, body_cap, body_seen;
+        bool body_too_large;
+        bool responded;
+        int status;
+        double t0;
+        HttpPrincipal principal;
+        char *hdr_name[MAX_HEADERS];
+        char *hdr_value[MAX_HEADERS];
+        int n_hdrs;
+        /* long-poll */
+        Waiter waiter;
+        pthread_mutex_t mu;
+        int fired;                       /* WaiterReason, or -1 */
+        bool suspended;
+        bool waiting;
+        int resumed;                     /* WaiterReason, or -1 */
+        int64_t slot;
+};
+
+static double now_s(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static const char *const method_names[] = { "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "OTHER" };
+
+HttpMethod http_method_parse(const char *s)
+{
+        for (int i = 0; i < HTTP_OTHER; i++)
+                if (!strcmp(s, method_names[i]))
+                        return (HttpMethod)i;
+        return HTTP_OTHER;
+}
+
+const char *http_method_name(HttpMethod m)
+{
+        return (unsigned)m <= HTTP_OTHER ? method_names[m] : "OTHER";
+}
+
+/* Match @path against @pattern segment by segment; {x} captures one non-empty segment. */
+static bool match(const char *pattern, const char *path, const char **caps, size_t *ret_ncaps,
+                  size_t *cap_off, size_t *cap_len)
+{
+        const char *p = pattern, *u = path;
+        size_t nc = 0;
+
+        while (*p && *u) {
+                if (*p == '{') {
+                        const char *pe = strchr(p, '}');
+                        const char *ue = strchr(u, '/');
+
+                        if (!pe)
+                                return false;
+                        if (!ue)
+                                ue = u + strlen(u);
+                        if (ue == u || nc >= MAX_PARAMS)
+                                return false;
+                        cap_off[nc] = (size_t)(u - path);
+                        cap_len[nc] = (size_t)(ue - u);
+                        nc++;
+                        p = pe + 1;
+                        u = ue;
+                        continue;
+                }
+                if (*p != *u)
+                        return false;
+                p++;
+                u++;
+        }
+        (void)caps;
+        if (*p || *u)
+                return false;
+        *ret_ncaps = nc;
+        return true;
+}
+
+static bool method_allowed(const HttpRoute *r, HttpMethod m)
+{
+        if (m == HTTP_HEAD && (r->methods & HTTP_M(HTTP_GET)))
+                return true;
+        return m < HTTP_OTHER && (r->methods & HTTP_M(m));
+}
+
+/* Route @req; returns the route or NULL, and fills @allow for a path whose method is wrong. */
+static const HttpRoute *route_request(HttpRequest *req, const char *url, char *allow, size_t allowlen)
+{
+        const HttpServerConfig *cfg = &req->srv->cfg;
+        size_t off[MAX_PARAMS], len[MAX_PARAMS], nc;
+
+        allow[0] = 0;
+        for (size_t i = 0; i < cfg->n_routes; i++) {
+                const HttpRoute *r = &cfg->routes[i];
+
+                if (!match(r->pattern, url, NULL, &nc, off, len))
+                        continue;
+                req->route_index = i;
+                if (!method_allowed(r, req->method)) {
+                        size_t o = 0;
+
+                        for (int m = 0; m < HTTP_OTHER; m++)
+                                if (method_allowed(r, (HttpMethod)m))
+                                        o += (size_t)snprintf(allow + o, allowlen - o, "%s%s",
+                                                              o ? ", " : "", method_names[m]);
+                        return NULL;
+                }
+                req->path = strdup(url);
+                if (!req->path)
+                        return NULL;
+                for (size_t k = 0; k < nc; k++) {
+                        req->path[off[k] + len[k]] = 0;
+                        req->params[k] = req->path + off[k];
+                }
+                return r;
+        }
+        return NULL;
+}
+
+/* ---- responses ---- */
+
+static int queue(HttpRequest *req, int status, const char *content_type, void *data, size_t len,
+                 enum MHD_ResponseMemoryMode mode)
+{
+        struct MHD_Response *resp;
+
+        if (req->responded) {
+                if (mode == MHD_RESPMEM_MUST_FREE)
+                        free(data);
+                return HTTP_DONE;
+        }
+        resp = MHD_create_response_from_buffer(len, data, mode);
+        if (!resp) {
+                if (mode == MHD_RESPMEM_MUST_FREE)
+                        free(data);
+                return HTTP_DONE;
+        }
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+        for (int i = 0; i < req->n_hdrs; i++)
+                MHD_add_response_header(resp, req->hdr_name[i], req->hdr_value[i]);
+        if (MHD_queue_response(req->conn, (unsigned)status, resp) == MHD_YES) {
+                req->responded = true;
+                req->status = status;
+        } else
+                log_warn("http: cannot queue a %d answer for %s", status, http_method_name(req->method));
+        MHD_destroy_response(resp);
+        return HTTP_DONE;
+}
+
+void http_response_header(HttpRequest *req, const char *name, const char *value)
+{
+        if (req->n_hdrs >= MAX_HEADERS)
+                return;
+        req->hdr_name[req->n_hdrs] = strdup(name);
+        req->hdr_value[req->n_hdrs] = strdup(value);
+        if (!req->hdr_name[req->n_hdrs] || !req->hdr_value[req->n_hdrs]) {
+                free(req->hdr_name[req->n_hdrs]);
+                free(req->hdr_value[req->n_hdrs]);
+                return;
+        }
+        req->n_hdrs++;
+}
+
+static int respond_dump(HttpRequest *req, int status, const char *ctype, json_t *body)
+{
+        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+
+        json_decref(body);
+        if (!text) {
+                static const char oom[] = "{\"type\":\"" PROBLEM_TYPE_BASE "internal\",\"title\":"
+                                          "\"Internal server error\",\"status\":500,\"detail\":\"out of memory\"}";
+
+                return queue(req, 500, PROBLEM_CONTENT_TYPE, (void *)oom, sizeof(oom) - 1,
+                             MHD_RESPMEM_PERSISTENT);
+        }
+        return queue(req, status, ctype, text, strlen(text), MHD_RESPMEM_MUST_FREE);
+}
+
+/**
+ * http_respond_json() - answer @status with @body (stolen) as JSON
+ * Return: HTTP_DONE.
+ */
+int http_respond_json(HttpRequest *req, int status, json_t *body)
+{
+        return respond_dump(req, status, "application/json", body);
+}
+
+/**
+ * http_respond_problem() - answer @problem (stolen) as problem+json with
+ * the status it carries. Return: HTTP_DONE.
+ */
+int http_respond_problem(HttpRequest *req, json_t *problem)
+{
+        int status = (int)json_integer_value(json_object_get(problem, "status"));
+
+        if (status < 400 || status > 599)
+                status = 500;
+        return respond_dump(req, status, PROBLEM_CONTENT_TYPE, problem);
+}
+
+/**
+ * http_respond_error() - build a problem of @kind and answer it.
+ * Return: HTTP_DONE.
+ */
+int http_respond_error(HttpRequest *req, ProblemKind kind, const char *pointer, const char *fmt, ...)
+{
+        va_list ap;
+        json_t *p;
+
+        va_start(ap, fmt);
+        p = problem_newv(kind, pointer, fmt, ap);
+        va_end(ap);
+        return http_respond_problem(req, p);
+}
+
+/**
+ * http_respond_text() - answer @status with a copy of @text. Return: HTTP_DONE.
+ */
+int http_respond_text(HttpRequest *req, int status, const char *content_type, const char *text, size_t len)
+{
+        char *copy = malloc(len + 1);
+
+        if (!copy)
+                return respond_dump(req, 500, PROBLEM_CONTENT_TYPE, NULL);
+        memcpy(copy, text, len);
+        return queue(req, status, content_type, copy, len, MHD_RESPMEM_MUST_FREE);
+}
+
+/* ---- accessors ---- */
+
+HttpMethod http_request_method(HttpRequest *req)
+{
+        return req->method;
+}
+
+const char *http_request_path(HttpRequest *req)
+{
+        return req->route ? req->route->pattern : "";
+}
+
+const char *http_request_param(HttpRequest *req, int i)
+{
+        return i >= 0 && i < MAX_PARAMS ? req->params[i] : NULL;
+}
+
+const char *http_request_query(HttpRequest *req, const char *key)
+{
+        return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+typedef struct QueryIter {
+        int (*fn)(void *ctx, const char *key, const char *value);
+        void *ctx;
+        int r;
+} QueryIter;
+
+static enum MHD_Result query_iter(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+        QueryIter *it = cls;
+
+        (void)kind;
+        it->r = it->fn(it->ctx, key, value);
+        return it->r == 0 ? MHD_YES : MHD_NO;
+}
+
+/**
+ * http_request_query_foreach() - call @fn for each query argument in order
+ * Return: the first non-zero value @fn returned, or 0.
+ */
+int http_request_query_foreach(HttpRequest *req, int (*fn)(void *ctx, const char *key, const char *value),
+                               void *ctx)
+{
+        QueryIter it = { fn, ctx, 0 };
+
+        MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, query_iter, &it);
+        return it.r;
+}
+
+const char *http_request_header(HttpRequest *req, const char *name)
+{
+        return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+const char *http_request_body(HttpRequest *req, size_t *ret_len)
+{
+        *ret_len = req->body_len;
+        return req->body;
+}
+
+void *http_request_app(HttpRequest *req)
+{
+        return req->srv->cfg.app;
+}
+
+HttpPrincipal *http_request_principal(HttpRequest *req)
+{
+        return &req->principal;
+}
+
+int64_t *http_request_slot(HttpRequest *req)
+{
+        return &req->slot;
+}
+
+int http_request_resumed(HttpRequest *req)
+{
+        return req->resumed;
+}
+
+/* ---- long-poll ---- */
+
+static void on_waiter(void *ctx, WaiterReason reason)
+{
+        HttpRequest *req = ctx;
+
+        pthread_mutex_lock(&req->mu);
+        req->fired = (int)reason;
+        if (req->suspended) {
+                req->suspended = false;
+                MHD_resume_connection(req->conn);
+        }
+        pthread_mutex_unlock(&req->mu);
+}
+
+/**
+ * http_request_wait() - see http.h.
+ */
+int http_request_wait(HttpRequest *req, int64_t id, double timeout_s)
+{
+        int r;
+
+        if (!req->srv->cfg.waiters)
+                return WAITERS_E_CLOSED;
+        r = waiters_add(req->srv->cfg.waiters, &req->waiter, id, timeout_s, on_waiter, req);
+        if (r == 0)
+                req->waiting = true;
+        return r;
+}
+
+void http_request_unwait(HttpRequest *req)
+{
+        if (!req->waiting)
+                return;
+        (void)waiters_cancel(req->srv->cfg.waiters, &req->waiter);
+        pthread_mutex_lock(&req->mu);
+        req->fired = -1;
+        req->waiting = false;
+        pthread_mutex_unlock(&req->mu);
+}
+
+/* Run the handler until it responds or parks the connection. */
+static enum MHD_Result run_handler(HttpRequest *req)
+{
+        for (;;) {
+                int r = req->route->handler(req);
+
+                if (r != HTTP_SUSPENDED || !req->waiting) {
+                        if (!req->responded) {
+                                log_error("http: handler for %s %s answered nothing",
+                                          http_method_name(req->method), req->route->pattern);
+                                http_respond_error(req, PROBLEM_INTERNAL, NULL, "the handler gave no answer");
+                        }
+                        return MHD_YES;
+                }
+                pthread_mutex_lock(&req->mu);
+                if (req->fired >= 0) {
+                        req->resumed = req->fired;
+                        req->fired = -1;
+                        req->waiting = false;
+                        pthread_mutex_unlock(&req->mu);
+                        continue;
+                }
+                MHD_suspend_connection(req->conn);
+                req->suspended = true;
+                pthread_mutex_unlock(&req->mu);
+                return MHD_YES;
+        }
+}
+
+/* ---- the request cycle ---- */
+
+static void request_free(HttpRequest *req)
+{
+        if (!req)
+                return;
+        if (req->waiting && req->srv->cfg.waiters)
+                (void)waiters_cancel(req->srv->cfg.waiters, &req->waiter);
+        for (int i = 0; i < req->n_hdrs; i++) {
+                free(req->hdr_name[i]);
+                free(req->hdr_value[i]);
+        }
+        pthread_mutex_destroy(&req->mu);
+        free(req->body);
+        free(req->path);
+        free(req);
+}
+
+static bool parse_length(const char *s, unsigned long long *ret)
+{
+        char *end;
+
+        if (!s || *s < '0' || *s > '9')
+                return false;
+        errno = 0;
+        *ret = strtoull(s, &end, 10);
+        return errno == 0 && *end == 0;
+}
+
+static enum MHD_Result first_call(HttpRequest *req, const char *url)
+{
+        HttpServer *s = req->srv;
+        char allow[128];
+        unsigned long long clen;
+
+        req->route = route_request(req, url, allow, sizeof(allow));
+        if (!req->route) {
+                if (allow[0]) {
+                        http_response_header(req, "Allow", allow);
+                        http_respond_error(req, PROBLEM_METHOD_NOT_ALLOWED, NULL,
+                                           "%s is not allowed here; allowed: %s",
+                                           http_method_name(req->method), allow);
+                } else {
+                        req->route_index = s->cfg.n_routes;
+                        http_respond_error(req, PROBLEM_NOT_FOUND, NULL, "no route for this path");
+                }
+                return MHD_YES;
+        }
+        if (s->cfg.gate && s->cfg.gate(req, req->route) == HTTP_DONE && req->responded)
+                return MHD_YES;
+        if (parse_length(http_request_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH), &clen) &&
+            clen > s->cfg.body_limit) {
+                http_respond_error(req, PROBLEM_BODY_TOO_LARGE, NULL,
+                                   "the request body is larger than the limit of %zu bytes",
+                                   s->cfg.body_limit);
+                return MHD_YES;
+        }
+        return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+        HttpServer *s = cls;
+        HttpRequest *req = *con_cls;
+
+        (void)version;
+        if (!req) {
+                req = calloc(1, sizeof(*req));
+                if (!req)
+                        return MHD_NO;
+                req->srv = s;
+                req->conn = conn;
+                req->t0 = now_s();
+                req->method = http_method_parse(method);
+                req->route_index = s->cfg.n_routes;
+                req->fired = -1;
+                req->resumed = -1;
+                pthread_mutex_init(&req->mu, NULL);
+                *con_cls = req;
+                atomic_fetch_add(&s->inflight, 1);
+                return first_call(req, url);
+        }
+        if (req->responded) {
+                /* Answered before the body (404, 401, 413...): drop what comes. */
+                *upload_data_size = 0;
+                return MHD_YES;
+        }
+        if (*upload_data_size > 0) {
+                size_t n = *upload_data_size;
+
+                *upload_data_size = 0;
+                req->body_seen += n;
+                if (req->body_too_large || req->body_len + n > s->cfg.body_limit) {
+                        req->body_too_large = true;
+                        free(req->body);
+                        req->body = NULL;
+                        req->body_len = req->body_cap = 0;
+                        /* An endless chunked body: stop reading, close the connection. */
+                        return req->body_seen > 2 * s->cfg.body_limit + BODY_DISCARD_SLACK ? MHD_NO : MHD_YES;
+                }
+                if (req->body_len + n + 1 > req->body_cap) {
+                        unsigned long long clen;
+                        size_t cap = req->body_cap ? req->body_cap * 2 : 16384;
+                        char *b;
+
+                        if (!req->body_cap &&
+                            parse_length(http_request_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH), &clen))
+                                cap = (size_t)clen + 1;
+                        while (cap < req->body_len + n + 1)
+                                cap *= 2;
+                        if (cap > s->cfg.body_limit + 1)
+                                cap = s->cfg.body_limit + 1;
+                        b = realloc(req->body, cap);
+                        if (!b)
+                                return MHD_NO;
+                        req->body = b;
+                        req->body_cap = cap;
+                }
+                memcpy(req->body + req->body_len, upload_data, n);
+                req->body_len += n;
+                req->body[req->body_len] = 0;
+                return MHD_YES;
+        }
+        if (req->body_too_large) {
+                http_respond_error(req, PROBLEM_BODY_TOO_LARGE, NULL,
+                                   "the request body is larger than the limit of %zu bytes",
+                                   s->cfg.body_limit);
+                return MHD_YES;
+        }
+        if (req->waiting) {
+                /* Called again after a resume. */
+                pthread_mutex_lock(&req->mu);
+                if (req->fired < 0) {
+                        MHD_suspend_connection(conn);
+                        req->suspended = true;
+                        pthread_mutex_unlock(&req->mu);
+                        return MHD_YES;
+                }
+                req->resumed = req->fired;
+                req->fired = -1;
+                req->waiting = false;
+                pthread_mutex_unlock(&req->mu);
+        }
+        return run_handler(req);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+        HttpServer *s = cls;
+        HttpRequest *req = *con_cls;
+
+        (void)conn;
+        if (!req)
+                return;
+        metrics_http_observe(s->cfg.metrics, req->route_index, req->responded ? req->status : 499,
+                             now_s() - req->t0);
+        if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+                log_debug("http: request ended early (%d)", (int)toe);
+        request_free(req);
+        *con_cls = NULL;
+        atomic_fetch_sub(&s->inflight, 1);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+        char msg[512];
+        size_t n;
+
+        (void)cls;
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        n = strlen(msg);
+        while (n > 0 && msg[n - 1] == '\n')
+                msg[--n] = 0;
+        log_warn("http: libmicrohttpd: %s", msg);
+}
+
+static int open_listener(const char *host, int port, bool *ret_v6, int *ret_fd, int *ret_port)
+{
+        struct addrinfo hints = { 0 }, *ai = NULL;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        char portstr[16];
+        int fd = -1, one = 1, r;
+
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+        snprintf(portstr, sizeof(portstr), "%d", port);
+        r = getaddrinfo(host, portstr, &hints, &ai);
+        if (r != 0) {
+                log_error("http: cannot resolve '%s': %s", host, gai_strerror(r));
+                return -EINVAL;
+        }
+        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+                r = -errno;
+                goto out;
+        }
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 1024) < 0 ||
+            getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+                r = -errno;
+                goto out;
+        }
+        *ret_v6 = ss.ss_family == AF_INET6;
+        *ret_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                   : ((struct sockaddr_in *)&ss)->sin_port);
+        *ret_fd = fd;
+        fd = -1;
+        r = 0;
+out:
+        if (fd >= 0)
+                close(fd);
+        freeaddrinfo(ai);
+        return r;
+}
+
+/**
+ * http_server_start() - see http.h.
+ */
+int http_server_start(const HttpServerConfig *cfg, HttpServer **ret_server, int *ret_port)
+{
+        HttpServer *s;
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                         MHD_USE_ERROR_LOG;
+        bool v6 = false;
+        int port = 0, r;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->cfg = *cfg;
+        s->listen_fd = -1;
+        r = open_listener(cfg->host, cfg->port, &v6, &s->listen_fd, &port);
+        if (r < 0) {
+                log_error("http: cannot listen on %s:%d: %s", cfg->host, cfg->port, strerror(-r));
+                goto out;
+        }
+        if (v6)
+                flags |= MHD_USE_IPv6;
+        s->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s,
+                                     MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
+                                     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(cfg->threads > 0 ? cfg->threads : 1),
+                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->connection_limit,
+                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout_s,
+                                     MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                     MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+                                     MHD_OPTION_END);
+        if (!s->daemon) {
+                log_error("http: libmicrohttpd did not start");
+                r = -EIO;
+                goto out;
+        }
+        *ret_server = s;
+        *ret_port = port;
+        s = NULL;
+        r = 0;
+out:
+        if (s) {
+                if (s->listen_fd >= 0)
+                        close(s->listen_fd);
+                free(s);
+        }
+        return r;
+}
+
+void http_server_quiesce(HttpServer *s)
+{
+        MHD_socket fd;
+
+        if (!s || !s->daemon || s->listen_fd < 0)
+                return;
+        fd = MHD_quiesce_daemon(s->daemon);
+        if (fd != MHD_INVALID_SOCKET)
+                close(fd);
+        s->listen_fd = -1;
+}
+
+long http_server_drain(HttpServer *s, double timeout_s)
+{
+        double end = now_s() + timeout_s;
+        long n;
+
+        while ((n = atomic_load(&s->inflight)) > 0 && now_s() < end) {
+                struct timespec ts = { 0, 5 * 1000 * 1000 };
+
+                nanosleep(&ts, NULL);
+        }
+        return n;
+}
+
+void http_server_stop(HttpServer *s)
+{
+        if (!s)
+                return;
+        if (s->daemon)
+                MHD_stop_daemon(s->daemon);   /* closes the listening socket unless quiesced */
+        else if (s->listen_fd >= 0)
+                close(s->listen_fd);
+        free(s);
+}
