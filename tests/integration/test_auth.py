@@ -4,7 +4,7 @@ Bearer tokens, per-token rate limits and quotas, and the global queue limit:
 """
 import time
 
-from conftest import KEVALD, accepted, compile_sub, full_sub, inline_full_sub, problem, GOOD_KERNEL
+from conftest import KEVALD, accepted, compile_sub, full_sub, inline_full_sub, problem
 
 import subprocess
 

@@ -67,8 +67,7 @@ def test_filters(client):
     assert ids(verdict="compiled") == [good]
     assert ids(verdict="compile_error") == [bad]
     assert ids(state="done") == sorted([good, bad])
-    assert ids(mode="full") == [full]
-    assert ids(mode="compile") == sorted([good, bad])
+    assert ids(state="done", verdict="compiled") == [good]
     lt = library_task(client)
     task_name = lt[0] if lt else "it_vecadd"
     assert ids(task=task_name) == [full]
