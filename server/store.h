@@ -1,34 +1,44 @@
 /*
  * store - the queue and the history, in SQLite. Only the supervisor opens
- * the database. This header is the contract; server/store.c implements it.
+ * the database. This header is the contract; server/store.c implements it
+ * (docs/store.md: tables, views, durability).
  *
  * A Store is one SQLite connection: use it from one thread at a time. The
  * server keeps one per thread that needs it (HTTP pool threads check one out
- * of a StorePool; the dispatcher owns its own). The schema comes from
- * migrations/NNN_*.sql, embedded at build time and applied at store_open()
- * under PRAGMA user_version; a database newer than the binary is refused.
+ * of a StorePool; the dispatcher owns its own; the ingest writer owns its
+ * own, server/ingest.h). The schema comes from migrations/NNN_*.sql,
+ * embedded at build time and applied at store_open() under PRAGMA
+ * user_version; a database newer than the binary is refused.
  *
  * Durability: WAL, synchronous=FULL on the transactions that accept
  * submissions (an acknowledged submission survives kill -9 and power loss),
- * NORMAL elsewhere; BEGIN IMMEDIATE for every write; busy_timeout set.
+ * NORMAL elsewhere (a lost claim or result after power loss is redone);
+ * BEGIN IMMEDIATE for every write; busy_timeout set.
  *
  * States: queued -> compiling -> compiled -> running -> done, and
  * queued -> done (cancelled). A claim takes a lease (owner, expiry) and
  * counts an attempt; heartbeats extend it; store_reap() puts expired leases
- * back one stage, or ends the job as internal_error past max_attempts.
+ * back one stage, or ends the job as internal_error once the stage has been
+ * claimed max_attempts times.
+ *
+ * Return codes: 0, a positive STORE_E_* outcome, or a negative errno
+ * (-EBUSY lock timeout, -EIO, -ENOSPC, -ENOMEM, -EINVAL bad argument,
+ * -EBADMSG corrupt database or stored JSON).
  */
 #pragma once
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct Store Store;
 
 enum {
-        STORE_E_EMPTY = 1,      /* nothing to claim / no such row */
-        STORE_E_NOT_FOUND = 2,
-        STORE_E_CONFLICT = 3,   /* idempotency key reused with another body; cancel of a non-queued job */
+        STORE_E_EMPTY = 1,      /* nothing to claim */
+        STORE_E_NOT_FOUND = 2,  /* no such row (or not this token's) */
+        STORE_E_CONFLICT = 3,   /* idempotency key reused with another body; cancel of a
+                                 * non-queued job; lease not held; token name taken */
         STORE_E_NEWER_DB = 4,   /* database user_version above what this binary knows */
         STORE_E_QUOTA = 5,      /* token's queued quota would be exceeded */
         STORE_E_FULL = 6,       /* queue depth limit reached */
@@ -38,16 +48,31 @@ typedef enum { STAGE_COMPILE = 0, STAGE_RUN = 1 } Stage;
 
 /* One submission to insert: the normalized request (spec_submission_validate()). */
 typedef struct StoreNew {
-        json_t *request;        /* borrowed: normalized submission JSON (source inside) */
+        json_t *request;        /* borrowed: normalized submission JSON (source inside);
+                                 * its "tags" object is copied to the row */
+        const char *request_json; /* optional: @request already serialized (compact); used
+                                 * instead of dumping @request when not NULL */
         const char *task;       /* task name, or NULL for compile-only without a task */
         const char *mode;       /* "full" | "compile" */
         int priority;           /* larger first: 1 interactive, 0 bulk */
-        int64_t token_id;       /* 0 when auth is off */
+        int64_t token_id;       /* 0 when auth is off; the same for all subs of a request */
 } StoreNew;
+
+/* One POST: 1..n submissions, accepted or refused as a whole. */
+typedef struct StoreInsert {
+        const StoreNew *subs;   /* borrowed, @n of them */
+        size_t n;               /* 1..LIMIT_BATCH_MAX */
+        const char *idem_key;   /* Idempotency-Key or NULL (≤ LIMIT_IDEMPOTENCY_KEY_BYTES) */
+        const uint8_t *body_hash; /* 32 bytes, sha256 of the body; required with idem_key */
+        int64_t max_queued_total; /* not-done submissions allowed in all; 0 = unlimited */
+        int64_t max_queued_token; /* not-done submissions allowed for this token; 0 = unlimited */
+} StoreInsert;
 
 typedef struct StoreJob {
         int64_t id;
-        int attempts;
+        int attempts;           /* claims of this stage, this one included (1 on the first) */
+        int priority;
+        int64_t token_id;
         char *task;             /* may be NULL */
         char *mode;
         json_t *request;        /* new reference: the normalized submission */
@@ -62,20 +87,30 @@ int store_open(const char *path, Store **ret_store);
 void store_close(Store *store);
 
 /* Acceptance. */
+int store_insert_request(Store *store, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed);
 int store_insert_submissions(Store *store, const StoreNew *subs, size_t n, int64_t *ret_ids,
                              const char *idem_key, const uint8_t body_hash[32], int64_t max_queued_total,
                              int64_t max_queued_token);
 int store_idempotent_lookup(Store *store, int64_t token_id, const char *idem_key,
                             const uint8_t body_hash[32], json_t **ret_ids);
+int store_prune_idempotency(Store *store, double older_than_s, int64_t *ret_deleted);
+/* Group commit (server/ingest.c): several store_insert_request() in one durable transaction. */
+int store_begin_group(Store *store);
+int store_commit_group(Store *store);
+void store_rollback_group(Store *store);
 
 /* Queue. */
 int store_claim_next(Store *store, Stage stage, const char *owner, double lease_s, StoreJob **ret_job);
 int store_heartbeat(Store *store, int64_t id, const char *owner, double lease_s);
+int store_heartbeat_owner(Store *store, const char *owner, double lease_s, int *ret_extended);
+int store_set_cache_key(Store *store, int64_t id, const uint8_t key[32]);
 int store_set_compiled(Store *store, int64_t id, const char *owner, json_t *compile_section);
 int store_finish(Store *store, int64_t id, const char *owner, const char *verdict, double speedup,
                  json_t *result);
 int store_requeue(Store *store, int64_t id, const char *owner, Stage stage);
 int store_reap(Store *store, int max_attempts, int *ret_requeued, int *ret_failed);
+int store_reap_collect(Store *store, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
+                       size_t *ret_n_failed);
 int store_requeue_all_leases(Store *store);   /* at start-up: every lease of a dead supervisor */
 int store_cancel(Store *store, int64_t id, int64_t token_id);
 
@@ -85,6 +120,9 @@ int store_list_submissions(Store *store, json_t *filters, int64_t cursor, int li
                            json_t **ret_items, int64_t *ret_next_cursor);
 int store_stats(Store *store, json_t **ret_stats);
 int store_queue_depth(Store *store, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running);
+/* Rows of a dashboard view (name "v_*", see docs/store.md) as an array of objects. */
+int store_query_view(Store *store, const char *view, int limit, json_t **ret_rows);
+int store_schema_version(Store *store, int *ret_version);
 
 /* Compile cache (key = sha256 of language, source, options, arch, name expressions, nvrtc version). */
 int store_cache_get(Store *store, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
@@ -101,3 +139,19 @@ int store_token_list(Store *store, json_t **ret_list);
 
 /* Server secret (seeds are derived from it; created on first open). */
 int store_secret(Store *store, uint8_t ret_secret[32]);
+
+/* RFC 3339 UTC with milliseconds, "2026-11-21T14:02:30.123Z", from unix seconds. */
+void store_format_time(double t, char ret_buf[32]);
+/* Current time as REAL unix seconds (what the store records). */
+double store_now(void);
+
+/*
+ * StorePool - a mutex-protected set of connections for the HTTP threads'
+ * reads (and their cancels). storepool_get() blocks until one is free.
+ */
+typedef struct StorePool StorePool;
+
+int storepool_open(const char *path, int n, StorePool **ret_pool);
+Store *storepool_get(StorePool *pool);
+void storepool_put(StorePool *pool, Store *store);
+void storepool_close(StorePool *pool);

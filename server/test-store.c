@@ -1,0 +1,804 @@
+/*
+ * test-store - the store against a real SQLite file in a fresh temporary
+ * directory: migrations, the job lifecycle, concurrent claims, leases and
+ * the reaper, cancel, idempotency, quotas, the compile cache, tokens, the
+ * listing filters, the views and the stats.
+ */
+#include "server/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/limits.h"
+#include "common/log.h"
+
+#define CHECK(cond)                                                                       \
+        do {                                                                              \
+                if (!(cond)) {                                                            \
+                        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+                        exit(1);                                                          \
+                }                                                                         \
+        } while (0)
+#define CHECK_RC(expr, want)                                                              \
+        do {                                                                              \
+                int rc_ = (expr);                                                         \
+                if (rc_ != (want)) {                                                      \
+                        fprintf(stderr, "%s:%d: %s returned %d, want %d\n", __FILE__, __LINE__, \
+                                #expr, rc_, (want));                                      \
+                        exit(1);                                                          \
+                }                                                                         \
+        } while (0)
+
+static char tmpdir[256];
+static int db_counter;
+
+static void fresh_path(char *buf, size_t len)
+{
+        snprintf(buf, len, "%s/t%d.db", tmpdir, db_counter++);
+}
+
+static Store *open_fresh(char *path, size_t len)
+{
+        Store *s = NULL;
+        fresh_path(path, len);
+        CHECK_RC(store_open(path, &s), 0);
+        return s;
+}
+
+static json_t *make_request(const char *task, const char *run_id, const char *label_k, const char *label_v)
+{
+        json_t *tags = json_object();
+        if (run_id)
+                json_object_set_new(tags, "run_id", json_string(run_id));
+        if (label_k)
+                json_object_set_new(tags, "labels", json_pack("{s:s}", label_k, label_v));
+        return json_pack("{s:s, s:s, s:s, s:o}", "task", task ? task : "", "source",
+                         "extern \"C\" __global__ void k(float *x) { x[0] = 1; }", "mode", "full", "tags",
+                         tags);
+}
+
+/* Insert one submission; returns its id. */
+static int64_t insert1(Store *s, const char *task, int priority, int64_t token_id, const char *run_id,
+                       const char *lk, const char *lv)
+{
+        json_t *req = make_request(task, run_id, lk, lv);
+        StoreNew sn = { .request = req, .task = task, .mode = "full", .priority = priority, .token_id = token_id };
+        int64_t id = 0;
+        CHECK_RC(store_insert_submissions(s, &sn, 1, &id, NULL, NULL, 0, 0), 0);
+        CHECK(id > 0);
+        json_decref(req);
+        return id;
+}
+
+static const char *get_str(Store *s, int64_t id, const char *field, json_t **keep)
+{
+        json_t *o = NULL;
+        CHECK_RC(store_get_submission(s, id, &o), 0);
+        *keep = o;
+        return json_string_value(json_object_get(o, field));
+}
+
+static void test_migrations(void)
+{
+        char path[512];
+        Store *s = open_fresh(path, sizeof(path));
+        int v = -1;
+        uint8_t sec1[32], sec2[32], zero[32] = { 0 };
+
+        CHECK_RC(store_schema_version(s, &v), 0);
+        CHECK(v >= 1);
+        CHECK_RC(store_secret(s, sec1), 0);
+        CHECK(memcmp(sec1, zero, 32) != 0);
+        int64_t id = insert1(s, "t", 0, 0, NULL, NULL, NULL);
+        store_close(s);
+
+        /* Re-open: nothing re-applied, data and secret kept. */
+        CHECK_RC(store_open(path, &s), 0);
+        int v2 = -1;
+        CHECK_RC(store_schema_version(s, &v2), 0);
+        CHECK(v2 == v);
+        CHECK_RC(store_secret(s, sec2), 0);
+        CHECK(memcmp(sec1, sec2, 32) == 0);
+        json_t *o = NULL;
+        CHECK_RC(store_get_submission(s, id, &o), 0);
+        CHECK(strcmp(json_string_value(json_object_get(o, "state")), "queued") == 0);
+        json_decref(o);
+        store_close(s);
+
+        /* A newer schema (user_version is the big-endian int at offset 60 of the header). */
+        int fd = open(path, O_RDWR);
+        CHECK(fd >= 0);
+        unsigned char be[4] = { 0, 0, 0x03, 0xe7 }; /* 999 */
+        CHECK(pwrite(fd, be, 4, 60) == 4);
+        close(fd);
+        s = NULL;
+        CHECK_RC(store_open(path, &s), STORE_E_NEWER_DB);
+        CHECK(s == NULL);
+        StorePool *pool = NULL;
+        CHECK_RC(storepool_open(path, 2, &pool), STORE_E_NEWER_DB);
+        CHECK(pool == NULL);
+}
+
+static void test_lifecycle(void)
+{
+        char path[512];
+        Store *s = open_fresh(path, sizeof(path));
+        StoreJob *job = NULL;
+        json_t *o;
+        uint8_t key[32];
+
+        double t0 = store_now();
+        int64_t id = insert1(s, "l1_softmax", 0, 0, "run-a", NULL, NULL);
+        CHECK_RC(store_claim_next(s, STAGE_RUN, "w1", 30, &job), STORE_E_EMPTY);
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w1", 30, &job), 0);
+        CHECK(job->id == id && job->attempts == 1 && !job->has_cache_key && !job->compile);
+        CHECK(strcmp(job->task, "l1_softmax") == 0 && strcmp(job->mode, "full") == 0);
+        CHECK(strstr(json_string_value(json_object_get(job->request, "source")), "__global__"));
+        store_job_free(job);
+        job = NULL;
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w1", 30, &job), STORE_E_EMPTY);
+        CHECK(strcmp(get_str(s, id, "state", &o), "compiling") == 0);
+        CHECK(json_is_string(json_object_get(o, "started_at")));
+        json_decref(o);
+
+        for (int i = 0; i < 32; i++)
+                key[i] = (uint8_t)(i * 7);
+        CHECK_RC(store_set_cache_key(s, id, key), 0);
+        CHECK_RC(store_set_cache_key(s, id + 1000, key), STORE_E_NOT_FOUND);
+        json_t *compile = json_pack("{s:b, s:s, s:f}", "ok", 1, "log", "", "compile_ms", 12.5);
+        CHECK_RC(store_set_compiled(s, id, "other-owner", compile), STORE_E_CONFLICT);
+        CHECK_RC(store_set_compiled(s, id, "w1", compile), 0);
+        CHECK_RC(store_set_compiled(s, id, "w1", compile), STORE_E_CONFLICT);
+        CHECK(strcmp(get_str(s, id, "state", &o), "compiled") == 0);
+        json_decref(o);
+
+        CHECK_RC(store_claim_next(s, STAGE_RUN, "g0", 30, &job), 0);
+        CHECK(job->id == id && job->attempts == 1 && job->has_cache_key && memcmp(job->cache_key, key, 32) == 0);
+        CHECK(json_equal(job->compile, compile));
+        store_job_free(job);
+        json_decref(compile);
+
+        json_t *result = json_pack("{s:s, s:{s:b, s:b, s:f}, s:s}", "verdict", "correct", "reward_fields",
+                                   "compiled", 1, "correct", 1, "speedup", 1.83, "task", "l1_softmax");
+        CHECK_RC(store_finish(s, id, "w1", "correct", 1.83, result), STORE_E_CONFLICT);
+        CHECK_RC(store_finish(s, id, "g0", "correct", 1.83, result), 0);
+        CHECK_RC(store_finish(s, id, "g0", "correct", 1.83, result), STORE_E_CONFLICT);
+        CHECK_RC(store_finish(s, 99999, "g0", "correct", 1.83, result), STORE_E_NOT_FOUND);
+
+        CHECK_RC(store_get_submission(s, id, &o), 0);
+        CHECK(strcmp(json_string_value(json_object_get(o, "state")), "done") == 0);
+        CHECK(strcmp(json_string_value(json_object_get(o, "verdict")), "correct") == 0);
+        CHECK(fabs(json_real_value(json_object_get(o, "speedup")) - 1.83) < 1e-12);
+        CHECK(json_integer_value(json_object_get(o, "attempts")) == 2);
+        CHECK(strcmp(json_string_value(json_object_get(o, "priority")), "bulk") == 0);
+        CHECK(json_equal(json_object_get(o, "result"), result));
+        CHECK(strcmp(json_string_value(json_object_get(json_object_get(o, "tags"), "run_id")), "run-a") == 0);
+        const char *created = json_string_value(json_object_get(o, "created_at"));
+        const char *finished = json_string_value(json_object_get(o, "finished_at"));
+        CHECK(created && finished && strlen(created) == 24 && created[10] == 'T' && created[23] == 'Z');
+        CHECK(created[19] == '.');
+        char expect[32];
+        store_format_time(t0, expect);
+        CHECK(strncmp(created, expect, 16) == 0 || store_now() - t0 > 30); /* same minute */
+        json_decref(o);
+        json_decref(result);
+
+        /* A queued job (state queued) has null verdict/started_at and no result. */
+        int64_t id2 = insert1(s, "l1_softmax", 0, 0, NULL, NULL, NULL);
+        CHECK_RC(store_get_submission(s, id2, &o), 0);
+        CHECK(json_is_null(json_object_get(o, "verdict")) && json_is_null(json_object_get(o, "started_at")));
+        CHECK(json_is_null(json_object_get(o, "speedup")) && !json_object_get(o, "result"));
+        json_decref(o);
+        CHECK_RC(store_get_submission(s, 424242, &o), STORE_E_NOT_FOUND);
+
+        /* Mode compile ends from compiling; NAN speedup is stored as null. */
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w1", 30, &job), 0);
+        CHECK(job->id == id2);
+        store_job_free(job);
+        result = json_pack("{s:s}", "verdict", "compiled");
+        CHECK_RC(store_finish(s, id2, "w1", "compiled", NAN, result), 0);
+        json_decref(result);
+        CHECK_RC(store_get_submission(s, id2, &o), 0);
+        CHECK(json_is_null(json_object_get(o, "speedup")));
+        json_decref(o);
+
+        /* Formatting. */
+        store_format_time(0.0, expect);
+        CHECK(strcmp(expect, "1970-01-01T00:00:00.000Z") == 0);
+        store_format_time(1700000000.9996, expect);
+        CHECK(strcmp(expect, "2023-11-14T22:13:21.000Z") == 0);
+        store_close(s);
+}
+
+static void test_priority(void)
+{
+        char path[512];
+        Store *s = open_fresh(path, sizeof(path));
+        StoreJob *job;
+        int64_t a = insert1(s, "t", 0, 0, NULL, NULL, NULL);
+        int64_t b = insert1(s, "t", 0, 0, NULL, NULL, NULL);
+        int64_t c = insert1(s, "t", 1, 0, NULL, NULL, NULL);
+        int64_t want[3] = { c, a, b };
+        for (int i = 0; i < 3; i++) {
+                CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w", 30, &job), 0);
+                CHECK(job->id == want[i]);
+                CHECK(job->priority == (i == 0));
+                store_job_free(job);
+        }
+        store_close(s);
+}
+
+#define CONC_JOBS 2000
+
+static pthread_barrier_t claim_barrier;
+
+typedef struct {
+        const char *path;
+        int64_t got[CONC_JOBS];
+        int n;
+} Claimer;
+
+static void *claimer_main(void *arg)
+{
+        Claimer *c = arg;
+        Store *s = NULL;
+        char owner[32];
+        CHECK_RC(store_open(c->path, &s), 0);
+        snprintf(owner, sizeof(owner), "w%p", arg);
+        pthread_barrier_wait(&claim_barrier);
+        for (;;) {
+                StoreJob *job = NULL;
+                int r = store_claim_next(s, STAGE_COMPILE, owner, 30, &job);
+                if (r == STORE_E_EMPTY)
+                        break;
+                CHECK_RC(r, 0);
+                CHECK(c->n < CONC_JOBS);
+                c->got[c->n++] = job->id;
+                store_job_free(job);
+        }
+        store_close(s);
+        return NULL;
+}
+
+static void test_concurrent_claims(void)
+{
+        char path[512];
+        Store *s = open_fresh(path, sizeof(path));
+        StoreNew subs[CONC_JOBS];
+        int64_t ids[CONC_JOBS];
+        json_t *req = make_request("t", NULL, NULL, NULL);
+        static Claimer c[2];
+        static unsigned char seen[CONC_JOBS + 1];
+        pthread_t th[2];
+
+        for (int i = 0; i < CONC_JOBS; i++)
+                subs[i] = (StoreNew){ .request = req, .task = "t", .mode = "full" };
+        CHECK_RC(store_insert_submissions(s, subs, CONC_JOBS, ids, NULL, NULL, 0, 0), 0);
+        for (int i = 0; i < CONC_JOBS; i++)
+                CHECK(ids[i] == i + 1);
+        pthread_barrier_init(&claim_barrier, NULL, 2);
+        for (int i = 0; i < 2; i++) {
+                c[i].path = path;
+                c[i].n = 0;
+                CHECK(pthread_create(&th[i], NULL, claimer_main, &c[i]) == 0);
+        }
+        for (int i = 0; i < 2; i++)
+                pthread_join(th[i], NULL);
+        pthread_barrier_destroy(&claim_barrier);
+        CHECK(c[0].n + c[1].n == CONC_JOBS);
+        for (int t = 0; t < 2; t++)
+                for (int i = 0; i < c[t].n; i++) {
+                        CHECK(c[t].got[i] >= 1 && c[t].got[i] <= CONC_JOBS);
+                        CHECK(seen[c[t].got[i]] == 0);
+                        seen[c[t].got[i]] = 1;
+                }
+        fprintf(stderr, "test-store: concurrent claims split %d / %d\n", c[0].n, c[1].n);
+        int64_t q = -1, cc = -1, run = -1;
+        CHECK_RC(store_queue_depth(s, &q, &cc, &run), 0);
+        CHECK(q == 0 && cc == 0 && run == 0);
+        json_decref(req);
+        store_close(s);
+}
+
+static void sleep_s(double t)
+{
+        struct timespec ts = { .tv_sec = (time_t)t, .tv_nsec = (long)((t - (double)(time_t)t) * 1e9) };
+        nanosleep(&ts, NULL);
+}
+
+static void test_leases(void)
+{
+        char path[512];
+        Store *s = open_fresh(path, sizeof(path));
+        StoreJob *job;
+        int requeued = -1, failed = -1;
+        int64_t *failed_ids = NULL;
+        size_t n_failed = 0;
+        json_t *o;
+
+        int64_t id = insert1(s, "lease_task", 0, 0, NULL, NULL, NULL);
+        /* Attempt 1 expires -> back to queued. */
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w", 0.05, &job), 0);
+        CHECK(job->attempts == 1);
+        store_job_free(job);
+        CHECK_RC(store_reap(s, 2, &requeued, &failed), 0);
+        CHECK(requeued == 0 && failed == 0); /* not expired yet */
+        sleep_s(0.1);
+        CHECK_RC(store_heartbeat(s, id, "w", 10), 0); /* heartbeat revives a held lease */
+        CHECK_RC(store_reap(s, 2, &requeued, &failed), 0);
+        CHECK(requeued == 0 && failed == 0);
+        CHECK_RC(store_heartbeat(s, id, "intruder", 10), STORE_E_CONFLICT);
+        CHECK_RC(store_heartbeat(s, id + 77, "w", 10), STORE_E_NOT_FOUND);
+        int ext = -1;
+        CHECK_RC(store_heartbeat_owner(s, "w", 0.05, &ext), 0);
+        CHECK(ext == 1);
+        sleep_s(0.1);
+        CHECK_RC(store_reap(s, 2, &requeued, &failed), 0);
+        CHECK(requeued == 1 && failed == 0);
+        CHECK(strcmp(get_str(s, id, "state", &o), "queued") == 0);
+        json_decref(o);
+        CHECK_RC(store_heartbeat(s, id, "w", 10), STORE_E_CONFLICT); /* lease lost */
+
+        /* Attempt 2 expires -> max attempts (2) reached -> internal_error. */
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w2", 0.05, &job), 0);
+        CHECK(job->attempts == 2);
+        store_job_free(job);
+        sleep_s(0.1);
+        CHECK_RC(store_finish(s, id, "w", "correct", 1.0, json_object()), STORE_E_CONFLICT); /* old owner */
+        CHECK_RC(store_reap_collect(s, 2, &requeued, &failed_ids, &n_failed), 0);
+        CHECK(requeued == 0 && n_failed == 1 && failed_ids[0] == id);
+        free(failed_ids);
+        CHECK_RC(store_get_submission(s, id, &o), 0);
+        CHECK(strcmp(json_string_value(json_object_get(o, "verdict")), "internal_error") == 0);
+        CHECK(strcmp(json_string_value(json_object_get(o, "state")), "done") == 0);
+        json_t *res = json_object_get(o, "result");
+        CHECK(strcmp(json_string_value(json_object_get(res, "verdict")), "internal_error") == 0);
+        CHECK(strcmp(json_string_value(json_object_get(json_object_get(res, "error"), "kind")), "internal") == 0);
+        CHECK(json_string_length(json_object_get(json_object_get(res, "error"), "message")) > 0);
+        CHECK(strcmp(json_string_value(json_object_get(res, "task")), "lease_task") == 0);
+        json_decref(o);
+
+        /* Run stage: expiry goes back to compiled, not queued; requeue by owner too. */
+        int64_t id2 = insert1(s, "t", 0, 0, NULL, NULL, NULL);
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w", 30, &job), 0);
+        CHECK(job->id == id2);
+        store_job_free(job);
+        CHECK_RC(store_requeue(s, id2, "w", STAGE_RUN), STORE_E_CONFLICT); /* not running */
+        CHECK_RC(store_requeue(s, id2, "w", STAGE_COMPILE), 0);
+        CHECK(strcmp(get_str(s, id2, "state", &o), "queued") == 0);
+        json_decref(o);
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w", 30, &job), 0);
+        CHECK(job->attempts == 2);
+        store_job_free(job);
+        json_t *comp = json_pack("{s:b}", "ok", 1);
+        CHECK_RC(store_set_compiled(s, id2, "w", comp), 0);
+        json_decref(comp);
+        CHECK_RC(store_claim_next(s, STAGE_RUN, "g", 0.05, &job), 0);
+        CHECK(job->attempts == 1); /* the run stage counts from 0 again */
+        store_job_free(job);
+        sleep_s(0.1);
+        CHECK_RC(store_reap(s, 3, &requeued, &failed), 0);
+        CHECK(requeued == 1 && failed == 0);
+        CHECK(strcmp(get_str(s, id2, "state", &o), "compiled") == 0);
+        json_decref(o);
+
+        /* Start-up: every lease goes back, expired or not. */
+        int64_t id3 = insert1(s, "t", 0, 0, NULL, NULL, NULL);
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, "old", 3600, &job), 0);
+        CHECK(job->id == id3);
+        store_job_free(job);
+        CHECK_RC(store_claim_next(s, STAGE_RUN, "old", 3600, &job), 0);
+        CHECK(job->id == id2);
+        store_job_free(job);
+        CHECK(store_requeue_all_leases(s) == 2);
+        CHECK(strcmp(get_str(s, id3, "state", &o), "queued") == 0);
+        json_decref(o);
+        CHECK(strcmp(get_str(s, id2, "state", &o), "compiled") == 0);
+        json_decref(o);
+        CHECK(store_requeue_all_leases(s) == 0);
+        store_close(s);
+}
+
+static void test_cancel(void)
+{
+        char path[512];
+        Store *s = open_fresh(path, sizeof(path));
+        StoreJob *job;
+        json_t *o;
+        int64_t a = insert1(s, "t", 0, 5, NULL, NULL, NULL);
+        int64_t b = insert1(s, "t", 0, 5, NULL, NULL, NULL);
+
+        CHECK_RC(store_cancel(s, a, 6), STORE_E_NOT_FOUND); /* another token's */
+        CHECK_RC(store_cancel(s, a, 5), 0);
+        CHECK_RC(store_cancel(s, a, 5), STORE_E_CONFLICT);
+        CHECK_RC(store_cancel(s, 4242, 0), STORE_E_NOT_FOUND);
+        CHECK_RC(store_get_submission(s, a, &o), 0);
+        CHECK(strcmp(json_string_value(json_object_get(o, "verdict")), "cancelled") == 0);
+        CHECK(strcmp(json_string_value(json_object_get(o, "state")), "done") == 0);
+        CHECK(strcmp(json_string_value(json_object_get(json_object_get(o, "result"), "verdict")), "cancelled") == 0);
+        json_decref(o);
+        /* The cancelled job is never claimed; the claimed one cannot be cancelled. */
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w", 30, &job), 0);
+        CHECK(job->id == b);
+        store_job_free(job);
+        CHECK_RC(store_cancel(s, b, 0), STORE_E_CONFLICT);
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w", 30, &job), STORE_E_EMPTY);
+        store_close(s);
+}
+
+static void test_idempotency(void)
+{
+        char path[512];
+        Store *s = open_fresh(path, sizeof(path));
+        json_t *req = make_request("t", NULL, NULL, NULL);
+        StoreNew subs[3];
+        int64_t ids[3], ids2[3];
+        uint8_t h1[32], h2[32];
+        bool replayed = true;
+        json_t *arr;
+
+        memset(h1, 1, 32);
+        memset(h2, 2, 32);
+        for (int i = 0; i < 3; i++)
+                subs[i] = (StoreNew){ .request = req, .task = "t", .mode = "full", .token_id = 3 };
+        StoreInsert ins = { .subs = subs, .n = 3, .idem_key = "key-1", .body_hash = h1 };
+        CHECK_RC(store_insert_request(s, &ins, ids, &replayed), 0);
+        CHECK(!replayed);
+        CHECK_RC(store_insert_request(s, &ins, ids2, &replayed), 0);
+        CHECK(replayed && memcmp(ids, ids2, sizeof(ids)) == 0);
+        CHECK_RC(store_idempotent_lookup(s, 3, "key-1", h1, &arr), 0);
+        CHECK(json_array_size(arr) == 3 && json_integer_value(json_array_get(arr, 2)) == ids[2]);
+        json_decref(arr);
+        CHECK_RC(store_idempotent_lookup(s, 3, "key-1", h2, &arr), STORE_E_CONFLICT);
+        CHECK_RC(store_idempotent_lookup(s, 3, "key-2", h1, &arr), STORE_E_NOT_FOUND);
+        /* Same key, other body: conflict, nothing inserted. */
+        ins.body_hash = h2;
+        CHECK_RC(store_insert_request(s, &ins, ids2, &replayed), STORE_E_CONFLICT);
+        int64_t q = 0;
+        CHECK_RC(store_queue_depth(s, &q, NULL, NULL), 0);
+        CHECK(q == 3);
+        /* Same key under another token is another key. */
+        for (int i = 0; i < 3; i++)
+                subs[i].token_id = 4;
+        ins.body_hash = h1;
+        CHECK_RC(store_insert_request(s, &ins, ids2, &replayed), 0);
+        CHECK(!replayed && ids2[0] > ids[2]);
+        /* Bad arguments. */
+        ins.body_hash = NULL;
+        CHECK_RC(store_insert_request(s, &ins, ids2, &replayed), -EINVAL);
+        ins.body_hash = h1;
+        subs[1].token_id = 5;
+        CHECK_RC(store_insert_request(s, &ins, ids2, &replayed), -EINVAL); /* mixed tokens */
+        subs[1].token_id = 4;
+        subs[1].mode = "bogus";
+        CHECK_RC(store_insert_request(s, &ins, ids2, &replayed), -EINVAL);
+        ins.n = 0;
+        CHECK_RC(store_insert_request(s, &ins, ids2, &replayed), -EINVAL);
+        int64_t deleted = -1;
+        CHECK_RC(store_prune_idempotency(s, 3600, &deleted), 0);
+        CHECK(deleted == 0);
+        CHECK_RC(store_prune_idempotency(s, -1, &deleted), 0);
+        CHECK(deleted == 2);
+        json_decref(req);
+        store_close(s);
+}
+
+static void test_quotas(void)
+{
+        char path[512];
+        Store *s = open_fresh(path, sizeof(path));
+        json_t *req = make_request("t", NULL, NULL, NULL);
+        StoreNew subs[3];
+        int64_t ids[3];
+        StoreJob *job;
+
+        for (int i = 0; i < 3; i++)
+                subs[i] = (StoreNew){ .request = req, .task = "t", .mode = "full", .token_id = 7 };
+        CHECK_RC(store_insert_submissions(s, subs, 3, ids, NULL, NULL, 5, 0), 0);
+        CHECK_RC(store_insert_submissions(s, subs, 3, ids, NULL, NULL, 5, 0), STORE_E_FULL);
+        CHECK_RC(store_insert_submissions(s, subs, 2, ids, NULL, NULL, 5, 0), 0); /* exactly 5 */
+        CHECK_RC(store_insert_submissions(s, subs, 1, ids, NULL, NULL, 5, 0), STORE_E_FULL);
+        /* Token quota: token 7 has 5 not done; token 8 none. */
+        CHECK_RC(store_insert_submissions(s, subs, 1, ids, NULL, NULL, 0, 5), STORE_E_QUOTA);
+        for (int i = 0; i < 3; i++)
+                subs[i].token_id = 8;
+        CHECK_RC(store_insert_submissions(s, subs, 3, ids, NULL, NULL, 0, 3), 0);
+        CHECK_RC(store_insert_submissions(s, subs, 1, ids, NULL, NULL, 0, 3), STORE_E_QUOTA);
+        /* Finishing one (and cancelling one) frees room: the counts follow state changes. */
+        CHECK_RC(store_cancel(s, ids[0], 8), 0);
+        CHECK_RC(store_insert_submissions(s, subs, 1, ids, NULL, NULL, 0, 3), 0);
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w", 30, &job), 0);
+        json_t *res = json_pack("{s:s}", "verdict", "compile_error");
+        CHECK_RC(store_finish(s, job->id, "w", "compile_error", NAN, res), 0);
+        json_decref(res);
+        store_job_free(job);
+        /* Not done now: 5 + 3 + 1 inserted, 1 cancelled, 1 finished = 7. */
+        CHECK_RC(store_insert_submissions(s, subs, 3, ids, NULL, NULL, 9, 0), STORE_E_FULL);
+        CHECK_RC(store_insert_submissions(s, subs, 2, ids, NULL, NULL, 9, 0), 0);
+        CHECK_RC(store_insert_submissions(s, subs, 1, ids, NULL, NULL, 9, 0), STORE_E_FULL);
+        json_t *st;
+        CHECK_RC(store_stats(s, &st), 0);
+        CHECK(json_integer_value(json_object_get(st, "queue_depth")) == 9);
+        json_decref(st);
+        json_decref(req);
+        store_close(s);
+}
+
+static void test_cache(void)
+{
+        char path[512];
+        Store *s = open_fresh(path, sizeof(path));
+        uint8_t key[32], key2[32], cubin[3000];
+        json_t *got = NULL, *st;
+        uint8_t *cb = NULL;
+        size_t len = 0;
+
+        memset(key, 0xab, 32);
+        memset(key2, 0xcd, 32);
+        for (size_t i = 0; i < sizeof(cubin); i++)
+                cubin[i] = (uint8_t)(i * 31 + 7);
+        CHECK_RC(store_cache_get(s, key, &got, &cb, &len), STORE_E_NOT_FOUND);
+        json_t *compile = json_pack("{s:b, s:[{s:s, s:i}]}", "ok", 1, "kernels", "name", "k", "registers", 32);
+        CHECK_RC(store_cache_put(s, key, compile, cubin, sizeof(cubin)), 0);
+        CHECK_RC(store_cache_get(s, key, &got, &cb, &len), 0);
+        CHECK(json_equal(got, compile) && len == sizeof(cubin) && memcmp(cb, cubin, len) == 0);
+        json_decref(got);
+        free(cb);
+        CHECK_RC(store_cache_get(s, key, &got, &cb, &len), 0);
+        json_decref(got);
+        free(cb);
+        /* A cached failure has no CUBIN. */
+        json_t *bad = json_pack("{s:b, s:s}", "ok", 0, "error", "compile");
+        CHECK_RC(store_cache_put(s, key2, bad, NULL, 0), 0);
+        CHECK_RC(store_cache_get(s, key2, &got, &cb, &len), 0);
+        CHECK(json_equal(got, bad) && cb == NULL && len == 0);
+        json_decref(got);
+        CHECK_RC(store_cache_put(s, key2, bad, cubin, (size_t)LIMIT_CUBIN_BYTES + 1), -E2BIG);
+        CHECK_RC(store_stats(s, &st), 0);
+        json_t *cc = json_object_get(st, "compile_cache");
+        CHECK(json_integer_value(json_object_get(cc, "entries")) == 2);
+        CHECK(json_integer_value(json_object_get(cc, "hits")) == 3);
+        CHECK(json_integer_value(json_object_get(cc, "misses")) == 1);
+        json_decref(st);
+        json_decref(bad);
+        json_decref(compile);
+        store_close(s);
+}
+
+static void test_tokens(void)
+{
+        char path[512];
+        Store *s = open_fresh(path, sizeof(path));
+        uint8_t h1[32], h2[32];
+        int64_t id1 = 0, id2 = 0, got = 0;
+        json_t *limits = json_pack("{s:i}", "max_queued", 100), *lim = NULL, *list;
+
+        memset(h1, 0x11, 32);
+        memset(h2, 0x22, 32);
+        CHECK_RC(store_token_create(s, "alice", h1, limits, &id1), 0);
+        CHECK_RC(store_token_create(s, "alice", h2, NULL, &id2), STORE_E_CONFLICT);
+        CHECK_RC(store_token_create(s, "bob", h2, NULL, &id2), 0);
+        CHECK(id1 > 0 && id2 > id1);
+        CHECK_RC(store_token_lookup(s, h1, &got, &lim), 0);
+        CHECK(got == id1 && json_equal(lim, limits));
+        json_decref(lim);
+        CHECK_RC(store_token_lookup(s, h2, &got, &lim), 0);
+        CHECK(got == id2 && json_is_object(lim) && json_object_size(lim) == 0);
+        json_decref(lim);
+        CHECK_RC(store_token_revoke(s, "alice"), 0);
+        CHECK_RC(store_token_revoke(s, "alice"), STORE_E_NOT_FOUND);
+        CHECK_RC(store_token_revoke(s, "carol"), STORE_E_NOT_FOUND);
+        CHECK_RC(store_token_lookup(s, h1, &got, &lim), STORE_E_NOT_FOUND);
+        CHECK_RC(store_token_list(s, &list), 0);
+        CHECK(json_array_size(list) == 2);
+        json_t *a = json_array_get(list, 0);
+        CHECK(strcmp(json_string_value(json_object_get(a, "name")), "alice") == 0);
+        CHECK(json_is_string(json_object_get(a, "revoked_at")) && !json_object_get(a, "hash"));
+        CHECK(json_is_null(json_object_get(json_array_get(list, 1), "revoked_at")));
+        json_decref(list);
+        json_decref(limits);
+        store_close(s);
+}
+
+static size_t list_count(Store *s, json_t *filters)
+{
+        json_t *items = NULL;
+        int64_t next = -1;
+        CHECK_RC(store_list_submissions(s, filters, 0, LIMIT_LIST_PAGE_MAX, &items, &next), 0);
+        size_t n = json_array_size(items);
+        CHECK(next == 0);
+        json_decref(items);
+        json_decref(filters);
+        return n;
+}
+
+static void finish_one(Store *s, double speedup, const char *verdict)
+{
+        StoreJob *job;
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w", 30, &job), 0);
+        json_t *res = json_pack("{s:s}", "verdict", verdict);
+        CHECK_RC(store_finish(s, job->id, "w", verdict, speedup, res), 0);
+        json_decref(res);
+        store_job_free(job);
+}
+
+static void test_list_views_stats(void)
+{
+        char path[512];
+        Store *s = open_fresh(path, sizeof(path));
+        json_t *items, *rows, *st;
+        int64_t next;
+        double t_before = store_now();
+
+        /* 25 submissions: tasks a/b alternating, run r1 for the first 10, labels on every 5th,
+         * token 9 for the last 3. */
+        for (int i = 0; i < 25; i++)
+                insert1(s, i % 2 ? "b" : "a", 0, i >= 22 ? 9 : 0, i < 10 ? "r1" : "r2", i % 5 == 0 ? "exp" : NULL,
+                        i % 5 == 0 ? (i % 10 == 0 ? "x" : "y") : NULL);
+
+        /* Pagination: 10, 10, 5, newest first, no overlap. */
+        int64_t cursor = 0, prev = INT64_MAX;
+        size_t total = 0;
+        for (int page = 0; page < 3; page++) {
+                CHECK_RC(store_list_submissions(s, NULL, cursor, 10, &items, &next), 0);
+                CHECK(json_array_size(items) == (page < 2 ? 10u : 5u));
+                for (size_t i = 0; i < json_array_size(items); i++) {
+                        json_t *it = json_array_get(items, i);
+                        int64_t id = json_integer_value(json_object_get(it, "id"));
+                        CHECK(id < prev);
+                        prev = id;
+                        CHECK(!json_object_get(it, "result") && json_object_get(it, "verdict"));
+                        total++;
+                }
+                CHECK(page < 2 ? next == prev : next == 0);
+                cursor = next;
+                json_decref(items);
+        }
+        CHECK(total == 25);
+        CHECK_RC(store_list_submissions(s, NULL, 0, LIMIT_LIST_PAGE_MAX + 1, &items, &next), -EINVAL);
+        CHECK_RC(store_list_submissions(s, NULL, 0, -1, &items, &next), -EINVAL);
+
+        /* Finish the three oldest (ids 1..3: tasks a, b, a). */
+        finish_one(s, 1.2, "correct");
+        finish_one(s, 0.4, "correct");
+        finish_one(s, 5.0, "correct");
+        finish_one(s, NAN, "incorrect"); /* id 4, task b */
+
+        CHECK(list_count(s, json_pack("{s:s}", "task", "a")) == 13);
+        CHECK(list_count(s, json_pack("{s:s}", "task", "b")) == 12);
+        CHECK(list_count(s, json_pack("{s:s}", "verdict", "correct")) == 3);
+        CHECK(list_count(s, json_pack("{s:s, s:s}", "verdict", "correct", "task", "a")) == 2);
+        CHECK(list_count(s, json_pack("{s:s}", "state", "queued")) == 21);
+        CHECK(list_count(s, json_pack("{s:s}", "state", "done")) == 4);
+        CHECK(list_count(s, json_pack("{s:s}", "run_id", "r1")) == 10);
+        CHECK(list_count(s, json_pack("{s:I}", "token_id", (json_int_t)9)) == 3);
+        CHECK(list_count(s, json_pack("{s:s}", "label", "exp=x")) == 3);  /* i = 0, 10, 20 */
+        CHECK(list_count(s, json_pack("{s:s}", "label", "exp=y")) == 2);  /* i = 5, 15 */
+        CHECK(list_count(s, json_pack("{s:s}", "label", "exp=z")) == 0);
+        CHECK(list_count(s, json_pack("{s:f}", "since", t_before - 1)) == 25);
+        CHECK(list_count(s, json_pack("{s:f}", "since", store_now() + 60)) == 0);
+        CHECK(list_count(s, json_pack("{s:s}", "since", "2000-01-01T00:00:00Z")) == 25);
+        CHECK(list_count(s, json_pack("{s:s}", "since", "2999-01-01T00:00:00.5+02:00")) == 0);
+        char future[64];
+        snprintf(future, sizeof(future), "%.0f", store_now() + 3600);
+        CHECK(list_count(s, json_pack("{s:s}", "since", future)) == 0);
+        json_t *bad[] = { json_pack("{s:s}", "colour", "red"), json_pack("{s:i}", "task", 3),
+                          json_pack("{s:s}", "label", "novalue"), json_pack("{s:s}", "since", "yesterday"),
+                          json_pack("{s:s}", "label", "=v") };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                CHECK_RC(store_list_submissions(s, bad[i], 0, 10, &items, &next), -EINVAL);
+                json_decref(bad[i]);
+        }
+
+        /* Views. */
+        CHECK_RC(store_query_view(s, "v_speedup_by_task", 100, &rows), 0);
+        CHECK(json_array_size(rows) == 2);
+        json_t *ra = json_array_get(rows, 0), *rb = json_array_get(rows, 1);
+        CHECK(strcmp(json_string_value(json_object_get(ra, "task")), "a") == 0);
+        CHECK(json_integer_value(json_object_get(ra, "n")) == 2);
+        CHECK(json_real_value(json_object_get(ra, "min_speedup")) == 1.2);
+        CHECK(json_real_value(json_object_get(ra, "max_speedup")) == 5.0);
+        CHECK(fabs(json_real_value(json_object_get(ra, "avg_speedup")) - 3.1) < 1e-9);
+        CHECK(json_integer_value(json_object_get(ra, "b_1_1_5")) == 1);
+        CHECK(json_integer_value(json_object_get(ra, "ge_4")) == 1);
+        CHECK(json_integer_value(json_object_get(ra, "lt_0_5")) == 0);
+        CHECK(json_integer_value(json_object_get(rb, "lt_0_5")) == 1 && json_integer_value(json_object_get(rb, "n")) == 1);
+        json_decref(rows);
+        CHECK_RC(store_query_view(s, "v_queue_depth", 100, &rows), 0);
+        CHECK(json_array_size(rows) == 1);
+        CHECK(strcmp(json_string_value(json_object_get(json_array_get(rows, 0), "state")), "queued") == 0);
+        CHECK(json_integer_value(json_object_get(json_array_get(rows, 0), "jobs")) == 21);
+        json_decref(rows);
+        CHECK_RC(store_query_view(s, "v_submissions_hourly", 100, &rows), 0);
+        json_int_t sum = 0, correct_a = 0;
+        for (size_t i = 0; i < json_array_size(rows); i++) {
+                json_t *r = json_array_get(rows, i);
+                sum += json_integer_value(json_object_get(r, "submissions"));
+                CHECK(strlen(json_string_value(json_object_get(r, "hour"))) == 20);
+                if (!strcmp(json_string_value(json_object_get(r, "task")), "a") &&
+                    !strcmp(json_string_value(json_object_get(r, "verdict")), "correct"))
+                        correct_a += json_integer_value(json_object_get(r, "submissions"));
+        }
+        CHECK(sum == 25 && correct_a == 2);
+        json_decref(rows);
+        CHECK_RC(store_query_view(s, "v_task_summary", 100, &rows), 0);
+        CHECK(json_array_size(rows) == 2);
+        json_decref(rows);
+        CHECK_RC(store_query_view(s, "submissions", 10, &rows), -EINVAL);
+        CHECK_RC(store_query_view(s, "v_x; DROP TABLE submissions", 10, &rows), -EINVAL);
+        CHECK_RC(store_query_view(s, "v_nope", 10, &rows), STORE_E_NOT_FOUND);
+
+        /* Stats. */
+        CHECK_RC(store_stats(s, &st), 0);
+        CHECK(json_integer_value(json_object_get(json_object_get(st, "states"), "queued")) == 21);
+        CHECK(json_integer_value(json_object_get(json_object_get(st, "states"), "done")) == 4);
+        CHECK(json_integer_value(json_object_get(json_object_get(st, "verdicts"), "correct")) == 3);
+        CHECK(json_integer_value(json_object_get(json_object_get(st, "verdicts"), "incorrect")) == 1);
+        CHECK(json_integer_value(json_object_get(st, "queue_depth")) == 21);
+        json_t *tasks = json_object_get(st, "tasks");
+        CHECK(json_array_size(tasks) == 2);
+        json_t *ta = json_array_get(tasks, 0), *tb = json_array_get(tasks, 1);
+        CHECK(strcmp(json_string_value(json_object_get(ta, "task")), "a") == 0);
+        CHECK(json_integer_value(json_object_get(ta, "done")) == 2);
+        CHECK(json_real_value(json_object_get(ta, "correct_rate")) == 1.0);
+        CHECK(fabs(json_real_value(json_object_get(ta, "median_speedup")) - 3.1) < 1e-9); /* (1.2+5)/2 */
+        CHECK(json_real_value(json_object_get(tb, "correct_rate")) == 0.5);
+        CHECK(json_real_value(json_object_get(tb, "median_speedup")) == 0.4);
+        json_decref(st);
+        store_close(s);
+}
+
+static void test_pool(void)
+{
+        char path[512];
+        StorePool *pool = NULL;
+        fresh_path(path, sizeof(path));
+        CHECK_RC(storepool_open(path, 3, &pool), 0);
+        Store *a = storepool_get(pool), *b = storepool_get(pool), *c = storepool_get(pool);
+        CHECK(a && b && c && a != b && b != c && a != c);
+        int64_t id = insert1(a, "t", 0, 0, NULL, NULL, NULL);
+        json_t *o;
+        CHECK_RC(store_get_submission(c, id, &o), 0); /* another connection sees the commit */
+        json_decref(o);
+        storepool_put(pool, a);
+        storepool_put(pool, b);
+        storepool_put(pool, c);
+        CHECK_RC(storepool_open(path, 0, &pool), -EINVAL);
+        storepool_close(pool);
+}
+
+int main(void)
+{
+        const char *base = getenv("TMPDIR");
+        log_init("test-store", LOG_LEVEL_WARN);
+        snprintf(tmpdir, sizeof(tmpdir), "%s/kevald-store-XXXXXX", base ? base : "/tmp");
+        CHECK(mkdtemp(tmpdir));
+
+        test_migrations();
+        test_lifecycle();
+        test_priority();
+        test_concurrent_claims();
+        test_leases();
+        test_cancel();
+        test_idempotency();
+        test_quotas();
+        test_cache();
+        test_tokens();
+        test_list_views_stats();
+        test_pool();
+
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+                fprintf(stderr, "test-store: could not remove %s\n", tmpdir);
+        printf("test-store: all passed\n");
+        return 0;
+}
