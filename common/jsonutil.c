@@ -142,8 +142,14 @@ int jsonutil_check_fields(json_t *obj, const char *ptr, const char *const *allow
                         }
                 }
                 if (!ok) {
+                        char list[320];
+                        size_t n = 0;
+                        for (size_t i = 0; allowed[i] && n < sizeof(list); i++)
+                                n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s",
+                                                      i ? ", " : "", allowed[i]);
                         jsonutil_ptr_key(p, ptr, key);
-                        return jsonutil_fail(err, p, "unknown field '%.100s'", key);
+                        return jsonutil_fail(err, p, "unknown field '%.100s' (allowed: %s)", key,
+                                             list);
                 }
         }
         return 0;

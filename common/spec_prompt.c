@@ -1,0 +1,324 @@
+/*
+ * spec_prompt - a task rendered as a plain-text prompt that a model can act
+ * on (GET /v1/tasks/{name}/prompt, `kevald task prompt`): what to compute,
+ * the buffers and params for every shape set, the submission and launch
+ * plan contract, the compile options, the tolerance, and a minimal correct
+ * example (the task's own example, or else its reference adapted).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonutil.h"
+#include "common/spec_internal.h"
+
+typedef struct Buf {
+        char *s;
+        size_t len, cap;
+        bool oom;
+} Buf;
+
+static void put(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(Buf *b, const char *fmt, ...)
+{
+        va_list ap;
+        int n;
+
+        if (b->oom)
+                return;
+        for (;;) {
+                size_t room = b->cap - b->len;
+                va_start(ap, fmt);
+                n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
+                va_end(ap);
+                if (n < 0) {
+                        b->oom = true;
+                        return;
+                }
+                if (b->s && (size_t)n < room) {
+                        b->len += (size_t)n;
+                        return;
+                }
+                size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+                char *s = realloc(b->s, cap);
+                if (!s) {
+                        b->oom = true;
+                        return;
+                }
+                b->s = s;
+                b->cap = cap;
+        }
+}
+
+static void put_expr(Buf *b, json_t *v)
+{
+        if (json_is_integer(v))
+                put(b, "%lld", (long long)json_integer_value(v));
+        else if (json_is_string(v))
+                put(b, "%s", json_string_value(v));
+        else if (json_is_number(v))
+                put(b, "%g", json_number_value(v));
+}
+
+static void put_dims(Buf *b, json_t *arr)
+{
+        size_t i;
+        json_t *v;
+
+        put(b, "[");
+        json_array_foreach(arr, i, v) {
+                put(b, "%s", i ? ", " : "");
+                put_expr(b, v);
+        }
+        put(b, "]");
+}
+
+static const char *c_type(const char *dtype)
+{
+        static const char *const map[][2] = {
+                { "f32", "float" },  { "f16", "__half" },   { "bf16", "__nv_bfloat16" },
+                { "f64", "double" }, { "i8", "int8_t" },    { "u8", "uint8_t" },
+                { "i32", "int" },    { "i64", "long long" }, { "u32", "unsigned int" },
+                { "u64", "unsigned long long" },
+        };
+        for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+                if (!strcmp(map[i][0], dtype))
+                        return map[i][1];
+        return dtype;
+}
+
+static void put_init(Buf *b, json_t *init)
+{
+        const char *dist = json_string_value(json_object_get(init, "dist"));
+        json_t *v;
+
+        if (!strcmp(dist, "normal")) {
+                v = json_object_get(init, "mean");
+                put(b, "normal(mean %g, ", v ? json_number_value(v) : 0.0);
+                v = json_object_get(init, "std");
+                put(b, "std %g)", v ? json_number_value(v) : 1.0);
+        } else if (!strcmp(dist, "uniform")) {
+                v = json_object_get(init, "low");
+                put(b, "uniform[%g, ", v ? json_number_value(v) : -1.0);
+                v = json_object_get(init, "high");
+                put(b, "%g)", v ? json_number_value(v) : 1.0);
+        } else if (!strcmp(dist, "int")) {
+                put(b, "random integers in [");
+                v = json_object_get(init, "low");
+                if (v)
+                        put_expr(b, v);
+                else
+                        put(b, "0");
+                put(b, ", ");
+                put_expr(b, json_object_get(init, "high"));
+                put(b, ")");
+        } else {
+                put(b, "mixed scale (random sign, magnitude 10^U(-3, 3))");
+        }
+        if ((v = json_object_get(init, "fan_in"))) {
+                put(b, " scaled by 1/sqrt(");
+                put_expr(b, v);
+                put(b, ")");
+        }
+        if ((v = json_object_get(init, "offset")))
+                put(b, " plus %g", json_number_value(v));
+}
+
+/* An array, one element per line (compact), so plans stay readable. */
+static void put_plan(Buf *b, json_t *plan)
+{
+        size_t i;
+        json_t *v;
+
+        put(b, "[");
+        json_array_foreach(plan, i, v) {
+                char *s = json_dumps(v, JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+                if (!s) {
+                        b->oom = true;
+                        return;
+                }
+                put(b, "%s\n  %s", i ? "," : "", s);
+                free(s);
+        }
+        put(b, "\n]\n");
+}
+
+/**
+ * spec_task_prompt() - render a task as a prompt
+ * @task:            borrowed
+ * @allowed_options: array of strings describing the allowed compile options,
+ *                   or NULL for the built-in summary of the allowlist
+ * Return: a new NUL-terminated string (free()), or NULL on allocation failure.
+ */
+char *spec_task_prompt(const Task *task, json_t *allowed_options)
+{
+        json_t *d = task->doc, *v, *ref = json_object_get(d, "reference"),
+               *ex = json_object_get(d, "example"), *tol = json_object_get(d, "tolerance"),
+               *code;
+        const char *key;
+        Buf b = { 0 };
+        size_t i;
+
+        put(&b, "# Task %s: %s\n\n", task->name, json_string_value(json_object_get(d, "title")));
+        put(&b, "Write a CUDA kernel (one or more launches) that computes:\n\n%s\n\n",
+            json_string_value(json_object_get(d, "description")));
+
+        put(&b, "## Parameters\n\n");
+        if (json_object_size(task->params) == 0)
+                put(&b, "(none: the sizes are fixed)\n");
+        json_object_foreach(task->params, key, v)
+                put(&b, "- %s: %s\n", key, json_string_value(v));
+        put(&b, "\nShape sets (your kernel must be correct for every one; the first is the main "
+                "benchmark size):\n\n");
+        for (i = 0; i < task->nshapes; i++) {
+                bool first = true;
+                put(&b, "- %s:", task->shape_names[i]);
+                json_object_foreach(task->shape_params[i], key, v) {
+                        put(&b, "%s %s=%lld", first ? "" : ",", key,
+                            (long long)json_integer_value(v));
+                        first = false;
+                }
+                put(&b, "\n");
+        }
+
+        put(&b, "\n## Buffers (row-major, contiguous, in device memory)\n\n");
+        for (i = 0; i < task->nbuffers; i++) {
+                json_t *buf = task->buffers[i];
+                const char *role = spec_role_names[task->buffer_role[i]];
+                put(&b, "- %s: %s%s, %s", json_string_value(json_object_get(buf, "name")),
+                    task->buffer_dtype[i]->name,
+                    json_array_size(json_object_get(buf, "shape")) ? "" : " scalar", role);
+                if (json_array_size(json_object_get(buf, "shape"))) {
+                        put(&b, ", shape ");
+                        put_dims(&b, json_object_get(buf, "shape"));
+                        put(&b, " (");
+                        for (size_t s = 0; s < task->nshapes; s++)
+                                put(&b, "%s%s: %lld elements", s ? "; " : "",
+                                    task->shape_names[s], (long long)task->buffer_count[s][i]);
+                        put(&b, ")");
+                }
+                if ((v = json_object_get(buf, "init"))) {
+                        put(&b, ", initialised with ");
+                        put_init(&b, v);
+                }
+                if (task->buffer_role[i] == ROLE_OUT)
+                        put(&b, ", write every element (it is filled with garbage before your "
+                                "kernel runs)");
+                if (task->buffer_role[i] == ROLE_INOUT)
+                        put(&b, ", read and updated in place");
+                if ((v = json_object_get(buf, "description")))
+                        put(&b, ": %s", json_string_value(v));
+                put(&b, "\n");
+        }
+
+        put(&b, "\n## Correctness\n\n");
+        put(&b, "Outputs are compared with the reference on fresh random inputs; an element "
+                "matches when |got - want| <= atol + rtol * |want| and NaN/Inf agree:\n");
+        for (i = 0; i < task->nbuffers; i++) {
+                const DType *dt = task->buffer_dtype[i];
+                json_t *bt = json_object_get(task->buffers[i], "tolerance");
+                double def = spec_tolerance_default(dt);
+                double atol = def, rtol = def;
+                json_t *src = bt ? bt : (!dt->is_int ? tol : NULL);
+                if (task->buffer_role[i] == ROLE_IN)
+                        continue;
+                if (src && (v = json_object_get(src, "atol")))
+                        atol = json_number_value(v);
+                if (src && (v = json_object_get(src, "rtol")))
+                        rtol = json_number_value(v);
+                if (atol == 0 && rtol == 0)
+                        put(&b, "- %s: exact\n",
+                            json_string_value(json_object_get(task->buffers[i], "name")));
+                else
+                        put(&b, "- %s: atol %g, rtol %g\n",
+                            json_string_value(json_object_get(task->buffers[i], "name")), atol,
+                            rtol);
+        }
+        put(&b, "Writes outside a buffer, changes to input buffers, and results that differ "
+                "between two identical runs are failures.\n");
+
+        put(&b, "\n## What to submit\n\n");
+        put(&b, "A JSON object:\n\n"
+                "- \"task\": \"%s\"\n"
+                "- \"source\": CUDA C++ source (NVRTC, no host code, no #include of files other "
+                "than CUDA headers). Every kernel the plan launches is `extern \"C\" __global__`, "
+                "or is a template instantiation listed in \"name_expressions\" (e.g. "
+                "\"my_kernel<float, 256>\") and named by that expression in the plan.\n"
+                "- \"plan\": a list of at most %d launches run in order on one stream: "
+                "{\"kernel\": NAME, \"grid\": [x, y?, z?], \"block\": [x, y?, z?], \"shared\": "
+                "dynamic shared memory bytes, \"args\": [...]}. grid, block and shared are "
+                "integers or integer expressions over the params (+ - * / %% ceil_div(a,b) "
+                "min(a,b) max(a,b)); block has at most 1024 threads; shared at most %d bytes.\n"
+                "- \"args\" follow the kernel's parameters in order: a buffer name passes a "
+                "device pointer to that buffer (",
+            task->name, LIMIT_LAUNCHES_MAX, SPEC_SHARED_BYTES_MAX);
+        for (i = 0; i < task->nbuffers; i++)
+                put(&b, "%s%s -> %s%s*", i ? ", " : "",
+                    json_string_value(json_object_get(task->buffers[i], "name")),
+                    task->buffer_role[i] == ROLE_IN ? "const " : "",
+                    c_type(task->buffer_dtype[i]->name));
+        put(&b, "); {\"type\": T, \"value\": V} passes a scalar of type T (i32 -> int, u32 -> "
+                "unsigned int, i64 -> long long, u64 -> unsigned long long, f32 -> float, f64 -> "
+                "double), V a number or, for integer types, an expression over the params. "
+                "Argument count and sizes are checked against the compiled kernel.\n"
+                "- \"scratch\" (optional): up to %d temporary buffers [{\"name\", \"dtype\", "
+                "\"count\": expression}], zeroed before each run, passed by name like buffers.\n",
+            LIMIT_SCRATCH_BUFFERS_MAX);
+        put(&b, "- \"options\" (optional): compile options; allowed: ");
+        if (allowed_options && json_array_size(allowed_options)) {
+                json_array_foreach(allowed_options, i, v)
+                        put(&b, "%s%s", i ? " " : "", json_string_value(v));
+        } else {
+                put(&b, "-use_fast_math -ftz=true|false -prec-div=true|false "
+                        "-prec-sqrt=true|false -fmad=true|false -lineinfo -maxrregcount=N "
+                        "-std=c++11|14|17|20 -DNAME[=VALUE] -UNAME --extra-device-vectorization "
+                        "-restrict -default-device -dopt=on|off -O0..3");
+        }
+        put(&b, ".\n\nYou are scored on correctness first, then on speed: the median time of "
+                "your whole plan against the reference's, on every shape set.\n");
+
+        code = ex ? ex : ref;
+        put(&b, "\n## %s\n\n",
+            ex ? "Example of a correct submission (simple, not fast)"
+               : "The reference implementation (a correct starting point)");
+        if (json_object_get(code, "source")) {
+                put(&b, "source:\n```cuda\n%s%s```\n\n",
+                    json_string_value(json_object_get(code, "source")),
+                    json_string_value(json_object_get(code, "source"))
+                                            [json_string_length(json_object_get(code, "source")) -
+                                             1] == '\n'
+                            ? ""
+                            : "\n");
+        }
+        if (json_array_size(json_object_get(code, "scratch"))) {
+                put(&b, "scratch:\n```json\n");
+                put_plan(&b, json_object_get(code, "scratch"));
+                put(&b, "```\n\n");
+        }
+        if (json_array_size(json_object_get(code, "name_expressions"))) {
+                put(&b, "name_expressions:\n```json\n");
+                put_plan(&b, json_object_get(code, "name_expressions"));
+                put(&b, "```\n\n");
+        }
+        put(&b, "plan:\n```json\n");
+        put_plan(&b, json_object_get(code, "plan"));
+        put(&b, "```\n");
+        if (!ex) {
+                json_array_foreach(json_object_get(ref, "plan"), i, v) {
+                        if (json_object_get(v, "library")) {
+                                put(&b, "\nThe reference calls a vendor library (step %zu: "
+                                        "cuBLAS %s); library steps are not available to "
+                                        "submissions: write the kernel yourself.\n",
+                                    i, json_string_value(json_object_get(v, "library")));
+                                break;
+                        }
+                }
+        }
+        if (b.oom) {
+                free(b.s);
+                return NULL;
+        }
+        return b.s;
+}
