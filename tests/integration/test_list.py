@@ -88,8 +88,8 @@ def test_bad_query_parameters(client):
     for params, name in (({"limit": 0}, "limit"), ({"limit": 1001}, "limit"), ({"limit": "x"}, "limit"),
                          ({"cursor": "abc"}, "cursor"), ({"state": "sleeping"}, "state"),
                          ({"verdict": "great"}, "verdict"), ({"since": "yesterday"}, "since"),
-                         ({"label": "novalue"}, "label")):
-        body = problem(client.get("/v1/submissions", params=params), 400)
+                         ({"label": "novalue"}, "label"), ({"colour": "red"}, "colour")):
+        body = problem(client.get("/v1/submissions", params=params), 422)
         assert body.get("pointer") == f"/query/{name}", (params, body)
 
 

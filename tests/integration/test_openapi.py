@@ -120,6 +120,7 @@ def test_every_route_answers_as_documented(api, reg, client):
     ck.check("get", "/v1/tasks/nope_nope")
     ck.check("get", "/v1/tasks/nope_nope/prompt")
     ck.check("get", "/v1/tasks?level=abc")
+    ck.check("get", "/v1/tasks?bogus=1")
     # operations
     for p in ("/v1/stats", "/metrics", "/livez", "/readyz"):
         ck.check("get", p)

@@ -96,7 +96,10 @@ def test_tasks(client):
     if lvl:
         listed = client.get("/v1/tasks", params={"level": lvl}).json()["tasks"]
         assert name in [x["name"] for x in listed] and all(x["level"] == lvl for x in listed)
-    problem(client.get("/v1/tasks", params={"level": "x"}), 400)
+    body = problem(client.get("/v1/tasks", params={"level": "x"}), 422)
+    assert body["pointer"] == "/query/level", body
+    body = problem(client.get("/v1/tasks", params={"colour": "red"}), 422)
+    assert body["pointer"] == "/query/colour", body
 
 
 def test_stats_move(client):

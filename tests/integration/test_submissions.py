@@ -117,7 +117,7 @@ def test_get_wait_expires_when_never_done(client):
 def test_wait_bounds(client):
     sid = accepted(client.post("/v1/submissions", json=full_sub(client)))
     for bad in ("601", "-1", "abc", "nan"):
-        body = problem(client.get(f"/v1/submissions/{sid}", params={"wait": bad}), 400)
+        body = problem(client.get(f"/v1/submissions/{sid}", params={"wait": bad}), 422)
         assert body.get("pointer") == "/query/wait", body
 
 
