@@ -1,0 +1,1183 @@
+/*
+ * compile - see compile.h. The only file that includes <nvrtc.h> and
+ * <nvJitLink.h>; their status codes end here.
+ *
+ * One job: checks (size, UTF-8, options, #include directives), then NVRTC
+ * (CUDA C++) or nvJitLink (PTX) with our own options appended, then the
+ * CUBIN is parsed (cubin.c) and joined with the ptxas -v report
+ * (logtrim.c) into the per-kernel resource report. Every expected failure
+ * becomes a RESULT with ok false and an error kind; only infrastructure
+ * failures (out of memory) come back as a negative errno.
+ *
+ * Options we add to NVRTC: -arch=<arch>, -I<cuda>/include,
+ * -I<cuda>/include/cccl (CUDA 13 keeps libcu++/CUB/Thrust there), and
+ * --ptxas-options=-v (the resource report; its lines never reach the
+ * client). Client -O<n> is passed as --ptxas-options=-O<n> (NVRTC itself
+ * has no -O). For PTX, nvJitLink gets -arch=<arch> and -Xptxas=-v plus the
+ * client options that mean something to it (-ftz, -prec-div, -prec-sqrt,
+ * -fmad as -fma, -use_fast_math as those four, -maxrregcount as -maxrreg,
+ * -lineinfo, -O<n> as -Xptxas=-O<n>); C++ front-end options are ignored
+ * with a note in the log.
+ */
+#include "worker/compile.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <nvJitLink.h>
+#include <nvrtc.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/options.h"
+#include "worker/cubin.h"
+#include "worker/logtrim.h"
+
+#define COMPILE_INCLUDE_DIRS 2
+#define COMPILE_HEADER_NAME_BYTES 255
+#define COMPILE_MSG_BYTES 512
+
+struct Compiler {
+        char *include_dirs[COMPILE_INCLUDE_DIRS]; /* realpaths */
+        char *include_opts[COMPILE_INCLUDE_DIRS]; /* "-I<dir>" */
+        size_t n_include_dirs;
+        char *trusted[2 * COMPILE_INCLUDE_DIRS];  /* "<dir>/" as given and resolved */
+        size_t n_trusted;
+        char nvrtc_version[16];
+};
+
+static double now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *xasprintf(const char *fmt, ...)
+{
+        va_list ap;
+        char *s = NULL;
+        int n;
+
+        va_start(ap, fmt);
+        n = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        return n < 0 ? NULL : s;
+}
+
+/**
+ * compile_open() - set up a Compiler for the toolkit at @cuda_home
+ * @cuda_home:    the CUDA root (its include/ and include/cccl/ are used);
+ *                NULL for /usr/local/cuda; borrowed
+ * @ret_compiler: on success, a new Compiler; free with compile_close()
+ *
+ * Return: 0, -ENOENT when @cuda_home has no include/ folder, or -ENOMEM.
+ */
+int compile_open(const char *cuda_home, Compiler **ret_compiler)
+{
+        Compiler *c;
+        int major = 0, minor = 0, r = 0;
+        const char *sub[COMPILE_INCLUDE_DIRS] = { "include", "include/cccl" };
+
+        if (!cuda_home || !*cuda_home)
+                cuda_home = "/usr/local/cuda";
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        for (size_t i = 0; i < COMPILE_INCLUDE_DIRS; i++) {
+                char *given = xasprintf("%s/%s", cuda_home, sub[i]);
+                char *real;
+                if (!given) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                real = realpath(given, NULL);
+                if (!real) {
+                        free(given);
+                        if (i == 0) {
+                                r = -ENOENT;
+                                goto out;
+                        }
+                        continue; /* no cccl/ before CUDA 13 */
+                }
+                c->include_dirs[c->n_include_dirs] = real;
+                c->include_opts[c->n_include_dirs] = xasprintf("-I%s", real);
+                c->trusted[c->n_trusted++] = xasprintf("%s/", real);
+                c->trusted[c->n_trusted++] = xasprintf("%s/", given);
+                free(given);
+                if (!c->include_opts[c->n_include_dirs] || !c->trusted[c->n_trusted - 1] ||
+                    !c->trusted[c->n_trusted - 2]) {
+                        c->n_include_dirs++;
+                        r = -ENOMEM;
+                        goto out;
+                }
+                c->n_include_dirs++;
+        }
+        if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) {
+                major = 0;
+                minor = 0;
+        }
+        snprintf(c->nvrtc_version, sizeof(c->nvrtc_version), "%d.%d", major, minor);
+        *ret_compiler = c;
+        c = NULL;
+out:
+        compile_close(c);
+        return r;
+}
+
+/** compile_close() - free a Compiler; accepts NULL. */
+void compile_close(Compiler *c)
+{
+        if (!c)
+                return;
+        for (size_t i = 0; i < COMPILE_INCLUDE_DIRS; i++) {
+                free(c->include_dirs[i]);
+                free(c->include_opts[i]);
+        }
+        for (size_t i = 0; i < 2 * COMPILE_INCLUDE_DIRS; i++)
+                free(c->trusted[i]);
+        free(c);
+}
+
+/** compile_nvrtc_version() - "13.0"; borrowed from @c. */
+const char *compile_nvrtc_version(const Compiler *c)
+{
+        return c->nvrtc_version;
+}
+
+/* ---- source checks ------------------------------------------------------- */
+
+/* The source with line continuations removed, and where each byte came from. */
+typedef struct Spliced {
+        const char *src;
+        size_t src_len;
+        char *t;
+        uint32_t *orig;
+        size_t n;
+} Spliced;
+
+static size_t line_of(const Spliced *sp, size_t i)
+{
+        size_t o = sp->orig[i], line = 1;
+
+        for (size_t k = 0; k < o && k < sp->src_len; k++)
+                if (sp->src[k] == '\n')
+                        line++;
+        return line;
+}
+
+static int reject(char *msg, size_t msglen, const Spliced *sp, size_t at, const char *fmt, ...)
+        __attribute__((format(printf, 5, 6)));
+
+static int reject(char *msg, size_t msglen, const Spliced *sp, size_t at, const char *fmt, ...)
+{
+        va_list ap;
+        int n;
+
+        if (msg && msglen > 0) {
+                n = snprintf(msg, msglen, COMPILE_SOURCE_NAME "(%zu): error: ", line_of(sp, at));
+                if (n > 0 && (size_t)n < msglen) {
+                        va_start(ap, fmt);
+                        vsnprintf(msg + n, msglen - (size_t)n, fmt, ap);
+                        va_end(ap);
+                }
+        }
+        return COMPILE_E_REJECTED;
+}
+
+static bool is_ident(char ch)
+{
+        return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+               ch == '_' || ch == '$' || (unsigned char)ch >= 0x80;
+}
+
+static bool is_hspace(char ch)
+{
+        return ch == ' ' || ch == '\t' || ch == '\f' || ch == '\v' || ch == '\r';
+}
+
+/* Skip horizontal space and comments inside a directive; stops at '\n'. */
+static size_t skip_directive_space(const Spliced *sp, size_t j)
+{
+        for (;;) {
+                if (j < sp->n && is_hspace(sp->t[j])) {
+                        j++;
+                } else if (j + 1 < sp->n && sp->t[j] == '/' && sp->t[j + 1] == '*') {
+                        const char *e = memmem(sp->t + j + 2, sp->n - j - 2, "*/", 2);
+                        j = e ? (size_t)(e - sp->t) + 2 : sp->n;
+                } else {
+                        return j;
+                }
+        }
+}
+
+/*
+ * Is @name (a header name from #include or __has_include) acceptable?
+ * With @must_exist, it must be a regular file under one of the include
+ * folders, after symlinks.
+ */
+static int check_header(const Compiler *c, const Spliced *sp, size_t at, const char *what,
+                        const char *name, size_t len, bool must_exist, char *msg, size_t msglen)
+{
+        char buf[COMPILE_HEADER_NAME_BYTES + 1];
+
+        if (len == 0)
+                return reject(msg, msglen, sp, at, "%s with an empty header name", what);
+        if (len > COMPILE_HEADER_NAME_BYTES)
+                return reject(msg, msglen, sp, at, "%s: header name longer than %d bytes", what,
+                              COMPILE_HEADER_NAME_BYTES);
+        memcpy(buf, name, len);
+        buf[len] = '\0';
+        if (buf[0] == '/')
+                return reject(msg, msglen, sp, at,
+                              "%s \"%s\": absolute paths are not allowed; only CUDA toolkit "
+                              "headers can be included", what, buf);
+        if (strstr(buf, ".."))
+                return reject(msg, msglen, sp, at,
+                              "%s \"%s\": '..' is not allowed in header names", what, buf);
+        for (size_t i = 0; i < len; i++) {
+                char ch = buf[i];
+                if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+                      ch == '_' || ch == '.' || ch == '/' || ch == '-' || ch == '+'))
+                        return reject(msg, msglen, sp, at,
+                                      "%s: header names may contain only letters, digits and "
+                                      "_ . / - +", what);
+        }
+        if (!must_exist)
+                return 0;
+        for (size_t i = 0; i < c->n_include_dirs; i++) {
+                const char *dir = c->include_dirs[i];
+                size_t dlen = strlen(dir);
+                char path[PATH_MAX], *real;
+                struct stat st;
+                bool ok;
+                if (snprintf(path, sizeof(path), "%s/%s", dir, buf) >= (int)sizeof(path))
+                        continue;
+                real = realpath(path, NULL);
+                if (!real)
+                        continue;
+                ok = strncmp(real, dir, dlen) == 0 && real[dlen] == '/' && stat(real, &st) == 0 &&
+                     S_ISREG(st.st_mode);
+                free(real);
+                if (ok)
+                        return 0;
+        }
+        return reject(msg, msglen, sp, at,
+                      "%s <%s>: not a CUDA toolkit header (only headers under the toolkit's "
+                      "include folders can be included; NVRTC has no C++ standard library "
+                      "headers: use <cuda/std/...> instead)", what, buf);
+}
+
+/* Check the directive whose '#' (or "%:") starts at @i; returns where to go on. */
+static int check_directive(const Compiler *c, const Spliced *sp, size_t i, size_t *ret_next,
+                           char *msg, size_t msglen)
+{
+        size_t j = i + (sp->t[i] == '#' ? 1 : 2), k, end;
+        char name[16];
+        const char *what;
+
+        j = skip_directive_space(sp, j);
+        for (k = j; k < sp->n && is_ident(sp->t[k]); k++)
+                ;
+        if (k - j == 0 || k - j >= sizeof(name)) {
+                *ret_next = k;
+                return 0;
+        }
+        memcpy(name, sp->t + j, k - j);
+        name[k - j] = '\0';
+        *ret_next = k;
+        if (strcmp(name, "pragma") == 0) {
+                const char *nl = memchr(sp->t + k, '\n', sp->n - k);
+                size_t len = nl ? (size_t)(nl - (sp->t + k)) : sp->n - k;
+                if (memmem(sp->t + k, len, "include", 7) || memmem(sp->t + k, len, "dependency", 10))
+                        return reject(msg, msglen, sp, i,
+                                      "#pragma directives that name files are not allowed");
+                return 0;
+        }
+        if (strcmp(name, "include") == 0)
+                what = "#include";
+        else if (strcmp(name, "include_next") == 0)
+                what = "#include_next";
+        else if (strcmp(name, "import") == 0)
+                what = "#import";
+        else if (strcmp(name, "embed") == 0)
+                what = "#embed";
+        else
+                return 0;
+        if (strcmp(name, "include") != 0)
+                return reject(msg, msglen, sp, i, "%s is not allowed; use #include", what);
+        j = skip_directive_space(sp, k);
+        if (j < sp->n && (sp->t[j] == '<' || sp->t[j] == '"')) {
+                char close = sp->t[j] == '<' ? '>' : '"';
+                for (end = j + 1; end < sp->n && sp->t[end] != close && sp->t[end] != '\n'; end++)
+                        ;
+                if (end >= sp->n || sp->t[end] != close)
+                        return reject(msg, msglen, sp, i, "%s: unterminated header name", what);
+                *ret_next = end + 1;
+                return check_header(c, sp, i, what, sp->t + j + 1, end - j - 1, true, msg, msglen);
+        }
+        return reject(msg, msglen, sp, i,
+                      "%s must be followed by <header> or \"header\"; computed includes (macros) "
+                      "are not allowed", what);
+}
+
+/* The literal that starts at @i (a quote); returns the index after it. */
+static int skip_literal(const Spliced *sp, size_t i, bool raw, size_t *ret_next, char *msg,
+                        size_t msglen)
+{
+        char q = sp->t[i];
+        size_t j;
+
+        if (raw) {
+                char term[20];
+                size_t d = 0;
+                const char *e;
+                for (j = i + 1; j < sp->n && sp->t[j] != '('; j++) {
+                        char ch = sp->t[j];
+                        if (d >= 16 || ch == ' ' || ch == ')' || ch == '\\' || ch == '\t' ||
+                            ch == '\n' || ch == '\v' || ch == '\f' || ch == '\r')
+                                return reject(msg, msglen, sp, i, "malformed raw string literal");
+                        term[1 + d++] = ch;
+                }
+                if (j >= sp->n)
+                        return reject(msg, msglen, sp, i, "unterminated raw string literal");
+                term[0] = ')';
+                term[1 + d] = '"';
+                e = memmem(sp->t + j + 1, sp->n - j - 1, term, d + 2);
+                if (!e)
+                        return reject(msg, msglen, sp, i, "unterminated raw string literal");
+                *ret_next = (size_t)(e - sp->t) + d + 2;
+                /* Splicing is undone inside raw strings: refuse the ambiguity. */
+                for (size_t k = i; k + 1 < *ret_next; k++)
+                        if (sp->orig[k + 1] != sp->orig[k] + 1)
+                                return reject(msg, msglen, sp, i,
+                                              "a line continuation (backslash-newline) inside a "
+                                              "raw string literal is not allowed");
+                return 0;
+        }
+        for (j = i + 1; j < sp->n && sp->t[j] != '\n'; j++) {
+                if (sp->t[j] == '\\' && j + 1 < sp->n && sp->t[j + 1] != '\n') {
+                        j++;
+                        continue;
+                }
+                if (sp->t[j] == q) {
+                        j++;
+                        break;
+                }
+        }
+        *ret_next = j; /* an unterminated literal ends at the end of its line */
+        return 0;
+}
+
+static bool ident_is(const Spliced *sp, size_t s, size_t e, const char *word)
+{
+        return e - s == strlen(word) && memcmp(sp->t + s, word, e - s) == 0;
+}
+
+/* __has_include(<x>) / __has_include("x"): a plain, relative header name. */
+static int check_has_include(const Compiler *c, const Spliced *sp, size_t i, size_t j,
+                             size_t *ret_next, char *msg, size_t msglen)
+{
+        size_t end;
+
+        while (j < sp->n && (is_hspace(sp->t[j]) || sp->t[j] == '\n'))
+                j++;
+        if (j >= sp->n || sp->t[j] != '(') {
+                *ret_next = j;
+                return 0;
+        }
+        j++;
+        while (j < sp->n && is_hspace(sp->t[j]))
+                j++;
+        if (j >= sp->n || (sp->t[j] != '<' && sp->t[j] != '"'))
+                return reject(msg, msglen, sp, i,
+                              "__has_include must name <header> or \"header\" directly");
+        for (end = j + 1; end < sp->n && sp->t[end] != (sp->t[j] == '<' ? '>' : '"') &&
+                          sp->t[end] != '\n'; end++)
+                ;
+        if (end >= sp->n || sp->t[end] == '\n')
+                return reject(msg, msglen, sp, i, "__has_include: unterminated header name");
+        *ret_next = end + 1;
+        return check_header(c, sp, i, "__has_include", sp->t + j + 1, end - j - 1, false, msg,
+                            msglen);
+}
+
+static int scan(const Compiler *c, const Spliced *sp, char *msg, size_t msglen)
+{
+        size_t i = 0;
+        bool bol = true;
+        int r;
+
+        while (i < sp->n) {
+                char ch = sp->t[i];
+                if (ch == '\n') {
+                        bol = true;
+                        i++;
+                } else if (is_hspace(ch)) {
+                        i++;
+                } else if (ch == '/' && i + 1 < sp->n && sp->t[i + 1] == '/') {
+                        const char *nl = memchr(sp->t + i, '\n', sp->n - i);
+                        i = nl ? (size_t)(nl - sp->t) : sp->n;
+                } else if (ch == '/' && i + 1 < sp->n && sp->t[i + 1] == '*') {
+                        const char *e = memmem(sp->t + i + 2, sp->n - i - 2, "*/", 2);
+                        size_t end = e ? (size_t)(e - sp->t) + 2 : sp->n;
+                        /* Conservative: a comment with a newline leaves us at a line start. */
+                        if (memchr(sp->t + i, '\n', end - i))
+                                bol = true;
+                        i = end;
+                } else if (bol && (ch == '#' || (ch == '%' && i + 1 < sp->n && sp->t[i + 1] == ':'))) {
+                        r = check_directive(c, sp, i, &i, msg, msglen);
+                        if (r != 0)
+                                return r;
+                        bol = false;
+                } else if (ch == '"' || ch == '\'') {
+                        r = skip_literal(sp, i, false, &i, msg, msglen);
+                        if (r != 0)
+                                return r;
+                        bol = false;
+                } else if ((ch >= '0' && ch <= '9') ||
+                           (ch == '.' && i + 1 < sp->n && sp->t[i + 1] >= '0' && sp->t[i + 1] <= '9')) {
+                        /* pp-number, with C++14 digit separators and exponent signs */
+                        i++;
+                        while (i < sp->n) {
+                                char d = sp->t[i];
+                                if ((d == '+' || d == '-') && strchr("eEpP", sp->t[i - 1]))
+                                        i++;
+                                else if (d == '\'' && i + 1 < sp->n && is_ident(sp->t[i + 1]))
+                                        i += 2;
+                                else if (is_ident(d) || d == '.')
+                                        i++;
+                                else
+                                        break;
+                        }
+                        bol = false;
+                } else if (is_ident(ch)) {
+                        size_t s = i;
+                        while (i < sp->n && is_ident(sp->t[i]))
+                                i++;
+                        bol = false;
+                        if (i < sp->n && sp->t[i] == '"' &&
+                            (ident_is(sp, s, i, "R") || ident_is(sp, s, i, "u8R") ||
+                             ident_is(sp, s, i, "uR") || ident_is(sp, s, i, "UR") ||
+                             ident_is(sp, s, i, "LR"))) {
+                                r = skip_literal(sp, i, true, &i, msg, msglen);
+                                if (r != 0)
+                                        return r;
+                        } else if (ident_is(sp, s, i, "__has_include") ||
+                                   ident_is(sp, s, i, "__has_include_next")) {
+                                r = check_has_include(c, sp, s, i, &i, msg, msglen);
+                                if (r != 0)
+                                        return r;
+                        } else if (ident_is(sp, s, i, "_Pragma") || ident_is(sp, s, i, "__pragma")) {
+                                const char *nl = memchr(sp->t + i, '\n', sp->n - i);
+                                size_t len = nl ? (size_t)(nl - (sp->t + i)) : sp->n - i;
+                                if (memmem(sp->t + i, len, "include", 7) ||
+                                    memmem(sp->t + i, len, "dependency", 10))
+                                        return reject(msg, msglen, sp, s,
+                                                      "_Pragma operators that name files are not "
+                                                      "allowed");
+                        }
+                } else {
+                        bol = false;
+                        i++;
+                }
+        }
+        return 0;
+}
+
+/**
+ * compile_check_source() - the #include rules (see compile.h) for a CUDA
+ * C++ source that is already known to be UTF-8 without NUL bytes
+ * @c:           the compiler (its include folders); borrowed
+ * @src, @len:   the source; borrowed
+ * @msg, @msglen: on COMPILE_E_REJECTED, a diagnostic in NVRTC's own form
+ *               ("kernel.cu(3): error: #include \"/etc/passwd\": ...")
+ *
+ * Also refused: trigraphs that spell '#' or '\' (the ?\?= and ?\?/ sequences), a backslash
+ * followed by blanks at the end of a line, and a carriage return not
+ * followed by a line feed (compilers disagree on all three, and a
+ * disagreement could hide a directive from this check).
+ *
+ * Return: 0, COMPILE_E_REJECTED, or -ENOMEM.
+ */
+int compile_check_source(const Compiler *c, const char *src, size_t len, char *msg, size_t msglen)
+{
+        Spliced sp = { .src = src, .src_len = len };
+        int r;
+
+        sp.t = malloc(len + 1);
+        sp.orig = malloc((len + 1) * sizeof(uint32_t));
+        if (!sp.t || !sp.orig) {
+                r = -ENOMEM;
+                goto out;
+        }
+        for (size_t i = 0; i < len; i++) {
+                char ch = src[i];
+                if (ch == '?' && i + 2 < len && src[i + 1] == '?' && (src[i + 2] == '=' || src[i + 2] == '/')) {
+                        sp.n = 0;
+                        sp.orig[0] = (uint32_t)i;
+                        r = reject(msg, msglen, &sp, 0, "trigraphs (?\?= and ?\?/) are not allowed");
+                        goto out;
+                }
+                if (ch == '\r' && (i + 1 >= len || src[i + 1] != '\n')) {
+                        sp.n = 0;
+                        sp.orig[0] = (uint32_t)i;
+                        r = reject(msg, msglen, &sp, 0,
+                                   "a carriage return must be followed by a line feed");
+                        goto out;
+                }
+                if (ch == '\\') {
+                        size_t j = i + 1;
+                        while (j < len && (src[j] == ' ' || src[j] == '\t' || src[j] == '\f' ||
+                                           src[j] == '\v'))
+                                j++;
+                        if (j < len && src[j] == '\r')
+                                j++;
+                        if (j < len && src[j] == '\n') {
+                                if (j > i + 1 && !(j == i + 2 && src[i + 1] == '\r')) {
+                                        sp.n = 0;
+                                        sp.orig[0] = (uint32_t)i;
+                                        r = reject(msg, msglen, &sp, 0,
+                                                   "a backslash followed by blanks at the end of a "
+                                                   "line is ambiguous; remove the blanks");
+                                        goto out;
+                                }
+                                i = j; /* a line continuation: drop it */
+                                continue;
+                        }
+                }
+                sp.t[sp.n] = ch;
+                sp.orig[sp.n++] = (uint32_t)i;
+        }
+        sp.t[sp.n] = '\0';
+        sp.orig[sp.n] = (uint32_t)len;
+        r = scan(c, &sp, msg, msglen);
+out:
+        free(sp.t);
+        free(sp.orig);
+        return r;
+}
+
+/* ---- results --------------------------------------------------------------- */
+
+static json_t *result_new(const Compiler *c, const char *arch)
+{
+        return json_pack("{s:b, s:s, s:b, s:f, s:s, s:s, s:{}, s:[], s:n}", "ok", 0, "log", "",
+                         "log_truncated", 0, "compile_ms", 0.0, "nvrtc", c->nvrtc_version, "arch",
+                         arch, "lowered_names", "kernels", "error");
+}
+
+/* Finish a failed result: @error kind, @log shown as is (already client-safe). */
+static int result_fail(json_t *res, const char *error, const char *log)
+{
+        if (json_object_set_new(res, "ok", json_false()) ||
+            json_object_set_new(res, "error", json_string(error)) ||
+            json_object_set_new(res, "log", json_string(log ? log : "")))
+                return -ENOMEM;
+        return 0;
+}
+
+/**
+ * compile_timeout_result() - the RESULT (without "id") for a job that ran
+ * past its deadline; used by the watchdog, so it allocates but takes no lock
+ * @arch:          the job's target
+ * @deadline_ms:   the limit it broke
+ * @nvrtc_version: "13.0"
+ *
+ * Return: a new JSON object, or NULL on allocation failure.
+ */
+json_t *compile_timeout_result(const char *arch, double deadline_ms, const char *nvrtc_version)
+{
+        char log[256];
+
+        snprintf(log, sizeof(log),
+                 "compilation exceeded the %g s limit (e.g. runaway template instantiation or "
+                 "macro expansion)", deadline_ms / 1000.0);
+        return json_pack("{s:b, s:s, s:b, s:f, s:s, s:s, s:{}, s:[], s:s}", "ok", 0, "log", log,
+                         "log_truncated", 0, "compile_ms", deadline_ms, "nvrtc",
+                         nvrtc_version ? nvrtc_version : "", "arch", arch ? arch : "",
+                         "lowered_names", "kernels", "error", "timeout");
+}
+
+static bool arch_valid(const char *a)
+{
+        size_t n, d = 0;
+
+        if (!a || strncmp(a, "sm_", 3) != 0)
+                return false;
+        n = strlen(a);
+        for (size_t i = 3; i < n; i++) {
+                if (a[i] >= '0' && a[i] <= '9')
+                        d++;
+                else if (i + 1 == n && d >= 2 && (a[i] == 'a' || a[i] == 'f'))
+                        return true;
+                else
+                        return false;
+        }
+        return d >= 2 && d <= 3;
+}
+
+static bool name_expression_valid(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n > LIMIT_NAME_BYTES)
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                char ch = s[i];
+                if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+                      strchr("_:<>,()*& .+-[]", ch)))
+                        return false;
+        }
+        return true;
+}
+
+static json_t *kernel_json(const CubinKernel *k, const PtxasKernel *px)
+{
+        json_t *params = json_array(), *o;
+        int64_t regs, shared, local, stack;
+
+        if (!params)
+                return NULL;
+        for (size_t i = 0; i < k->n_params; i++)
+                if (json_array_append_new(params, json_pack("{s:I, s:I}", "offset",
+                                                            (json_int_t)k->params[i].offset, "size",
+                                                            (json_int_t)k->params[i].size))) {
+                        json_decref(params);
+                        return NULL;
+                }
+        regs = k->registers >= 0 ? k->registers : (px && px->registers >= 0 ? px->registers : 0);
+        if (px)
+                shared = px->smem >= 0 ? px->smem : 0;
+        else
+                shared = k->shared_section > 0 ? k->shared_section : 0;
+        local = px && px->stack_frame >= 0 ? px->stack_frame : (k->frame_bytes >= 0 ? k->frame_bytes : 0);
+        stack = px && px->stack >= 0 ? px->stack : (k->stack_bytes >= 0 ? k->stack_bytes : local);
+        o = json_pack("{s:s, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "name", k->name, "params",
+                      params, "registers", (json_int_t)regs, "shared_static", (json_int_t)shared,
+                      "local", (json_int_t)local, "spill_stores",
+                      (json_int_t)(px && px->spill_stores >= 0 ? px->spill_stores : 0), "spill_loads",
+                      (json_int_t)(px && px->spill_loads >= 0 ? px->spill_loads : 0), "stack",
+                      (json_int_t)stack, "barriers",
+                      (json_int_t)(px && px->barriers >= 0 ? px->barriers : 0),
+                      "max_threads_per_block",
+                      (json_int_t)(k->max_threads > 0 ? k->max_threads : 1024));
+        return o;
+}
+
+/* Fill "kernels" from the CUBIN and the ptxas report; CUBIN_E_MALFORMED passes up. */
+static int fill_kernels(json_t *res, const uint8_t *cubin, size_t len, const char *raw_log)
+{
+        CubinInfo *info = NULL;
+        PtxasKernel *px = NULL;
+        size_t n_px = 0;
+        json_t *arr = json_object_get(res, "kernels");
+        int r;
+
+        r = cubin_parse(cubin, len, &info);
+        if (r != 0)
+                goto out;
+        r = logtrim_parse_ptxas(raw_log, &px, &n_px);
+        if (r != 0)
+                goto out;
+        for (size_t i = 0; i < info->n_kernels; i++) {
+                const CubinKernel *k = &info->kernels[i];
+                if (json_array_append_new(arr, kernel_json(k, logtrim_find_ptxas(px, n_px, k->name)))) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+        }
+out:
+        cubin_info_free(info);
+        logtrim_ptxas_free(px, n_px);
+        return r;
+}
+
+static int set_clean_log(const Compiler *c, json_t *res, const char *raw, const char *prefix,
+                         const char *source_name)
+{
+        LogtrimConfig cfg = {
+                .source_name = source_name,
+                .trusted_prefixes = (const char *const *)c->trusted,
+                .n_trusted = c->n_trusted,
+                .cap = LIMIT_COMPILE_LOG_BYTES,
+        };
+        char *log = NULL, *joined = NULL;
+        bool truncated = false;
+        int r;
+
+        if (prefix && *prefix) {
+                joined = xasprintf("%s%s", prefix, raw ? raw : "");
+                if (!joined)
+                        return -ENOMEM;
+                raw = joined;
+        }
+        r = logtrim_clean(raw, &cfg, &log, &truncated);
+        if (r == 0 && (json_object_set_new(res, "log", json_string(log)) ||
+                       json_object_set_new(res, "log_truncated", json_boolean(truncated))))
+                r = -ENOMEM;
+        free(log);
+        free(joined);
+        return r;
+}
+
+/* NVRTC: CUDA C++ to CUBIN. */
+static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const char *src,
+                     json_t *res, CompileOutput *out)
+{
+        nvrtcProgram prog = NULL;
+        const char **opts = NULL;
+        char *arch_opt = NULL, *raw = NULL, *oflags[LIMIT_OPTIONS_MAX] = { 0 };
+        size_t n_opts = 0, log_size = 0, cubin_size = 0;
+        nvrtcResult nr;
+        json_t *lowered = json_object_get(res, "lowered_names");
+        int r = 0;
+
+        nr = nvrtcCreateProgram(&prog, src, COMPILE_SOURCE_NAME, 0, NULL, NULL);
+        if (nr != NVRTC_SUCCESS) {
+                r = nr == NVRTC_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO;
+                log_error("compile: nvrtcCreateProgram failed: %s", nvrtcGetErrorString(nr));
+                goto out;
+        }
+        for (size_t i = 0; i < job->n_name_expressions; i++) {
+                nr = nvrtcAddNameExpression(prog, job->name_expressions[i]);
+                if (nr != NVRTC_SUCCESS) {
+                        char *m = xasprintf("error: name expression \"%s\" was not accepted: %s",
+                                            job->name_expressions[i], nvrtcGetErrorString(nr));
+                        r = m ? result_fail(res, "compile", m) : -ENOMEM;
+                        free(m);
+                        goto out;
+                }
+        }
+        opts = calloc(job->n_options + 4 + COMPILE_INCLUDE_DIRS, sizeof(char *));
+        arch_opt = xasprintf("-arch=%s", arch);
+        if (!opts || !arch_opt) {
+                r = -ENOMEM;
+                goto out;
+        }
+        for (size_t i = 0; i < job->n_options; i++) {
+                const char *o = job->options[i];
+                if (o[0] == '-' && o[1] == 'O' && o[2] >= '0' && o[2] <= '3' && o[3] == '\0') {
+                        oflags[i] = xasprintf("--ptxas-options=%s", o);
+                        if (!oflags[i]) {
+                                r = -ENOMEM;
+                                goto out;
+                        }
+                        o = oflags[i];
+                }
+                opts[n_opts++] = o;
+        }
+        opts[n_opts++] = arch_opt;
+        for (size_t i = 0; i < c->n_include_dirs; i++)
+                opts[n_opts++] = c->include_opts[i];
+        opts[n_opts++] = "--ptxas-options=-v";
+
+        nr = nvrtcCompileProgram(prog, (int)n_opts, opts);
+        if (nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 0) {
+                raw = malloc(log_size + 1);
+                if (!raw) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                if (nvrtcGetProgramLog(prog, raw) != NVRTC_SUCCESS)
+                        raw[0] = '\0';
+                raw[log_size] = '\0';
+        }
+        r = set_clean_log(c, res, raw, NULL, COMPILE_SOURCE_NAME);
+        if (r != 0)
+                goto out;
+        if (nr != NVRTC_SUCCESS) {
+                json_object_set_new(res, "error", json_string(nr == NVRTC_ERROR_INVALID_OPTION ?
+                                                              "rejected_option" : "compile"));
+                if (nr != NVRTC_ERROR_COMPILATION && nr != NVRTC_ERROR_INVALID_OPTION)
+                        log_warn("compile: nvrtcCompileProgram: %s", nvrtcGetErrorString(nr));
+                goto out;
+        }
+        for (size_t i = 0; i < job->n_name_expressions; i++) {
+                const char *lowered_name = NULL;
+                nr = nvrtcGetLoweredName(prog, job->name_expressions[i], &lowered_name);
+                if (nr != NVRTC_SUCCESS || !lowered_name) {
+                        char *m = xasprintf("error: name expression \"%s\" has no lowered name "
+                                            "(it must name a __global__ function or a template "
+                                            "instance of one)", job->name_expressions[i]);
+                        r = m ? result_fail(res, "compile", m) : -ENOMEM;
+                        free(m);
+                        goto out;
+                }
+                if (json_object_set_new(lowered, job->name_expressions[i], json_string(lowered_name))) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+        }
+        nr = nvrtcGetCUBINSize(prog, &cubin_size);
+        if (nr != NVRTC_SUCCESS || cubin_size == 0) {
+                log_error("compile: nvrtcGetCUBINSize: %s", nvrtcGetErrorString(nr));
+                r = -EIO;
+                goto out;
+        }
+        if (cubin_size > LIMIT_CUBIN_BYTES) {
+                r = result_fail(res, "too_large", "error: the compiled CUBIN is larger than the limit");
+                goto out;
+        }
+        out->cubin = malloc(cubin_size);
+        if (!out->cubin) {
+                r = -ENOMEM;
+                goto out;
+        }
+        nr = nvrtcGetCUBIN(prog, (char *)out->cubin);
+        if (nr != NVRTC_SUCCESS) {
+                log_error("compile: nvrtcGetCUBIN: %s", nvrtcGetErrorString(nr));
+                r = -EIO;
+                goto out;
+        }
+        out->cubin_len = cubin_size;
+        r = fill_kernels(res, out->cubin, out->cubin_len, raw);
+        if (r == CUBIN_E_MALFORMED) {
+                log_error("compile: NVRTC produced a CUBIN that cubin_parse() refuses");
+                r = -EIO;
+        }
+        if (r == 0)
+                json_object_set_new(res, "ok", json_true());
+out:
+        for (size_t i = 0; i < LIMIT_OPTIONS_MAX; i++)
+                free(oflags[i]);
+        free(opts);
+        free(arch_opt);
+        free(raw);
+        if (prog)
+                nvrtcDestroyProgram(&prog);
+        return r;
+}
+
+/* Client options that mean something to nvJitLink, in its spelling. */
+static int ptx_options(const CompileJob *job, char ***ret_opts, size_t *ret_n, char **ret_notes)
+{
+        char **v = calloc(4 * job->n_options + 1, sizeof(char *));
+        char *notes = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < job->n_options; i++) {
+                const char *o = job->options[i], *p = o + (o[1] == '-' ? 2 : 1);
+                if (strcmp(p, "use_fast_math") == 0) {
+                        v[n++] = strdup("-ftz=true");
+                        v[n++] = strdup("-prec-div=false");
+                        v[n++] = strdup("-prec-sqrt=false");
+                        v[n++] = strdup("-fma=true");
+                } else if (strncmp(p, "ftz=", 4) == 0 || strncmp(p, "prec-div=", 9) == 0 ||
+                           strncmp(p, "prec-sqrt=", 10) == 0) {
+                        v[n++] = xasprintf("-%s", p);
+                } else if (strncmp(p, "fmad=", 5) == 0) {
+                        v[n++] = xasprintf("-fma=%s", p + 5);
+                } else if (strncmp(p, "maxrregcount=", 13) == 0) {
+                        v[n++] = xasprintf("-maxrreg=%s", p + 13);
+                } else if (strcmp(p, "lineinfo") == 0 || strcmp(p, "generate-line-info") == 0) {
+                        v[n++] = strdup("-lineinfo");
+                } else if (o[1] == 'O' && o[2] && !o[3]) {
+                        v[n++] = xasprintf("-Xptxas=%s", o);
+                } else if (strncmp(o, "--ptxas-options=", 16) == 0) {
+                        v[n++] = xasprintf("-Xptxas=%s", o + 16);
+                } else if (strncmp(o, "-Xptxas=", 8) == 0) {
+                        v[n++] = strdup(o);
+                } else {
+                        char *m = xasprintf("%snote: option '%s' applies to CUDA C++ only and was "
+                                            "ignored for PTX\n", notes ? notes : "", o);
+                        free(notes);
+                        notes = m;
+                        if (!m) {
+                                r = -ENOMEM;
+                                goto out;
+                        }
+                        continue;
+                }
+                if (!v[n - 1]) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+        }
+        *ret_opts = v;
+        *ret_n = n;
+        *ret_notes = notes;
+        v = NULL;
+        notes = NULL;
+out:
+        if (v)
+                for (size_t i = 0; i < n; i++)
+                        free(v[i]);
+        free(v);
+        free(notes);
+        return r;
+}
+
+static char *jitlink_log(nvJitLinkHandle h, bool error_log)
+{
+        size_t size = 0;
+        char *s;
+
+        if ((error_log ? nvJitLinkGetErrorLogSize(h, &size) : nvJitLinkGetInfoLogSize(h, &size)) !=
+            NVJITLINK_SUCCESS)
+                size = 0;
+        s = malloc(size + 1);
+        if (!s)
+                return NULL;
+        s[0] = '\0';
+        if (size > 0 && (error_log ? nvJitLinkGetErrorLog(h, s) : nvJitLinkGetInfoLog(h, s)) !=
+                        NVJITLINK_SUCCESS)
+                s[0] = '\0';
+        s[size] = '\0';
+        return s;
+}
+
+/* nvJitLink: PTX to CUBIN. */
+static int run_jitlink(Compiler *c, const CompileJob *job, const char *arch, const char *src,
+                       json_t *res, CompileOutput *out)
+{
+        nvJitLinkHandle h = NULL;
+        char **copts = NULL, *notes = NULL, *arch_opt = NULL, *err = NULL, *info = NULL, *raw = NULL;
+        const char **opts = NULL;
+        size_t n_copts = 0, n_opts = 0, cubin_size = 0;
+        nvJitLinkResult jr;
+        const char *kind = NULL;
+        int r;
+
+        r = ptx_options(job, &copts, &n_copts, &notes);
+        if (r != 0)
+                goto out;
+        opts = calloc(n_copts + 2, sizeof(char *));
+        arch_opt = xasprintf("-arch=%s", arch);
+        if (!opts || !arch_opt) {
+                r = -ENOMEM;
+                goto out;
+        }
+        opts[n_opts++] = arch_opt;
+        opts[n_opts++] = "-Xptxas=-v";
+        for (size_t i = 0; i < n_copts; i++)
+                opts[n_opts++] = copts[i];
+        jr = nvJitLinkCreate(&h, (uint32_t)n_opts, opts);
+        if (jr != NVJITLINK_SUCCESS) {
+                h = NULL;
+                if (jr == NVJITLINK_ERROR_UNRECOGNIZED_OPTION || jr == NVJITLINK_ERROR_MISSING_ARCH) {
+                        r = result_fail(res, "rejected_option",
+                                        "error: nvJitLink refused the options for this target");
+                } else {
+                        log_error("compile: nvJitLinkCreate failed (%d)", (int)jr);
+                        r = -EIO;
+                }
+                goto out;
+        }
+        jr = nvJitLinkAddData(h, NVJITLINK_INPUT_PTX, src, job->source_len, COMPILE_PTX_NAME);
+        if (jr == NVJITLINK_SUCCESS)
+                jr = nvJitLinkComplete(h);
+        if (jr != NVJITLINK_SUCCESS)
+                kind = jr == NVJITLINK_ERROR_PTX_COMPILE ? "compile" : "link";
+        err = jitlink_log(h, true);
+        info = jitlink_log(h, false);
+        if (!err || !info) {
+                r = -ENOMEM;
+                goto out;
+        }
+        raw = xasprintf("%s%s%s", err, *err && *info ? "\n" : "", info);
+        if (!raw) {
+                r = -ENOMEM;
+                goto out;
+        }
+        r = set_clean_log(c, res, raw, notes, COMPILE_PTX_NAME);
+        if (r != 0)
+                goto out;
+        if (kind) {
+                json_object_set_new(res, "error", json_string(kind));
+                if (!*err && !*info) {
+                        char *m = xasprintf("%serror: nvJitLink failed (code %d) without a log\n",
+                                            notes ? notes : "", (int)jr);
+                        r = m ? result_fail(res, kind, m) : -ENOMEM;
+                        free(m);
+                }
+                goto out;
+        }
+        jr = nvJitLinkGetLinkedCubinSize(h, &cubin_size);
+        if (jr != NVJITLINK_SUCCESS || cubin_size == 0) {
+                log_error("compile: nvJitLinkGetLinkedCubinSize failed (%d)", (int)jr);
+                r = -EIO;
+                goto out;
+        }
+        if (cubin_size > LIMIT_CUBIN_BYTES) {
+                r = result_fail(res, "too_large", "error: the linked CUBIN is larger than the limit");
+                goto out;
+        }
+        out->cubin = malloc(cubin_size);
+        if (!out->cubin) {
+                r = -ENOMEM;
+                goto out;
+        }
+        jr = nvJitLinkGetLinkedCubin(h, out->cubin);
+        if (jr != NVJITLINK_SUCCESS) {
+                log_error("compile: nvJitLinkGetLinkedCubin failed (%d)", (int)jr);
+                r = -EIO;
+                goto out;
+        }
+        out->cubin_len = cubin_size;
+        r = fill_kernels(res, out->cubin, out->cubin_len, raw);
+        if (r == CUBIN_E_MALFORMED) {
+                log_error("compile: nvJitLink produced a CUBIN that cubin_parse() refuses");
+                r = -EIO;
+        }
+        if (r == 0)
+                json_object_set_new(res, "ok", json_true());
+out:
+        if (h)
+                nvJitLinkDestroy(&h);
+        if (copts)
+                for (size_t i = 0; i < n_copts; i++)
+                        free(copts[i]);
+        free(copts);
+        free(opts);
+        free(notes);
+        free(arch_opt);
+        free(err);
+        free(info);
+        free(raw);
+        return r;
+}
+
+/**
+ * compile_run() - compile one job
+ * @c:       the compiler; borrowed
+ * @job:     the job; borrowed
+ * @ret_out: on success, the RESULT object (ok true or false; see
+ *           docs/internals.md) and, when ok, the CUBIN; the caller frees it
+ *           with compile_output_clear()
+ *
+ * A compile error, a refused option or source, a link error: all are
+ * successful runs with ok false in the result.
+ *
+ * Return: 0, -ENOMEM, or -EIO when NVRTC or nvJitLink failed in a way that
+ * is not the submission's fault.
+ */
+int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out)
+{
+        CompileOutput out = { 0 };
+        const char *arch = job->arch && *job->arch ? job->arch : COMPILE_ARCH_DEFAULT;
+        bool ptx = job->language && strcmp(job->language, "ptx") == 0;
+        char msg[COMPILE_MSG_BYTES], *src = NULL;
+        double t0 = now_ms();
+        size_t bad;
+        int r = 0;
+
+        out.result = result_new(c, arch_valid(arch) ? arch : "");
+        if (!out.result)
+                return -ENOMEM;
+        if (job->language && strcmp(job->language, "cuda") != 0 && !ptx) {
+                r = result_fail(out.result, "rejected_option", "error: language must be \"cuda\" or \"ptx\"");
+                goto done;
+        }
+        if (!arch_valid(arch)) {
+                r = result_fail(out.result, "rejected_option",
+                                "error: the target architecture is not of the form sm_NN[a|f]");
+                goto done;
+        }
+        if (job->source_len > LIMIT_SOURCE_BYTES) {
+                snprintf(msg, sizeof(msg), "error: the source is %zu bytes; the limit is %u bytes",
+                         job->source_len, (unsigned)LIMIT_SOURCE_BYTES);
+                r = result_fail(out.result, "too_large", msg);
+                goto done;
+        }
+        if (job->n_options > LIMIT_OPTIONS_MAX) {
+                snprintf(msg, sizeof(msg), "error: %zu options; the limit is %d", job->n_options,
+                         LIMIT_OPTIONS_MAX);
+                r = result_fail(out.result, "rejected_option", msg);
+                goto done;
+        }
+        for (size_t i = 0; i < job->n_options; i++) {
+                char why[256];
+                if (options_check(job->options[i], why, sizeof(why)) != 0) {
+                        snprintf(msg, sizeof(msg), "error: %s", why);
+                        r = result_fail(out.result, "rejected_option", msg);
+                        goto done;
+                }
+        }
+        if (job->n_name_expressions > LIMIT_NAME_EXPRESSIONS_MAX) {
+                snprintf(msg, sizeof(msg), "error: %zu name expressions; the limit is %d",
+                         job->n_name_expressions, LIMIT_NAME_EXPRESSIONS_MAX);
+                r = result_fail(out.result, "too_large", msg);
+                goto done;
+        }
+        for (size_t i = 0; i < job->n_name_expressions; i++)
+                if (!name_expression_valid(job->name_expressions[i])) {
+                        r = result_fail(out.result, "compile",
+                                        "error: a name expression is empty, too long, or has "
+                                        "characters other than letters, digits, spaces and "
+                                        "_ : < > , ( ) * & . + - [ ]");
+                        goto done;
+                }
+        if (job->source_len > 0 && memchr(job->source, '\0', job->source_len)) {
+                snprintf(msg, sizeof(msg), "error: the source contains a NUL byte (offset %zu)",
+                         (size_t)((const char *)memchr(job->source, '\0', job->source_len) -
+                                  job->source));
+                r = result_fail(out.result, "not_utf8", msg);
+                goto done;
+        }
+        bad = logtrim_utf8_prefix((const unsigned char *)job->source, job->source_len);
+        if (bad != job->source_len) {
+                size_t line = 1;
+                for (size_t i = 0; i < bad; i++)
+                        line += job->source[i] == '\n';
+                snprintf(msg, sizeof(msg), "error: the source is not valid UTF-8 (line %zu, byte "
+                         "offset %zu)", line, bad);
+                r = result_fail(out.result, "not_utf8", msg);
+                goto done;
+        }
+        if (!ptx) {
+                r = compile_check_source(c, job->source, job->source_len, msg, sizeof(msg));
+                if (r == COMPILE_E_REJECTED) {
+                        r = result_fail(out.result, "compile", msg);
+                        goto done;
+                }
+                if (r != 0)
+                        goto done;
+        }
+        src = malloc(job->source_len + 1);
+        if (!src) {
+                r = -ENOMEM;
+                goto done;
+        }
+        memcpy(src, job->source, job->source_len);
+        src[job->source_len] = '\0';
+        r = ptx ? run_jitlink(c, job, arch, src, out.result, &out) :
+                  run_nvrtc(c, job, arch, src, out.result, &out);
+done:
+        free(src);
+        if (r == 0 && json_object_set_new(out.result, "compile_ms",
+                                          json_real((double)(long)((now_ms() - t0) * 100) / 100.0)))
+                r = -ENOMEM;
+        if (r == 0 && !json_is_true(json_object_get(out.result, "ok"))) {
+                free(out.cubin);
+                out.cubin = NULL;
+                out.cubin_len = 0;
+        }
+        if (r != 0) {
+                compile_output_clear(&out);
+                return r;
+        }
+        *ret_out = out;
+        return 0;
+}
+
+/** compile_output_clear() - free an output's result and CUBIN; accepts a zeroed one. */
+void compile_output_clear(CompileOutput *out)
+{
+        if (!out)
+                return;
+        json_decref(out->result);
+        free(out->cubin);
+        memset(out, 0, sizeof(*out));
+}

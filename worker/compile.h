@@ -1,0 +1,57 @@
+/*
+ * compile - CUDA C++ (NVRTC) and PTX (nvJitLink) to CUBIN, with the
+ * resource report and the client log. The only module that includes
+ * <nvrtc.h> and <nvJitLink.h>.
+ *
+ * A Compiler is made once per process (compile_open()) and serves every
+ * job: nothing is re-initialised per job. It is not thread-safe; NVRTC
+ * does not compile in parallel inside one process anyway.
+ *
+ * Before NVRTC sees a source it is checked: size (LIMIT_SOURCE_BYTES),
+ * UTF-8 without NUL bytes, the options against the allowlist
+ * (common/options.h), and every #include-like directive (#include,
+ * #include_next, #import, #embed, in any spelling: digraphs, comments,
+ * line continuations) must name a CUDA toolkit header by a relative path
+ * that resolves, symlinks and all, under <cuda>/include or
+ * <cuda>/include/cccl. Computed includes (#include MACRO) are refused.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+        COMPILE_E_REJECTED = 1, /* the source breaks a pre-compile rule; msg says why */
+};
+
+typedef struct Compiler Compiler;
+
+typedef struct CompileJob {
+        const char *language;                 /* "cuda" or "ptx" */
+        const char *arch;                     /* "sm_90a"; NULL for the default */
+        const char *const *options;           /* client options (re-checked) */
+        size_t n_options;
+        const char *const *name_expressions;  /* CUDA only */
+        size_t n_name_expressions;
+        const char *source;                   /* not necessarily NUL-terminated */
+        size_t source_len;
+} CompileJob;
+
+typedef struct CompileOutput {
+        json_t *result;     /* the RESULT object of docs/internals.md, without "id" */
+        uint8_t *cubin;     /* NULL unless result.ok */
+        size_t cubin_len;
+} CompileOutput;
+
+#define COMPILE_ARCH_DEFAULT "sm_90a"
+#define COMPILE_SOURCE_NAME "kernel.cu"
+#define COMPILE_PTX_NAME "kernel.ptx"
+
+int compile_open(const char *cuda_home, Compiler **ret_compiler);
+void compile_close(Compiler *c);
+const char *compile_nvrtc_version(const Compiler *c);
+int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out);
+void compile_output_clear(CompileOutput *out);
+int compile_check_source(const Compiler *c, const char *src, size_t len, char *msg, size_t msglen);
+json_t *compile_timeout_result(const char *arch, double deadline_ms, const char *nvrtc_version);
