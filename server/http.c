@@ -64,6 +64,7 @@ struct HttpRequest {
         char *body;
         size_t body_len, body_cap, body_seen;
         bool body_too_large;
+        bool checked;                    /* first_call() has run */
         bool responded;
         int status;
         double t0;
@@ -471,6 +472,12 @@ static bool parse_length(const char *s, unsigned long long *ret)
         return errno == 0 && *end == 0;
 }
 
+/*
+ * Route, gate and decide 413 from Content-Length. Runs on the first call
+ * for a request that announces a body (so nothing is read that would be
+ * refused), else on the last call: libmicrohttpd closes the connection after
+ * an answer queued on the first call, and a bodyless GET keeps it alive.
+ */
 static enum MHD_Result first_call(HttpRequest *req, const char *url)
 {
         HttpServer *s = req->srv;
@@ -502,6 +509,15 @@ static enum MHD_Result first_call(HttpRequest *req, const char *url)
         return MHD_YES;
 }
 
+static bool announces_body(HttpRequest *req)
+{
+        unsigned long long clen;
+
+        if (http_request_header(req, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+                return true;
+        return parse_length(http_request_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH), &clen) && clen > 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -524,7 +540,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 pthread_mutex_init(&req->mu, NULL);
                 *con_cls = req;
                 atomic_fetch_add(&s->inflight, 1);
+                if (!announces_body(req))
+                        return MHD_YES;
+                req->checked = true;
                 return first_call(req, url);
+        }
+        if (!req->checked) {
+                req->checked = true;
+                first_call(req, url);
         }
         if (req->responded) {
                 /* Answered before the body (404, 401, 413...): drop what comes. */
@@ -686,12 +709,12 @@ int http_server_start(const HttpServerConfig *cfg, HttpServer **ret_server, int 
         if (v6)
                 flags |= MHD_USE_IPv6;
         s->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s,
+                                     MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
                                      MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
                                      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(cfg->threads > 0 ? cfg->threads : 1),
                                      MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->connection_limit,
                                      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout_s,
                                      MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                                     MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
                                      MHD_OPTION_END);
         if (!s->daemon) {
                 log_error("http: libmicrohttpd did not start");

@@ -1,0 +1,262 @@
+/*
+ * serve - `kevald serve`: the supervisor's start-up and shutdown.
+ *
+ * Start-up, in order: settings (defaults, --config file, flags), logging,
+ * the auth decision (off by default on loopback, on elsewhere; auth off on
+ * a non-loopback address needs --insecure-no-auth), the task library, the
+ * store's read pool, the long-poll waiters, the dispatcher (which opens its
+ * own store and starts the workers), the ingest writer (whose commits wake
+ * the dispatcher), and last the HTTP server. Then "kevald: listening on
+ * http://HOST:PORT" goes to stderr and the port to --port-file.
+ *
+ * SIGTERM/SIGINT are blocked in every thread and taken by sigwait() here.
+ * Shutdown: refuse new submissions, stop accepting connections, answer
+ * every parked long-poll with the current state, let requests in flight
+ * finish, stop the dispatcher with the grace period (running jobs finish or
+ * go back to the queue), stop the ingest writer, close the HTTP server and
+ * the store. Exit 0.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/tasklib.h"
+#include "server/api.h"
+#include "server/commands.h"
+#include "server/paths.h"
+
+static void usage(FILE *f)
+{
+        size_t n;
+        const ConfigKey *keys = config_keys(&n);
+
+        fprintf(f, "usage: kevald serve [--config FILE] [--KEY VALUE ...]\n\n"
+                   "Every setting is a flag (--key-name VALUE, --key-name=VALUE, or --flag for\n"
+                   "booleans) and a config file line (key_name = value). Flags override the file.\n\n");
+        for (size_t i = 0; i < n; i++) {
+                char flag[64];
+
+                snprintf(flag, sizeof(flag), "--%s", keys[i].key);
+                for (char *p = flag + 2; *p; p++)
+                        if (*p == '_')
+                                *p = '-';
+                fprintf(f, "  %-24s %s (default: %s)\n", flag, keys[i].help, keys[i].def ? keys[i].def : "unset");
+        }
+}
+
+static int write_port_file(const char *path, int port)
+{
+        char tmp[4200];
+        FILE *f;
+
+        snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+        f = fopen(tmp, "we");
+        if (!f)
+                return -errno;
+        fprintf(f, "%d\n", port);
+        if (fclose(f) != 0 || rename(tmp, path) != 0) {
+                int r = -errno;
+
+                unlink(tmp);
+                return r;
+        }
+        return 0;
+}
+
+static void on_ingest_commit(void *arg)
+{
+        dispatch_notify(arg);
+}
+
+static long cores(void)
+{
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+        return n > 0 ? n : 1;
+}
+
+/**
+ * cmd_serve() - `kevald serve [flags]`
+ * @argv: argv[0] is "serve"
+ * Return: the exit status: 0 after a clean shutdown, 1 when a part fails
+ * to start, 2 for bad settings.
+ */
+int cmd_serve(int argc, char **argv)
+{
+        Config cfg;
+        Api api = { 0 };
+        HttpServer *http = NULL;
+        HttpServerConfig hc = { 0 };
+        DispatchConfig dc = { 0 };
+        TaskLib *lib = NULL;
+        json_t *task_errors = NULL;
+        char err[512], host[256];
+        const char *tasks_dir;
+        const char *const *route_names;
+        size_t n_routes;
+        sigset_t sigs;
+        LogLevel lvl;
+        bool loopback, auth_on;
+        int port = 0, bound = 0, r, rc = 1, sig = 0;
+        long threads;
+
+        config_init(&cfg);
+        for (int i = 1; i < argc; i++)
+                if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+                        usage(stdout);
+                        config_free(&cfg);
+                        return 0;
+                }
+        r = config_parse_args(&cfg, argc - 1, argv + 1, err, sizeof(err));
+        if (r != 0) {
+                fprintf(stderr, "kevald serve: %s\n", err);
+                rc = 2;
+                goto out;
+        }
+        if (log_level_parse(cfg.log_level, &lvl) < 0) {
+                fprintf(stderr, "kevald serve: --log-level must be error, warn, info or debug\n");
+                rc = 2;
+                goto out;
+        }
+        log_init("kevald", lvl);
+        if (config_split_listen(cfg.listen, host, sizeof(host), &port) != 0) {
+                fprintf(stderr, "kevald serve: --listen '%s' is not HOST:PORT\n", cfg.listen);
+                rc = 2;
+                goto out;
+        }
+        loopback = config_host_is_loopback(host);
+        auth_on = cfg.auth == CONFIG_AUTH_ON || (cfg.auth == CONFIG_AUTH_AUTO && !loopback);
+        if (!auth_on && !loopback && !cfg.insecure_no_auth) {
+                fprintf(stderr, "kevald serve: refusing to listen on '%s' with auth off; use --auth on "
+                                "(tokens from `kevald token create`) or --insecure-no-auth\n", host);
+                rc = 2;
+                goto out;
+        }
+        threads = cfg.threads > 0 ? cfg.threads : 2 * cores();
+
+        /* Every thread started from here on inherits the blocked signals. */
+        sigemptyset(&sigs);
+        sigaddset(&sigs, SIGTERM);
+        sigaddset(&sigs, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
+        tasks_dir = cfg.tasks ? cfg.tasks : paths_default_tasks_dir();
+        r = tasklib_load(tasks_dir, &lib, &task_errors);
+        if (r < 0) {
+                log_error("serve: cannot load the task library '%s': %s", tasks_dir, strerror(-r));
+                goto out;
+        }
+        if (json_array_size(task_errors) > 0)
+                log_warn("serve: %zu task file(s) skipped (see above)", json_array_size(task_errors));
+        log_info("serve: %zu tasks from '%s'", tasklib_count(lib), tasks_dir);
+
+        r = storepool_open(cfg.db, (int)(cfg.store_pool > 0 ? cfg.store_pool : threads), &api.pool);
+        if (r != 0) {
+                log_error("serve: cannot open the store '%s': %s", cfg.db,
+                          r == STORE_E_NEWER_DB ? "the database is newer than this kevald" : strerror(-r));
+                goto out;
+        }
+        r = waiters_new(&api.waiters);
+        if (r == 0)
+                r = ratelimit_new(NULL, NULL, &api.limiter);
+        route_names = api_route_names(&n_routes);
+        if (r == 0)
+                r = metrics_new(route_names, n_routes, &api.metrics);
+        if (r == 0 && auth_on)
+                r = auth_new(api.pool, cfg.auth_cache_s, &api.auth);
+        if (r != 0) {
+                log_error("serve: start-up failed: %s", strerror(-r));
+                goto out;
+        }
+        api.cfg = &cfg;
+        api.tasks = lib;
+
+        dc.db_path = cfg.db;
+        dc.tasks = lib;
+        dc.waiters = api.waiters;
+        dc.libexec_dir = cfg.libexec ? cfg.libexec : paths_libexec_dir();
+        dc.compile_workers = (int)cfg.compile_workers;
+        dc.gpus = cfg.gpus;
+        dc.max_attempts = (int)cfg.max_attempts;
+        dc.lease_s = cfg.lease_s;
+        dc.sandbox = cfg.sandbox;
+        dc.arch = cfg.arch;
+        dc.job_timeout_s = cfg.job_timeout_s;
+        r = dispatch_start(&dc, &api.dispatcher);
+        if (r != 0) {
+                log_error("serve: cannot start the dispatcher: %s", r < 0 ? strerror(-r) : "see above");
+                goto out;
+        }
+        r = ingest_start(cfg.db, on_ingest_commit, api.dispatcher, &api.ingest);
+        if (r != 0) {
+                log_error("serve: cannot start the ingest writer: %s", r < 0 ? strerror(-r) : "store refused");
+                goto out;
+        }
+
+        hc.host = host;
+        hc.port = port;
+        hc.threads = (int)threads;
+        hc.connection_limit = (int)cfg.connection_limit;
+        hc.connection_timeout_s = (int)cfg.connection_timeout_s;
+        hc.body_limit = (size_t)cfg.body_limit;
+        hc.routes = api_routes(&hc.n_routes);
+        hc.gate = api_gate;
+        hc.app = &api;
+        hc.waiters = api.waiters;
+        hc.metrics = api.metrics;
+        r = http_server_start(&hc, &http, &bound);
+        if (r != 0)
+                goto out;
+        log_info("serve: auth %s, %ld HTTP threads, body limit %lld bytes, batch limit %lld", auth_on ? "on" : "off",
+                 threads, (long long)cfg.body_limit, (long long)cfg.batch_limit);
+        fprintf(stderr, strchr(host, ':') ? "kevald: listening on http://[%s]:%d\n" : "kevald: listening on http://%s:%d\n",
+                host, bound);
+        fflush(stderr);
+        if (cfg.port_file) {
+                r = write_port_file(cfg.port_file, bound);
+                if (r < 0) {
+                        log_error("serve: cannot write the port file '%s': %s", cfg.port_file, strerror(-r));
+                        goto out;
+                }
+        }
+
+        for (;;) {
+                r = sigwait(&sigs, &sig);
+                if (r == 0 && (sig == SIGTERM || sig == SIGINT))
+                        break;
+        }
+        log_info("serve: %s: shutting down (grace %.0f s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                 cfg.shutdown_grace_s);
+        atomic_store(&api.stopping, true);
+        http_server_quiesce(http);
+        waiters_shutdown(api.waiters);
+        if (http_server_drain(http, 5.0) > 0)
+                log_warn("serve: requests still in flight after 5 s; closing them");
+        rc = 0;
+out:
+        if (api.dispatcher) {
+                dispatch_stop(api.dispatcher, rc == 0 ? cfg.shutdown_grace_s : 0);
+        }
+        if (api.ingest)
+                ingest_stop(api.ingest);
+        http_server_stop(http);
+        ingest_free(api.ingest);
+        dispatch_free(api.dispatcher);
+        auth_free(api.auth);
+        metrics_free(api.metrics);
+        ratelimit_free(api.limiter);
+        waiters_free(api.waiters);
+        if (api.pool)
+                storepool_close(api.pool);
+        tasklib_free(lib);
+        json_decref(task_errors);
+        if (rc == 0)
+                log_info("serve: stopped");
+        config_free(&cfg);
+        return rc;
+}
