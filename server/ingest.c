@@ -75,6 +75,8 @@ static Pending *take_group(Ingest *ing)
                 subs += last->ins.n;
         }
         ing->head = last->next;
+        for (Pending *p = first; p != last->next; p = p->next)
+                ing->stats.pending--;
         if (!ing->head)
                 ing->tail = NULL;
         last->next = NULL;
@@ -227,6 +229,7 @@ int ingest_submit(Ingest *ingest, const IngestRequest *req, IngestReply *ret)
         else
                 ingest->head = &p;
         ingest->tail = &p;
+        ingest->stats.pending++;
         pthread_cond_signal(&ingest->work);
         while (!p.done)
                 pthread_cond_wait(&p.cond, &ingest->lock);

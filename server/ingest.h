@@ -33,6 +33,7 @@ typedef struct IngestStats {
         uint64_t requests;      /* requests answered (any outcome) */
         uint64_t submissions;   /* submissions inserted */
         uint64_t max_group;     /* most requests in one commit */
+        uint64_t pending;       /* requests waiting for the writer now */
 } IngestStats;
 
 /* Called from the writer thread after a commit that inserted submissions. */

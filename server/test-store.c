@@ -352,7 +352,9 @@ static void test_leases(void)
         CHECK(job->attempts == 2);
         store_job_free(job);
         sleep_s(0.1);
-        CHECK_RC(store_finish(s, id, "w", "correct", 1.0, json_object()), STORE_E_CONFLICT); /* old owner */
+        json_t *empty = json_object();
+        CHECK_RC(store_finish(s, id, "w", "correct", 1.0, empty), STORE_E_CONFLICT); /* old owner */
+        json_decref(empty);
         CHECK_RC(store_reap_collect(s, 2, &requeued, &failed_ids, &n_failed), 0);
         CHECK(requeued == 0 && n_failed == 1 && failed_ids[0] == id);
         free(failed_ids);
