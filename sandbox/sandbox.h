@@ -31,7 +31,12 @@ typedef struct SandboxReport {
  * an empty working directory, private network namespace (user namespace
  * first when not root), dropping to an unprivileged uid when root, Landlock.
  * @report: layers are added to report->layers (created if NULL)
- * Return: 0, or a negative errno when a layer that must work failed.
+ * Call it while the process is single-threaded (Landlock and user namespaces
+ * need that); @keep_fds holds at most 64 entries; fds 0-2 always stay.
+ * Return: 0, or a negative errno when a layer that must work failed (-ESRCH:
+ * the parent in KEVALD_PARENT_PID is already gone); the caller must exit.
+ * Which layers must work, and the order: see sandbox/sandbox.c and
+ * docs/SECURITY.md.
  */
 int sandbox_enter(SandboxProfile profile, const int *keep_fds, int n_keep, SandboxReport *report);
 
@@ -41,5 +46,14 @@ int sandbox_enter(SandboxProfile profile, const int *keep_fds, int n_keep, Sandb
  * covered too. Return: 0 or a negative errno.
  */
 int sandbox_lock(SandboxProfile profile, SandboxReport *report);
+
+/**
+ * sandbox_rearm_cpu() - bound the CPU time of the next job: the RLIMIT_CPU
+ * soft limit becomes "CPU used so far + @seconds" (SIGXCPU ends the worker
+ * past it); @seconds 0 restores it to the lifetime hard limit
+ * (LIMIT_WORKER_CPU_LIFETIME_S) after the job. Works after sandbox_lock().
+ * Return: 0 or a negative errno.
+ */
+int sandbox_rearm_cpu(unsigned seconds);
 
 void sandbox_report_clear(SandboxReport *report);
