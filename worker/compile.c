@@ -851,7 +851,7 @@ out:
                 free(oflags[i]);
         free(opts);
         free(arch_opt);
-        free(raw);
+        out->raw_log = raw;
         if (prog)
                 nvrtcDestroyProgram(&prog);
         return r;
@@ -1045,7 +1045,7 @@ out:
         free(arch_opt);
         free(err);
         free(info);
-        free(raw);
+        out->raw_log = raw;
         return r;
 }
 
@@ -1179,5 +1179,6 @@ void compile_output_clear(CompileOutput *out)
                 return;
         json_decref(out->result);
         free(out->cubin);
+        free(out->raw_log);
         memset(out, 0, sizeof(*out));
 }

@@ -42,6 +42,8 @@ typedef struct CompileOutput {
         json_t *result;     /* the RESULT object of docs/internals.md, without "id" */
         uint8_t *cubin;     /* NULL unless result.ok */
         size_t cubin_len;
+        char *raw_log;      /* the untrimmed compiler log (ptxas lines and all), for the
+                             * worker's debug log and tests; never for clients; may be NULL */
 } CompileOutput;
 
 #define COMPILE_ARCH_DEFAULT "sm_90a"

@@ -300,6 +300,9 @@ static int handle_job(Compiler *c, const Frame *f)
         if (r != 0)
                 log_error("compile: writing the RESULT failed: %s", strerror(-r));
         (void)sandbox_rearm_cpu(0);
+        if (out.raw_log && *out.raw_log)
+                log_debug("compile: job %lld: raw log: %s", (long long)json_integer_value(id),
+                          out.raw_log);
         log_debug("compile: job %lld: ok=%d %.1f ms", (long long)json_integer_value(id),
                   json_is_true(json_object_get(out.result, "ok")),
                   json_number_value(json_object_get(out.result, "compile_ms")));
