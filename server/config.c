@@ -77,6 +77,8 @@ static const KeyDef keys[] = {
             "on SIGTERM, how long running jobs may finish before they are re-queued"),
         NUM("lease_s", lease_s, "30", 1, 3600, "job lease length; heartbeats every third of it"),
         NUM("job_timeout_s", job_timeout_s, "120", 1, 3600, "watchdog per GPU job"),
+        INT("compile_timeout_ms", compile_timeout_ms, XSTR(LIMIT_COMPILE_WALL_MS), 100,
+            LIMIT_COMPILE_WALL_MS, "wall-clock limit of one compile; the worker is killed past it"),
         NUM("auth_cache_s", auth_cache_s, "1", 0, 60,
             "how long a token lookup is cached (a revoke takes effect within this)"),
 };

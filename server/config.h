@@ -47,6 +47,7 @@ typedef struct Config {
         double shutdown_grace_s;
         double lease_s;
         double job_timeout_s;
+        int64_t compile_timeout_ms;
         double auth_cache_s;
 } Config;
 

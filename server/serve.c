@@ -187,6 +187,7 @@ int cmd_serve(int argc, char **argv)
         dc.sandbox = cfg.sandbox;
         dc.arch = cfg.arch;
         dc.job_timeout_s = cfg.job_timeout_s;
+        dc.compile_timeout_ms = (int)cfg.compile_timeout_ms;
         r = dispatch_start(&dc, &api.dispatcher);
         if (r != 0) {
                 log_error("serve: cannot start the dispatcher: %s", r < 0 ? strerror(-r) : "see above");
