@@ -1,0 +1,2 @@
+// Reference for KernelBench level 1 problem 3_Batched_matrix_multiplication: a cuBLAS SGEMM (library step in the
+// plan, TF32 off); this file holds no kernel.
