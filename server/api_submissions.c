@@ -24,6 +24,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "common/jsonutil.h"
 #include "common/spec.h"
 #include "server/api.h"
 
@@ -345,7 +346,7 @@ static int post_submissions(HttpRequest *req)
         IngestRequest ir = { 0 };
         IngestReply reply = { 0 };
         uint8_t hash[32];
-        char ptr[64];
+        char ptr[JSONUTIL_PTR_BYTES];
         double wait_s;
         int r = HTTP_DONE;
 

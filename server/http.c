@@ -44,7 +44,7 @@
 
 #define MAX_PARAMS 2
 #define MAX_HEADERS 8
-#define BODY_DISCARD_SLACK (1u << 20)
+#define BODY_DISCARD_SLACK (64u << 20)   /* past 4 * limit + this, a chunked body is cut off */
 
 struct HttpServer {
         HttpServerConfig cfg;
@@ -560,12 +560,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 *upload_data_size = 0;
                 req->body_seen += n;
                 if (req->body_too_large || req->body_len + n > s->cfg.body_limit) {
+                        /* libmicrohttpd cannot answer in the middle of a body: count, drop, answer at the end. */
                         req->body_too_large = true;
                         free(req->body);
                         req->body = NULL;
                         req->body_len = req->body_cap = 0;
                         /* An endless chunked body: stop reading, close the connection. */
-                        return req->body_seen > 2 * s->cfg.body_limit + BODY_DISCARD_SLACK ? MHD_NO : MHD_YES;
+                        return req->body_seen > 4 * s->cfg.body_limit + BODY_DISCARD_SLACK ? MHD_NO : MHD_YES;
                 }
                 if (req->body_len + n + 1 > req->body_cap) {
                         unsigned long long clen;

@@ -39,7 +39,8 @@ typedef enum {
 
 #define HTTP_M(m) (1u << (m))
 
-enum { HTTP_DONE = 0, HTTP_SUSPENDED = 1 };
+/* Non-zero, so that "0 or HTTP_DONE after answering" helpers can be chained with ||. */
+enum { HTTP_DONE = 1, HTTP_SUSPENDED = 2 };
 
 typedef int (*HttpHandler)(HttpRequest *req);
 

@@ -252,6 +252,8 @@ static void render_dispatch(json_t *d, Buf *b)
                 json_t *lv;
 
                 json_object_foreach(v, lk, lv) {
+                        if (json_is_object(lv))   /* {"active": bool, "detail": "..."} */
+                                lv = json_object_get(lv, "active");
                         int on = json_is_true(lv) ||
                                  (json_is_number(lv) && json_number_value(lv) != 0) ||
                                  (json_is_string(lv) && strcmp(json_string_value(lv), "off") &&
