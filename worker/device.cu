@@ -1,0 +1,227 @@
+/*
+ * device.cu - the trusted device helpers of the GPU worker, compiled at build
+ * time by nvcc into a fatbin that kevald-gpu embeds and loads at start-up
+ * (before the sandbox locks). Candidates never see this code; it generates
+ * inputs, checks guard bands, compares buffers and warms the context. The
+ * element rules themselves live in devrng.h, shared with the host.
+ *
+ * Every kernel is a grid-stride loop, so any grid size is correct; the host
+ * picks a bounded grid. Reductions do their per-thread work in registers and
+ * touch the result struct with one atomic per warp (maxima) or per event
+ * (counts of rare mismatches).
+ */
+#include "devrng.h"
+
+#define KV_FULL_MASK 0xFFFFFFFFu
+
+static __device__ __forceinline__ uint64_t kv_tid(void)
+{
+        return (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+}
+
+static __device__ __forceinline__ uint64_t kv_nthreads(void)
+{
+        return (uint64_t)gridDim.x * blockDim.x;
+}
+
+static __device__ __forceinline__ double kv_warp_max(double v)
+{
+        for (int o = 16; o > 0; o >>= 1)
+                v = fmax(v, __shfl_down_sync(KV_FULL_MASK, v, o));
+        return v;
+}
+
+static __device__ __forceinline__ unsigned long long kv_warp_min_u64(unsigned long long v)
+{
+        for (int o = 16; o > 0; o >>= 1) {
+                unsigned long long w = __shfl_down_sync(KV_FULL_MASK, v, o);
+                v = w < v ? w : v;
+        }
+        return v;
+}
+
+static __device__ __forceinline__ unsigned long long kv_warp_max_u64(unsigned long long v)
+{
+        for (int o = 16; o > 0; o >>= 1) {
+                unsigned long long w = __shfl_down_sync(KV_FULL_MASK, v, o);
+                v = w > v ? w : v;
+        }
+        return v;
+}
+
+static __device__ __forceinline__ unsigned long long kv_warp_sum_u64(unsigned long long v)
+{
+        for (int o = 16; o > 0; o >>= 1)
+                v += __shfl_down_sync(KV_FULL_MASK, v, o);
+        return v;
+}
+
+extern "C" __global__ void kv_warm(int *p)
+{
+        if (p && kv_tid() == 0)
+                *p = 1;
+}
+
+/* Fill a buffer from the seed (docs/internals.md, buffers[].init). */
+extern "C" __global__ void kv_generate(KvGenParams p, unsigned char *dst)
+{
+        for (uint64_t i = kv_tid(); i < p.count; i += kv_nthreads())
+                kv_gen_store(&p, i, dst);
+}
+
+/* Write the canary pattern into bytes [off, off + len) of an allocation. */
+extern "C" __global__ void kv_canary_fill(unsigned char *base, uint64_t off, uint64_t len,
+                                          uint32_t salt)
+{
+        for (uint64_t i = kv_tid(); i < len; i += kv_nthreads())
+                base[off + i] = kv_canary_byte(salt, off + i);
+}
+
+extern "C" __global__ void kv_diff_init(KvDiff *d)
+{
+        if (kv_tid() == 0) {
+                d->count = 0;
+                d->first = ~0ull;
+                d->last = 0;
+        }
+}
+
+/* Reduce one thread's (count, first, last) into @d; every lane of the warp
+ * must call it (the loops above keep whole warps together). */
+static __device__ void kv_diff_reduce(KvDiff *d, unsigned long long count, unsigned long long first,
+                                      unsigned long long last)
+{
+        count = kv_warp_sum_u64(count);
+        first = kv_warp_min_u64(first);
+        last = kv_warp_max_u64(last);
+        if ((threadIdx.x & 31) == 0 && count) {
+                atomicAdd(&d->count, count);
+                atomicMin(&d->first, first);
+                atomicMax(&d->last, last);
+        }
+}
+
+/* Count bytes in [off, off + len) of an allocation that differ from the
+ * canary pattern. The loop bound is rounded up to whole warps so that the
+ * shuffles in kv_diff_reduce see every lane. */
+extern "C" __global__ void kv_canary_check(const unsigned char *base, uint64_t off, uint64_t len,
+                                           uint32_t salt, KvDiff *d)
+{
+        unsigned long long count = 0, first = ~0ull, last = 0;
+
+        for (uint64_t i = kv_tid(); i < len; i += kv_nthreads()) {
+                if (base[off + i] != kv_canary_byte(salt, off + i)) {
+                        count++;
+                        if (off + i < first)
+                                first = off + i;
+                        if (off + i > last)
+                                last = off + i;
+                }
+        }
+        kv_diff_reduce(d, count, first, last);
+}
+
+/* Bitwise comparison of two buffers of @bytes bytes (both 8-byte aligned):
+ * whole 32-bit words first, then the tail bytes. */
+extern "C" __global__ void kv_compare_bits(const unsigned char *a, const unsigned char *b,
+                                           uint64_t bytes, KvDiff *d)
+{
+        unsigned long long count = 0, first = ~0ull, last = 0;
+        uint64_t words = bytes / 4;
+        const uint32_t *wa = (const uint32_t *)a;
+        const uint32_t *wb = (const uint32_t *)b;
+
+        for (uint64_t i = kv_tid(); i < words; i += kv_nthreads()) {
+                uint32_t x = wa[i] ^ wb[i];
+                if (x) {
+                        unsigned long long lo = i * 4 + (uint64_t)((__ffs((int)x) - 1) / 8);
+                        unsigned long long hi = i * 4 + (uint64_t)((31 - __clz((int)x)) / 8);
+                        count += (unsigned long long)__popc((((x & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) | x) & 0x80808080u);
+                        if (lo < first)
+                                first = lo;
+                        if (hi > last)
+                                last = hi;
+                }
+        }
+        for (uint64_t i = words * 4 + kv_tid(); i < bytes; i += kv_nthreads()) {
+                if (a[i] != b[i]) {
+                        count++;
+                        if (i < first)
+                                first = i;
+                        if (i > last)
+                                last = i;
+                }
+        }
+        kv_diff_reduce(d, count, first, last);
+}
+
+extern "C" __global__ void kv_cmp_init(KvCmpStats *s)
+{
+        if (kv_tid() == 0) {
+                s->mismatches = 0;
+                s->nan_inf = 0;
+                s->first = ~0ull;
+                s->max_abs_bits = 0;
+                s->max_rel_bits = 0;
+        }
+}
+
+/* Tolerance comparison of @got against @want (docs/internals.md,
+ * tolerance): counts, lowest mismatching index, max abs and rel error. */
+extern "C" __global__ void kv_compare_tol(KvCmpParams p, const unsigned char *got,
+                                          const unsigned char *want, KvCmpStats *s)
+{
+        unsigned long long mism = 0, naninf = 0, first = ~0ull;
+        double max_abs = 0.0, max_rel = 0.0;
+
+        for (uint64_t i = kv_tid(); i < p.count; i += kv_nthreads()) {
+                double ab, rel;
+                int c = kv_compare_one(&p, got, want, i, &ab, &rel);
+                if (c == KV_CMP_VALUE)
+                        mism++;
+                else if (c == KV_CMP_NAN_INF)
+                        naninf++;
+                if (c != KV_CMP_MATCH && i < first)
+                        first = i;
+                max_abs = fmax(max_abs, ab);
+                max_rel = fmax(max_rel, rel);
+        }
+        mism = kv_warp_sum_u64(mism);
+        naninf = kv_warp_sum_u64(naninf);
+        first = kv_warp_min_u64(first);
+        max_abs = kv_warp_max(max_abs);
+        max_rel = kv_warp_max(max_rel);
+        if ((threadIdx.x & 31) == 0) {
+                if (mism)
+                        atomicAdd(&s->mismatches, mism);
+                if (naninf)
+                        atomicAdd(&s->nan_inf, naninf);
+                if (first != ~0ull)
+                        atomicMin(&s->first, first);
+                if (max_abs > 0.0)
+                        atomicMax(&s->max_abs_bits, (unsigned long long)__double_as_longlong(max_abs));
+                if (max_rel > 0.0)
+                        atomicMax(&s->max_rel_bits, (unsigned long long)__double_as_longlong(max_rel));
+        }
+}
+
+/* The lowest mismatching index >= @start into *ret (initialised to ~0 by
+ * the host); called up to LIMIT_FIRST_MISMATCHES times to list the first
+ * mismatches in order. */
+extern "C" __global__ void kv_mismatch_from(KvCmpParams p, const unsigned char *got,
+                                            const unsigned char *want, uint64_t start,
+                                            unsigned long long *ret)
+{
+        unsigned long long first = ~0ull;
+
+        for (uint64_t i = start + kv_tid(); i < p.count; i += kv_nthreads()) {
+                double ab, rel;
+                if (kv_compare_one(&p, got, want, i, &ab, &rel) != KV_CMP_MATCH) {
+                        first = i;
+                        break; /* later i of this thread are larger */
+                }
+        }
+        first = kv_warp_min_u64(first);
+        if ((threadIdx.x & 31) == 0 && first != ~0ull)
+                atomicMin(ret, first);
+}

@@ -1,0 +1,58 @@
+/*
+ * devmem - the GPU worker's device memory: every buffer of a job is
+ * allocated here, tracked, surrounded (for candidate buffers) by canary
+ * guard bands, and zeroed before it is freed, so that no later job can read
+ * what this one left behind (cuMemAlloc does not zero). The trusted device
+ * helpers (worker/device.cu, embedded as a fatbin) are loaded here too, and
+ * the functions below that use them are synchronous: they enqueue, wait with
+ * the deadline (gpu_deadline_set()), and copy small results back through
+ * page-locked memory.
+ *
+ * Return codes are those of gpu.h: 0, GPU_E_CUDA, GPU_E_TIMEOUT.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "worker/devrng.h"
+#include "worker/gpu.h"
+
+/* Guard band on each side of every candidate buffer. */
+#define DEVMEM_GUARD_BYTES (64u << 10)
+
+typedef struct DevBuf {
+        GpuPtr base;   /* the allocation */
+        GpuPtr ptr;    /* the buffer: base + guard, 256-byte aligned */
+        size_t bytes;  /* the buffer's size */
+        size_t guard;  /* guard band bytes on each side (0: none) */
+        size_t total;  /* allocation size: guard + bytes + guard (at least 256) */
+} DevBuf;
+
+typedef struct DevGuardReport {
+        uint64_t before_bytes;  /* damaged bytes in the band before the buffer */
+        uint64_t before_far;    /* farthest damaged byte before the start, in bytes (1 = just before) */
+        uint64_t after_bytes;   /* damaged bytes in the band after the buffer */
+        uint64_t after_first;   /* offset past the end of the first damaged byte (0 = just past) */
+        uint64_t after_last;    /* offset past the end of the last damaged byte */
+} DevGuardReport;
+
+int devmem_init(const void *fatbin, int sms);
+int devmem_warm(void);
+
+int devmem_alloc(size_t bytes, size_t guard, DevBuf *ret_buf);
+int devmem_free(DevBuf *buf);
+int devmem_free_all(void);
+size_t devmem_live_count(void);
+uint64_t devmem_live_bytes(void);
+
+int devmem_generate(const DevBuf *buf, const KvGenParams *params);
+int devmem_poison(const DevBuf *buf, int dtype);
+int devmem_zero(const DevBuf *buf);
+int devmem_guard_fill(const DevBuf *buf, uint32_t salt);
+int devmem_guard_check(const DevBuf *buf, uint32_t salt, DevGuardReport *ret_report);
+int devmem_compare_bits(GpuPtr a, GpuPtr b, size_t bytes, KvDiff *ret_diff);
+int devmem_compare_tol(GpuPtr got, GpuPtr want, const KvCmpParams *params, KvCmpStats *ret_stats);
+int devmem_mismatch_from(GpuPtr got, GpuPtr want, const KvCmpParams *params, uint64_t start,
+                         uint64_t *ret_index);
+int devmem_read(GpuPtr src, void *dst, size_t bytes);

@@ -1,0 +1,1159 @@
+/*
+ * judge - see judge.h for the theory of operation. Conventions in this
+ * file: helpers return 0 to go on or JUDGE_STOP once the job has its
+ * verdict (recorded by fail()/fail_gpu(), first failure wins); `Run`
+ * carries where we are (phase, shape, trial, launch, kernel) so every error
+ * says exactly what was running. Buffers left allocated by a failure are
+ * zeroed and freed by devmem_free_all() in cleanup.
+ */
+#include "worker/judge.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/limits.h"
+#include "common/log.h"
+#include "worker/blas.h"
+#include "worker/devmem.h"
+#include "worker/devrng.h"
+#include "worker/gpu_job.h"
+#include "worker/timing.h"
+
+#define JUDGE_STOP 1
+#define EV_PAIRS 64
+#define MAX_SET (LIMIT_TASK_BUFFERS_MAX + LIMIT_SCRATCH_BUFFERS_MAX)
+#define CLEANUP_NS (20LL * 1000000000LL)
+
+enum { SIDE_CAND = 0, SIDE_REF = 1, SIDE_HELPER = 2 };
+
+static GpuEvent *ev_pool[EV_PAIRS * 4];
+static GpuEvent *ev_a, *ev_b;
+
+typedef struct BufSet {
+        DevBuf b[MAX_SET];
+        int n;
+} BufSet;
+
+/* Per output buffer, aggregated over the trials of one shape set. */
+typedef struct BufAgg {
+        double max_abs, max_rel;
+        uint64_t mismatches, nan_inf;
+        json_t *first;  /* first_mismatches of the failing trial, or NULL */
+} BufAgg;
+
+typedef struct Run {
+        const JudgeEnv *env;
+        const GpuJob *job;
+        GpuModule *cand_mod, *ref_mod;
+        GpuKernel **kern[LIMIT_TASK_SHAPES_MAX][2]; /* per shape and side: one per step (NULL: gemm) */
+        uint32_t salt;
+        uint32_t flush_counter;
+        double busy_ms;
+        /* where we are */
+        const char *phase;
+        int shape, trial, launch, side;
+        const char *kernel;
+        /* outcome */
+        const char *verdict; /* NULL while all is well */
+        json_t *error;
+        bool must_exit;
+        int exit_code;
+        bool suspicious;
+} Run;
+
+/**
+ * judge_init() - create the events the judge uses (before the sandbox
+ * locks). Return: 0, GPU_E_CUDA.
+ */
+int judge_init(void)
+{
+        int r;
+
+        for (size_t i = 0; i < sizeof(ev_pool) / sizeof(ev_pool[0]); i++)
+                if ((r = gpu_event_create(&ev_pool[i])))
+                        return r;
+        if ((r = gpu_event_create(&ev_a)) || (r = gpu_event_create(&ev_b)))
+                return r;
+        return 0;
+}
+
+/* A JSON number, or a string for what JSON cannot hold ("nan", "inf", "-inf"). */
+static json_t *jnum(double v)
+{
+        if (isnan(v))
+                return json_string("nan");
+        if (isinf(v))
+                return json_string(v > 0 ? "inf" : "-inf");
+        return json_real(v);
+}
+
+/* A finite number or null. */
+static json_t *jfinite(double v)
+{
+        return isfinite(v) ? json_real(v) : json_null();
+}
+
+static void where_into(const Run *r, json_t *e)
+{
+        const GpuJob *job = r->job;
+
+        json_object_set_new(e, "shape", job && r->shape >= 0 && r->shape < job->n_shapes
+                                                ? json_string(job->shapes[r->shape].name)
+                                                : json_null());
+        json_object_set_new(e, "phase", json_string(r->phase));
+        json_object_set_new(e, "trial", r->trial >= 0 ? json_integer(r->trial) : json_null());
+        json_object_set_new(e, "launch", r->launch >= 0 ? json_integer(r->launch) : json_null());
+        json_object_set_new(e, "kernel", r->kernel ? json_string(r->kernel) : json_null());
+        if (r->launch >= 0)
+                json_object_set_new(e, "side", json_string(r->side == SIDE_REF ? "reference" : "candidate"));
+}
+
+/*
+ * Record the verdict and an error of @kind (first failure wins).
+ * @extra: more members for the error object; stolen (may be NULL)
+ */
+__attribute__((format(printf, 5, 6))) static int fail_with(Run *r, const char *verdict, const char *kind,
+                                                           json_t *extra, const char *fmt, ...)
+{
+        char msg[1024];
+        va_list ap;
+        json_t *e;
+
+        if (r->verdict) {
+                json_decref(extra);
+                return JUDGE_STOP;
+        }
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        e = json_object();
+        json_object_set_new(e, "kind", json_string(kind));
+        json_object_set_new(e, "message", json_string(msg));
+        where_into(r, e);
+        if (extra)
+                json_object_update(e, extra);
+        json_decref(extra);
+        r->verdict = verdict;
+        r->error = e;
+        log_info("gpu: job %" PRId64 ": %s (%s): %s", r->job ? r->job->id : -1, verdict, kind, msg);
+        return JUDGE_STOP;
+}
+
+#define fail(r, verdict, kind, ...) fail_with((r), (verdict), (kind), NULL, __VA_ARGS__)
+
+/* Turn a gpu.h/devmem.h return code into the job's verdict. */
+static int fail_gpu(Run *r, int rc)
+{
+        const GpuError *e = gpu_error_last();
+        const char *verdict;
+        json_t *extra;
+
+        if (rc < 0)
+                return fail(r, "internal_error", "internal", "worker failure: %s", strerror(-rc));
+        if (rc == GPU_E_TIMEOUT) {
+                r->must_exit = true;
+                r->exit_code = 4;
+                return fail(r, "timeout", "timeout",
+                            "the job's deadline of %" PRId64 " ms passed while the GPU was busy (phase %s)",
+                            r->job ? r->job->deadline_ms : 0, r->phase);
+        }
+        if (rc != GPU_E_CUDA)
+                return fail(r, "internal_error", "internal", "unexpected worker code %d", rc);
+        if (e->sticky || gpu_is_sticky()) {
+                r->must_exit = true;
+                r->exit_code = 3;
+        }
+        /* The candidate is the only untrusted code: sticky faults and whatever
+         * happens while it runs or while its memory is allocated are its
+         * runtime errors; other failures of trusted code are ours. */
+        if (r->side == SIDE_CAND || e->sticky || strcmp(e->name, "CUDA_ERROR_OUT_OF_MEMORY") == 0)
+                verdict = "runtime_error";
+        else
+                verdict = "internal_error";
+        extra = json_pack("{s:s, s:s, s:b}", "name", e->name, "call", e->where, "sticky", e->sticky);
+        return fail_with(r, verdict, "cuda", extra, "%s: %s (in %s)", e->name, e->message, e->where);
+}
+
+#define TRY_GPU(r, call)                                   \
+        do {                                               \
+                int rc_ = (call);                          \
+                if (rc_)                                   \
+                        return fail_gpu((r), rc_);         \
+        } while (0)
+
+/* ---------------------------------------------------------------- load -- */
+
+static int load_module(Run *r, const uint8_t *blob, size_t off, size_t size, GpuModule **ret)
+{
+        void *copy = malloc(size); /* malloc's alignment suits the ELF loader */
+        int rc;
+
+        if (!copy)
+                return fail_gpu(r, -ENOMEM);
+        memcpy(copy, blob + off, size);
+        rc = gpu_module_load(copy, size, ret);
+        free(copy);
+        if (rc)
+                return fail_gpu(r, rc);
+        return 0;
+}
+
+static const char *scalar_name(int t)
+{
+        static const char *const n[] = { "i32", "u32", "i64", "u64", "f32", "f64" };
+        return t >= 0 && t < 6 ? n[t] : "?";
+}
+
+/* Look up and check every kernel of one side's plan for one shape. */
+static int load_side(Run *r, int si, int side_idx)
+{
+        const JobShape *s = &r->job->shapes[si];
+        const JobSide *side = side_idx == SIDE_CAND ? &s->cand : &s->ref;
+        GpuModule *mod = side_idx == SIDE_CAND ? r->cand_mod : r->ref_mod;
+        const GpuInfo *info = r->env->info;
+        const char *who = side_idx == SIDE_CAND ? "candidate" : "reference";
+        GpuKernel **ks = calloc((size_t)side->n_steps, sizeof(*ks));
+
+        if (!ks)
+                return fail_gpu(r, -ENOMEM);
+        r->kern[si][side_idx] = ks;
+        r->side = side_idx;
+        for (int j = 0; j < side->n_steps; j++) {
+                const JobStep *st = &side->steps[j];
+                size_t sizes[LIMIT_ARGS_MAX], n = 0;
+                GpuKernelAttrs at;
+                int rc;
+
+                r->launch = j;
+                r->kernel = st->kernel;
+                if (st->kind == JOB_STEP_GEMM)
+                        continue;
+                rc = gpu_kernel_get(mod, st->kernel, &ks[j]);
+                if (rc == GPU_E_NOT_FOUND)
+                        return fail(r, "rejected", "plan", "the %s CUBIN has no kernel '%s'", who, st->kernel);
+                TRY_GPU(r, rc);
+                TRY_GPU(r, gpu_kernel_params(ks[j], LIMIT_ARGS_MAX, sizes, &n));
+                if (n != (size_t)st->n_args)
+                        return fail(r, "rejected", "plan", "%s launch %d: kernel '%s' takes %s%zu parameters, the plan passes %d",
+                                    who, j, st->kernel, n > LIMIT_ARGS_MAX ? "more than " : "",
+                                    n > LIMIT_ARGS_MAX ? (size_t)LIMIT_ARGS_MAX : n, st->n_args);
+                for (int k = 0; k < st->n_args; k++) {
+                        const JobArg *a = &st->args[k];
+                        if (sizes[k] != a->size)
+                                return fail(r, "rejected", "plan",
+                                            "%s launch %d: parameter %d of kernel '%s' is %zu bytes, the plan passes %s (%zu bytes)",
+                                            who, j, k, st->kernel, sizes[k],
+                                            a->kind == JOB_ARG_BUFFER ? "a buffer pointer" : scalar_name(a->type), a->size);
+                }
+                TRY_GPU(r, gpu_kernel_attrs(ks[j], &at));
+                if ((int64_t)at.shared_static + st->shared > info->max_shared_optin)
+                        return fail(r, "rejected", "plan",
+                                    "%s launch %d: kernel '%s' needs %d bytes of static and %u of dynamic shared memory; the device allows %d per block",
+                                    who, j, st->kernel, at.shared_static, st->shared, info->max_shared_optin);
+                if ((int)st->shared > at.max_dynamic_shared)
+                        TRY_GPU(r, gpu_kernel_set_max_dynamic_shared(ks[j], (int)st->shared));
+        }
+        r->launch = -1;
+        r->kernel = NULL;
+        return 0;
+}
+
+/* The candidate's resource report for the first shape set's plan. */
+static json_t *resources_json(Run *r)
+{
+        const JobShape *s = &r->job->shapes[0];
+        const GpuInfo *info = r->env->info;
+        json_t *out = json_array();
+
+        for (int j = 0; j < s->cand.n_steps; j++) {
+                const JobStep *st = &s->cand.steps[j];
+                GpuKernel *k = r->kern[0][SIDE_CAND][j];
+                unsigned threads = st->block[0] * st->block[1] * st->block[2];
+                GpuKernelAttrs at;
+                int blocks = 0, dup = 0;
+                double warps, max_warps;
+
+                if (!k || gpu_kernel_attrs(k, &at))
+                        continue;
+                for (int i = 0; i < j; i++)
+                        if (strcmp(s->cand.steps[i].kernel, st->kernel) == 0 &&
+                            s->cand.steps[i].shared == st->shared &&
+                            s->cand.steps[i].block[0] * s->cand.steps[i].block[1] * s->cand.steps[i].block[2] == threads)
+                                dup = 1;
+                if (dup)
+                        continue;
+                if (gpu_kernel_occupancy(k, (int)threads, st->shared, &blocks))
+                        blocks = 0; /* e.g. a block too large: the launch will say so */
+                warps = (double)blocks * ((threads + 31) / 32);
+                max_warps = info->max_threads_per_sm > 0 ? info->max_threads_per_sm / 32.0 : 64.0;
+                json_array_append_new(
+                        out, json_pack("{s:s, s:i, s:i, s:I, s:i, s:i, s:I, s:{s:i, s:i, s:o}}", "kernel", st->kernel,
+                                       "registers", at.registers, "shared_static", at.shared_static, "shared_dynamic",
+                                       (json_int_t)st->shared, "local", at.local, "max_threads_per_block",
+                                       at.max_threads_per_block, "block", (json_int_t)threads, "occupancy",
+                                       "blocks_per_sm", blocks, "warps_per_sm", (int)warps, "fraction",
+                                       jfinite(warps / max_warps)));
+        }
+        return out;
+}
+
+/* ------------------------------------------------------------- buffers -- */
+
+static int set_alloc(Run *r, const JobShape *s, const JobSide *side, bool guards, BufSet *set)
+{
+        int total = s->n_buffers + side->n_scratch, saved = r->side;
+
+        memset(set, 0, sizeof(*set));
+        r->side = SIDE_HELPER;
+        for (int i = 0; i < total; i++) {
+                const JobBuffer *b = gpu_job_side_buffer(s, side, i);
+                int rc = devmem_alloc(b->bytes, guards ? DEVMEM_GUARD_BYTES : 0, &set->b[i]);
+                if (rc == GPU_E_CUDA && strcmp(gpu_error_last()->name, "CUDA_ERROR_OUT_OF_MEMORY") == 0)
+                        return fail_with(r, "runtime_error", "cuda",
+                                         json_pack("{s:s, s:s, s:b, s:s, s:I}", "name", "CUDA_ERROR_OUT_OF_MEMORY",
+                                                   "call", "cuMemAlloc", "sticky", 0, "buffer", b->name, "bytes",
+                                                   (json_int_t)b->bytes),
+                                         "CUDA_ERROR_OUT_OF_MEMORY: cannot allocate %" PRIu64
+                                         " bytes for buffer '%s' (%" PRIu64 " bytes already allocated for this job)",
+                                         b->bytes, b->name, devmem_live_bytes());
+                if (rc)
+                        return fail_gpu(r, rc);
+                set->n++;
+        }
+        r->side = saved;
+        return 0;
+}
+
+/* Free a set (zeroed first); failures leave the rest to cleanup. */
+static int set_free(Run *r, BufSet *set)
+{
+        int saved = r->side;
+
+        r->side = SIDE_HELPER;
+        for (int i = 0; i < set->n; i++)
+                TRY_GPU(r, devmem_free(&set->b[i]));
+        set->n = 0;
+        r->side = saved;
+        return 0;
+}
+
+/* Inputs from @seed, candidate outputs poisoned (reference outputs zeroed),
+ * scratch zeroed, canaries filled when the set has guards. Asynchronous. */
+static int set_prepare(Run *r, const JobShape *s, const JobSide *side, BufSet *set, uint64_t seed, bool cand)
+{
+        int total = s->n_buffers + side->n_scratch;
+
+        r->side = SIDE_HELPER;
+        for (int i = 0; i < total; i++) {
+                const JobBuffer *b = gpu_job_side_buffer(s, side, i);
+                if (b->has_init) {
+                        KvGenParams p = b->init;
+                        p.seed = seed;
+                        p.stream = (uint32_t)i;
+                        p.count = b->count;
+                        p.dtype = b->dtype;
+                        TRY_GPU(r, devmem_generate(&set->b[i], &p));
+                } else if (b->role == JOB_ROLE_OUT && cand) {
+                        TRY_GPU(r, devmem_poison(&set->b[i], b->dtype));
+                } else {
+                        TRY_GPU(r, devmem_zero(&set->b[i]));
+                }
+                TRY_GPU(r, devmem_guard_fill(&set->b[i], r->salt));
+        }
+        return 0;
+}
+
+/* -------------------------------------------------------------- plans -- */
+
+static int launch_step(Run *r, const JobShape *s, const JobSide *side, GpuKernel *k, const JobStep *st,
+                       const BufSet *set)
+{
+        if (st->kind == JOB_STEP_GEMM) {
+                BlasGemm g = { .dtype = gpu_job_side_buffer(s, side, st->a)->dtype,
+                               .a = set->b[st->a].ptr, .b = set->b[st->b].ptr, .c = set->b[st->c].ptr,
+                               .m = st->m, .n = st->n, .k = st->k, .batch = st->batch,
+                               .trans_a = st->trans_a, .trans_b = st->trans_b,
+                               .alpha = st->alpha, .beta = st->beta };
+                return blas_gemm(&g);
+        } else {
+                GpuPtr ptrs[LIMIT_ARGS_MAX];
+                void *params[LIMIT_ARGS_MAX];
+                for (int i = 0; i < st->n_args; i++) {
+                        const JobArg *a = &st->args[i];
+                        if (a->kind == JOB_ARG_BUFFER) {
+                                ptrs[i] = set->b[a->buffer].ptr;
+                                params[i] = &ptrs[i];
+                        } else {
+                                params[i] = (void *)a->value; /* the driver only reads it */
+                        }
+                }
+                return gpu_launch(k, st->grid, st->block, st->shared, st->n_args ? params : NULL);
+        }
+}
+
+/*
+ * Run one side's plan. With @wait_each every launch is bracketed by events
+ * and waited for (exact blame; its GPU time is added to busy_ms); otherwise
+ * the launches are only enqueued.
+ */
+static int run_plan(Run *r, int si, int side_idx, const BufSet *set, bool wait_each)
+{
+        const JobShape *s = &r->job->shapes[si];
+        const JobSide *side = side_idx == SIDE_CAND ? &s->cand : &s->ref;
+
+        for (int j = 0; j < side->n_steps; j++) {
+                double ms = 0;
+                r->side = side_idx;
+                r->launch = j;
+                r->kernel = side->steps[j].kernel;
+                if (wait_each)
+                        TRY_GPU(r, gpu_event_record(ev_a));
+                TRY_GPU(r, launch_step(r, s, side, r->kern[si][side_idx][j], &side->steps[j], set));
+                if (wait_each) {
+                        TRY_GPU(r, gpu_event_record(ev_b));
+                        TRY_GPU(r, gpu_event_wait(ev_b));
+                        TRY_GPU(r, gpu_event_elapsed_ms(ev_a, ev_b, &ms));
+                        r->busy_ms += ms;
+                }
+        }
+        r->launch = -1;
+        r->kernel = NULL;
+        r->side = SIDE_HELPER;
+        return 0;
+}
+
+/* ------------------------------------------------------------- checks -- */
+
+static int check_guards(Run *r, const JobShape *s, const JobSide *side, const BufSet *set)
+{
+        for (int i = 0; i < set->n; i++) {
+                const JobBuffer *b = gpu_job_side_buffer(s, side, i);
+                DevGuardReport g;
+                TRY_GPU(r, devmem_guard_check(&set->b[i], r->salt, &g));
+                if (g.after_bytes)
+                        return fail_with(r, "incorrect", "guard",
+                                         json_pack("{s:s, s:s, s:I, s:I, s:I}", "buffer", b->name, "where", "after",
+                                                   "bytes", (json_int_t)g.after_bytes, "first_offset",
+                                                   (json_int_t)g.after_first, "last_offset", (json_int_t)g.after_last),
+                                         "out-of-bounds write: %" PRIu64 " byte(s) changed after the end of buffer '%s' "
+                                         "(%" PRIu64 " bytes, %" PRIu64 " elements), from %" PRIu64 " to %" PRIu64
+                                         " bytes past its end",
+                                         g.after_bytes, b->name, b->bytes, b->count, g.after_first, g.after_last);
+                if (g.before_bytes)
+                        return fail_with(r, "incorrect", "guard",
+                                         json_pack("{s:s, s:s, s:I, s:I}", "buffer", b->name, "where", "before",
+                                                   "bytes", (json_int_t)g.before_bytes, "farthest",
+                                                   (json_int_t)g.before_far),
+                                         "out-of-bounds write: %" PRIu64 " byte(s) changed before the start of buffer '%s', "
+                                         "up to %" PRIu64 " bytes before it",
+                                         g.before_bytes, b->name, g.before_far);
+        }
+        return 0;
+}
+
+/* The candidate's `in` buffers must equal a fresh regeneration (in @ref). */
+static int check_inputs(Run *r, const JobShape *s, const BufSet *cand, const BufSet *ref)
+{
+        for (int i = 0; i < s->n_buffers; i++) {
+                const JobBuffer *b = &s->buffers[i];
+                KvDiff d;
+                if (b->role != JOB_ROLE_IN)
+                        continue;
+                TRY_GPU(r, devmem_compare_bits(cand->b[i].ptr, ref->b[i].ptr, b->bytes, &d));
+                if (d.count)
+                        return fail_with(r, "incorrect", "input_mutation",
+                                         json_pack("{s:s, s:I, s:I}", "buffer", b->name, "bytes", (json_int_t)d.count,
+                                                   "first_index", (json_int_t)(d.first / (uint64_t)kv_dtype_size(b->dtype))),
+                                         "the candidate wrote into input buffer '%s': %" PRIu64
+                                         " byte(s) differ from the generated input, first in element %" PRIu64,
+                                         b->name, (uint64_t)d.count, (uint64_t)(d.first / (uint64_t)kv_dtype_size(b->dtype)));
+        }
+        return 0;
+}
+
+static json_t *element_json(int dtype, GpuPtr buf, uint64_t index, int *rc)
+{
+        unsigned char e[8];
+        int size = kv_dtype_size(dtype);
+
+        *rc = devmem_read(buf + index * (uint64_t)size, e, (size_t)size);
+        if (*rc)
+                return NULL;
+        if (kv_dtype_is_float(dtype))
+                return jnum(kv_load_f64(dtype, e, 0));
+        return json_integer((json_int_t)kv_load_i64(dtype, e, 0));
+}
+
+/* The first LIMIT_FIRST_MISMATCHES mismatches, in index order. */
+static int first_mismatches(Run *r, const JobBuffer *b, GpuPtr got, GpuPtr want, const KvCmpParams *p,
+                            uint64_t first, json_t **ret)
+{
+        json_t *list = json_array();
+        uint64_t idx = first;
+
+        for (int n = 0; n < LIMIT_FIRST_MISMATCHES && idx != UINT64_MAX; n++) {
+                int rc = 0;
+                json_t *g = element_json(b->dtype, got, idx, &rc), *w = NULL;
+                if (!rc)
+                        w = element_json(b->dtype, want, idx, &rc);
+                if (rc) {
+                        json_decref(g);
+                        json_decref(list);
+                        return fail_gpu(r, rc);
+                }
+                json_array_append_new(list, json_pack("{s:I, s:o, s:o}", "index", (json_int_t)idx, "got", g, "want", w));
+                if (n + 1 < LIMIT_FIRST_MISMATCHES) {
+                        int rc2 = devmem_mismatch_from(got, want, p, idx + 1, &idx);
+                        if (rc2) {
+                                json_decref(list);
+                                return fail_gpu(r, rc2);
+                        }
+                }
+        }
+        *ret = list;
+        return 0;
+}
+
+/* Compare every out/inout buffer of @cand against @ref within tolerance. */
+static int check_outputs(Run *r, const JobShape *s, const BufSet *cand, const BufSet *ref, BufAgg *agg)
+{
+        for (int i = 0; i < s->n_buffers; i++) {
+                const JobBuffer *b = &s->buffers[i];
+                KvCmpParams p = { .count = b->count, .dtype = b->dtype, .atol = b->atol, .rtol = b->rtol };
+                KvCmpStats st;
+                double max_abs, max_rel;
+                json_t *first = NULL;
+                int rc;
+
+                if (b->role == JOB_ROLE_IN)
+                        continue;
+                TRY_GPU(r, devmem_compare_tol(cand->b[i].ptr, ref->b[i].ptr, &p, &st));
+                memcpy(&max_abs, &st.max_abs_bits, sizeof(max_abs));
+                memcpy(&max_rel, &st.max_rel_bits, sizeof(max_rel));
+                agg[i].max_abs = fmax(agg[i].max_abs, max_abs);
+                agg[i].max_rel = fmax(agg[i].max_rel, max_rel);
+                agg[i].mismatches += st.mismatches;
+                agg[i].nan_inf += st.nan_inf;
+                if (st.mismatches == 0 && st.nan_inf == 0)
+                        continue;
+                if ((rc = first_mismatches(r, b, cand->b[i].ptr, ref->b[i].ptr, &p, st.first, &first)))
+                        return rc;
+                agg[i].first = first;
+                {
+                        json_t *f0 = json_array_get(first, 0);
+                        char *gs = json_dumps(json_object_get(f0, "got"), JSON_ENCODE_ANY);
+                        char *ws = json_dumps(json_object_get(f0, "want"), JSON_ENCODE_ANY);
+                        rc = fail_with(r, "incorrect", "mismatch",
+                                       json_pack("{s:s, s:I, s:I, s:I}", "buffer", b->name, "mismatches",
+                                                 (json_int_t)st.mismatches, "nan_inf_mismatches", (json_int_t)st.nan_inf,
+                                                 "count", (json_int_t)b->count),
+                                       "output '%s': %" PRIu64 " of %" PRIu64 " elements outside atol=%g rtol=%g, %" PRIu64
+                                       " NaN/Inf disagreements (max abs error %g, max rel error %g); first at index %" PRIu64
+                                       ": got %s, want %s",
+                                       b->name, (uint64_t)st.mismatches, b->count, b->atol, b->rtol, (uint64_t)st.nan_inf,
+                                       max_abs, max_rel, (uint64_t)st.first, gs ? gs : "?", ws ? ws : "?");
+                        free(gs);
+                        free(ws);
+                        return rc;
+                }
+        }
+        return 0;
+}
+
+/* Outputs of two candidate runs on the same inputs must be bit-identical. */
+static int check_determinism(Run *r, const JobShape *s, const BufSet *a, const BufSet *b)
+{
+        for (int i = 0; i < s->n_buffers; i++) {
+                const JobBuffer *bf = &s->buffers[i];
+                KvDiff d;
+                uint64_t el;
+                if (bf->role == JOB_ROLE_IN)
+                        continue;
+                TRY_GPU(r, devmem_compare_bits(a->b[i].ptr, b->b[i].ptr, bf->bytes, &d));
+                if (!d.count)
+                        continue;
+                el = d.first / (uint64_t)kv_dtype_size(bf->dtype);
+                return fail_with(r, "incorrect", "nondeterministic",
+                                 json_pack("{s:s, s:I, s:I}", "buffer", bf->name, "bytes", (json_int_t)d.count,
+                                           "first_index", (json_int_t)el),
+                                 "two runs of the candidate on the same inputs disagree in output '%s': %" PRIu64
+                                 " byte(s) differ, first in element %" PRIu64 " (a race, or state kept between launches)",
+                                 bf->name, (uint64_t)d.count, el);
+        }
+        return 0;
+}
+
+static int wait_all(Run *r)
+{
+        int saved = r->side;
+
+        r->side = SIDE_HELPER;
+        TRY_GPU(r, gpu_stream_wait());
+        r->side = saved;
+        return 0;
+}
+
+/* --------------------------------------------------------- correctness -- */
+
+static json_t *tri(int v)
+{
+        return v < 0 ? json_null() : json_boolean(v);
+}
+
+typedef struct ShapeReport {
+        int trials_done;
+        int guard_ok, inputs_intact, deterministic, matched; /* 1, 0, or -1 not reached */
+        BufAgg agg[LIMIT_TASK_BUFFERS_MAX];
+} ShapeReport;
+
+static json_t *shape_report_json(const JobShape *s, ShapeReport *rep, bool passed)
+{
+        json_t *bufs = json_array();
+
+        for (int i = 0; i < s->n_buffers; i++) {
+                const JobBuffer *b = &s->buffers[i];
+                BufAgg *a = &rep->agg[i];
+                if (b->role == JOB_ROLE_IN)
+                        continue;
+                json_array_append_new(bufs, json_pack("{s:s, s:o, s:o, s:I, s:I, s:I, s:o}", "name", b->name, "max_abs",
+                                                      jfinite(a->max_abs), "max_rel", jfinite(a->max_rel), "mismatches",
+                                                      (json_int_t)a->mismatches, "count", (json_int_t)b->count,
+                                                      "nan_inf_mismatches", (json_int_t)a->nan_inf, "first_mismatches",
+                                                      a->first ? a->first : json_array()));
+                a->first = NULL; /* stolen */
+        }
+        return json_pack("{s:s, s:b, s:i, s:o, s:o, s:o, s:n, s:o}", "shape", s->name, "passed", passed, "trials",
+                         rep->trials_done, "guard_ok", tri(rep->guard_ok), "inputs_intact", tri(rep->inputs_intact),
+                         "deterministic", tri(rep->deterministic), "revalidated", "buffers", bufs);
+}
+
+static int correctness_trial(Run *r, int si, int t, ShapeReport *rep)
+{
+        const JobShape *s = &r->job->shapes[si];
+        uint64_t seed = kv_trial_seed(r->job->seed, (uint32_t)si, (uint32_t)t);
+        BufSet *a = calloc(1, sizeof(*a)), *ref = calloc(1, sizeof(*ref)), *b = calloc(1, sizeof(*b));
+        int rc;
+
+        r->trial = t;
+        if (!a || !ref || !b) {
+                rc = fail_gpu(r, -ENOMEM);
+                goto out;
+        }
+        /* 1-2: the candidate first, on guarded buffers */
+        if ((rc = set_alloc(r, s, &s->cand, true, a)) || (rc = set_prepare(r, s, &s->cand, a, seed, true)) ||
+            (rc = wait_all(r)) || (rc = run_plan(r, si, SIDE_CAND, a, true)))
+                goto out;
+        /* 3: guard bands */
+        if ((rc = check_guards(r, s, &s->cand, a))) {
+                rep->guard_ok = 0;
+                goto out;
+        }
+        /* 4: fresh inputs for the reference; they also witness the candidate's inputs */
+        if ((rc = set_alloc(r, s, &s->ref, false, ref)) || (rc = set_prepare(r, s, &s->ref, ref, seed, false)) ||
+            (rc = wait_all(r)))
+                goto out;
+        if ((rc = check_inputs(r, s, a, ref))) {
+                rep->inputs_intact = 0;
+                goto out;
+        }
+        if ((rc = run_plan(r, si, SIDE_REF, ref, true)))
+                goto out;
+        if ((rc = check_outputs(r, s, a, ref, rep->agg))) {
+                rep->matched = 0;
+                goto out;
+        }
+        if ((rc = set_free(r, ref)))
+                goto out;
+        /* 5: again from the same seed, fresh poison: the bits must agree */
+        if ((rc = set_alloc(r, s, &s->cand, true, b)) || (rc = set_prepare(r, s, &s->cand, b, seed, true)) ||
+            (rc = wait_all(r)) || (rc = run_plan(r, si, SIDE_CAND, b, true)))
+                goto out;
+        if ((rc = check_guards(r, s, &s->cand, b))) {
+                rep->guard_ok = 0;
+                goto out;
+        }
+        if ((rc = check_determinism(r, s, a, b))) {
+                rep->deterministic = 0;
+                goto out;
+        }
+        if ((rc = set_free(r, b)) || (rc = set_free(r, a)))
+                goto out;
+        rep->trials_done = t + 1;
+out:
+        free(a);
+        free(ref);
+        free(b);
+        return rc;
+}
+
+static int correctness_shape(Run *r, int si, json_t *shapes_out)
+{
+        const JobShape *s = &r->job->shapes[si];
+        ShapeReport *rep = calloc(1, sizeof(*rep));
+        int rc = 0;
+
+        if (!rep)
+                return fail_gpu(r, -ENOMEM);
+        rep->guard_ok = rep->inputs_intact = rep->deterministic = rep->matched = -1;
+        r->shape = si;
+        r->phase = "correctness";
+        if (r->env->progress)
+                r->env->progress(r->env->progress_userdata, r->job->id, "correctness", s->name);
+        for (int t = 0; t < r->job->trials && rc == 0; t++)
+                rc = correctness_trial(r, si, t, rep);
+        if (rc == 0)
+                rep->guard_ok = rep->inputs_intact = rep->deterministic = rep->matched = 1;
+        json_array_append_new(shapes_out, shape_report_json(s, rep, rc == 0));
+        for (int i = 0; i < LIMIT_TASK_BUFFERS_MAX; i++)
+                json_decref(rep->agg[i].first);
+        free(rep);
+        r->trial = -1;
+        return rc;
+}
+
+/* -------------------------------------------------------------- timing -- */
+
+/*
+ * Peak rates for the roofline check, by device name. The compute peak is
+ * the highest the dtype can reach (dense tensor cores: TF32 for f32, fp16
+ * for f16/bf16, fp64 tensor for f64, int8 for integers), so a legitimately
+ * fast kernel is never flagged; the flag only says "faster than physics".
+ * Unknown devices get 0 (no roofline).
+ */
+void judge_roofline_peaks(const char *name, int dtype, double *ret_flops, double *ret_bytes_per_s)
+{
+        struct {
+                const char *match, *also;
+                double bw, f32, f16, f64, i8;
+        } table[] = {
+                { "H200", NULL, 4.8e12, 494.7e12, 989.4e12, 66.9e12, 1978.9e12 },
+                { "H100", "PCIe", 2.0e12, 378.0e12, 756.0e12, 51.2e12, 1513.0e12 },
+                { "H100", NULL, 3.35e12, 494.7e12, 989.4e12, 66.9e12, 1978.9e12 },
+                { "H800", NULL, 3.35e12, 494.7e12, 989.4e12, 66.9e12, 1978.9e12 },
+                { "A100", NULL, 2.039e12, 156.0e12, 312.0e12, 19.5e12, 624.0e12 },
+        };
+
+        *ret_flops = 0;
+        *ret_bytes_per_s = 0;
+        for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+                if (!strstr(name, table[i].match) || (table[i].also && !strstr(name, table[i].also)))
+                        continue;
+                *ret_bytes_per_s = table[i].bw;
+                switch (dtype) {
+                case KV_DT_F32: *ret_flops = table[i].f32; break;
+                case KV_DT_F16:
+                case KV_DT_BF16: *ret_flops = table[i].f16; break;
+                case KV_DT_F64: *ret_flops = table[i].f64; break;
+                default: *ret_flops = table[i].i8; break;
+                }
+                return;
+        }
+}
+
+static double roofline_min_ms(const Run *r, const JobShape *s)
+{
+        double peak_flops = 0, bw = 0, t = 0;
+
+        for (int i = 0; i < s->n_buffers; i++) {
+                double f, b;
+                judge_roofline_peaks(r->env->info->name, s->buffers[i].dtype, &f, &b);
+                peak_flops = fmax(peak_flops, f);
+                bw = b;
+        }
+        if (bw <= 0)
+                return 0;
+        if (s->has_flops && peak_flops > 0)
+                t = fmax(t, s->flops / peak_flops);
+        if (s->has_bytes)
+                t = fmax(t, s->bytes / bw);
+        return t * 1e3;
+}
+
+static json_t *stats_json(const TimingStats *st)
+{
+        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:I, s:o}", "median_ms", jfinite(st->median), "mean_ms",
+                         jfinite(st->mean), "stdev_ms", jfinite(st->stdev), "min_ms", jfinite(st->min), "max_ms",
+                         jfinite(st->max), "trials", (json_int_t)st->n, "precision", jfinite(st->precision));
+}
+
+typedef struct TimingState {
+        BufSet cand, ref;
+        DevBuf pristine[LIMIT_TASK_BUFFERS_MAX]; /* inout buffers as generated */
+        double *cs, *rs;                         /* samples */
+} TimingState;
+
+/* Before a timed run: inout buffers back to their generated state, outputs
+ * poisoned (candidate), scratch zeroed. Asynchronous. */
+static int prep_run(Run *r, const JobShape *s, TimingState *ts, int side_idx)
+{
+        const JobSide *side = side_idx == SIDE_CAND ? &s->cand : &s->ref;
+        BufSet *set = side_idx == SIDE_CAND ? &ts->cand : &ts->ref;
+
+        r->side = SIDE_HELPER;
+        for (int i = 0; i < s->n_buffers; i++) {
+                const JobBuffer *b = &s->buffers[i];
+                if (b->role == JOB_ROLE_INOUT)
+                        TRY_GPU(r, gpu_copy_dtod(set->b[i].ptr, ts->pristine[i].ptr, b->bytes));
+                else if (b->role == JOB_ROLE_OUT && side_idx == SIDE_CAND)
+                        TRY_GPU(r, devmem_poison(&set->b[i], b->dtype));
+        }
+        for (int i = 0; i < side->n_scratch; i++)
+                TRY_GPU(r, devmem_zero(&set->b[s->n_buffers + i]));
+        return 0;
+}
+
+/* After a reference run: its answers leave memory before the candidate runs. */
+static int wipe_ref_outputs(Run *r, const JobShape *s, TimingState *ts)
+{
+        r->side = SIDE_HELPER;
+        for (int i = 0; i < s->n_buffers; i++)
+                if (s->buffers[i].role != JOB_ROLE_IN)
+                        TRY_GPU(r, devmem_zero(&ts->ref.b[i]));
+        for (int i = 0; i < s->ref.n_scratch; i++)
+                TRY_GPU(r, devmem_zero(&ts->ref.b[s->n_buffers + i]));
+        return 0;
+}
+
+static int flush_l2(Run *r)
+{
+        r->side = SIDE_HELPER;
+        TRY_GPU(r, gpu_memset32(r->env->flush, ++r->flush_counter, r->env->flush_bytes / 4));
+        return 0;
+}
+
+/* One timed run of a side: prep, flush, event, plan, event. */
+static int timed_run(Run *r, int si, TimingState *ts, int side_idx, GpuEvent *e0, GpuEvent *e1)
+{
+        const JobShape *s = &r->job->shapes[si];
+        int rc;
+
+        if ((rc = prep_run(r, s, ts, side_idx)) || (rc = flush_l2(r)))
+                return rc;
+        r->side = side_idx;
+        TRY_GPU(r, gpu_event_record(e0));
+        if ((rc = run_plan(r, si, side_idx, side_idx == SIDE_CAND ? &ts->cand : &ts->ref, false)))
+                return rc;
+        r->side = side_idx;
+        TRY_GPU(r, gpu_event_record(e1));
+        if (side_idx == SIDE_REF)
+                return wipe_ref_outputs(r, s, ts);
+        return 0;
+}
+
+static int timing_setup(Run *r, int si, TimingState *ts)
+{
+        const JobShape *s = &r->job->shapes[si];
+        uint64_t seed = kv_trial_seed(r->job->seed, (uint32_t)si, (uint32_t)(r->job->trials - 1));
+        int rc;
+
+        r->trial = r->job->trials - 1;
+        if ((rc = set_alloc(r, s, &s->cand, true, &ts->cand)) || (rc = set_prepare(r, s, &s->cand, &ts->cand, seed, true)) ||
+            (rc = set_alloc(r, s, &s->ref, false, &ts->ref)) || (rc = set_prepare(r, s, &s->ref, &ts->ref, seed, false)))
+                return rc;
+        r->side = SIDE_HELPER;
+        for (int i = 0; i < s->n_buffers; i++) {
+                const JobBuffer *b = &s->buffers[i];
+                KvGenParams p;
+                if (b->role != JOB_ROLE_INOUT)
+                        continue;
+                p = b->init;
+                p.seed = seed;
+                p.stream = (uint32_t)i;
+                p.count = b->count;
+                p.dtype = b->dtype;
+                TRY_GPU(r, devmem_alloc(b->bytes, 0, &ts->pristine[i]));
+                TRY_GPU(r, devmem_generate(&ts->pristine[i], &p));
+        }
+        r->trial = -1;
+        return wait_all(r);
+}
+
+static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, double *ret_speedup)
+{
+        const JobShape *s = &r->job->shapes[si];
+        const GpuJob *job = r->job;
+        TimingPolicy pol = { .budget_ms = budget_ms, .target_precision = job->target_precision,
+                             .min_trials = job->min_trials, .max_trials = job->max_trials, .warmup = job->warmup };
+        TimingState *ts = calloc(1, sizeof(*ts));
+        TimingStats cst, rst;
+        TimingStop stop = TIMING_GO_ON;
+        size_t n = 0;
+        double pair_ms = 0, elapsed = 0, min_ms, speedup;
+        int64_t t_start;
+        ShapeReport rep;
+        int rc;
+
+        memset(&cst, 0, sizeof(cst));
+        memset(&rst, 0, sizeof(rst));
+        memset(&rep, 0, sizeof(rep));
+        r->shape = si;
+        r->phase = "timing";
+        if (r->env->progress)
+                r->env->progress(r->env->progress_userdata, job->id, "timing", s->name);
+        if (!ts)
+                return fail_gpu(r, -ENOMEM);
+        ts->cs = malloc((size_t)job->max_trials * sizeof(double));
+        ts->rs = malloc((size_t)job->max_trials * sizeof(double));
+        if (!ts->cs || !ts->rs) {
+                rc = fail_gpu(r, -ENOMEM);
+                goto out;
+        }
+        if ((rc = timing_setup(r, si, ts)))
+                goto out;
+        /* warm-up: both plans, untimed; also estimates the cost of a pair */
+        t_start = gpu_now_ns();
+        for (int64_t w = 0; w < job->warmup; w++) {
+                if ((rc = timed_run(r, si, ts, SIDE_CAND, ev_pool[0], ev_pool[1])) ||
+                    (rc = timed_run(r, si, ts, SIDE_REF, ev_pool[2], ev_pool[3])))
+                        goto out;
+        }
+        r->side = SIDE_CAND; /* a fault surfacing here comes from a candidate run */
+        if ((rc = wait_all(r)))
+                goto out;
+        if (job->warmup > 0)
+                pair_ms = (double)(gpu_now_ns() - t_start) / 1e6 / (double)job->warmup;
+        t_start = gpu_now_ns();
+        while (stop == TIMING_GO_ON) {
+                size_t b = timing_batch_size(&pol, n, elapsed, pair_ms);
+                int64_t t_batch = gpu_now_ns();
+                if (b > EV_PAIRS)
+                        b = EV_PAIRS;
+                for (size_t p = 0; p < b; p++) {
+                        if ((rc = timed_run(r, si, ts, SIDE_CAND, ev_pool[4 * p], ev_pool[4 * p + 1])) ||
+                            (rc = timed_run(r, si, ts, SIDE_REF, ev_pool[4 * p + 2], ev_pool[4 * p + 3])))
+                                goto out;
+                }
+                r->side = SIDE_CAND;
+                r->launch = -1;
+                r->kernel = NULL;
+                if ((rc = gpu_event_wait(ev_pool[4 * (b - 1) + 3]))) {
+                        rc = fail_gpu(r, rc);
+                        goto out;
+                }
+                for (size_t p = 0; p < b; p++) {
+                        double c = 0, f = 0;
+                        r->side = SIDE_HELPER;
+                        if ((rc = gpu_event_elapsed_ms(ev_pool[4 * p], ev_pool[4 * p + 1], &c)) ||
+                            (rc = gpu_event_elapsed_ms(ev_pool[4 * p + 2], ev_pool[4 * p + 3], &f))) {
+                                rc = fail_gpu(r, rc);
+                                goto out;
+                        }
+                        ts->cs[n] = c;
+                        ts->rs[n] = f;
+                        r->busy_ms += c + f;
+                        n++;
+                }
+                pair_ms = (double)(gpu_now_ns() - t_batch) / 1e6 / (double)b;
+                elapsed = (double)(gpu_now_ns() - t_start) / 1e6;
+                if (timing_stats_compute(ts->cs, n, &cst) || timing_stats_compute(ts->rs, n, &rst)) {
+                        rc = fail_gpu(r, -ENOMEM);
+                        goto out;
+                }
+                stop = timing_should_stop(&pol, n, elapsed, cst.precision, rst.precision);
+                if (gpu_now_ns() > gpu_deadline_get() && stop == TIMING_GO_ON)
+                        stop = TIMING_STOP_BUDGET;
+        }
+        /* revalidation: the reference again, now, on its (restored) inputs */
+        r->phase = "revalidation";
+        if ((rc = prep_run(r, s, ts, SIDE_REF)) || (rc = run_plan(r, si, SIDE_REF, &ts->ref, true)))
+                goto out;
+        r->trial = -1;
+        if ((rc = check_outputs(r, s, &ts->cand, &ts->ref, rep.agg)))
+                goto out;
+        r->phase = "timing";
+        if ((rc = check_guards(r, s, &s->cand, &ts->cand)) || (rc = check_inputs(r, s, &ts->cand, &ts->ref)))
+                goto out;
+        min_ms = roofline_min_ms(r, s);
+        speedup = cst.median > 0 ? rst.median / cst.median : 0;
+        {
+                bool sus = min_ms > 0 && cst.median < 0.5 * min_ms;
+                json_t *roof = json_pack("{s:o, s:b}", "min_ms", min_ms > 0 ? json_real(min_ms) : json_null(),
+                                         "suspicious", sus);
+                if (sus)
+                        r->suspicious = true;
+                json_array_append_new(shapes_out, json_pack("{s:s, s:o, s:o, s:o, s:s, s:o}", "shape", s->name, "candidate",
+                                                            stats_json(&cst), "reference", stats_json(&rst), "speedup",
+                                                            jfinite(speedup > 0 ? speedup : NAN), "stop",
+                                                            timing_stop_name(stop), "roofline", roof));
+        }
+        *ret_speedup = speedup;
+        if ((rc = set_free(r, &ts->cand)) || (rc = set_free(r, &ts->ref)))
+                goto out;
+        for (int i = 0; i < s->n_buffers; i++)
+                if (ts->pristine[i].base && (rc = devmem_free(&ts->pristine[i]))) {
+                        rc = fail_gpu(r, rc);
+                        goto out;
+                }
+        rc = 0;
+out:
+        for (int i = 0; i < LIMIT_TASK_BUFFERS_MAX; i++)
+                json_decref(rep.agg[i].first);
+        if (ts) {
+                free(ts->cs);
+                free(ts->rs);
+                free(ts);
+        }
+        return rc;
+}
+
+/* ----------------------------------------------------------------- run -- */
+
+/** judge_gpu_json() - the result's "gpu" object; new reference. */
+json_t *judge_gpu_json(const GpuInfo *info)
+{
+        char cc[16];
+
+        snprintf(cc, sizeof(cc), "%d.%d", info->cc_major, info->cc_minor);
+        return json_pack("{s:s, s:s, s:s, s:i}", "name", info->name, "driver", info->driver, "cc", cc, "index",
+                         info->index);
+}
+
+static void mark_revalidated(json_t *corr_shapes, int si, bool ok)
+{
+        json_t *o = json_array_get(corr_shapes, (size_t)si);
+
+        if (o)
+                json_object_set_new(o, "revalidated", json_boolean(ok));
+}
+
+/**
+ * judge_run() - evaluate one JOB
+ * @env: the worker's device and helpers; borrowed
+ * @job_json: the JOB; borrowed
+ * @blob, @blob_len: the frame's blob with both CUBINs; borrowed
+ * @ret_outcome: the RESULT (new) and whether the process must exit
+ * Return: 0 (the outcome is always filled, whatever the verdict).
+ */
+int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t blob_len, JudgeOutcome *ret_outcome)
+{
+        Run run;
+        Run *r = &run;
+        GpuJob *job = NULL;
+        char err[512];
+        int64_t t0 = gpu_now_ns();
+        json_t *corr_shapes = json_array(), *timing = json_null(), *resources = json_array(), *result;
+        double speedups[LIMIT_TASK_SHAPES_MAX];
+        int rc, n_timed = 0;
+
+        memset(r, 0, sizeof(*r));
+        r->env = env;
+        r->phase = "load";
+        r->shape = r->trial = r->launch = -1;
+        r->side = SIDE_HELPER;
+        rc = gpu_job_parse(job_json, blob_len, &job, err, sizeof(err));
+        if (rc) {
+                if (rc < 0)
+                        fail_gpu(r, rc);
+                else
+                        fail(r, "internal_error", "internal", "malformed job: %s", err);
+                goto done;
+        }
+        r->job = job;
+        r->salt = (uint32_t)kv_mix64(job->seed ^ 0x6775617264ull);
+        gpu_deadline_set(t0 + job->deadline_ms * 1000000LL);
+
+        /* load */
+        if (load_module(r, blob, job->cand_off, job->cand_size, &r->cand_mod) ||
+            load_module(r, blob, job->ref_off, job->ref_size, &r->ref_mod))
+                goto cleanup;
+        for (int si = 0; si < job->n_shapes; si++) {
+                r->shape = si;
+                if (load_side(r, si, SIDE_CAND) || load_side(r, si, SIDE_REF))
+                        goto cleanup;
+        }
+        r->shape = -1;
+        json_decref(resources);
+        resources = resources_json(r);
+
+        /* correctness */
+        for (int si = 0; si < job->n_shapes; si++)
+                if (correctness_shape(r, si, corr_shapes))
+                        goto cleanup;
+
+        /* timing and revalidation */
+        {
+                json_t *tshapes = json_array();
+                for (int si = 0; si < job->n_shapes; si++) {
+                        double left_ms = (double)(gpu_deadline_get() - gpu_now_ns()) / 1e6;
+                        double budget = job->budget_ms / job->n_shapes;
+                        double cap = left_ms * 0.5 / (job->n_shapes - si);
+                        if (budget > cap)
+                                budget = cap > 0 ? cap : 0;
+                        rc = time_shape(r, si, budget, tshapes, &speedups[si]);
+                        if (rc == 0)
+                                mark_revalidated(corr_shapes, si, true);
+                        else if (r->error && strcmp(json_string_value(json_object_get(r->error, "phase")),
+                                                    "revalidation") == 0)
+                                mark_revalidated(corr_shapes, si, false);
+                        if (rc) {
+                                json_decref(tshapes);
+                                goto cleanup;
+                        }
+                        n_timed++;
+                }
+                json_decref(timing);
+                timing = json_pack("{s:o, s:o, s:b}", "speedup", jfinite(timing_geomean(speedups, (size_t)n_timed)),
+                                   "shapes", tshapes, "suspicious", r->suspicious);
+                if (r->suspicious)
+                        json_object_set_new(timing, "note",
+                                            json_string("the candidate ran faster than half the roofline bound "
+                                                        "(flops/peak, bytes/bandwidth) for at least one shape set; "
+                                                        "the verdict is unchanged, but the timing deserves a look"));
+        }
+        r->verdict = "correct";
+
+cleanup:
+        r->phase = "cleanup";
+        if (!r->must_exit) {
+                /* zero and free everything, then unload; a hang here is fatal */
+                int64_t saved = gpu_deadline_get();
+                gpu_deadline_set(gpu_now_ns() + CLEANUP_NS);
+                r->side = SIDE_HELPER;
+                rc = devmem_free_all();
+                if (rc) {
+                        log_error("gpu: job %" PRId64 ": cleanup failed (%s); exiting after the result", job->id,
+                                  rc == GPU_E_TIMEOUT ? "timeout" : gpu_error_last()->name);
+                        if (!r->verdict || strcmp(r->verdict, "correct") == 0) {
+                                r->verdict = NULL;
+                                fail_gpu(r, rc);
+                        }
+                        r->must_exit = true;
+                        if (!r->exit_code)
+                                r->exit_code = rc == GPU_E_TIMEOUT ? 4 : 3;
+                } else {
+                        gpu_module_unload(r->cand_mod);
+                        gpu_module_unload(r->ref_mod);
+                }
+                gpu_deadline_set(saved);
+        }
+        for (int si = 0; si < LIMIT_TASK_SHAPES_MAX; si++) {
+                free(r->kern[si][0]);
+                free(r->kern[si][1]);
+        }
+done:
+        result = json_object();
+        json_object_set_new(result, "id", json_integer(job ? job->id : json_integer_value(json_object_get(job_json, "id"))));
+        json_object_set_new(result, "verdict", json_string(r->verdict ? r->verdict : "internal_error"));
+        json_object_set_new(result, "correctness",
+                            json_pack("{s:b, s:o}", "passed", r->verdict && strcmp(r->verdict, "correct") == 0,
+                                      "shapes", corr_shapes));
+        json_object_set_new(result, "timing", timing);
+        json_object_set_new(result, "resources", resources);
+        json_object_set_new(result, "error", r->error ? r->error : json_null());
+        json_object_set_new(result, "gpu", judge_gpu_json(env->info));
+        json_object_set_new(result, "gpu_busy_ms", json_real(r->busy_ms));
+        json_object_set_new(result, "wall_ms", json_real((double)(gpu_now_ns() - t0) / 1e6));
+        if (job)
+                json_object_set_new(result, "seed", json_string(job->seed_text));
+        ret_outcome->result = result;
+        ret_outcome->must_exit = r->must_exit;
+        ret_outcome->exit_code = r->exit_code;
+        gpu_job_free(job);
+        gpu_deadline_set(INT64_MAX);
+        return 0;
+}
