@@ -4,6 +4,8 @@
  *   bench-ingest DB direct SECONDS            one thread, one transaction (one fsync) per submission
  *   bench-ingest DB group SECONDS THREADS     THREADS callers, single submissions, group commit
  *   bench-ingest DB batch SECONDS THREADS N   THREADS callers, N submissions per request, group commit
+ *   bench-ingest DB mixed SECONDS THREADS N   batch, plus one dispatcher-like thread that claims and
+ *                                             finishes jobs on its own connection meanwhile
  *
  * Each submission carries a ~1 KiB normalized request (source inside), as
  * the HTTP layer would store it. Prints one line: mode, submissions/s,
@@ -85,6 +87,41 @@ static void *worker_main(void *arg)
         return NULL;
 }
 
+typedef struct {
+        const char *path;
+        double deadline;
+        long done;
+        double max_claim_s;
+} Claimer;
+
+/* Claim compile jobs and finish them at once, as a cache-hit compile-only dispatcher would. */
+static void *claimer_main(void *arg)
+{
+        Claimer *c = arg;
+        Store *s = NULL;
+        json_t *res = json_pack("{s:s}", "verdict", "compiled");
+
+        if (store_open(c->path, &s) != 0)
+                exit(1);
+        while (now_s() < c->deadline) {
+                StoreJob *job = NULL;
+                double t0 = now_s();
+                int r = store_claim_next(s, STAGE_COMPILE, "bench", 30, &job);
+                double dt = now_s() - t0;
+                if (dt > c->max_claim_s)
+                        c->max_claim_s = dt;
+                if (r == STORE_E_EMPTY)
+                        continue;
+                if (r != 0 || store_finish(s, job->id, "bench", "compiled", 0.0 / 0.0, res) != 0)
+                        exit(1);
+                store_job_free(job);
+                c->done++;
+        }
+        json_decref(res);
+        store_close(s);
+        return NULL;
+}
+
 int main(int argc, char **argv)
 {
         if (argc < 4) {
@@ -115,7 +152,7 @@ int main(int argc, char **argv)
                 store_close(s);
                 return 0;
         }
-        if (strcmp(mode, "group") && strcmp(mode, "batch"))
+        if (strcmp(mode, "group") && strcmp(mode, "batch") && strcmp(mode, "mixed"))
                 return 2;
         if (!strcmp(mode, "group"))
                 batch = 1;
@@ -125,6 +162,10 @@ int main(int argc, char **argv)
         Worker *w = calloc((size_t)threads, sizeof(*w));
         pthread_t *th = calloc((size_t)threads, sizeof(*th));
         double t0 = now_s();
+        Claimer cl = { .path = path, .deadline = t0 + secs };
+        pthread_t cth;
+        if (!strcmp(mode, "mixed"))
+                pthread_create(&cth, NULL, claimer_main, &cl);
         for (int i = 0; i < threads; i++) {
                 w[i] = (Worker){ .ing = ing, .deadline = t0 + secs, .batch = batch };
                 pthread_create(&th[i], NULL, worker_main, &w[i]);
@@ -136,6 +177,11 @@ int main(int argc, char **argv)
                 reqs += w[i].reqs;
         }
         double dt = now_s() - t0;
+        if (!strcmp(mode, "mixed")) {
+                pthread_join(cth, NULL);
+                printf("mixed: claimed and finished %.0f jobs/s meanwhile (slowest claim %.1f ms)\n",
+                       cl.done / dt, cl.max_claim_s * 1e3);
+        }
         IngestStats st;
         ingest_get_stats(ing, &st);
         printf("%s: %d threads x %d per request: %.0f submissions/s, %.0f requests/s, %llu commits "

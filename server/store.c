@@ -56,6 +56,7 @@ enum {
         Q_INSERT_REQ,
         Q_CLAIM_COMPILE,
         Q_CLAIM_RUN,
+        Q_ANY_WAITING,
         Q_GET_REQ,
         Q_GET_COMPILE,
         Q_HEARTBEAT,
@@ -109,6 +110,7 @@ static const char *const queries[Q__MAX] = {
                 "WHERE id = (SELECT id FROM submissions WHERE state = 'compiled' "
                 "ORDER BY priority DESC, id LIMIT 1) "
                 "RETURNING id, stage_attempts, priority, token_id, task, mode, cache_key",
+        [Q_ANY_WAITING] = "SELECT EXISTS (SELECT 1 FROM submissions WHERE state = ?1)",
         [Q_GET_REQ] = "SELECT request FROM submission_requests WHERE id = ?1",
         [Q_GET_COMPILE] = "SELECT compile FROM submission_compiles WHERE id = ?1",
         [Q_HEARTBEAT] = "UPDATE submissions SET lease_expires = ?3 WHERE id = ?1 AND lease_owner = ?2 "
@@ -153,7 +155,18 @@ struct Store {
         sqlite3_stmt *stmts[Q__MAX];
         bool in_group;          /* between store_begin_group() and its commit/rollback */
         bool group_lost;        /* SQLite rolled the group's transaction back by itself */
+        bool write_locked;      /* holds write_mutex: between BEGIN IMMEDIATE and its end */
+        double busy_since;      /* busy handler: when the current wait began */
 };
+
+/*
+ * Writers of this process take turns on a mutex before BEGIN IMMEDIATE: a
+ * blocked thread is woken the moment the lock is free, where SQLite's busy
+ * handler would poll with growing sleeps (measured: claims stalled up to
+ * 0.5 s behind a busy ingest writer). Other processes still meet the busy
+ * handler below. No thread ever holds two write transactions.
+ */
+static pthread_mutex_t write_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 struct StorePool {
         pthread_mutex_t lock;
@@ -274,26 +287,66 @@ static int exec_sql(Store *s, const char *sql)
         return 0;
 }
 
+static void write_release(Store *s)
+{
+        if (s->write_locked) {
+                s->write_locked = false;
+                pthread_mutex_unlock(&write_mutex);
+        }
+}
+
+/* BEGIN IMMEDIATE, after this process's other writers. */
+static int begin_write(Store *s)
+{
+        int r;
+
+        pthread_mutex_lock(&write_mutex);
+        s->write_locked = true;
+        r = run_q(s, Q_BEGIN);
+        if (r < 0)
+                write_release(s);
+        return r;
+}
+
 static int tx_begin(Store *s)
 {
         if (s->in_group)
                 return -EINVAL; /* the group's transaction is open; only inserts may join it */
-        return run_q(s, Q_BEGIN);
+        return begin_write(s);
 }
 
 /* End the transaction: commit when @r is 0, roll back otherwise. Returns @r or the commit's error. */
 static int tx_end(Store *s, int r)
 {
-        if (sqlite3_get_autocommit(s->db))
+        if (sqlite3_get_autocommit(s->db)) {
+                write_release(s);
                 return r != 0 ? r : -EIO; /* SQLite already rolled back (I/O error, full disk) */
-        if (r == 0) {
-                r = run_q(s, Q_COMMIT);
-                if (r == 0)
-                        return 0;
         }
-        if (!sqlite3_get_autocommit(s->db))
+        if (r == 0)
+                r = run_q(s, Q_COMMIT);
+        if (r != 0 && !sqlite3_get_autocommit(s->db))
                 run_q(s, Q_ROLLBACK);
+        write_release(s);
         return r;
+}
+
+/* Cross-process lock waits: short sleeps up to STORE_BUSY_TIMEOUT_MS. */
+static int busy_wait(void *arg, int count)
+{
+        Store *s = arg;
+        struct timespec ts;
+        double now;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+        if (count == 0)
+                s->busy_since = now;
+        if ((now - s->busy_since) * 1000.0 > STORE_BUSY_TIMEOUT_MS)
+                return 0;
+        ts.tv_sec = 0;
+        ts.tv_nsec = count < 20 ? 100000 : 1000000;
+        nanosleep(&ts, NULL);
+        return 1;
 }
 
 static int bind_text(sqlite3_stmt *st, int i, const char *v)
@@ -464,7 +517,7 @@ static int migrate(Store *s, const char *path)
         if (current > known)
                 goto newer;
 
-        r = run_q(s, Q_BEGIN);
+        r = begin_write(s);
         if (r < 0)
                 return r;
         r = user_version(s, &current); /* another connection may have migrated meanwhile */
@@ -559,7 +612,7 @@ int store_open(const char *path, Store **ret_store)
                 goto out;
         }
         sqlite3_extended_result_codes(s->db, 1);
-        sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+        sqlite3_busy_handler(s->db, busy_wait, s);
         r = exec_sql(s, "PRAGMA journal_mode=WAL");
         if (r < 0)
                 goto out;
@@ -587,6 +640,7 @@ void store_close(Store *store)
 {
         if (!store)
                 return;
+        write_release(store); /* closed mid-transaction: SQLite rolls back */
         for (int i = 0; i < Q__MAX; i++)
                 sqlite3_finalize(store->stmts[i]);
         sqlite3_close_v2(store->db);
@@ -892,7 +946,7 @@ int store_insert_request(Store *store, const StoreInsert *ins, int64_t *ret_ids,
         } else {
                 r = run_q(store, Q_SYNC_FULL);
                 if (r == 0)
-                        r = run_q(store, Q_BEGIN);
+                        r = begin_write(store);
         }
         if (r < 0)
                 goto out_sync;
@@ -1026,7 +1080,7 @@ int store_begin_group(Store *store)
         r = run_q(store, Q_SYNC_FULL);
         if (r < 0)
                 return r;
-        r = run_q(store, Q_BEGIN);
+        r = begin_write(store);
         if (r < 0) {
                 run_q(store, Q_SYNC_NORMAL);
                 return r;
@@ -1057,6 +1111,7 @@ int store_commit_group(Store *store)
                 r = run_q(store, Q_COMMIT);
         if (r < 0 && !sqlite3_get_autocommit(store->db))
                 run_q(store, Q_ROLLBACK);
+        write_release(store);
         run_q(store, Q_SYNC_NORMAL);
         store->group_lost = false;
         return r;
@@ -1074,6 +1129,7 @@ void store_rollback_group(Store *store)
         store->group_lost = false;
         if (!sqlite3_get_autocommit(store->db))
                 run_q(store, Q_ROLLBACK);
+        write_release(store);
         run_q(store, Q_SYNC_NORMAL);
 }
 
@@ -1146,6 +1202,19 @@ int store_claim_next(Store *store, Stage stage, const char *owner, double lease_
 
         if (!owner || !(lease_s > 0) || (stage != STAGE_COMPILE && stage != STAGE_RUN))
                 return -EINVAL;
+        /* Nothing waiting: answer without taking the write lock (a row that
+         * appears right after comes with its own notify). */
+        r = stmt_get(store, Q_ANY_WAITING, &st);
+        if (r < 0)
+                return r;
+        bind_text(st, 1, stage == STAGE_COMPILE ? "queued" : "compiled");
+        rc = sqlite3_step(st);
+        bool any = rc == SQLITE_ROW && sqlite3_column_int(st, 0) != 0;
+        stmt_done(st);
+        if (rc != SQLITE_ROW)
+                return fail(store, rc, "look for waiting jobs");
+        if (!any)
+                return STORE_E_EMPTY;
         r = tx_begin(store);
         if (r < 0)
                 return r;
