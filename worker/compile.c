@@ -15,7 +15,7 @@
  * client). Client -O<n> is passed as --ptxas-options=-O<n> (NVRTC itself
  * has no -O). For PTX, nvJitLink gets -arch=<arch> and -Xptxas=-v plus the
  * client options that mean something to it (-ftz, -prec-div, -prec-sqrt,
- * -fmad as -fma, -use_fast_math as those four, -maxrregcount as -maxrreg,
+ * -fmad as -fma, -use_fast_math as those four, -maxrregcount,
  * -lineinfo, -O<n> as -Xptxas=-O<n>); C++ front-end options are ignored
  * with a note in the log.
  */
@@ -880,7 +880,7 @@ static int ptx_options(const CompileJob *job, char ***ret_opts, size_t *ret_n, c
                 } else if (strncmp(p, "fmad=", 5) == 0) {
                         v[n++] = xasprintf("-fma=%s", p + 5);
                 } else if (strncmp(p, "maxrregcount=", 13) == 0) {
-                        v[n++] = xasprintf("-maxrreg=%s", p + 13);
+                        v[n++] = xasprintf("-maxrregcount=%s", p + 13);
                 } else if (strcmp(p, "lineinfo") == 0 || strcmp(p, "generate-line-info") == 0) {
                         v[n++] = strdup("-lineinfo");
                 } else if (o[1] == 'O' && o[2] && !o[3]) {

@@ -55,6 +55,7 @@ static pthread_cond_t wd_cond;
 
 /* Watchdog state; guarded by out_lock. */
 static struct {
+        bool started;               /* the thread runs (its start-up system calls are done) */
         bool armed;
         struct timespec deadline;   /* CLOCK_MONOTONIC */
         char *timeout_json;         /* the RESULT to send at the deadline */
@@ -70,6 +71,8 @@ static void *watchdog_main(void *arg)
 {
         (void)arg;
         pthread_mutex_lock(&out_lock);
+        wd.started = true;
+        pthread_cond_broadcast(&wd_cond);
         for (;;) {
                 struct timespec now;
                 if (!wd.armed) {
@@ -105,6 +108,15 @@ static int watchdog_start(void)
         if (r != 0)
                 return -r;
         pthread_detach(t);
+        /*
+         * Wait until the thread runs: a new thread makes system calls of its
+         * own at start (set_robust_list, rseq) that the seccomp filter loaded
+         * next does not allow.
+         */
+        pthread_mutex_lock(&out_lock);
+        while (!wd.started)
+                pthread_cond_wait(&wd_cond, &out_lock);
+        pthread_mutex_unlock(&out_lock);
         return 0;
 }
 
