@@ -65,6 +65,9 @@ static const char *const allow_common[] = {
         "gettimeofday", "sched_yield", "getpid", "gettid", "getrandom", "poll", "ppoll",
         "rt_sigreturn", "rt_sigprocmask", "restart_syscall", "exit", "exit_group",
         "sched_getaffinity", "getrusage", "sigaltstack",
+        /* A thread that pthread_create() started just before the lock still
+         * registers itself with these (TSYNC reaches it first). */
+        "rseq", "set_robust_list",
 };
 
 /* Compile profile: NVRTC reading headers; nvJitLink dlopening. */

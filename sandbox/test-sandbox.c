@@ -354,6 +354,31 @@ static void t_seccomp_tsync(void)
         pthread_join(th, NULL);
 }
 
+/* A thread started right before the lock registers itself (rseq,
+ * set_robust_list) after TSYNC reached it: that must not kill. */
+static void *thread_noop(void *arg) { return arg; }
+
+static void t_seccomp_thread_race(void)
+{
+        for (int i = 0; i < 40; i++) {
+                fflush(NULL);
+                pid_t pid = fork();
+                CHECK(pid >= 0);
+                if (pid == 0) {
+                        pthread_t th;
+                        SandboxReport rep = {0};
+                        if (pthread_create(&th, NULL, thread_noop, NULL) != 0 ||
+                            sandbox_lock(i % 2 ? SANDBOX_PROFILE_GPU : SANDBOX_PROFILE_COMPILE, &rep) != 0)
+                                _exit(2);
+                        pthread_join(th, NULL);
+                        _exit(0);
+                }
+                int st;
+                CHECK(waitpid(pid, &st, 0) == pid);
+                CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        }
+}
+
 /* ---- proc ------------------------------------------------------------- */
 
 static void t_fds(void)
@@ -620,6 +645,8 @@ int main(void)
         expect_exit0("seccomp: gpu profile allows ioctl; openat is EACCES", t_seccomp_gpu_allowed);
         expect_sigsys("seccomp: gpu profile socket() kills", t_seccomp_gpu_socket);
         expect_sigsys("seccomp: TSYNC covers a thread started before the lock", t_seccomp_tsync);
+        expect_exit0("seccomp: a thread started just before the lock survives (40 tries)",
+                     t_seccomp_thread_race);
         expect_exit0("fds: all above 2 closed but the kept one", t_fds);
         expect_exit0("cwd: shared empty 0555 folder, nothing can be listed or created", t_cwd);
         expect_exit0("uid: unprivileged, no caps, limits fixed, dumpable 0, nnp, pdeathsig re-armed",
