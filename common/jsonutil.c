@@ -157,8 +157,8 @@ int jsonutil_check_fields(json_t *obj, const char *ptr, const char *const *allow
 
 /**
  * jsonutil_is_name() - the identifier rule for params, buffers and kernels
- * Return: true when @s matches [A-Za-z_][A-Za-z0-9_]* and is shorter than
- * LIMIT_NAME_BYTES.
+ * Return: true when @s matches [A-Za-z_][A-Za-z0-9_]* and is at most
+ * LIMIT_NAME_BYTES bytes long.
  */
 bool jsonutil_is_name(const char *s)
 {
@@ -172,7 +172,7 @@ bool jsonutil_is_name(const char *s)
                       c == '_'))
                         return false;
         }
-        return n < LIMIT_NAME_BYTES;
+        return n <= LIMIT_NAME_BYTES;
 }
 
 /* Look up @key; 1 when present, 0 when absent (error if required). */
@@ -226,7 +226,7 @@ int jsonutil_get_name(json_t *obj, const char *ptr, const char *key, bool requir
 {
         const char *s = NULL;
         char p[JSONUTIL_PTR_BYTES];
-        int r = jsonutil_get_string(obj, ptr, key, required, LIMIT_NAME_BYTES - 1, &s, err);
+        int r = jsonutil_get_string(obj, ptr, key, required, LIMIT_NAME_BYTES, &s, err);
 
         if (r || !s)
                 return r;

@@ -200,10 +200,10 @@ int spec_name_exprs_validate(json_t *names, const char *ptr, json_t **ret_names,
         json_array_foreach(names, i, o) {
                 jsonutil_ptr_index(p, ptr, i);
                 if (!json_is_string(o) || json_string_length(o) == 0 ||
-                    json_string_length(o) >= LIMIT_NAME_BYTES ||
+                    json_string_length(o) > LIMIT_NAME_BYTES ||
                     strlen(json_string_value(o)) != json_string_length(o))
                         return jsonutil_fail(err, p,
-                                             "a name expression must be a non-empty string shorter than %d bytes",
+                                             "a name expression must be a non-empty string of at most %d bytes",
                                              LIMIT_NAME_BYTES);
         }
         *ret_names = json_deep_copy(names);
@@ -421,7 +421,7 @@ static int validate_launch(const Task *task, json_t *step, json_t *scratch, bool
         int r;
 
         if ((r = jsonutil_check_fields(step, ptr, fields, err)) ||
-            (r = jsonutil_get_string(step, ptr, "kernel", true, LIMIT_NAME_BYTES - 1, &kernel,
+            (r = jsonutil_get_string(step, ptr, "kernel", true, LIMIT_NAME_BYTES, &kernel,
                                      err)))
                 goto out;
         if (!jsonutil_is_name(kernel)) {

@@ -512,7 +512,7 @@ static int parse_provenance(json_t *doc, SpecError *err)
                                      PROVENANCE_FIELDS_MAX);
         json_object_foreach(prov, key, v) {
                 jsonutil_ptr_key(p, "/provenance", key);
-                if (strlen(key) >= LIMIT_NAME_BYTES)
+                if (strlen(key) > LIMIT_NAME_BYTES)
                         return jsonutil_fail(err, p, "field name too long");
                 if (json_is_object(v) || json_is_array(v))
                         return jsonutil_fail(err, p,
@@ -538,7 +538,7 @@ int spec_task_parse(json_t *doc, const char *base_dir, Task **ret_task, SpecErro
         static const char *const fields[] = {
                 "$schema", "name", "title", "description", "notes", "level", "category",
                 "provenance", "params", "shapes", "buffers", "reference", "tolerance", "flops",
-                "bytes", "correctness_trials", "example", NULL
+                "bytes", "correctness_trials", "example", "tolerance_note", NULL
         };
         char p[JSONUTIL_PTR_BYTES];
         const char *s = NULL;
@@ -566,6 +566,8 @@ int spec_task_parse(json_t *doc, const char *base_dir, Task **ret_task, SpecErro
             (r = jsonutil_get_string(d, "", "title", false, LIMIT_NAME_BYTES, &s, err)) ||
             (r = jsonutil_get_string(d, "", "description", true, LIMIT_TASK_TEXT_BYTES, &s, err)) ||
             (r = jsonutil_get_string(d, "", "notes", false, LIMIT_TASK_TEXT_BYTES, &s, err)) ||
+            (r = jsonutil_get_string(d, "", "tolerance_note", false, LIMIT_TASK_TEXT_BYTES, &s,
+                                     err)) ||
             (r = jsonutil_get_int(d, "", "level", false, 0, TASK_LEVEL_MAX, &level, err)) ||
             (r = jsonutil_get_name(d, "", "category", false, &s, err)) ||
             (r = parse_provenance(d, err)) || (r = parse_params(t, d, err)) ||

@@ -1,0 +1,181 @@
+/*
+ * Unit tests for common/tasklib.c: the fixture library loads sorted, lookups
+ * and filters work, and a folder of broken files reports each one (bad JSON,
+ * name/file mismatch, duplicate names, invalid tasks) while the good load.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/tasklib.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                     \
+        do {                                                                            \
+                if (!(cond)) {                                                          \
+                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
+                                #cond);                                                 \
+                        failures++;                                                     \
+                }                                                                       \
+        } while (0)
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+        char path[4096];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        f = fopen(path, "w");
+        if (!f) {
+                perror(path);
+                exit(1);
+        }
+        fputs(text, f);
+        fclose(f);
+}
+
+static const char *TASK_FMT =
+        "{\"name\": \"%s\", \"description\": \"d\", \"level\": %d, \"category\": \"%s\","
+        " \"params\": {\"N\": \"n\"}, \"shapes\": [{\"name\": \"default\", \"N\": %d}],"
+        " \"buffers\": [{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"inout\","
+        " \"init\": {\"dist\": \"mixed\"}}],"
+        " \"reference\": {\"source\": \"extern \\\"C\\\" __global__ void k(float *x) {}\","
+        " \"plan\": [{\"kernel\": \"k\", \"grid\": [1], \"block\": [\"N\"], \"args\": [\"x\"]}]}}";
+
+static void write_task_n(const char *dir, const char *file, const char *name, int level,
+                         const char *cat, int n)
+{
+        char text[2048];
+
+        snprintf(text, sizeof(text), TASK_FMT, name, level, cat, n);
+        write_file(dir, file, text);
+}
+
+static void write_task(const char *dir, const char *file, const char *name, int level,
+                       const char *cat)
+{
+        write_task_n(dir, file, name, level, cat, 8);
+}
+
+static const char *error_for(json_t *errors, const char *file_suffix, const char **ret_ptr)
+{
+        size_t i;
+        json_t *e;
+
+        json_array_foreach(errors, i, e) {
+                const char *f = json_string_value(json_object_get(e, "file"));
+                size_t n = strlen(f), m = strlen(file_suffix);
+                if (n >= m && strcmp(f + n - m, file_suffix) == 0) {
+                        *ret_ptr = json_string_value(json_object_get(e, "pointer"));
+                        return json_string_value(json_object_get(e, "message"));
+                }
+        }
+        return NULL;
+}
+
+static void test_fixtures(const char *root)
+{
+        char dir[4096];
+        TaskLib *lib = NULL;
+        json_t *errors = NULL, *list;
+
+        snprintf(dir, sizeof(dir), "%s/tests/fixtures/tasks", root);
+        CHECK(tasklib_load(dir, &lib, &errors) == 0);
+        CHECK(json_array_size(errors) == 0);
+        CHECK(tasklib_count(lib) == 4);
+        CHECK(strcmp(spec_task_name(tasklib_task_at(lib, 0)), "gather_rows") == 0);
+        CHECK(strcmp(spec_task_name(tasklib_task_at(lib, 3)), "vadd") == 0);
+        CHECK(tasklib_task_at(lib, 4) == NULL);
+        CHECK(tasklib_get(lib, "rownorm") != NULL);
+        CHECK(tasklib_get(lib, "gemm_f16") != NULL);
+        CHECK(tasklib_get(lib, "nope") == NULL);
+        CHECK(tasklib_get(lib, "") == NULL);
+        list = tasklib_list(lib, 0, NULL);
+        CHECK(json_array_size(list) == 4);
+        json_decref(list);
+        list = tasklib_list(lib, 2, NULL);
+        CHECK(json_array_size(list) == 1);
+        CHECK(strcmp(json_string_value(json_object_get(json_array_get(list, 0), "name")),
+                     "rownorm") == 0);
+        json_decref(list);
+        list = tasklib_list(lib, 1, "gemm");
+        CHECK(json_array_size(list) == 1);
+        CHECK(json_integer_value(json_object_get(
+                      json_array_get(json_object_get(json_array_get(list, 0), "shapes"), 1),
+                      "K")) == 33);
+        json_decref(list);
+        list = tasklib_list(lib, 0, "nosuch");
+        CHECK(json_array_size(list) == 0);
+        json_decref(list);
+        json_decref(errors);
+        tasklib_free(lib);
+}
+
+static void test_broken(void)
+{
+        char tmpl[] = "/tmp/kevald-tasklib-XXXXXX", sub[4200], hidden[4200];
+        const char *dir = mkdtemp(tmpl), *msg, *ptr = NULL;
+        TaskLib *lib = NULL;
+        json_t *errors = NULL;
+        char cmd[4400];
+
+        CHECK(dir != NULL);
+        snprintf(sub, sizeof(sub), "%s/cat", dir);
+        snprintf(hidden, sizeof(hidden), "%s/.git", dir);
+        CHECK(mkdir(sub, 0700) == 0 && mkdir(hidden, 0700) == 0);
+        write_task(dir, "good.json", "good", 1, "a");
+        write_task(sub, "deep.json", "deep", 3, "b");
+        write_task(sub, "good2.json", "good", 1, "a"); /* named 'good' in good2.json */
+        write_task(dir, "twin.json", "twin", 1, "a");
+        write_task(sub, "twin.json", "twin", 1, "a");  /* duplicate name */
+        write_file(dir, "broken.json", "{\"name\": ");
+        write_file(dir, "example.plan.json", "not even JSON"); /* skipped */
+        write_file(hidden, "x.json", "not JSON either");        /* skipped */
+        write_file(dir, "notes.txt", "ignored");
+        write_task_n(dir, "bad.json", "bad", 1, "a", 2048); /* block ["N"] too large */
+        CHECK(tasklib_load(dir, &lib, &errors) == 0);
+        CHECK(tasklib_count(lib) == 3);
+        CHECK(tasklib_get(lib, "good") && tasklib_get(lib, "deep") && tasklib_get(lib, "twin"));
+        CHECK(json_array_size(errors) == 4);
+        msg = error_for(errors, "/broken.json", &ptr);
+        CHECK(msg && strncmp(msg, "not valid JSON: line 1", 22) == 0 && ptr && !ptr[0]);
+        msg = error_for(errors, "/cat/good2.json", &ptr);
+        CHECK(msg && strcmp(msg, "task name 'good' differs from the file name 'good2.json'") == 0);
+        CHECK(ptr && strcmp(ptr, "/name") == 0);
+        msg = error_for(errors, "/twin.json", &ptr);
+        CHECK(msg && strcmp(msg, "duplicate task name 'twin'") == 0);
+        msg = error_for(errors, "/bad.json", &ptr);
+        CHECK(msg && strcmp(msg, "block x is 2048 in shape 'default'; it must be in [1, 1024]") == 0);
+        CHECK(ptr && strcmp(ptr, "/reference/plan/0/block/0") == 0);
+        json_decref(errors);
+        tasklib_free(lib);
+
+        /* a missing folder is an error, not an empty library */
+        lib = NULL;
+        errors = NULL;
+        snprintf(sub, sizeof(sub), "%s/missing", dir);
+        CHECK(tasklib_load(sub, &lib, &errors) == -ENOENT);
+        CHECK(lib == NULL);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        CHECK(system(cmd) == 0);
+}
+
+int main(void)
+{
+        const char *root = getenv("KEVALD_SOURCE_ROOT");
+
+        log_init("test-tasklib", LOG_LEVEL_ERROR);
+        test_fixtures(root ? root : "..");
+        test_broken();
+        if (failures) {
+                fprintf(stderr, "%d failure(s)\n", failures);
+                return 1;
+        }
+        printf("tasklib: all tests passed\n");
+        return 0;
+}
