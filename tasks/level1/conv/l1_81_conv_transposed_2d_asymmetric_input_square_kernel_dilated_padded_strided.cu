@@ -1,0 +1,48 @@
+// Reference for KernelBench level 1 problem 81_conv_transposed_2D_asymmetric_input_square_kernel___dilated____padded____strided__: 2D transposed convolution (nn.ConvTranspose2d, bias=False) with groups, per-axis stride, padding, output padding and dilation.
+// conv_transpose2d_ref: one thread per output element (grid-stride, 64-bit indices),
+// fp32 fused multiply-adds over the input channels of the output's group and
+// the kernel taps, in a fixed order. A direct convolution: PyTorch eager calls
+// cuDNN (which picks implicit GEMM, Winograd or FFT algorithms).
+
+extern "C" __global__ void conv_transpose2d_ref(const float* __restrict__ x, const float* __restrict__ w,
+        const float* __restrict__ bias, float* __restrict__ y, int N, int CI, int CO, int G,
+        int has_bias, int IH, int IW, int OH, int OW, int KH, int KW, int SH, int SW, int PH, int PW, int DLH, int DLW, unsigned long long total)
+{
+        int cig = CI / G, cog = CO / G;
+        unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+        for (unsigned long long o = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+             o < total; o += stride) {
+                unsigned long long r = o;
+                int ow = (int)(r % OW);
+                r /= OW;
+                int oh = (int)(r % OH);
+                r /= OH;
+                int co = (int)(r % CO);
+                int n = (int)(r / CO);
+                int g = co / cog;
+                float acc = has_bias ? bias[co] : 0.0f;
+                for (int c = 0; c < cig; c++) {
+                        int ci = g * cig + c;
+                        const float* xp = x + ((unsigned long long)n * CI + ci) * (unsigned long long)IH * (unsigned long long)IW;
+                        const float* wp = w + ((unsigned long long)ci * cog + (co - g * cog)) * (KH * KW);
+                        for (int kh = 0; kh < KH; kh++) {
+                                int th = oh + PH - kh * DLH;
+                                if (th < 0 || th % SH != 0)
+                                        continue;
+                                int ih = th / SH;
+                                if (ih >= IH)
+                                        continue;
+                                for (int kw = 0; kw < KW; kw++) {
+                                        int tw = ow + PW - kw * DLW;
+                                        if (tw < 0 || tw % SW != 0)
+                                                continue;
+                                        int iw = tw / SW;
+                                        if (iw >= IW)
+                                                continue;
+                                        acc = fmaf(xp[(unsigned long long)((ih) * IW + iw)], wp[(kh) * KW + kw], acc);
+                                }
+                        }
+                }
+                y[o] = acc;
+        }
+}
