@@ -303,7 +303,7 @@ def library_task(client):
     found = None
     r = client.get("/v1/tasks")
     if r.status_code == 200:
-        for summ in r.json().get("tasks", []):
+        for summ in r.json().get("items", []):
             t = client.get(f"/v1/tasks/{summ['name']}")
             if t.status_code != 200:
                 continue

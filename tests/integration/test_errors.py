@@ -18,7 +18,7 @@ def post(client, body, **kw):
 
 
 def test_malformed_json(client):
-    for raw in (b"{", b"{\"mode\": }", b"not json", b"\xff\xfe{}", b""):
+    for raw in (b"{", b"{\"mode\": }", b"not json", b"\xff\xfe{}", b"", b'{"mode": "compile", "mode": "compile"}'):
         r = client.post("/v1/submissions", content=raw, headers={"content-type": "application/json"})
         problem(r, 400)
 
@@ -34,7 +34,7 @@ def test_too_deep(client):
     raw = ("[" * (LIMITS["LIMIT_JSON_DEPTH"] + 10) + "]" * (LIMITS["LIMIT_JSON_DEPTH"] + 10)).encode()
     body = {"mode": "compile", "source": "x", "tags": {"labels": {}}}
     r = client.post("/v1/submissions", content=raw, headers={"content-type": "application/json"})
-    problem(r, 400)
+    problem(r, 422)
     assert post(client, body).status_code == 202
 
 

@@ -113,10 +113,11 @@ def test_every_route_answers_as_documented(api, reg, client):
     # tasks
     ck.check("get", "/v1/tasks")
     lt = library_task(client)
-    tasks = client.get("/v1/tasks").json()["tasks"]
+    tasks = client.get("/v1/tasks").json()["items"]
     if tasks:
         ck.check("get", f"/v1/tasks/{tasks[0]['name']}")
         ck.check("get", f"/v1/tasks/{tasks[0]['name']}/prompt")
+        ck.check("get", f"/v1/tasks/{tasks[0]['name']}/prompt?format=json")
     ck.check("get", "/v1/tasks/nope_nope")
     ck.check("get", "/v1/tasks/nope_nope/prompt")
     ck.check("get", "/v1/tasks?level=abc")

@@ -70,10 +70,10 @@ def test_tasks(client):
     assert r.status_code == 200
     body = r.json()
     files = [p for p in task_dir().rglob("*.json") if not p.name.endswith(".schema.json")]
-    assert body["count"] == len(body["tasks"])
+    assert body["count"] == len(body["items"])
     if not files:
         pytest.skip("no task library")
-    names = [t["name"] for t in body["tasks"]]
+    names = [t["name"] for t in body["items"]]
     assert names == sorted(names)
     assert body["count"] >= 1
     name = names[0]
@@ -94,7 +94,7 @@ def test_tasks(client):
     # Filters.
     lvl = task.get("level")
     if lvl:
-        listed = client.get("/v1/tasks", params={"level": lvl}).json()["tasks"]
+        listed = client.get("/v1/tasks", params={"level": lvl}).json()["items"]
         assert name in [x["name"] for x in listed] and all(x["level"] == lvl for x in listed)
     body = problem(client.get("/v1/tasks", params={"level": "x"}), 422)
     assert body["pointer"] == "/query/level", body
@@ -109,11 +109,13 @@ def test_stats_move(client):
     sid = accepted(client.post("/v1/submissions", json=compile_sub(unique(BROKEN_KERNEL))))
     wait_done(client, sid)
     a = client.get("/v1/stats").json()
-    assert a["submissions"] == b["submissions"] + 1
-    assert a["verdicts"].get("compile_error", 0) == b["verdicts"].get("compile_error", 0) + 1
-    assert a["states"].get("done", 0) == b["states"].get("done", 0) + 1
-    assert a["queue_depth"] == sum(v for k, v in a["states"].items() if k != "done")
-    assert a["compile_cache"]["misses"] >= b["compile_cache"]["misses"] + 1
+    assert a["submissions"]["total"] == b["submissions"]["total"] + 1
+    assert a["submissions"]["by_verdict"].get("compile_error", 0) == \
+        b["submissions"]["by_verdict"].get("compile_error", 0) + 1
+    assert a["submissions"]["by_state"].get("done", 0) == b["submissions"]["by_state"].get("done", 0) + 1
+    for k in ("queued", "compiled", "running"):
+        assert a["queue"][k] == a["submissions"]["by_state"].get(k, 0)
+    assert a["cache"]["misses"] >= b["cache"]["misses"] + 1
 
 
 def test_metrics(client):
