@@ -148,9 +148,10 @@ int main(void)
         free(big);
 
         /* expr_eval_json */
-        CHECK(expr_eval_json(json_integer(5), params, &v, msg, sizeof(msg)) == 0 && v == 5);
         {
-                json_t *s = json_string("ceil_div(N, 3)"), *r = json_real(1.5);
+                json_t *s = json_string("ceil_div(N, 3)"), *r = json_real(1.5), *i = json_integer(5);
+                CHECK(expr_eval_json(i, params, &v, msg, sizeof(msg)) == 0 && v == 5);
+                json_decref(i);
                 CHECK(expr_eval_json(s, params, &v, msg, sizeof(msg)) == 0 && v == 334);
                 CHECK(expr_eval_json(r, params, &v, msg, sizeof(msg)) == EXPR_E_SYNTAX);
                 CHECK(strcmp(msg, "expected an integer or an expression string") == 0);
