@@ -300,7 +300,7 @@ def library_task(client):
     """A library task whose reference plan is kernel launches only, as (name, task JSON); or None."""
     if "t" in _task_cache:
         return _task_cache["t"]
-    found = None
+    found = []
     r = client.get("/v1/tasks")
     if r.status_code == 200:
         for summ in r.json().get("items", []):
@@ -310,8 +310,9 @@ def library_task(client):
             task = t.json()
             ref = task.get("reference", {})
             if ref.get("source") and all("kernel" in s for s in ref.get("plan", [])):
-                found = (summ["name"], task)
-                break
+                found.append((len(ref.get("scratch") or []), summ["name"], task))
+    # Prefer a task whose reference needs no scratch buffers.
+    found = min(found, key=lambda f: (f[0], f[1]))[1:] if found else None
     _task_cache["t"] = found
     return found
 
@@ -351,6 +352,8 @@ def full_sub(client, **extra):
         sub = {"task": name, "source": task["reference"]["source"], "plan": task["reference"]["plan"]}
         if task["reference"].get("options"):
             sub["options"] = task["reference"]["options"]
+        if task["reference"].get("scratch"):
+            sub["scratch"] = task["reference"]["scratch"]
     else:
         sub = {"task_spec": VECADD_TASK, "source": VECADD_SOURCE, "plan": VECADD_PLAN}
     sub["mode"] = "full"

@@ -34,6 +34,8 @@ def test_good_kernel_compiles(client):
     assert [p["offset"] for p in params] == [0, 8, 16, 24], params
     assert kernels["saxpy"]["registers"] > 0
     assert res["reward_fields"]["compiled"] is True
+    assert res["reward_fields"]["speedup"] is None
+    assert done["speedup"] is None, "no timing in compile mode: speedup is null, not 0"
     assert done["finished_at"] >= done["created_at"]
 
 

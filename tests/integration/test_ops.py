@@ -124,22 +124,32 @@ def test_metrics(client):
     assert r.headers["content-type"].startswith("text/plain")
     s1, types = parse_metrics(r.text)
     assert all(n.startswith("kevald_") for n, _ in s1), "every family is prefixed kevald_"
-    for fam in ("kevald_http_requests_total", "kevald_submissions_accepted_total",
-                "kevald_queue_depth", "kevald_verdicts_total"):
-        assert any(n == fam for n, _ in s1) or fam in types, f"missing {fam}"
-    assert types.get("kevald_http_requests_total") == "counter"
-    assert types.get("kevald_queue_depth") == "gauge"
+    for fam in ("kevald_http_requests_total", "kevald_http_request_duration_seconds", "kevald_submissions_total",
+                "kevald_queue_depth", "kevald_workers", "kevald_compile_cache_hits_total",
+                "kevald_compile_cache_misses_total"):
+        assert fam in types, f"missing {fam}"
+    assert types["kevald_http_requests_total"] == "counter"
+    assert types["kevald_submissions_total"] == "counter"
+    assert types["kevald_queue_depth"] == "gauge"
+    assert types["kevald_http_request_duration_seconds"] == "histogram"
 
-    sid = accepted(client.post("/v1/submissions", json=compile_sub(unique(GOOD_KERNEL))))
-    wait_done(client, sid)
+    src = unique(GOOD_KERNEL)
+    for _ in range(2):      # a miss, then a hit
+        wait_done(client, accepted(client.post("/v1/submissions", json=compile_sub(src))))
     problem(client.get("/v1/submissions/999999999"), 404)
     s2, _ = parse_metrics(client.get("/metrics").text)
-    assert total(s2, "kevald_submissions_accepted_total") >= total(s1, "kevald_submissions_accepted_total") + 1
-    assert total(s2, "kevald_http_requests_total") >= total(s1, "kevald_http_requests_total") + 3
+    assert total(s2, "kevald_http_requests_total") >= total(s1, "kevald_http_requests_total") + 5
+    assert total(s2, "kevald_http_requests_total", route="/v1/submissions", code="202") >= \
+        total(s1, "kevald_http_requests_total", route="/v1/submissions", code="202") + 2
     assert total(s2, "kevald_http_requests_total", code="404") >= \
         total(s1, "kevald_http_requests_total", code="404") + 1
-    assert total(s2, "kevald_verdicts_total", verdict="compiled") >= \
-        total(s1, "kevald_verdicts_total", verdict="compiled") + 1
+    assert total(s2, "kevald_submissions_total", verdict="compiled") >= \
+        total(s1, "kevald_submissions_total", verdict="compiled") + 2
+    assert total(s2, "kevald_compile_cache_misses_total") >= total(s1, "kevald_compile_cache_misses_total") + 1
+    assert total(s2, "kevald_compile_cache_hits_total") >= total(s1, "kevald_compile_cache_hits_total") + 1
+    assert total(s2, "kevald_http_request_duration_seconds_count", route="/v1/submissions") >= \
+        total(s1, "kevald_http_request_duration_seconds_count", route="/v1/submissions") + 2
+    assert total(s2, "kevald_workers", role="compile", state="ready") >= 1
 
 
 def test_parse_metrics_rejects_garbage():
