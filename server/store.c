@@ -1448,7 +1448,7 @@ static int finish_in_tx(Store *s, int64_t id, const char *owner, const char *ver
                 return r;
         sqlite3_bind_int64(st, 1, id);
         bind_text(st, 2, verdict);
-        if (isfinite(speedup))
+        if (isfinite(speedup) && speedup > 0)
                 sqlite3_bind_double(st, 3, speedup);
         else
                 sqlite3_bind_null(st, 3);
@@ -1470,7 +1470,8 @@ static int finish_in_tx(Store *s, int64_t id, const char *owner, const char *ver
  * @owner:   the lease owner (the job must be compiling or running under it),
  *           or NULL to finish from any state but done (e.g. rejected while compiled)
  * @verdict: one of the verdicts of docs/internals.md
- * @speedup: the speedup, or NAN when there is none (stored as NULL)
+ * @speedup: the speedup; NAN, 0 or negative when there is none (stored as NULL,
+ *           the API shows null)
  * @result:  the result JSON; borrowed
  * Return: 0, STORE_E_NOT_FOUND, STORE_E_CONFLICT when already done or the
  * lease is not held by @owner, or a negative errno.

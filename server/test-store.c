@@ -199,12 +199,12 @@ static void test_lifecycle(void)
         json_decref(o);
         CHECK_RC(store_get_submission(s, 424242, &o), STORE_E_NOT_FOUND);
 
-        /* Mode compile ends from compiling; NAN speedup is stored as null. */
+        /* Mode compile ends from compiling; a speedup of 0 (none) is stored as null. */
         CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w1", 30, &job), 0);
         CHECK(job->id == id2);
         store_job_free(job);
         result = json_pack("{s:s}", "verdict", "compiled");
-        CHECK_RC(store_finish(s, id2, "w1", "compiled", NAN, result), 0);
+        CHECK_RC(store_finish(s, id2, "w1", "compiled", 0.0, result), 0);
         json_decref(result);
         CHECK_RC(store_get_submission(s, id2, &o), 0);
         CHECK(json_is_null(json_object_get(o, "speedup")));
