@@ -568,6 +568,7 @@ int gpu_job_parse(json_t *doc, size_t blob_len, GpuJob **ret_job, char *err, siz
         job->max_trials = 1000;
         job->warmup = 3;
         job->deadline_ms = 120000;
+        job->launch_timeout_ms = 10000;
         job->trials = 3;
         if (!json_is_object(doc)) {
                 r = fail(&c, "the job must be an object");
@@ -609,19 +610,23 @@ int gpu_job_parse(json_t *doc, size_t blob_len, GpuJob **ret_job, char *err, siz
         if ((r = get_int(&c, doc, "correctness_trials", false, 1, LIMIT_CORRECTNESS_TRIALS_MAX, &v)))
                 goto out;
         job->trials = (int)v;
+        if ((r = get_int(&c, doc, "launch_timeout_ms", false, 1, 3600000, &job->launch_timeout_ms)))
+                goto out;
         cubins = json_object_get(doc, "cubins");
         {
+                /* A reference made only of library steps may come without a CUBIN
+                 * (absent, or size 0); the candidate always has one. */
                 json_t *cand = json_object_get(cubins, "candidate"), *ref = json_object_get(cubins, "reference");
                 int64_t co = 0, cs = 0, ro = 0, rs = 0;
                 snprintf(c.path, sizeof(c.path), "/cubins");
-                if (!json_is_object(cand) || !json_is_object(ref)) {
-                        r = fail(&c, "needs 'candidate' and 'reference' objects");
+                if (!json_is_object(cand) || (ref && !json_is_object(ref))) {
+                        r = fail(&c, "needs a 'candidate' object (and 'reference', if any, an object)");
                         goto out;
                 }
                 if ((r = get_int(&c, cand, "offset", true, 0, (int64_t)blob_len, &co)) ||
                     (r = get_int(&c, cand, "size", true, 1, (int64_t)blob_len, &cs)) ||
-                    (r = get_int(&c, ref, "offset", true, 0, (int64_t)blob_len, &ro)) ||
-                    (r = get_int(&c, ref, "size", true, 1, (int64_t)blob_len, &rs)))
+                    (ref && (r = get_int(&c, ref, "offset", true, 0, (int64_t)blob_len, &ro))) ||
+                    (ref && (r = get_int(&c, ref, "size", true, 0, (int64_t)blob_len, &rs))))
                         goto out;
                 if ((uint64_t)co + (uint64_t)cs > blob_len || (uint64_t)ro + (uint64_t)rs > blob_len) {
                         r = fail(&c, "a CUBIN range lies outside the blob of %zu bytes", blob_len);

@@ -102,9 +102,10 @@ typedef struct GpuJob {
         char seed_text[32];
         double budget_ms, target_precision;
         int64_t min_trials, max_trials, warmup;
-        int64_t deadline_ms;
+        int64_t deadline_ms;        /* the whole job */
+        int64_t launch_timeout_ms;  /* one plan execution (default 10000) */
         int trials;             /* correctness trials */
-        size_t cand_off, cand_size, ref_off, ref_size;
+        size_t cand_off, cand_size, ref_off, ref_size; /* ref_size 0: no reference CUBIN */
         JobShape *shapes;
         int n_shapes;
 } GpuJob;

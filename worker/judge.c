@@ -64,6 +64,7 @@ typedef struct Run {
         bool must_exit;
         int exit_code;
         bool suspicious;
+        bool launch_limit_hit; /* the last timeout was the per-launch limit, not the job deadline */
 } Run;
 
 /**
@@ -158,6 +159,11 @@ static int fail_gpu(Run *r, int rc)
         if (rc == GPU_E_TIMEOUT) {
                 r->must_exit = true;
                 r->exit_code = 4;
+                if (r->launch_limit_hit)
+                        return fail(r, "timeout", "timeout",
+                                    "the GPU work did not finish within the launch time limit (%" PRId64
+                                    " ms per plan execution; phase %s)",
+                                    r->job->launch_timeout_ms, r->phase);
                 return fail(r, "timeout", "timeout",
                             "the job's deadline of %" PRId64 " ms passed while the GPU was busy (phase %s)",
                             r->job ? r->job->deadline_ms : 0, r->phase);
@@ -185,6 +191,23 @@ static int fail_gpu(Run *r, int rc)
                 if (rc_)                                   \
                         return fail_gpu((r), rc_);         \
         } while (0)
+
+/*
+ * Wait for @ev, giving the GPU at most @allowed_ms (and never past the job's
+ * deadline). Return: as gpu_event_wait().
+ */
+static int wait_bounded(Run *r, GpuEvent *ev, int64_t allowed_ms)
+{
+        int64_t saved = gpu_deadline_get(), lim = gpu_now_ns() + allowed_ms * 1000000LL;
+        int rc;
+
+        if (lim < saved)
+                gpu_deadline_set(lim);
+        rc = gpu_event_wait(ev);
+        gpu_deadline_set(saved);
+        r->launch_limit_hit = rc == GPU_E_TIMEOUT && lim < saved;
+        return rc;
+}
 
 /* ---------------------------------------------------------------- load -- */
 
@@ -233,6 +256,9 @@ static int load_side(Run *r, int si, int side_idx)
                 r->kernel = st->kernel;
                 if (st->kind == JOB_STEP_GEMM)
                         continue;
+                if (!mod)
+                        return fail(r, "rejected", "plan", "the %s plan launches kernel '%s' but came without a CUBIN",
+                                    who, st->kernel);
                 rc = gpu_kernel_get(mod, st->kernel, &ks[j]);
                 if (rc == GPU_E_NOT_FOUND)
                         return fail(r, "rejected", "plan", "the %s CUBIN has no kernel '%s'", who, st->kernel);
@@ -416,7 +442,7 @@ static int run_plan(Run *r, int si, int side_idx, const BufSet *set, bool wait_e
                 TRY_GPU(r, launch_step(r, s, side, r->kern[si][side_idx][j], &side->steps[j], set));
                 if (wait_each) {
                         TRY_GPU(r, gpu_event_record(ev_b));
-                        TRY_GPU(r, gpu_event_wait(ev_b));
+                        TRY_GPU(r, wait_bounded(r, ev_b, r->job->launch_timeout_ms));
                         TRY_GPU(r, gpu_event_elapsed_ms(ev_a, ev_b, &ms));
                         r->busy_ms += ms;
                 }
@@ -913,8 +939,10 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
                         goto out;
         }
         r->side = SIDE_CAND; /* a fault surfacing here comes from a candidate run */
-        if ((rc = wait_all(r)))
+        if ((rc = gpu_event_record(ev_b)) || (rc = wait_bounded(r, ev_b, r->job->launch_timeout_ms * (2 * job->warmup + 1)))) {
+                rc = fail_gpu(r, rc);
                 goto out;
+        }
         if (job->warmup > 0)
                 pair_ms = (double)(gpu_now_ns() - t_start) / 1e6 / (double)job->warmup;
         t_start = gpu_now_ns();
@@ -931,7 +959,7 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
                 r->side = SIDE_CAND;
                 r->launch = -1;
                 r->kernel = NULL;
-                if ((rc = gpu_event_wait(ev_pool[4 * (b - 1) + 3]))) {
+                if ((rc = wait_bounded(r, ev_pool[4 * (b - 1) + 3], r->job->launch_timeout_ms * (int64_t)(2 * b)))) {
                         rc = fail_gpu(r, rc);
                         goto out;
                 }
@@ -1059,7 +1087,7 @@ int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t
 
         /* load */
         if (load_module(r, blob, job->cand_off, job->cand_size, &r->cand_mod) ||
-            load_module(r, blob, job->ref_off, job->ref_size, &r->ref_mod))
+            (job->ref_size > 0 && load_module(r, blob, job->ref_off, job->ref_size, &r->ref_mod)))
                 goto cleanup;
         for (int si = 0; si < job->n_shapes; si++) {
                 r->shape = si;
