@@ -462,7 +462,10 @@ static void worker_kill(Worker *w, const char *why)
 {
         if (w->state == W_STOPPED)
                 return;
-        log_warn("dispatch: killing %s worker %d (pid %d): %s", w->spec->name, w->index, w->proc.pid, why);
+        if (w->d->stopping)
+                log_info("dispatch: stopping %s worker %d (pid %d)", w->spec->name, w->index, w->proc.pid);
+        else
+                log_warn("dispatch: killing %s worker %d (pid %d): %s", w->spec->name, w->index, w->proc.pid, why);
         /* The worker is the leader of its own process group (UV_PROCESS_DETACHED). */
         if (w->proc.pid > 0 && kill(-w->proc.pid, SIGKILL) < 0)
                 kill(w->proc.pid, SIGKILL);

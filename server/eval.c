@@ -203,6 +203,7 @@ int cmd_eval(int argc, char **argv)
         int64_t id = 0;
         int c, r, rc = 3;
 
+        log_init("kevald", LOG_LEVEL_WARN);
         optind = 1;
         while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
                 switch (c) {
@@ -328,6 +329,16 @@ int cmd_eval(int argc, char **argv)
                 fprintf(stderr, "kevald eval: starting the workers failed: %s\n", strerror(-r));
                 goto out;
         }
+        if (!compile_only) {
+                json_t *st = dispatch_status(d);
+                bool none = json_array_size(json_object_get(st, "gpus")) == 0;
+                json_decref(st);
+                if (none) {
+                        fprintf(stderr, "kevald eval: no GPU on this host; use --compile for a compile-only check\n");
+                        dispatch_stop(d, 1);
+                        goto out;
+                }
+        }
         /* A CLI waiting on its one job may poll its own private store. */
         for (double waited = 0;; waited += 0.005) {
                 json_t *cur = NULL;
@@ -342,15 +353,6 @@ int cmd_eval(int argc, char **argv)
                 if (waited > timeout_s) {
                         fprintf(stderr, "kevald eval: no verdict after %.0f s\n", timeout_s);
                         break;
-                }
-                if (!compile_only && waited > 10) {
-                        json_t *st = dispatch_status(d);
-                        bool none = json_array_size(json_object_get(st, "gpus")) == 0;
-                        json_decref(st);
-                        if (none) {
-                                fprintf(stderr, "kevald eval: no GPU on this host; use --compile for a compile-only check\n");
-                                break;
-                        }
                 }
                 sleep_ms(5);
         }
