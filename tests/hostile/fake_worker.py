@@ -1,0 +1,63 @@
+#!/usr/bin/python3
+"""
+A misbehaving stand-in for kevald-compile, used only by the hostile suite.
+
+The suite copies this file into a temporary folder as `kevald-compile` and
+starts `kevald serve --libexec <that folder>`. The first time the supervisor
+starts it, it misbehaves as the file `mode` beside it says; every later start
+execs the real worker (path in the file `real`), so the test can check that
+the supervisor killed the bad one and recovered with a good one. Nothing in
+the production code knows about it.
+"""
+import os
+import struct
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAGIC = 0x3146564B  # "KVF1"
+HELLO, RESULT = 1, 3
+
+
+def frame(ftype, json_bytes, blob=b"", json_len=None, blob_len=None):
+    jl = len(json_bytes) if json_len is None else json_len
+    bl = len(blob) if blob_len is None else blob_len
+    return struct.pack("<IIII", MAGIC, ftype, jl, bl) + json_bytes + blob
+
+
+def main():
+    count_path = os.path.join(HERE, "spawns")
+    try:
+        n = int(open(count_path).read())
+    except (OSError, ValueError):
+        n = 0
+    with open(count_path, "w") as f:
+        f.write(str(n + 1))
+    if n > 0:
+        real = open(os.path.join(HERE, "real")).read().strip()
+        os.execv(real, [real] + sys.argv[1:])
+    mode = open(os.path.join(HERE, "mode")).read().strip()
+    out = sys.stdout.buffer
+    if mode == "garbage":
+        out.write(b"this is not a frame \x00\xff\xfe" * 64)
+    elif mode == "bad_magic":
+        out.write(struct.pack("<IIII", 0xDEADBEEF, HELLO, 2, 0) + b"{}")
+    elif mode == "huge_length":
+        out.write(frame(HELLO, b"", json_len=0xFFFFFFF0))
+    elif mode == "bad_type":
+        out.write(frame(99, b'{"role":"compile"}'))
+    elif mode == "not_object":
+        out.write(frame(HELLO, b"[1, 2, 3]"))
+    elif mode == "result_without_job":
+        out.write(frame(HELLO, b'{"role":"compile","pid":%d,"nvrtc":"13.0","arch_default":"sm_90a","layers":{}}' % os.getpid()))
+        out.write(frame(RESULT, b'{"id":424242,"ok":true}'))
+    elif mode == "hello_twice":
+        h = b'{"role":"compile","pid":%d,"nvrtc":"13.0","arch_default":"sm_90a","layers":{}}' % os.getpid()
+        out.write(frame(HELLO, h) + frame(HELLO, h))
+    out.flush()
+    # Stay alive: the supervisor must kill us, not wait for us to leave.
+    time.sleep(600)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""
+Compile-time attacks (mode "compile", no GPU needed): reading host files
+through #include, escaping the toolkit, runaway compiles, oversized bodies,
+options that read or write files, and bodies that are not UTF-8. Each case
+asserts its exact outcome, that no host file text or supervisor environment
+shows up in the answer or the log, and that the service then compiles a
+normal submission normally.
+"""
+import json
+import time
+
+import httpx
+import pytest
+
+from conftest import (PASSWD_MARK, SECRET_ENV, SLOW, assert_nothing_leaked,
+                      assert_serves_normally, compile_body, submit)
+
+INCLUDE_ATTACKS = {
+    "absolute": '#include "/etc/passwd"\n',
+    "absolute_angle": "#include </etc/passwd>\n",
+    "proc_self_environ": '#include "/proc/self/environ"\n',
+    "proc_1_environ": '#include "/proc/1/environ"\n',
+    "dev_stdin_frame_pipe": '#include "/dev/stdin"\n',
+    "dev_zero_endless": '#include "/dev/zero"\n',
+    "dotdot_quote": '#include "../../../../../../../etc/passwd"\n',
+    "dotdot_angle": "#include <../../../../../../../etc/passwd>\n",
+    "toolkit_dotdot": '#include "/usr/local/cuda/include/../../../../etc/passwd"\n',
+    "outside_toolkit_system_header": "#include </usr/include/stdio.h>\n",
+    "libc_header_not_in_toolkit": "#include <linux/limits.h>\n",
+    "computed_macro": '#define F "/etc/passwd"\n#include F\n',
+    "computed_stringize": "#define S(x) #x\n#define P(x) S(x)\n#include P(/etc/passwd)\n",
+    "digraph": '%:include "/etc/passwd"\n',
+    "line_splice_directive": '#\\\ninclude "/etc/passwd"\n',
+    "line_splice_path": '#include "/et\\\nc/passwd"\n',
+    "comment_between": '#/**/include "/etc/passwd"\n',
+    "include_next": '#include_next "/etc/passwd"\n',
+    "has_include_probe": '#if __has_include("/etc/shadow")\n#error shadow exists\n#endif\n',
+    "line_then_file": '#line 1 "/etc/passwd"\n#include __FILE__\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(INCLUDE_ATTACKS))
+def test_include_attack(server, client, name):
+    d = submit(client, compile_body(INCLUDE_ATTACKS[name] + 'extern "C" __global__ void k() {}\n'))
+    text = json.dumps(d)
+    assert d["verdict"] == "compile_error", text[:2000]
+    comp = d["result"]["compile"]
+    assert comp["ok"] is False
+    assert comp["kernels"] == []
+    # The log says why, in terms a model can act on.
+    assert "include" in comp["log"].lower() or "cannot open" in comp["log"].lower(), comp["log"]
+    assert_nothing_leaked(text, server)
+    assert "nologin" not in text and "/bin/bash" not in text
+    assert_serves_normally(server, client)
+
+
+TEMPLATE_BOMB = (
+    "template<class T> struct L {};\n"
+    "template<class T> struct R {};\n"
+    "template<int D, class T> struct E { static const int v = E<D-1, L<T> >::v + E<D-1, R<T> >::v; };\n"
+    "template<class T> struct E<0, T> { static const int v = 1; };\n"
+    '__global__ void k(int *x) { x[0] = E<40, int>::v; }\n')
+MACRO_BOMB = (
+    "#define A(x) x x x x x x x x x x\n"
+    "#define B(x) A(A(A(x)))\n"
+    "#define C(x) B(B(B(x)))\n"
+    "int v[] = { C(1,) };\n")
+
+
+@pytest.mark.parametrize("source", [TEMPLATE_BOMB, MACRO_BOMB], ids=["template_bomb", "macro_bomb"])
+def test_runaway_compile_is_killed_at_the_limit(server, client, source):
+    t0 = time.monotonic()
+    d = submit(client, compile_body(source), wait=60)
+    elapsed = time.monotonic() - t0
+    assert d["verdict"] == "compile_error", json.dumps(d)[:2000]
+    comp = d["result"]["compile"]
+    assert comp["ok"] is False
+    assert "limit" in comp["log"] and "3 s" in comp["log"], comp["log"]
+    assert "time limit" in d["result"]["error"]["message"]
+    # Killed at the 3 s limit, not after minutes; a timeout is the kernel's
+    # fault, so it is not retried.
+    assert 2.5 < elapsed < 3.0 + 10 * SLOW, elapsed
+    assert d["attempts"] == 1
+    assert_serves_normally(server, client)
+
+
+def count_submissions(c):
+    r = c.get("/v1/submissions?limit=1000")
+    assert r.status_code == 200
+    return len(r.json()["items"])
+
+
+def test_hundred_megabyte_body_is_refused_before_queueing(server, client):
+    before = count_submissions(client)
+    body = b'{"mode":"compile","source":"' + b"a" * (100 << 20) + b'"}'
+    try:
+        r = client.post("/v1/submissions", content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 413, r.text[:500]
+        assert r.headers["content-type"].startswith("application/problem+json")
+    except (httpx.WriteError, httpx.RemoteProtocolError, httpx.ReadError):
+        pass   # the server may answer and close before the upload ends
+    assert count_submissions(client) == before
+    assert_serves_normally(server, client)
+
+
+def test_source_over_the_source_limit_is_422(server, client):
+    before = count_submissions(client)
+    r = client.post("/v1/submissions", json=compile_body("a" * (2 << 20)))
+    assert r.status_code == 422, r.text[:500]
+    assert r.json()["pointer"] == "/source"
+    assert count_submissions(client) == before
+    assert_serves_normally(server, client)
+
+
+FILE_OPTIONS = ["-I/etc", "-I", "--include-path=/etc", "-isystem=/etc", "--pre-include=/etc/passwd",
+                "-include", "--create-pch=x.pch", "--use-pch=/etc/passwd", "--pch-dir=/tmp", "-pch",
+                "-o", "--output=/tmp/x", "--time=/tmp/t.csv", "-Xptxas=--output-file=/tmp/x",
+                "--ptxas-options=--output-file=/tmp/x", "-dlto", "-rdc=true", "--relocatable-device-code=true"]
+
+
+@pytest.mark.parametrize("opt", FILE_OPTIONS)
+def test_option_that_touches_files_is_422(server, client, opt):
+    before = count_submissions(client)
+    r = client.post("/v1/submissions",
+                    json=compile_body('extern "C" __global__ void k() {}', options=["-lineinfo", opt]))
+    assert r.status_code == 422, r.text[:500]
+    p = r.json()
+    assert r.headers["content-type"].startswith("application/problem+json")
+    assert p["pointer"] == "/options/1", p
+    assert count_submissions(client) == before
+    assert_serves_normally(server, client)
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"mode":"compile","source":"\xff\xfe kernel"}',          # not UTF-8 at all
+    b'{"mode":"compile","source":"\xc0\xaf"}',                 # overlong encoding of '/'
+    b'{"mode":"compile","source":"\xed\xa0\x80"}',             # UTF-8-encoded surrogate
+    b'{"mode":"compile","source":"a\\ud800b"}',                # lone surrogate escape
+    b'{"mode":"compile","source":"a\\u0000b"}',                # NUL inside the source
+], ids=["invalid_bytes", "overlong", "surrogate_bytes", "lone_surrogate_escape", "nul"])
+def test_source_that_is_not_utf8_is_400(server, client, raw):
+    before = count_submissions(client)
+    r = client.post("/v1/submissions", content=raw, headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text[:500]
+    assert r.headers["content-type"].startswith("application/problem+json")
+    assert count_submissions(client) == before
+    assert_serves_normally(server, client)
+
+
+def test_workers_report_every_layer_active(server):
+    """The compile workers said in their HELLO which layers hold; on a host
+    like the development one (root or user namespaces, Landlock) all do."""
+    z = server.readyz().json()
+    layers = z["layers"]["compile"]
+    for name in ("pdeathsig", "fds", "rlimit", "dumpable", "no_new_privs", "seccomp"):
+        assert layers[name]["active"] is True, (name, layers[name])
+    for name in ("cwd", "netns", "uid", "landlock"):
+        assert isinstance(layers[name]["active"], bool) and layers[name]["detail"], name
+    assert SECRET_ENV[1] not in json.dumps(z)
