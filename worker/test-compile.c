@@ -7,7 +7,8 @@
  *   - a syntax error is ok:false / "compile" with the first error first and
  *     its line number;
  *   - a template kernel through a name expression reports its lowered name;
- *   - PTX written by nvcc (tests/compile/vadd.ptx) links to a CUBIN;
+ *   - PTX written by nvcc links to a CUBIN (tests/compile/vadd.ptx is
+ *     `nvcc -ptx -arch=sm_90a tests/compile/vadd.cu`, CUDA 13.0);
  *   - refused options, non-UTF-8, NUL bytes, oversized sources;
  *   - the #include check: /etc/passwd in every spelling we know, computed
  *     includes, standard headers, a symlink out of a fake toolkit; toolkit
