@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -568,6 +569,35 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
         buf->len = buf->base ? suggested : 0;
 }
 
+/*
+ * `kevald eval --dump DIR`: the GPU worker streams the reference side's
+ * buffers in PROGRESS frames; write each chunk to DIR/<shape>/<buffer>.<when>.bin.
+ * Names come from the resolved job (validated names), never from paths.
+ */
+static void dump_chunk(Dispatcher *d, json_t *info, const uint8_t *blob, size_t len)
+{
+        const char *shape = json_string_value(json_object_get(info, "shape"));
+        const char *buffer = json_string_value(json_object_get(info, "buffer"));
+        const char *when = json_string_value(json_object_get(info, "when"));
+        json_int_t offset = json_integer_value(json_object_get(info, "offset"));
+        char path[PATH_MAX];
+        FILE *f;
+
+        if (!shape || !buffer || !when || offset < 0 || strpbrk(shape, "/.") || strpbrk(buffer, "/.") ||
+            (strcmp(when, "input") != 0 && strcmp(when, "output") != 0)) {
+                log_warn("dispatch: ignoring a malformed dump chunk");
+                return;
+        }
+        snprintf(path, sizeof(path), "%s/%s", d->cfg.dump_dir, shape);
+        mkdir(path, 0755);
+        snprintf(path, sizeof(path), "%s/%s/%s.%s.bin", d->cfg.dump_dir, shape, buffer, when);
+        f = fopen(path, offset == 0 ? "wb" : "r+b");
+        if (!f || fseeko(f, (off_t)offset, SEEK_SET) != 0 || fwrite(blob, 1, len, f) != len)
+                log_error("dispatch: writing dump file '%s' failed: %s", path, strerror(errno));
+        if (f)
+                fclose(f);
+}
+
 static void worker_on_frame(Worker *w, Frame *f)
 {
         Dispatcher *d = w->d;
@@ -614,6 +644,8 @@ static void worker_on_frame(Worker *w, Frame *f)
                 d->status_dirty = true;
                 break;
         case FRAME_PROGRESS:
+                if (json_object_get(msg, "dump") && d->cfg.dump_dir && w->job)
+                        dump_chunk(d, json_object_get(msg, "dump"), f->blob, f->blob_len);
                 break;
         case FRAME_RESULT:
                 if (w->state != W_BUSY) {
@@ -1079,6 +1111,8 @@ static int run_one(Dispatcher *d, Worker *w)
                                       (json_int_t)j->art[SLOT_REF]->cubin_len));
         json_object_set_new(gjob, "deadline_ms", json_integer((json_int_t)(d->cfg.job_timeout_s * 1000)));
         json_object_set_new(gjob, "launch_timeout_ms", json_integer(d->cfg.launch_timeout_ms));
+        if (d->cfg.dump_dir)
+                json_object_set_new(gjob, "dump", json_true());
         if (!json_object_get(gjob, "mode"))
                 json_object_set_new(gjob, "mode", json_string("full"));
         r = worker_send(w, FRAME_JOB, gjob, j->art[SLOT_CAND]->cubin, j->art[SLOT_CAND]->cubin_len,

@@ -30,6 +30,7 @@ typedef struct DispatchConfig {
         double job_timeout_s;       /* deadline of a whole GPU job (default 120) */
         int launch_timeout_ms;      /* deadline of one plan execution on the GPU (default 10000) */
         int compile_timeout_ms;     /* deadline of one compile (default LIMIT_COMPILE_WALL_MS) */
+        const char *dump_dir;       /* `kevald eval --dump`: write reference-side buffers here */
         bool has_fixed_seed;        /* `kevald eval --seed`: reproduce a result; never set by serve */
         uint64_t fixed_seed;
 } DispatchConfig;

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/expr.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/spec.h"
@@ -52,7 +53,10 @@ static void usage(FILE *f)
                 "  --libexec DIR          where kevald-compile and kevald-gpu are\n"
                 "  --no-sandbox           run the workers unconfined (benchmarks only)\n"
                 "  --timeout S            give up after S seconds (default 600)\n"
-                "  --submission           print the whole submission object, not just the result\n",
+                "  --submission           print the whole submission object, not just the result\n"
+                "  --dump DIR             write the reference's inputs and outputs of every shape set\n"
+                "                         to DIR (raw little-endian) with DIR/manifest.json; without\n"
+                "                         --source the candidate is a no-op (only the dump matters)\n",
                 paths_default_tasks_dir());
 }
 
@@ -164,6 +168,67 @@ static int merge_plan(json_t *sub, const char *path)
         return 0;
 }
 
+/* Evaluate a buffer's shape expressions for one shape set. */
+static json_t *dims_of(json_t *shape_exprs, json_t *params)
+{
+        json_t *dims = json_array(), *e;
+        size_t i;
+
+        json_array_foreach(shape_exprs, i, e) {
+                int64_t v = 0;
+                char msg[128];
+                if (expr_eval_json(e, params, &v, msg, sizeof(msg)) != 0) {
+                        json_decref(dims);
+                        return NULL;
+                }
+                json_array_append_new(dims, json_integer(v));
+        }
+        return dims;
+}
+
+/*
+ * DIR/manifest.json: one entry per shape set: {"task", "shape", "params",
+ * "seed", "buffers": [{"name", "dtype", "shape": [dims], "role", "file"
+ * (inputs for role in, the reference's output for out and inout),
+ * "file_in" (inout: the input)}]}. Files are relative to DIR.
+ */
+static int write_manifest(const char *dir, const Task *task, json_t *seed)
+{
+        json_t *doc = spec_task_json(task), *out = json_array(), *shape, *buf;
+        char path[PATH_MAX];
+        size_t i, k;
+        int r = 0;
+
+        json_array_foreach(json_object_get(doc, "shapes"), i, shape) {
+                const char *sname = json_string_value(json_object_get(shape, "name"));
+                json_t *params = json_deep_copy(shape), *bufs = json_array();
+                json_object_del(params, "name");
+                json_array_foreach(json_object_get(doc, "buffers"), k, buf) {
+                        const char *name = json_string_value(json_object_get(buf, "name"));
+                        const char *role = json_string_value(json_object_get(buf, "role"));
+                        json_t *b = json_pack("{s:s, s:O, s:o, s:s}", "name", name, "dtype", json_object_get(buf, "dtype"),
+                                              "shape", dims_of(json_object_get(buf, "shape"), params), "role", role);
+                        char file[PATH_MAX];
+                        snprintf(file, sizeof(file), "%s/%s.%s.bin", sname, name, strcmp(role, "in") == 0 ? "input" : "output");
+                        json_object_set_new(b, "file", json_string(file));
+                        if (strcmp(role, "inout") == 0) {
+                                snprintf(file, sizeof(file), "%s/%s.input.bin", sname, name);
+                                json_object_set_new(b, "file_in", json_string(file));
+                        }
+                        json_array_append_new(bufs, b);
+                }
+                json_array_append_new(out, json_pack("{s:s, s:s, s:o, s:O, s:o}", "task", spec_task_name(task), "shape", sname,
+                                                     "params", params, "seed", seed ? seed : json_null(), "buffers", bufs));
+        }
+        snprintf(path, sizeof(path), "%s/manifest.json", dir);
+        if (json_dump_file(out, path, JSON_INDENT(1)) != 0) {
+                fprintf(stderr, "kevald eval: writing '%s' failed\n", path);
+                r = -EIO;
+        }
+        json_decref(out);
+        return r;
+}
+
 static void sleep_ms(long ms)
 {
         struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -182,10 +247,11 @@ int cmd_eval(int argc, char **argv)
                 { "gpus", required_argument, NULL, 'g' },        { "libexec", required_argument, NULL, 'L' },
                 { "no-sandbox", no_argument, NULL, 'N' },        { "timeout", required_argument, NULL, 'O' },
                 { "submission", no_argument, NULL, 'P' },        { "log-level", required_argument, NULL, 'v' },
-                { "help", no_argument, NULL, 'h' },              { 0, 0, 0, 0 },
+                { "dump", required_argument, NULL, 'D' },        { "help", no_argument, NULL, 'h' },
+                { 0, 0, 0, 0 },
         };
         const char *task_arg = NULL, *tasks_dir = paths_default_tasks_dir(), *source_path = NULL;
-        const char *plan_path = NULL, *gpus = NULL, *libexec = NULL, *timing = NULL;
+        const char *plan_path = NULL, *gpus = NULL, *libexec = NULL, *timing = NULL, *dump_dir = NULL;
         char *source = NULL, dbdir[] = "/tmp/kevald-eval-XXXXXX", dbpath[PATH_MAX];
         json_t *sub = json_object(), *options = json_array(), *names = json_array();
         json_t *norm = NULL, *spec_doc = NULL, *obj = NULL;
@@ -233,6 +299,7 @@ int cmd_eval(int argc, char **argv)
                 case 'N': sandbox = false; break;
                 case 'O': timeout_s = atof(optarg); break;
                 case 'P': whole = true; break;
+                case 'D': dump_dir = optarg; break;
                 case 'v': {
                         LogLevel lvl;
                         if (log_level_parse(optarg, &lvl) == 0)
@@ -243,12 +310,19 @@ int cmd_eval(int argc, char **argv)
                 default: usage(stderr); rc = 2; goto out;
                 }
         }
-        if (!source_path || (!compile_only && !task_arg) || optind != argc) {
+        if ((!source_path && !dump_dir) || (!compile_only && !task_arg) || optind != argc ||
+            (dump_dir && compile_only)) {
                 usage(stderr);
                 rc = 2;
                 goto out;
         }
-        source = read_file(source_path, LIMIT_SOURCE_BYTES, NULL);
+        if (!source_path) {
+                /* --dump alone: a candidate that does nothing; the reference side is what is dumped. */
+                source = strdup("extern \"C\" __global__ void kevald_dump_noop() {}\n");
+                json_object_set_new(sub, "plan", json_pack("[{s:s, s:[i], s:[i], s:[]}]", "kernel", "kevald_dump_noop",
+                                                           "grid", 1, "block", 1, "args"));
+        } else
+                source = read_file(source_path, LIMIT_SOURCE_BYTES, NULL);
         if (!source) {
                 fprintf(stderr, "kevald eval: cannot read '%s': %s\n", source_path, strerror(errno));
                 rc = 2;
@@ -322,6 +396,11 @@ int cmd_eval(int argc, char **argv)
         cfg.compile_workers = 1;
         cfg.gpus = gpus ? gpus : (compile_only ? "none" : "auto");
         cfg.sandbox = sandbox;
+        cfg.dump_dir = dump_dir;
+        if (dump_dir && mkdir(dump_dir, 0755) < 0 && errno != EEXIST) {
+                fprintf(stderr, "kevald eval: cannot create '%s': %s\n", dump_dir, strerror(errno));
+                goto out;
+        }
         cfg.has_fixed_seed = has_seed;
         cfg.fixed_seed = seed;
         r = dispatch_start(&cfg, &d);
@@ -363,6 +442,10 @@ int cmd_eval(int argc, char **argv)
                 json_dumpf(whole ? obj : res, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
                 fputc('\n', stdout);
                 rc = verdict && (strcmp(verdict, "correct") == 0 || strcmp(verdict, "compiled") == 0) ? 0 : 1;
+                if (dump_dir && !source_path)
+                        rc = 0; /* a dump-only run succeeds with its dump */
+                if (dump_dir && write_manifest(dump_dir, task, json_object_get(json_object_get(obj, "result"), "seed")) < 0)
+                        rc = 3;
         }
 out:
         dispatch_free(d);
