@@ -422,6 +422,13 @@ static void test_submissions(void)
         CHECK(json_integer_value(json_object_get(json_object_get(norm, "tags"), "parent")) == 41);
         CHECK(json_array_size(json_object_get(norm, "options")) == 2);
         CHECK_STR(json_string_value(json_object_get(norm, "priority")), "interactive");
+        {
+                /* normalizing is idempotent: the stored form validates to itself */
+                json_t *again = NULL;
+                CHECK(spec_submission_validate(norm, task, &again, &err) == 0);
+                CHECK(again && json_equal(again, norm));
+                json_decref(again);
+        }
         json_decref(norm);
         norm = NULL;
         set_ptr(doc, "/timing", js("\"precise\""));
@@ -849,6 +856,113 @@ static void test_resolve_others(void)
         spec_task_free(rn);
 }
 
+
+/* ---- every field replaced by every kind of wrong value: no crash, a clean answer ---- */
+
+static size_t mutations;
+
+static void mutate_each(json_t *root_doc, json_t *node, const char *fixture, const char *dir,
+                        const Task *task)
+{
+        static const char *const values[] = { "null", "0", "-1", "1.5", "\"\"", "\"x\"",
+                                              "\"N * N * N * N\"", "[]", "{}", "true",
+                                              "[\"a\", {\"type\": \"i32\", \"value\": 1}]",
+                                              "9223372036854775807", NULL };
+        const char *key;
+        json_t *v, *tmp;
+        size_t i;
+
+        if (json_is_object(node)) {
+                void *iter;
+                for (iter = json_object_iter(node); iter;
+                     iter = json_object_iter_next(node, iter)) {
+                        key = json_object_iter_key(iter);
+                        v = json_incref(json_object_iter_value(iter));
+                        for (size_t k = 0; values[k]; k++) {
+                                SpecError err = { { 0 }, { 0 } };
+                                Task *t = NULL;
+                                json_t *norm = NULL, *job = NULL;
+                                int r;
+                                json_object_set_new(node, key, js(values[k]));
+                                if (task) {
+                                        r = spec_submission_validate(root_doc, task, &norm, &err);
+                                        if (r == 0 && json_object_get(norm, "plan")) {
+                                                int rr = spec_resolve(task, norm, NULL, NULL, 1, 1,
+                                                                      &job, &err);
+                                                CHECK(rr == 0);
+                                        }
+                                } else {
+                                        r = spec_task_parse(root_doc, dir, &t, &err);
+                                        if (r == 0) {
+                                                char *pr = spec_task_prompt(t, NULL);
+                                                json_t *sum = spec_task_summary(t);
+                                                CHECK(pr != NULL && sum != NULL);
+                                                free(pr);
+                                                json_decref(sum);
+                                        }
+                                }
+                                CHECK(r == 0 || r == SPEC_E_INVALID);
+                                CHECK(r == 0 || err.message[0] != '\0');
+                                spec_task_free(t);
+                                json_decref(norm);
+                                json_decref(job);
+                                mutations++;
+                        }
+                        json_object_set(node, key, v);
+                        /* the iterator stays valid: the key set is unchanged */
+                        mutate_each(root_doc, v, fixture, dir, task);
+                        json_decref(v);
+                }
+        } else if (json_is_array(node)) {
+                json_array_foreach(node, i, tmp) {
+                        v = json_incref(tmp);
+                        for (size_t k = 0; values[k]; k++) {
+                                SpecError err = { { 0 }, { 0 } };
+                                Task *t = NULL;
+                                json_t *norm = NULL;
+                                int r;
+                                json_array_set_new(node, i, js(values[k]));
+                                r = task ? spec_submission_validate(root_doc, task, &norm, &err)
+                                         : spec_task_parse(root_doc, dir, &t, &err);
+                                CHECK(r == 0 || r == SPEC_E_INVALID);
+                                spec_task_free(t);
+                                json_decref(norm);
+                                mutations++;
+                        }
+                        json_array_set(node, i, v);
+                        mutate_each(root_doc, v, fixture, dir, task);
+                        json_decref(v);
+                }
+        }
+}
+
+static void test_mutations(void)
+{
+        static const char *const fixtures[] = { "elementwise/vadd.json", "reduction/rownorm.json",
+                                                "gemm/gemm_f16.json", "gather/gather_rows.json",
+                                                NULL };
+        Task *task = load_task("elementwise/vadd.json");
+        json_t *sub = vadd_submission();
+
+        for (size_t f = 0; fixtures[f]; f++) {
+                char rel[512], dir[4096];
+                json_t *doc;
+                snprintf(rel, sizeof(rel), "tests/fixtures/tasks/%s", fixtures[f]);
+                doc = load_json(rel);
+                snprintf(dir, sizeof(dir), "%s/%s", root, rel);
+                *strrchr(dir, '/') = '\0';
+                mutate_each(doc, doc, fixtures[f], dir, NULL);
+                json_decref(doc);
+        }
+        set_ptr(sub, "/scratch", js("[{\"name\": \"t\", \"dtype\": \"f32\", \"count\": \"N\"}]"));
+        set_ptr(sub, "/tags", js("{\"run_id\": \"r\", \"labels\": {\"a\": \"b\"}}"));
+        set_ptr(sub, "/timing", js("{\"budget_ms\": 100, \"min_trials\": 2}"));
+        mutate_each(sub, sub, "submission", NULL, task);
+        CHECK(mutations > 1000);
+        json_decref(sub);
+        spec_task_free(task);
+}
+
 /* ---- JSON Schemas agree with the C constants ---- */
 
 static bool enum_equals(json_t *e, const char *const *names)
@@ -951,6 +1065,7 @@ int main(void)
         test_resolve();
         test_resolve_others();
         test_schemas();
+        test_mutations();
         if (failures) {
                 fprintf(stderr, "%d failure(s)\n", failures);
                 return 1;
