@@ -280,6 +280,27 @@ static void t_ptx(void)
         CHECK(strstr(jstr(out.result, "log"), "option '-DIGNORED=1' applies to CUDA C++ only") != NULL);
         compile_output_clear(&out);
 
+        /* .maxntid (Triton writes it) and .reqntid bound the block size. */
+        {
+                static const char *const dirs[][2] = { { ".maxntid 128, 1, 1", "128" },
+                                                       { ".reqntid 16, 16, 1", "256" } };
+                const char *anchor = "\t.param .u32 vadd_param_3\n)\n";
+                char *at = strstr(ptx, anchor);
+                CHECK(at != NULL);
+                for (size_t i = 0; at && i < 2; i++) {
+                        size_t head = (size_t)(at - ptx) + strlen(anchor);
+                        char *src = malloc(len + 64);
+                        if (!src)
+                                break;
+                        memcpy(src, ptx, head);
+                        sprintf(src + head, "%s\n%s", dirs[i][0], ptx + head);
+                        run("ptx", src, strlen(src), NULL, NULL, &out);
+                        k = kernel(&out, "vadd");
+                        CHECK(is_ok(&out) && k && jint(k, "max_threads_per_block") == atol(dirs[i][1]));
+                        compile_output_clear(&out);
+                        free(src);
+                }
+        }
         /* Broken PTX: a compile error with ptxas's message. */
         {
                 char *broken = strdup(ptx), *p = broken ? strstr(broken, "ld.param") : NULL;
