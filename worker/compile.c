@@ -421,7 +421,8 @@ static int scan(const Compiler *c, const Spliced *sp, char *msg, size_t msglen)
                 if (ch == '\n') {
                         bol = true;
                         i++;
-                } else if (is_hspace(ch)) {
+                } else if (is_hspace(ch) || (unsigned char)ch < 0x20 || ch == 0x7f) {
+                        /* Other control characters: conservatively blanks too. */
                         i++;
                 } else if (ch == '/' && i + 1 < sp->n && sp->t[i + 1] == '/') {
                         const char *nl = memchr(sp->t + i, '\n', sp->n - i);
@@ -461,9 +462,16 @@ static int scan(const Compiler *c, const Spliced *sp, char *msg, size_t msglen)
                         bol = false;
                 } else if (is_ident(ch)) {
                         size_t s = i;
+                        bool ascii = false;
                         while (i < sp->n && is_ident(sp->t[i]))
-                                i++;
-                        bol = false;
+                                ascii |= (unsigned char)sp->t[i++] < 0x80;
+                        /*
+                         * Non-ASCII alone (a byte-order mark, a Unicode blank) keeps a
+                         * line start: a compiler that skips it must not see a directive
+                         * that this check did not.
+                         */
+                        if (ascii)
+                                bol = false;
                         if (i < sp->n && sp->t[i] == '"' &&
                             (ident_is(sp, s, i, "R") || ident_is(sp, s, i, "u8R") ||
                              ident_is(sp, s, i, "uR") || ident_is(sp, s, i, "UR") ||

@@ -442,6 +442,9 @@ static void t_includes(void)
         refused_include("int x = 1'000; /* */\n#include \"/etc/passwd\"\n" KERNEL, "absolute");
         /* A block comment that spans lines leaves the next token at a line start. */
         refused_include("/* a\n*/ #include \"/etc/passwd\"\n" KERNEL, "absolute");
+        refused_include("\xef\xbb\xbf#include \"/etc/passwd\"\n" KERNEL, "absolute");
+        refused_include("\xc2\xa0#include \"/etc/passwd\"\n" KERNEL, "absolute");
+        refused_include("\x01 #include \"/etc/passwd\"\n" KERNEL, "absolute");
         refused_include("?\?=include \"/etc/passwd\"\n" KERNEL, "trigraphs");
         refused_include("#include \"/etc/passwd\" \\ \n" KERNEL, "backslash followed by blanks");
         refused_include("// \\ \n#include \"/etc/passwd\"\n" KERNEL, "backslash followed by blanks");
