@@ -1984,6 +1984,33 @@ static int row_task(sqlite3_stmt *st, void *arg)
         return !o || json_array_append_new(arg, o) ? -ENOMEM : 0;
 }
 
+/*
+ * Rows (task, bucket, cumulative n, total n) of the speedup histogram, in
+ * order: the first bucket whose cumulative count reaches half the total
+ * holds the (lower) median; report its geometric middle, 2^((bucket + 0.5) / 8).
+ */
+static int row_median(sqlite3_stmt *st, void *arg)
+{
+        json_t *tasks = arg, *t;
+        const char *task = (const char *)sqlite3_column_text(st, 0);
+        int64_t cum = sqlite3_column_int64(st, 2), total = sqlite3_column_int64(st, 3);
+        size_t i;
+
+        if (!task || total <= 0 || 2 * cum < total)
+                return 0;
+        json_array_foreach(tasks, i, t) {
+                const char *name = json_string_value(json_object_get(t, "task"));
+                if (!name || strcmp(name, task) != 0)
+                        continue;
+                if (json_is_null(json_object_get(t, "median_speedup")))
+                        return json_object_set_new(t, "median_speedup",
+                                                   json_real(exp2(((double)sqlite3_column_int(st, 1) + 0.5) / 8.0)))
+                                       ? -ENOMEM : 0;
+                return 0;
+        }
+        return 0;
+}
+
 static int row_scalar(sqlite3_stmt *st, void *arg)
 {
         *(int64_t *)arg = sqlite3_column_int64(st, 0);
@@ -1995,10 +2022,13 @@ static int row_scalar(sqlite3_stmt *st, void *arg)
  * @store:     open store; borrowed
  * @ret_stats: on success, a new object:
  *   {"states": {state: n}, "verdicts": {verdict: n},
- *    "tasks": [{"task", "submissions", "done", "correct", "correct_rate", "median_speedup"}],
+ *    "tasks": [{"task", "submissions", "done", "correct", "correct_rate", "median_speedup"}]
+ *    (median_speedup: of correct submissions, read from a histogram with 8
+ *    buckets per doubling, so within ~5%; null when none),
  *    "compile_cache": {"entries", "hits", "misses"}, "queue_depth": n (not done),
- *    "submissions": n}
- * The per-task part scans the history: meant for dashboards, not hot paths.
+ *    "submissions": n (all ever accepted)}
+ * Reads the trigger-kept aggregates (task_stats, task_speedups) and indexes;
+ * never scans the history.
  * Return: 0 or a negative errno.
  */
 int store_stats(Store *store, json_t **ret_stats)
@@ -2009,21 +2039,22 @@ int store_stats(Store *store, json_t **ret_stats)
 
         if (!states || !verdicts || !tasks)
                 goto out;
-        r = each_row(store, "SELECT state, count(*) FROM submissions GROUP BY state", row_count_into, states);
+        r = each_row(store, "SELECT state, count(*) FROM submissions "
+                     "WHERE state IN ('queued', 'compiling', 'compiled', 'running') GROUP BY state "
+                     "UNION ALL SELECT 'done', coalesce(sum(done), 0) FROM task_stats", row_count_into, states);
         if (r == 0)
-                r = each_row(store, "SELECT verdict, count(*) FROM submissions WHERE verdict IS NOT NULL "
-                             "GROUP BY verdict", row_count_into, verdicts);
+                r = each_row(store, "SELECT verdict, n FROM verdict_counts WHERE n > 0 ORDER BY verdict",
+                             row_count_into, verdicts);
         if (r == 0)
                 r = each_row(store,
-                             "WITH ranked AS (SELECT coalesce(task, '') AS task, speedup, "
-                             "row_number() OVER (PARTITION BY coalesce(task, '') ORDER BY speedup) AS rn, "
-                             "count(*) OVER (PARTITION BY coalesce(task, '')) AS c FROM submissions "
-                             "WHERE verdict = 'correct' AND speedup IS NOT NULL), "
-                             "med AS (SELECT task, avg(speedup) AS m FROM ranked "
-                             "WHERE rn IN ((c + 1) / 2, (c + 2) / 2) GROUP BY task) "
-                             "SELECT t.task, t.submissions, t.done, t.correct, t.correct_rate, med.m "
-                             "FROM v_task_summary t LEFT JOIN med ON med.task = t.task ORDER BY t.task",
+                             "SELECT task, submissions, done, correct, CASE WHEN done > 0 "
+                             "THEN CAST(correct AS REAL) / done END, NULL FROM task_stats ORDER BY task",
                              row_task, tasks);
+        if (r == 0)
+                r = each_row(store,
+                             "SELECT task, bucket, sum(n) OVER (PARTITION BY task ORDER BY bucket), "
+                             "sum(n) OVER (PARTITION BY task) FROM task_speedups ORDER BY task, bucket",
+                             row_median, tasks);
         if (r == 0)
                 r = each_row(store, "SELECT count(*) FROM compile_cache", row_scalar, &entries);
         if (r == 0)
@@ -2034,7 +2065,7 @@ int store_stats(Store *store, json_t **ret_stats)
         if (r == 0)
                 r = each_row(store, "SELECT active FROM queue_counts WHERE token_id = -1", row_scalar, &depth);
         if (r == 0)
-                r = each_row(store, "SELECT coalesce(max(id), 0) FROM submissions", row_scalar, &total);
+                r = each_row(store, "SELECT coalesce(sum(submissions), 0) FROM task_stats", row_scalar, &total);
         if (r < 0)
                 goto out;
         out = json_pack("{s:O, s:O, s:O, s:{s:I, s:I, s:I}, s:I, s:I}", "states", states, "verdicts",
