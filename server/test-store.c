@@ -493,6 +493,40 @@ static void test_idempotency(void)
         store_close(s);
 }
 
+static void test_group(void)
+{
+        char path[512];
+        Store *s = open_fresh(path, sizeof(path));
+        json_t *req = make_request("t", NULL, NULL, NULL);
+        StoreNew sn = { .request = req, .task = "t", .mode = "full", .token_id = 2 };
+        StoreInsert ok = { .subs = &sn, .n = 1 }, quota = { .subs = &sn, .n = 1, .max_queued_token = 1 };
+        int64_t a = 0, b = 0, c = 0, q = -1;
+        bool rep;
+        StoreJob *job;
+
+        CHECK_RC(store_begin_group(s), 0);
+        CHECK_RC(store_begin_group(s), -EINVAL);
+        CHECK_RC(store_insert_request(s, &ok, &a, &rep), 0);
+        CHECK_RC(store_insert_request(s, &quota, &b, &rep), STORE_E_QUOTA); /* sees a: same transaction */
+        CHECK_RC(store_insert_request(s, &ok, &c, &rep), 0);                /* the refusal left no trace */
+        CHECK(c == a + 1);
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w", 30, &job), -EINVAL); /* no other writes in a group */
+        CHECK_RC(store_commit_group(s), 0);
+        CHECK_RC(store_commit_group(s), -EINVAL);
+        CHECK_RC(store_queue_depth(s, &q, NULL, NULL), 0);
+        CHECK(q == 2);
+        /* A rolled-back group leaves nothing. */
+        CHECK_RC(store_begin_group(s), 0);
+        CHECK_RC(store_insert_request(s, &ok, &a, &rep), 0);
+        store_rollback_group(s);
+        CHECK_RC(store_queue_depth(s, &q, NULL, NULL), 0);
+        CHECK(q == 2);
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w", 30, &job), 0); /* writes work again */
+        store_job_free(job);
+        json_decref(req);
+        store_close(s);
+}
+
 static void test_quotas(void)
 {
         char path[512];
@@ -795,6 +829,7 @@ int main(void)
         test_leases();
         test_cancel();
         test_idempotency();
+        test_group();
         test_quotas();
         test_cache();
         test_tokens();
