@@ -78,7 +78,7 @@ def test_wait_times_out_with_202(client):
     r = client.post("/v1/submissions", params={"wait": 1}, json=full_sub(client))
     elapsed = time.monotonic() - t0
     sid = accepted(r)
-    assert 0.8 <= elapsed < 4 * SLOW, elapsed
+    assert 0.8 <= elapsed < 1 + 3 * SLOW, elapsed
     assert client.get(f"/v1/submissions/{sid}").json()["state"] != "done"
 
 
@@ -111,7 +111,7 @@ def test_get_wait_expires_when_never_done(client):
     elapsed = time.monotonic() - t0
     assert r.status_code == 200, r.text
     assert r.json()["state"] != "done"
-    assert 1.8 <= elapsed < 4 * SLOW, f"wait=2 answered after {elapsed:.2f}s"
+    assert 1.8 <= elapsed < 2 + 3 * SLOW, f"wait=2 answered after {elapsed:.2f}s"
 
 
 def test_wait_bounds(client):
