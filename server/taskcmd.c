@@ -118,8 +118,23 @@ static int check_file(const char *file, size_t *ok, size_t *failed)
                 print_fail(file, err.pointer, err.message);
                 (*failed)++;
         } else {
-                print_ok(t, file);
-                (*ok)++;
+                const char *base = strrchr(file, '/');
+                size_t n;
+                base = base ? base + 1 : file;
+                n = strlen(base);
+                if (n > 5 && !strcmp(base + n - 5, ".json") &&
+                    (strlen(spec_task_name(t)) != n - 5 ||
+                     strncmp(spec_task_name(t), base, n - 5) != 0)) {
+                        char msg[600];
+                        snprintf(msg, sizeof(msg), "task name '%s' differs from the file name '%s'",
+                                 spec_task_name(t), base);
+                        print_fail(file, "/name", msg);
+                        (*failed)++;
+                        r = SPEC_E_INVALID;
+                } else {
+                        print_ok(t, file);
+                        (*ok)++;
+                }
         }
         spec_task_free(t);
         return r;
