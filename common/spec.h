@@ -40,8 +40,9 @@ void spec_task_free(Task *task);
 const char *spec_task_name(const Task *task);
 /* The task as served: the document with the reference source inlined; borrowed. */
 json_t *spec_task_json(const Task *task);
-/* Summary for listings: name, title, level, category, shapes, provenance; new reference. */
+/* Summary for listings: name, title, level, category, params, shapes, provenance, dtypes; new reference. */
 json_t *spec_task_summary(const Task *task);
+/* The reference source; NULL when the reference plan is library steps only (nothing to compile). */
 const char *spec_task_reference_source(const Task *task);
 json_t *spec_task_reference_options(const Task *task);  /* borrowed */
 /* A prompt a model can act on (GET /v1/tasks/{name}/prompt); new string, free(). */
