@@ -23,6 +23,9 @@
 #define LIMIT_SOURCE_BYTES (1u << 20)          /* CUDA or PTX source */
 #define LIMIT_OPTIONS_MAX 32                   /* compile options */
 #define LIMIT_OPTION_BYTES 256
+#define LIMIT_MACRO_NAME_BYTES 64              /* -DNAME / -UNAME */
+#define LIMIT_MACRO_VALUE_BYTES 128            /* -DNAME=VALUE */
+#define LIMIT_HEADER_NAME_BYTES 255            /* #include <name> */
 #define LIMIT_NAME_EXPRESSIONS_MAX 64
 #define LIMIT_NAME_BYTES 256                   /* kernel, buffer, param names */
 #define LIMIT_LAUNCHES_MAX 64                  /* launches per plan */

@@ -28,9 +28,6 @@
 
 #include "common/limits.h"
 
-#define OPTIONS_MACRO_NAME_BYTES 64
-#define OPTIONS_MACRO_VALUE_BYTES 128
-
 /* Options accepted exactly as written. */
 static const char *const exact[] = {
         "-use_fast_math",
@@ -137,9 +134,9 @@ static int check_macro(const char *opt, const char *def, bool allow_value, char 
 
         if (nlen == 0)
                 return forbid(msg, msglen, "option '%s' has no macro name", opt);
-        if (nlen > OPTIONS_MACRO_NAME_BYTES)
+        if (nlen > LIMIT_MACRO_NAME_BYTES)
                 return forbid(msg, msglen, "option '%s': macro name longer than %d bytes", opt,
-                              OPTIONS_MACRO_NAME_BYTES);
+                              LIMIT_MACRO_NAME_BYTES);
         if (!is_ident_start(def[0]))
                 return forbid(msg, msglen, "option '%s': macro name must match [A-Za-z_][A-Za-z0-9_]*",
                               opt);
@@ -155,9 +152,9 @@ static int check_macro(const char *opt, const char *def, bool allow_value, char 
                 return 0;
         if (!allow_value)
                 return forbid(msg, msglen, "option '%s': -U takes a macro name only", opt);
-        if (strlen(eq + 1) > OPTIONS_MACRO_VALUE_BYTES)
+        if (strlen(eq + 1) > LIMIT_MACRO_VALUE_BYTES)
                 return forbid(msg, msglen, "option '%s': macro value longer than %d bytes", opt,
-                              OPTIONS_MACRO_VALUE_BYTES);
+                              LIMIT_MACRO_VALUE_BYTES);
         for (const char *p = eq + 1; *p; p++)
                 if (!is_value_char(*p))
                         return forbid(msg, msglen,

@@ -40,7 +40,6 @@
 #include "worker/logtrim.h"
 
 #define COMPILE_INCLUDE_DIRS 2
-#define COMPILE_HEADER_NAME_BYTES 255
 #define COMPILE_MSG_BYTES 512
 
 struct Compiler {
@@ -227,13 +226,13 @@ static size_t skip_directive_space(const Spliced *sp, size_t j)
 static int check_header(const Compiler *c, const Spliced *sp, size_t at, const char *what,
                         const char *name, size_t len, bool must_exist, char *msg, size_t msglen)
 {
-        char buf[COMPILE_HEADER_NAME_BYTES + 1];
+        char buf[LIMIT_HEADER_NAME_BYTES + 1];
 
         if (len == 0)
                 return reject(msg, msglen, sp, at, "%s with an empty header name", what);
-        if (len > COMPILE_HEADER_NAME_BYTES)
+        if (len > LIMIT_HEADER_NAME_BYTES)
                 return reject(msg, msglen, sp, at, "%s: header name longer than %d bytes", what,
-                              COMPILE_HEADER_NAME_BYTES);
+                              LIMIT_HEADER_NAME_BYTES);
         memcpy(buf, name, len);
         buf[len] = '\0';
         if (buf[0] == '/')
