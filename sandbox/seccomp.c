@@ -2,9 +2,15 @@
  * seccomp - the system-call allowlist a worker locks itself into once its
  * libraries are warm (the only file that includes <seccomp.h>).
  *
- * Policy: default action KILL_PROCESS (the whole worker dies with SIGSYS;
- * the supervisor sees it, gives the job an infrastructure verdict and starts
- * a fresh worker). One deliberate exception answers with an error instead of
+ * Policy: a forbidden call ends the whole worker with SIGSYS (the supervisor
+ * sees it, gives the job an infrastructure verdict and starts a fresh
+ * worker). The filter's default action is TRAP rather than KILL_PROCESS so
+ * that the worker first writes one line naming the call to stderr (the
+ * supervisor's log): "sandbox: seccomp: forbidden system call N". The
+ * handler then makes a second forbidden call; SIGSYS is blocked inside its
+ * own handler, so the kernel resets it to the default action and the
+ * process dies by SIGSYS exactly as with KILL_PROCESS. No untrusted code
+ * runs on a worker's CPU, so the handler cannot be subverted by a kernel. One deliberate exception answers with an error instead of
  * killing: opening a file for writing or creating one (openat with O_WRONLY,
  * O_RDWR, O_CREAT, O_TRUNC, O_APPEND or O_TMPFILE) fails with EACCES, the
  * same answer Landlock gives, so a library that tries to write a cache file
@@ -30,9 +36,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <seccomp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "sandbox/layers.h"
 
@@ -81,6 +91,32 @@ static const char *const allow_compile[] = {
 static const char *const allow_gpu[] = {
         "ioctl", "epoll_wait", "epoll_pwait", "fcntl",
 };
+
+static void on_sigsys(int sig, siginfo_t *si, void *ctx)
+{
+        static const char head[] = "sandbox: seccomp: forbidden system call ";
+        char buf[sizeof(head) + 32];
+        char digits[16];
+        size_t n = sizeof(head) - 1, k = 0;
+        unsigned v = si->si_syscall < 0 ? 0 : (unsigned)si->si_syscall;
+
+        (void)sig;
+        (void)ctx;
+        memcpy(buf, head, n);
+        do {
+                digits[k++] = (char)('0' + v % 10);
+                v /= 10;
+        } while (v && k < sizeof(digits));
+        while (k)
+                buf[n++] = digits[--k];
+        memcpy(buf + n, ": ending the worker\n", 20);
+        n += 20;
+        (void)!write(STDERR_FILENO, buf, n);
+        /* Forbidden in every profile: with SIGSYS blocked here, the kernel
+         * resets it to the default action and ends the process by SIGSYS. */
+        syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0);
+        _exit(128 + SIGSYS);
+}
 
 static int add_list(scmp_filter_ctx ctx, const char *const *names, size_t n, int *ret_count)
 {
@@ -152,10 +188,19 @@ static int add_rules(scmp_filter_ctx ctx, SandboxProfile profile, int *ret_count
  */
 int sandbox_seccomp_apply(SandboxProfile profile, json_t *layers)
 {
-        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
+        struct sigaction sa;
         int count = 0;
         int r;
 
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_sigaction = on_sigsys;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGSYS, &sa, NULL) < 0) {
+                r = -errno;
+                goto out;
+        }
         if (!ctx) {
                 r = -ENOMEM;
                 goto out;
@@ -171,7 +216,7 @@ int sandbox_seccomp_apply(SandboxProfile profile, json_t *layers)
                 goto out;
         filter_loaded = true;
         sandbox_report_add(layers, "seccomp", true,
-                           "%s allowlist: %d system calls, default kill_process; %s; TSYNC",
+                           "%s allowlist: %d system calls; any other ends the worker (SIGSYS, logged); %s; TSYNC",
                            profile == SANDBOX_PROFILE_GPU ? "gpu" : "compile", count,
                            profile == SANDBOX_PROFILE_GPU
                                    ? "openat answers EACCES"

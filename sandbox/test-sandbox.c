@@ -310,7 +310,16 @@ static void t_seccomp_execve(void)
 }
 static void t_seccomp_fork(void) { lock_compile(); fork(); }
 static void t_seccomp_ptrace(void) { lock_compile(); ptrace(PTRACE_TRACEME, 0, NULL, NULL); }
-static void t_seccomp_kill(void) { lock_compile(); kill(getppid(), 0); }
+static void t_seccomp_kill(void) { lock_compile(); kill(getpid(), 0); }
+
+/* The worker names the forbidden call on stderr before it dies. */
+static int err_pipe[2];
+static void t_seccomp_names_the_call(void)
+{
+        CHECK(dup2(err_pipe[1], 2) == 2);
+        lock_compile();
+        socket(AF_INET6, SOCK_DGRAM, 0);
+}
 static void t_seccomp_prlimit_nofile(void)
 {
         struct rlimit rl = {.rlim_cur = 16, .rlim_max = 16};
@@ -642,6 +651,19 @@ int main(void)
         expect_sigsys("seccomp: ptrace() kills", t_seccomp_ptrace);
         expect_sigsys("seccomp: kill() kills", t_seccomp_kill);
         expect_sigsys("seccomp: prlimit(RLIMIT_NOFILE) kills", t_seccomp_prlimit_nofile);
+        {
+                char buf[256] = "", want[64];
+                CHECK(pipe(err_pipe) == 0);
+                expect_sigsys("seccomp: the forbidden call is named on stderr", t_seccomp_names_the_call);
+                close(err_pipe[1]);
+                ssize_t n = read(err_pipe[0], buf, sizeof(buf) - 1);
+                buf[n > 0 ? n : 0] = '\0';
+                close(err_pipe[0]);
+                snprintf(want, sizeof(want), "forbidden system call %d:", (int)SYS_socket);
+                bool ok = strstr(buf, want) != NULL;
+                printf("%s seccomp: stderr says \"%s\"\n", ok ? "ok  " : "FAIL", want);
+                failures += !ok;
+        }
         expect_exit0("seccomp: gpu profile allows ioctl; openat is EACCES", t_seccomp_gpu_allowed);
         expect_sigsys("seccomp: gpu profile socket() kills", t_seccomp_gpu_socket);
         expect_sigsys("seccomp: TSYNC covers a thread started before the lock", t_seccomp_tsync);
