@@ -154,11 +154,12 @@ rps = [json.loads(l.split(" ", 1)[1])["rps"] for l in open(sys.argv[1]) if l.sta
 print(int(statistics.median(rps) / 2))
 PY
 )
-lat_conns=$(( half / 100 ))
+# A long gap (50 ms) with many connections keeps the rate near the target
+# whatever the latency: rate = conns * 1000 / (gap + latency).
+gap=${LAT_GAP_MS:-50}
+lat_conns=$(( half * gap / 1000 ))
 [ "$lat_conns" -lt 4 ] && lat_conns=4
-[ "$lat_conns" -gt 1000 ] && lat_conns=1000
-gap=$(( lat_conns * 1000 / half ))
-[ "$gap" -lt 1 ] && gap=1
+[ "$lat_conns" -gt 2000 ] && lat_conns=2000
 echo "# latency at half load: target $half req/s = $lat_conns connections x 1 request per ${gap} ms (+ latency)"
 for r in $(seq "$REPEATS"); do
         KEVALD_GAP_MS=$gap run_wrk latency "$lat_conns" read.lua "$WORK/ids"
