@@ -286,18 +286,20 @@ int logtrim_clean(const char *raw, const LogtrimConfig *cfg, char **ret_log, boo
                         continue;
                 }
                 indented = l->p[0] == ' ' || l->p[0] == '\t';
-                if (indented && n_blocks > 0 && !blocks[n_blocks - 1].blank_after) {
-                        blocks[n_blocks - 1].count++;
+                /*
+                 * Indented lines continue the block; after a blank line they still
+                 * belong to a withheld diagnostic (whatever NVRTC echoes of a file
+                 * goes with it).
+                 */
+                if (indented && n_blocks > 0 &&
+                    (!blocks[n_blocks - 1].blank_after || blocks[n_blocks - 1].withheld)) {
+                        blocks[n_blocks - 1].count = i - blocks[n_blocks - 1].first + 1;
+                        blocks[n_blocks - 1].blank_after = false;
                         continue;
                 }
                 Block *b = &blocks[n_blocks++];
                 b->first = i;
                 b->count = 1;
-                /* Indented lines after a blank line still belong to a withheld diagnostic. */
-                if (indented && n_blocks > 1 && blocks[n_blocks - 2].withheld) {
-                        b->withheld = true;
-                        continue;
-                }
                 b->error = is_error_line(l);
                 flen = header_file_len(l);
                 if (flen > 0 && !file_trusted(l->p, flen, cfg))
