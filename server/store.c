@@ -616,7 +616,9 @@ int store_open(const char *path, Store **ret_store)
         r = exec_sql(s, "PRAGMA journal_mode=WAL");
         if (r < 0)
                 goto out;
-        r = exec_sql(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY");
+        /* journal_size_limit: truncate the WAL back to 64 MiB after a checkpoint that emptied it. */
+        r = exec_sql(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY; "
+                        "PRAGMA journal_size_limit=67108864");
         if (r < 0)
                 goto out;
         r = migrate(s, path);
