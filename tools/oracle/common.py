@@ -1,0 +1,222 @@
+"""common - shared helpers for the oracle scripts (GPU host: python3, torch, cupy).
+
+Task loading and expression evaluation, input generation from a task's init
+spec (torch, on the GPU), the tolerance rule of kevald's judge, dump loading
+(the manifest that `kevald eval --dump DIR` writes), and a stand-alone runner
+for a task's reference plan (cupy's NVRTC for the kernels, torch.matmul with
+TF32 off for the cuBLAS steps), so the scripts work with or without kevald.
+"""
+import glob
+import json
+import os
+import re
+
+import numpy as np
+import torch
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+TORCH_DT = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16,
+            "bf16": torch.bfloat16, "i32": torch.int32, "i64": torch.int64, "u8": torch.uint8,
+            "i8": torch.int8}
+NP_DT = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i32": np.int32,
+         "i64": np.int64, "u8": np.uint8, "i8": np.int8}
+
+
+def fp32_strict():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        torch.set_float32_matmul_precision("highest")
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def ev(expr, params):
+    """kevald's integer expressions: + - * / % ceil_div min max, truncating division."""
+    if isinstance(expr, (int, float)):
+        return int(expr)
+    if not re.fullmatch(r"[A-Za-z0-9_+\-*/%(), ]+", expr):
+        raise ValueError("bad expression %r" % expr)
+
+    def ceil_div(a, b):
+        return -(-a // b)
+    env = dict(params)
+    env.update({"ceil_div": ceil_div, "min": min, "max": max, "__builtins__": {}})
+    return int(eval(expr.replace("/", "//"), env))  # noqa: S307 - charset checked
+
+
+def load_tasks(tasks_dir=None):
+    tasks = {}
+    for p in sorted(glob.glob(os.path.join(tasks_dir or os.path.join(ROOT, "tasks"), "**", "*.json"),
+                              recursive=True)):
+        with open(p) as f:
+            t = json.load(f)
+        t["_dir"] = os.path.dirname(p)
+        tasks[t["name"]] = t
+    return tasks
+
+
+def shape_params(task, shape_name):
+    for s in task["shapes"]:
+        if s["name"] == shape_name:
+            return {k: v for k, v in s.items() if k != "name"}
+    raise KeyError("%s has no shape set %s" % (task["name"], shape_name))
+
+
+def buffer_shape(b, params):
+    return [ev(e, params) for e in b["shape"]]
+
+
+def gen_input(b, params, gen, device="cuda"):
+    init = b["init"]
+    shp = buffer_shape(b, params)
+    n = int(np.prod(shp)) if shp else 1
+    d = init["dist"]
+    if d == "normal":
+        v = torch.randn(n, generator=gen, device=device) * init.get("std", 1.0) + init.get("mean", 0.0)
+    elif d == "uniform":
+        lo, hi = init.get("low", -1.0), init.get("high", 1.0)
+        v = torch.rand(n, generator=gen, device=device) * (hi - lo) + lo
+    elif d == "int":
+        v = torch.randint(ev(init["low"], params), ev(init["high"], params), (n,), generator=gen,
+                          device=device, dtype=torch.int64)
+    elif d == "mixed":
+        sign = torch.randint(0, 2, (n,), generator=gen, device=device).float() * 2 - 1
+        v = sign * torch.pow(10.0, torch.rand(n, generator=gen, device=device) * 6 - 3)
+    else:
+        raise ValueError("unknown dist " + d)
+    if "offset" in init:
+        v = v + init["offset"]
+    if "fan_in" in init:
+        v = v / float(np.sqrt(ev(init["fan_in"], params)))
+    return v.to(TORCH_DT[b["dtype"]]).reshape(shp)
+
+
+def gen_inputs(task, params, seed, device="cuda"):
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    return {b["name"]: gen_input(b, params, gen, device) for b in task["buffers"] if b["role"] != "out"}
+
+
+def tolerance(task, bufname=None):
+    t = task.get("tolerance", {})
+    return float(t.get("atol", 1e-4)), float(t.get("rtol", 1e-4))
+
+
+def compare(got, want, atol, rtol, chunk=1 << 26):
+    """kevald's rule: |got - want| <= atol + rtol * |want|, NaN/Inf must agree.
+    Returns (passed, max_abs, max_rel, mismatches). Works in chunks (big tensors)."""
+    g_all = got.reshape(-1)
+    w_all = want.reshape(-1)
+    mism = 0
+    max_abs = 0.0
+    max_rel = 0.0
+    for i in range(0, max(g_all.numel(), 1), chunk):
+        g = g_all[i:i + chunk].to(torch.float64)
+        w = w_all[i:i + chunk].to(torch.float64)
+        finite = torch.isfinite(w) & torch.isfinite(g)
+        same_nonfinite = (~torch.isfinite(w)) & (~torch.isfinite(g)) & (
+            (torch.isnan(w) & torch.isnan(g)) | (w == g))
+        err = torch.where(finite, (g - w).abs(), torch.zeros_like(g))
+        ok = torch.where(finite, err <= atol + rtol * w.abs(), same_nonfinite)
+        mism += int((~ok).sum().item())
+        if err.numel():
+            max_abs = max(max_abs, float(err.max().item()))
+            rel = err / w.abs().clamp_min(1e-30)
+            max_rel = max(max_rel, float(rel.max().item()))
+    return mism == 0, max_abs, max_rel, mism
+
+
+# ------------------------------------------------------------------ dumps
+def load_dump(dump_dir, device="cuda"):
+    """Yield (entry, inputs, outputs) for each (task, shape) of DIR/manifest.json."""
+    with open(os.path.join(dump_dir, "manifest.json")) as f:
+        man = json.load(f)
+    if isinstance(man, dict):
+        man = man.get("entries", man.get("shapes", []))
+    for e in man:
+        ins, outs = {}, {}
+        for b in e["buffers"]:
+            arr = np.fromfile(os.path.join(dump_dir, b["file"]), dtype=NP_DT[b["dtype"]])
+            t = torch.from_numpy(arr).to(device).reshape(b["shape"])
+            (outs if b["role"] == "out" else ins)[b["name"]] = t
+        yield e, ins, outs
+
+
+# ------------------------------------------------------------------ stand-alone reference runner
+_MODULES = {}
+
+
+def _module(task):
+    import cupy
+    key = task["name"]
+    if key not in _MODULES:
+        ref = task["reference"]
+        if "source" in ref:
+            src = ref["source"]
+        else:
+            with open(os.path.join(task["_dir"], ref["source_file"])) as f:
+                src = f.read()
+        opts = tuple(o for o in ref.get("options", []) if o.startswith(("-std", "-D")))
+        _MODULES[key] = cupy.RawModule(code=src, options=opts, backend="nvrtc")
+    return _MODULES[key]
+
+
+def _scalar(a, params):
+    t, v = a["type"], a["value"]
+    if t in ("i32", "u32", "i64", "u64"):
+        v = ev(v, params)
+    return {"i32": np.int32, "u32": np.uint32, "i64": np.int64, "u64": np.uint64,
+            "f32": np.float32, "f64": np.float64}[t](v)
+
+
+def run_reference(task, params, inputs, device="cuda"):
+    """Run the task's reference plan on the GPU; returns {out name: tensor}."""
+    import cupy
+    bufs = dict(inputs)
+    outs = {}
+    for b in task["buffers"]:
+        if b["role"] == "out":
+            shp = buffer_shape(b, params)
+            t = torch.full(shp, float("nan"), device=device).to(TORCH_DT[b["dtype"]]) \
+                if TORCH_DT[b["dtype"]].is_floating_point else torch.full(shp, -1, device=device,
+                                                                          dtype=TORCH_DT[b["dtype"]])
+            bufs[b["name"]] = outs[b["name"]] = t
+    for s in task["reference"].get("scratch", []):
+        bufs[s["name"]] = torch.zeros(max(ev(s["count"], params), 1), device=device,
+                                      dtype=TORCH_DT[s["dtype"]])
+    mod = None
+    for st in task["reference"]["plan"]:
+        if "library" in st:
+            if st["library"] != "gemm":
+                raise ValueError("unknown library op " + st["library"])
+            m, n, k, bt = (ev(st[x], params) for x in ("m", "n", "k", "batch"))
+            A = bufs[st["a"]].reshape(-1)[:bt * m * k]
+            B = bufs[st["b"]].reshape(-1)[:bt * k * n]
+            A = A.reshape(bt, k, m).transpose(1, 2) if st["trans_a"] else A.reshape(bt, m, k)
+            B = B.reshape(bt, n, k).transpose(1, 2) if st["trans_b"] else B.reshape(bt, k, n)
+            C = bufs[st["c"]].reshape(-1)[:bt * m * n].reshape(bt, m, n)
+            r = torch.bmm(A, B) if bt > 1 else torch.matmul(A[0], B[0]).unsqueeze(0)
+            C.copy_(st["alpha"] * r + (st["beta"] * C if st["beta"] else 0))
+            continue
+        if mod is None:
+            mod = _module(task)
+        fn = mod.get_function(st["kernel"])
+        grid = tuple(ev(x, params) for x in st["grid"]) + (1,) * (3 - len(st["grid"]))
+        block = tuple(ev(x, params) for x in st["block"]) + (1,) * (3 - len(st["block"]))
+        args = []
+        for a in st["args"]:
+            if isinstance(a, str):
+                args.append(cupy.asarray(bufs[a]))
+            else:
+                args.append(_scalar(a, params))
+        fn(grid, block, tuple(args), shared_mem=ev(st.get("shared", "0"), params))
+    torch.cuda.synchronize()
+    return outs
+
+
+def markdown_table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in rows:
+        out.append("| " + " | ".join(str(x) for x in r) + " |")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""timing - PyTorch eager time of every task at its default size (GPU host).
+
+Usage (from the repository root):
+  python3 tools/oracle/timing.py [--shape default] [--only SUBSTR] [--ref] [--trials 20] [--md FILE]
+
+For each task: draws the inputs (torch, from the task's init spec), then times
+the PyTorch computation (tools/oracle/torch_ops.py, fp32, TF32 off) with CUDA
+events: 3 warm-ups, then --trials timed runs, each after an L2 flush (a 256 MiB
+write); prints the median in ms next to KernelBench's published H100 eager
+time. With --ref it also times kevald's reference plan run stand-alone (cupy
+for kernels, torch.matmul for cuBLAS steps; the same kernels kevald times, but
+cupy's launch overhead instead of the driver API's), which is what a
+candidate's speedup is measured against.
+Note: KernelBench's published times were taken with PyTorch 2.5 defaults
+(TF32 allowed for cuDNN convolutions), so fp32 convolutions measure slower here.
+"""
+import argparse
+import os
+import statistics
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+from torch_ops import OPS  # noqa: E402
+
+
+def time_fn(fn, trials):
+    flush = torch.empty(64 << 20, dtype=torch.float32, device="cuda")
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(trials):
+        flush.fill_(1.0)
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        torch.cuda.synchronize()
+        ts.append(s.elapsed_time(e))
+    return statistics.median(ts)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tasks", default=None)
+    ap.add_argument("--shape", default="default")
+    ap.add_argument("--only", default=None)
+    ap.add_argument("--ref", action="store_true")
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--md", default=None)
+    a = ap.parse_args()
+    common.fp32_strict()
+    tasks = common.load_tasks(a.tasks)
+    rows = []
+    for name, task in tasks.items():
+        if a.only and a.only not in name:
+            continue
+        params = common.shape_params(task, a.shape)
+        pub = task.get("provenance", {}).get("h100_torch_eager_ms")
+        try:
+            ins = common.gen_inputs(task, params, 1)
+            t_torch = time_fn(lambda: OPS[name](ins, params), a.trials)
+            t_ref = None
+            if a.ref:
+                t_ref = time_fn(lambda: common.run_reference(task, params, ins), a.trials)
+            row = [name, a.shape, pub if pub is not None else "-", "%.3f" % t_torch,
+                   "%.3f" % t_ref if t_ref else "-",
+                   "%.2f" % (t_ref / t_torch) if t_ref else "-"]
+        except Exception as ex:  # noqa: BLE001
+            row = [name, a.shape, pub, "ERROR %s" % str(ex)[:80], "-", "-"]
+        rows.append(row)
+        print(" | ".join(str(x) for x in row), flush=True)
+        ins = None
+        torch.cuda.empty_cache()
+    md = common.markdown_table(["task", "shape", "published H100 eager ms", "torch eager ms here",
+                                "kevald reference ms", "reference / torch"], rows)
+    if a.md:
+        with open(a.md, "w") as f:
+            f.write(md)
+
+
+if __name__ == "__main__":
+    main()
