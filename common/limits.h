@@ -57,6 +57,9 @@
 #define LIMIT_WORKER_CPU_LIFETIME_S 21600      /* RLIMIT_CPU hard limit: a worker's whole life */
 #define LIMIT_WORKER_FILE_BYTES (1ull << 30)   /* RLIMIT_FSIZE (workers open no file for writing) */
 
+/* Store */
+#define LIMIT_COMPILE_CACHE_BYTES_DEFAULT (4ull << 30) /* store_cache_prune() target */
+
 /* Child protocol (common/frame.h) */
 #define LIMIT_FRAME_JSON_BYTES (8u << 20)
 #define LIMIT_FRAME_BLOB_BYTES (96u << 20)

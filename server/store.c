@@ -2027,7 +2027,7 @@ static int row_scalar(sqlite3_stmt *st, void *arg)
  *    "tasks": [{"task", "submissions", "done", "correct", "correct_rate", "median_speedup"}]
  *    (median_speedup: of correct submissions, read from a histogram with 8
  *    buckets per doubling, so within ~5%; null when none),
- *    "compile_cache": {"entries", "hits", "misses"}, "queue_depth": n (not done),
+ *    "compile_cache": {"entries", "hits", "misses", "bytes"}, "queue_depth": n (not done),
  *    "submissions": n (all ever accepted)}
  * Reads the trigger-kept aggregates (task_stats, task_speedups) and indexes;
  * never scans the history.
@@ -2036,7 +2036,7 @@ static int row_scalar(sqlite3_stmt *st, void *arg)
 int store_stats(Store *store, json_t **ret_stats)
 {
         json_t *states = json_object(), *verdicts = json_object(), *tasks = json_array(), *out = NULL;
-        int64_t entries = 0, hits = 0, misses = 0, depth = 0, total = 0;
+        int64_t entries = 0, hits = 0, misses = 0, bytes = 0, depth = 0, total = 0;
         int r = -ENOMEM;
 
         if (!states || !verdicts || !tasks)
@@ -2065,14 +2065,17 @@ int store_stats(Store *store, json_t **ret_stats)
                 r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_misses'", row_scalar,
                              &misses);
         if (r == 0)
+                r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_bytes'", row_scalar, &bytes);
+        if (r == 0)
                 r = each_row(store, "SELECT active FROM queue_counts WHERE token_id = -1", row_scalar, &depth);
         if (r == 0)
                 r = each_row(store, "SELECT coalesce(sum(submissions), 0) FROM task_stats", row_scalar, &total);
         if (r < 0)
                 goto out;
-        out = json_pack("{s:O, s:O, s:O, s:{s:I, s:I, s:I}, s:I, s:I}", "states", states, "verdicts",
+        out = json_pack("{s:O, s:O, s:O, s:{s:I, s:I, s:I, s:I}, s:I, s:I}", "states", states, "verdicts",
                         verdicts, "tasks", tasks, "compile_cache", "entries", (json_int_t)entries, "hits",
-                        (json_int_t)hits, "misses", (json_int_t)misses, "queue_depth", (json_int_t)depth,
+                        (json_int_t)hits, "misses", (json_int_t)misses, "bytes", (json_int_t)bytes,
+                        "queue_depth", (json_int_t)depth,
                         "submissions", (json_int_t)total);
         if (!out) {
                 r = -ENOMEM;
@@ -2354,6 +2357,57 @@ out:
         r = tx_end(store, r);
 out_free:
         free(text);
+        return r;
+}
+
+/**
+ * store_cache_prune() - bound the compile cache, least recently used first
+ * @store:       open store; borrowed
+ * @max_bytes:   what the cache may hold (compile JSON + CUBINs), ≥ 0
+ * @ret_deleted: on success, entries dropped (may be NULL)
+ * Deletes in rounds of at most 64 entries, each its own short transaction,
+ * so that claims are not held up behind a large prune.
+ * Return: 0, -EINVAL, or a negative errno.
+ */
+int store_cache_prune(Store *store, int64_t max_bytes, int64_t *ret_deleted)
+{
+        sqlite3_stmt *st = NULL;
+        int64_t deleted = 0, bytes = 0;
+        int r = 0, rc;
+
+        if (max_bytes < 0)
+                return -EINVAL;
+        /* Of the 64 least recently used, those needed to shed ?1 bytes. */
+        rc = sqlite3_prepare_v2(store->db,
+                                "DELETE FROM compile_cache WHERE key IN (SELECT key FROM (SELECT key, "
+                                "sum(sz) OVER (ORDER BY last_used_at, key ROWS UNBOUNDED PRECEDING) - sz AS before "
+                                "FROM (SELECT key, last_used_at, length(CAST(compile AS BLOB)) + "
+                                "coalesce(length(cubin), 0) AS sz FROM compile_cache "
+                                "ORDER BY last_used_at, key LIMIT 64)) WHERE before < ?1)",
+                                -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return fail(store, rc, "prepare cache prune");
+        for (;;) {
+                r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_bytes'", row_scalar, &bytes);
+                if (r < 0 || bytes <= max_bytes)
+                        break;
+                r = tx_begin(store);
+                if (r < 0)
+                        break;
+                sqlite3_bind_int64(st, 1, bytes - max_bytes);
+                r = step_done(store, st, "cache prune");
+                int n = sqlite3_changes(store->db);
+                sqlite3_reset(st);
+                r = tx_end(store, r);
+                if (r < 0)
+                        break;
+                deleted += n;
+                if (n == 0)
+                        break; /* empty, and the counter disagrees: nothing more to drop */
+        }
+        sqlite3_finalize(st);
+        if (r == 0 && ret_deleted)
+                *ret_deleted = deleted;
         return r;
 }
 

@@ -129,6 +129,9 @@ int store_cache_get(Store *store, const uint8_t key[32], json_t **ret_compile, u
                     size_t *ret_cubin_len);
 int store_cache_put(Store *store, const uint8_t key[32], json_t *compile, const uint8_t *cubin,
                     size_t cubin_len);
+/* Drop least recently used entries until the cache holds at most @max_bytes
+ * (LIMIT_COMPILE_CACHE_BYTES_DEFAULT is the default); the dispatcher calls it now and then. */
+int store_cache_prune(Store *store, int64_t max_bytes, int64_t *ret_deleted);
 
 /* Tokens (hash = sha256 of the token text). */
 int store_token_create(Store *store, const char *name, const uint8_t hash[32], json_t *limits,

@@ -603,6 +603,36 @@ static void test_cache(void)
         CHECK(json_integer_value(json_object_get(cc, "entries")) == 2);
         CHECK(json_integer_value(json_object_get(cc, "hits")) == 3);
         CHECK(json_integer_value(json_object_get(cc, "misses")) == 1);
+        char *t1 = json_dumps(compile, JSON_COMPACT), *t2 = json_dumps(bad, JSON_COMPACT);
+        int64_t size1 = (int64_t)(strlen(t1) + sizeof(cubin)), size2 = (int64_t)strlen(t2);
+        free(t1);
+        free(t2);
+        CHECK(json_integer_value(json_object_get(cc, "bytes")) == size1 + size2);
+        json_decref(st);
+
+        /* LRU: key was used before key2 was put; a third entry; then key is used again. */
+        uint8_t key3[32];
+        memset(key3, 0xef, 32);
+        CHECK_RC(store_cache_put(s, key3, compile, cubin, 1000), 0);
+        CHECK_RC(store_cache_get(s, key, &got, &cb, &len), 0);
+        json_decref(got);
+        free(cb);
+        int64_t deleted = -1;
+        /* Order now: key2 (oldest), key3, key. Fit in size1 + 1: key2 and key3 go, key stays. */
+        CHECK_RC(store_cache_prune(s, size1 + 1, &deleted), 0);
+        CHECK(deleted == 2);
+        CHECK_RC(store_cache_get(s, key, &got, &cb, &len), 0);
+        json_decref(got);
+        free(cb);
+        CHECK_RC(store_cache_get(s, key2, &got, &cb, &len), STORE_E_NOT_FOUND);
+        CHECK_RC(store_cache_get(s, key3, &got, &cb, &len), STORE_E_NOT_FOUND);
+        CHECK_RC(store_cache_prune(s, size1, &deleted), 0);
+        CHECK(deleted == 0);
+        CHECK_RC(store_cache_prune(s, 0, &deleted), 0);
+        CHECK(deleted == 1);
+        CHECK_RC(store_stats(s, &st), 0);
+        cc = json_object_get(st, "compile_cache");
+        CHECK(json_integer_value(json_object_get(cc, "entries")) == 0 && json_integer_value(json_object_get(cc, "bytes")) == 0);
         json_decref(st);
         json_decref(bad);
         json_decref(compile);
