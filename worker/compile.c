@@ -41,6 +41,7 @@
 
 #define COMPILE_INCLUDE_DIRS 2
 #define COMPILE_MSG_BYTES 512
+#define COMPILE_NAME_MAP "__nv_name_map" /* where NVRTC reports name-expression errors */
 
 struct Compiler {
         char *include_dirs[COMPILE_INCLUDE_DIRS]; /* realpaths */
@@ -711,8 +712,10 @@ out:
 static int set_clean_log(const Compiler *c, json_t *res, const char *raw, const char *prefix,
                          const char *source_name)
 {
+        const char *names[] = { source_name, COMPILE_NAME_MAP };
         LogtrimConfig cfg = {
-                .source_name = source_name,
+                .source_names = names,
+                .n_source_names = 2,
                 .trusted_prefixes = (const char *const *)c->trusted,
                 .n_trusted = c->n_trusted,
                 .cap = LIMIT_COMPILE_LOG_BYTES,

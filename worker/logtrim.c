@@ -137,9 +137,9 @@ static bool is_error_line(const Line *l)
 
 static bool file_trusted(const char *file, size_t len, const LogtrimConfig *cfg)
 {
-        if (cfg->source_name && len == strlen(cfg->source_name) &&
-            memcmp(file, cfg->source_name, len) == 0)
-                return true;
+        for (size_t i = 0; i < cfg->n_source_names; i++)
+                if (len == strlen(cfg->source_names[i]) && memcmp(file, cfg->source_names[i], len) == 0)
+                        return true;
         for (size_t i = 0; i < cfg->n_trusted; i++) {
                 size_t n = strlen(cfg->trusted_prefixes[i]);
                 if (n > 0 && len > n && memcmp(file, cfg->trusted_prefixes[i], n) == 0 &&

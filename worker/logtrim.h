@@ -19,7 +19,9 @@
 #include <stdint.h>
 
 typedef struct LogtrimConfig {
-        const char *source_name;             /* "kernel.cu": the submission */
+        const char *const *source_names;     /* the submission's files: "kernel.cu", and
+                                              * "__nv_name_map" (NVRTC's name expressions) */
+        size_t n_source_names;
         const char *const *trusted_prefixes; /* e.g. "/usr/local/cuda/include/" */
         size_t n_trusted;
         size_t cap;                          /* byte budget of the result */

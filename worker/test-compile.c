@@ -228,6 +228,16 @@ static void t_name_expression(void)
         run("cuda", src, strlen(src), NULL, bad, &out);
         CHECK(!is_ok(&out) && strcmp(jstr(out.result, "error"), "compile") == 0);
         compile_output_clear(&out);
+
+        /* NVRTC reports a bad name expression in "__nv_name_map": shown, not withheld. */
+        {
+                static const char *const undef[] = { "nonexistent<int>", NULL };
+                run("cuda", src, strlen(src), NULL, undef, &out);
+                CHECK(!is_ok(&out) && strcmp(jstr(out.result, "error"), "compile") == 0);
+                CHECK(strstr(jstr(out.result, "log"), "__nv_name_map(2): error: identifier \"nonexistent\" is undefined") != NULL);
+                CHECK(strstr(jstr(out.result, "log"), "withheld") == NULL);
+                compile_output_clear(&out);
+        }
 }
 
 static char *read_file(const char *path, size_t *ret_len)

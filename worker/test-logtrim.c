@@ -88,8 +88,9 @@ static const char toolkit_log[] =
 
 static char *clean(const char *raw, size_t cap, bool *ret_trunc)
 {
-        LogtrimConfig cfg = { .source_name = "kernel.cu", .trusted_prefixes = trusted,
-                              .n_trusted = 2, .cap = cap };
+        static const char *const names[] = { "kernel.cu", "__nv_name_map" };
+        LogtrimConfig cfg = { .source_names = names, .n_source_names = 2,
+                              .trusted_prefixes = trusted, .n_trusted = 2, .cap = cap };
         char *out = NULL;
         bool trunc = false;
 
