@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -367,13 +368,10 @@ int jsonutil_get_enum(json_t *obj, const char *ptr, const char *key, bool requir
         const char *s = NULL;
         char p[JSONUTIL_PTR_BYTES], list[256] = "";
         size_t n = 0;
-        int r = jsonutil_get_string(obj, ptr, key, required, 64, &s, err);
+        int r = jsonutil_get_string(obj, ptr, key, required, SIZE_MAX, &s, err);
 
         if (r || !s)
-                return r == SPEC_E_INVALID && err && strstr(err->message, "bytes long")
-                               ? jsonutil_fail(err, err->pointer, "'%s' has an unknown value",
-                                               key)
-                               : r;
+                return r;
         for (int i = 0; choices[i]; i++) {
                 if (strcmp(choices[i], s) == 0) {
                         *ret = i;
