@@ -354,7 +354,7 @@ static int validate_arg(const Task *task, json_t *arg, json_t *scratch, bool ref
 
                 jsonutil_ptr_key(p, ptr, "value");
                 if (v && json_is_real(v))
-                        return jsonutil_fail(err, p, "a %s argument needs an integer value",
+                        return jsonutil_fail(err, p, "type %s needs an integer value",
                                              spec_scalar_types[type]);
                 r = spec_expr_all(task, v, p, "value", lo[type], hi[type], NULL, err);
                 if (r)

@@ -283,7 +283,7 @@ static void test_task_invalid(void)
                  "/reference/plan/0/args/3/value",
                  "in shape 'odd': division by zero in 'N / (N - 1001)'");
         TASK_BAD(v, "/reference/plan/0/args/3/value", "1.5", "/reference/plan/0/args/3/value",
-                 "a i32 argument needs an integer value");
+                 "type i32 needs an integer value");
         TASK_BAD(v, "/reference/plan/0/args/3/type", "\"int\"", "/reference/plan/0/args/3/type",
                  "'type' is 'int'; it must be one of: i32, u32, i64, u64, f32, f64");
         TASK_BAD(v, "/reference/plan/0/kernel", "\"vadd<float>\"", "/reference/plan/0/kernel",
