@@ -2001,8 +2001,8 @@ static int row_median(sqlite3_stmt *st, void *arg)
         if (!task || total <= 0 || 2 * cum < total)
                 return 0;
         json_array_foreach(tasks, i, t) {
-                const char *name = json_string_value(json_object_get(t, "task"));
-                if (!name || strcmp(name, task) != 0)
+                const char *name = json_string_value(json_object_get(t, "task")); /* NULL: no task ('') */
+                if (strcmp(name ? name : "", task) != 0)
                         continue;
                 if (json_is_null(json_object_get(t, "median_speedup")))
                         return json_object_set_new(t, "median_speedup",
@@ -2024,7 +2024,8 @@ static int row_scalar(sqlite3_stmt *st, void *arg)
  * @store:     open store; borrowed
  * @ret_stats: on success, a new object:
  *   {"states": {state: n}, "verdicts": {verdict: n},
- *    "tasks": [{"task", "submissions", "done", "correct", "correct_rate", "median_speedup"}]
+ *    "tasks": [{"task" (null for compile-only without a task), "submissions", "done", "correct",
+ *               "correct_rate", "median_speedup"}]
  *    (median_speedup: of correct submissions, read from a histogram with 8
  *    buckets per doubling, so within ~5%; null when none),
  *    "compile_cache": {"entries", "hits", "misses", "bytes"}, "queue_depth": n (not done),
@@ -2049,7 +2050,7 @@ int store_stats(Store *store, json_t **ret_stats)
                              row_count_into, verdicts);
         if (r == 0)
                 r = each_row(store,
-                             "SELECT task, submissions, done, correct, CASE WHEN done > 0 "
+                             "SELECT nullif(task, ''), submissions, done, correct, CASE WHEN done > 0 "
                              "THEN CAST(correct AS REAL) / done END, NULL FROM task_stats ORDER BY task",
                              row_task, tasks);
         if (r == 0)
