@@ -170,8 +170,42 @@ def _scalar(a, params):
             "f32": np.float32, "f64": np.float64}[t](v)
 
 
+def run_reference_cpu(task, params, inputs):
+    """Development stand-in without a GPU: the reference on the CPU CUDA shim
+    (tools/tasks/cpu_check.py); slow, small shape sets only."""
+    import subprocess
+    import tempfile
+    sys_path = os.path.join(ROOT, "tools", "tasks")
+    import sys
+    if sys_path not in sys.path:
+        sys.path.insert(0, sys_path)
+    import cpu_check
+    with tempfile.TemporaryDirectory() as tmp:
+        bufs, files = [], []
+        for b in task["buffers"]:
+            shp = buffer_shape(b, params)
+            bufs.append((b, shp))
+            fn = os.path.join(tmp, b["name"] + ".bin")
+            files.append(fn)
+            if b["role"] != "out":
+                inputs[b["name"]].cpu().numpy().tofile(fn)
+        scr = [(s, ev(s["count"], params)) for s in task["reference"].get("scratch", [])]
+        drv = cpu_check.build_driver(task, os.path.join(task["_dir"], task["reference"]["source_file"]),
+                                     params, bufs, scr)
+        with open(os.path.join(tmp, "drv.cpp"), "w") as f:
+            f.write(drv)
+        subprocess.run(["g++", "-O1", "-std=c++17", "-w", "-pthread", "-o", os.path.join(tmp, "drv"),
+                        os.path.join(tmp, "drv.cpp")], check=True)
+        subprocess.run([os.path.join(tmp, "drv")] + files, check=True)
+        return {b["name"]: torch.from_numpy(np.fromfile(os.path.join(tmp, b["name"] + ".bin"),
+                                                        dtype=NP_DT[b["dtype"]]).reshape(shp))
+                for b, shp in bufs if b["role"] == "out"}
+
+
 def run_reference(task, params, inputs, device="cuda"):
     """Run the task's reference plan on the GPU; returns {out name: tensor}."""
+    if device == "cpu":
+        return run_reference_cpu(task, params, inputs)
     import cupy
     bufs = dict(inputs)
     outs = {}
@@ -213,6 +247,16 @@ def run_reference(task, params, inputs, device="cuda"):
         fn(grid, block, tuple(args), shared_mem=ev(st.get("shared", "0"), params))
     torch.cuda.synchronize()
     return outs
+
+
+# KEVALD_ORACLE_DEVICE=cpu runs the scripts without a GPU (development only:
+# torch on the CPU, references on the CPU shim, small shape sets).
+DEVICE = os.environ.get("KEVALD_ORACLE_DEVICE", "cuda")
+
+
+def empty_cache():
+    if DEVICE != "cpu":
+        torch.cuda.empty_cache()
 
 
 def markdown_table(header, rows):

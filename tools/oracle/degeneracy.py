@@ -137,14 +137,14 @@ def main():
         if a.dump2:
             for e, ins, outs in common.load_dump(a.dump2, device="cpu"):
                 second[(e["task"], e["shape"])] = outs
-        for e, ins, outs in common.load_dump(a.dump):
+        for e, ins, outs in common.load_dump(a.dump, common.DEVICE):
             task = tasks[e["task"]]
             if a.only and a.only not in task["name"]:
                 continue
             params = e.get("params") or common.shape_params(task, e["shape"])
             r2 = second.get((e["task"], e["shape"]))
             if r2 is not None:
-                r2 = {k: v.cuda() for k, v in r2.items()}
+                r2 = {k: v.to(common.DEVICE) for k, v in r2.items()}
             report(task["name"], e["shape"], checks(task, params, ins, outs, r2, gen))
     else:
         for name, task in tasks.items():
@@ -155,15 +155,15 @@ def main():
                     continue
                 params = common.shape_params(task, s["name"])
                 try:
-                    ins = common.gen_inputs(task, params, 1)
-                    ref = common.run_reference(task, params, ins)
-                    ref2 = common.run_reference(task, params, common.gen_inputs(task, params, 2))
+                    ins = common.gen_inputs(task, params, 1, common.DEVICE)
+                    ref = common.run_reference(task, params, ins, common.DEVICE)
+                    ref2 = common.run_reference(task, params, common.gen_inputs(task, params, 2, common.DEVICE), common.DEVICE)
                     report(name, s["name"], checks(task, params, ins, ref, ref2, gen))
                 except Exception as ex:  # noqa: BLE001
                     nbad += 1
                     rows.append([name, s["name"], "**ERROR** %s" % ex, "", "", "", ""])
                     print(name, s["name"], "ERROR", ex, flush=True)
-                torch.cuda.empty_cache()
+                common.empty_cache()
     md = common.markdown_table(["task", "shape"] + cols, rows)
     if a.md:
         with open(a.md, "w") as f:

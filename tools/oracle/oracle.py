@@ -62,14 +62,14 @@ def main():
             print(" | ".join(str(x) for x in row), flush=True)
 
     if a.dump:
-        for e, ins, outs in common.load_dump(a.dump):
+        for e, ins, outs in common.load_dump(a.dump, common.DEVICE):
             task = tasks[e["task"]]
             if a.only and a.only not in task["name"]:
                 continue
             params = e.get("params") or common.shape_params(task, e["shape"])
             check(task, e["shape"], params, ins, outs)
             del ins, outs
-            torch.cuda.empty_cache()
+            common.empty_cache()
     else:
         shapes = a.shapes.split(",")
         for name, task in tasks.items():
@@ -81,15 +81,15 @@ def main():
                 params = common.shape_params(task, s["name"])
                 t0 = time.time()
                 try:
-                    ins = common.gen_inputs(task, params, a.seed)
-                    outs = common.run_reference(task, params, ins)
+                    ins = common.gen_inputs(task, params, a.seed, common.DEVICE)
+                    outs = common.run_reference(task, params, ins, common.DEVICE)
                     check(task, s["name"], params, ins, outs)
                 except Exception as ex:  # noqa: BLE001
                     nbad += 1
                     rows.append([name, s["name"], "-", "-", "-", "-", "-", "**ERROR** %s" % ex])
                     print(name, s["name"], "ERROR", ex, flush=True)
                 ins = outs = None
-                torch.cuda.empty_cache()
+                common.empty_cache()
                 if time.time() - t0 > 60:
                     print("  (%s %s took %.0f s)" % (name, s["name"], time.time() - t0), flush=True)
     md = common.markdown_table(["task", "shape", "output", "max abs err", "max rel err",
