@@ -23,7 +23,9 @@ kind, then:
 It prints medians, p90s and the sandboxed/unsandboxed ratio, and writes them
 as JSON to --out. Default: compile mode (no GPU needed). The GPU variant, for
 the GPU host: --mode full --gpus auto --body SUBMISSION.json (a full
-submission for a library task; its "source" gets the unique comment).
+submission for a library task; its "source" gets the unique comment), or
+--case vadd_correct (a tests/gpu case). With two servers on one GPU host,
+the two GPU workers share the GPU: submissions alternate, never overlap.
 """
 import argparse
 import json
@@ -72,12 +74,14 @@ def hello_time(worker, sandbox, env):
     return t
 
 
-def start_server(build, workdir, sandbox, gpus):
+def start_server(build, workdir, sandbox, gpus, tasks=None):
     port_file = workdir / "port"
     argv = [str(build / "server" / "kevald"), "serve", "--listen", "127.0.0.1:0",
             "--db", str(workdir / "k.db"), "--port-file", str(port_file), "--gpus", gpus,
             "--libexec", str(build / "worker"), "--compile-workers", "1",
             "--sandbox=" + ("true" if sandbox else "false"), "--log-level", "warn"]
+    if tasks:
+        argv += ["--tasks", str(tasks)]
     log = open(workdir / "server.log", "wb")
     proc = subprocess.Popen(argv, stdout=log, stderr=log)
     deadline = time.monotonic() + 60
@@ -107,7 +111,7 @@ def submit_one(c, body, tag):
     while d.get("state") != "done":
         d = c.get(f"/v1/submissions/{d['id']}?wait=60").json()
     t = (time.perf_counter() - t0) * 1000
-    if d.get("verdict") in ("internal_error", "compile_error", "rejected"):
+    if d.get("verdict") in ("internal_error", "compile_error", "rejected", "runtime_error", "timeout"):
         sys.exit(f"benchmark submission failed: {json.dumps(d)[:1500]}")
     return ((d.get("result") or {}).get("compile") or {}).get("compile_ms", 0.0), t
 
@@ -122,15 +126,27 @@ def main():
     ap.add_argument("--n", type=int, default=40)
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--mode", choices=["compile", "full"], default="compile")
-    ap.add_argument("--body", help="submission JSON (required for --mode full)")
+    ap.add_argument("--body", help="submission JSON (for --mode full)")
+    ap.add_argument("--case", help="for --mode full: a tests/gpu case (source NAME.cu, plan "
+                    "NAME.plan.json, task from tests/gpu/cases.json; serves tests/gpu/tasks)")
     ap.add_argument("--gpus", default=None)
     ap.add_argument("--out", default="bench-sandbox.json")
     a = ap.parse_args()
     build = Path(a.build).resolve()
-    if a.body:
+    tasks = None
+    if a.case:
+        gpu = ROOT / "tests" / "gpu"
+        cases = json.loads((gpu / "cases.json").read_text())
+        cases = cases.get("cases", cases) if isinstance(cases, dict) else cases
+        case = next(c for c in cases if c["name"] == a.case)
+        src = case.get("source", a.case)
+        body = {"task": case["task"], "source": (gpu / "cases" / (src + ".cu")).read_text()}
+        body.update(json.loads((gpu / "cases" / (src + ".plan.json")).read_text()))
+        tasks = gpu / "tasks"
+    elif a.body:
         body = json.loads(Path(a.body).read_text())
     elif a.mode == "full":
-        sys.exit("--mode full needs --body SUBMISSION.json")
+        sys.exit("--mode full needs --case NAME or --body SUBMISSION.json")
     else:
         body = {"mode": "compile", "source": COMPILE_SOURCE}
     body["mode"] = a.mode
@@ -155,7 +171,7 @@ def main():
         try:
             for sb in (True, False):
                 (Path(d) / keys[sb]).mkdir()
-                servers[sb] = start_server(build, Path(d) / keys[sb], sb, gpus)
+                servers[sb] = start_server(build, Path(d) / keys[sb], sb, gpus, tasks)
             clients = {sb: httpx.Client(base_url=servers[sb][1], timeout=300) for sb in servers}
             active = {}
             for sb, c in clients.items():
