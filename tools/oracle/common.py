@@ -129,8 +129,14 @@ def compare(got, want, atol, rtol, chunk=1 << 26):
 
 # ------------------------------------------------------------------ dumps
 def load_dump(dump_dir, device="cuda"):
-    """Yield (entry, inputs, outputs) for each (task, shape) of DIR/manifest.json."""
-    with open(os.path.join(dump_dir, "manifest.json")) as f:
+    """Yield (entry, inputs, outputs) for each (task, shape) of DIR/manifest.json
+    (or of every DIR/*/manifest.json when DIR has none itself)."""
+    mpath = os.path.join(dump_dir, "manifest.json")
+    if not os.path.exists(mpath):
+        for sub in sorted(glob.glob(os.path.join(dump_dir, "*", "manifest.json"))):
+            yield from load_dump(os.path.dirname(sub), device)
+        return
+    with open(mpath) as f:
         man = json.load(f)
     if isinstance(man, dict):
         man = man.get("entries", man.get("shapes", []))
