@@ -411,7 +411,7 @@ void store_format_time(double t, char ret_buf[32])
         struct tm tm;
         double whole = floor(t);
         time_t secs = (time_t)whole;
-        int ms = (int)llround((t - whole) * 1000.0);
+        int ms = (int)floor((t - whole) * 1000.0);   /* truncate: since=<created_at> includes the row */
 
         if (ms >= 1000) {
                 secs++;
