@@ -88,6 +88,7 @@ echo "$warm" | "$PY" -c 'import json,sys; b=json.load(sys.stdin); assert b.get("
 
 nproc_=$(nproc)
 echo "# kevald HTTP benchmark: $(date -u +%FT%TZ), $nproc_ cores, $(uname -r), build $build"
+echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)"
 echo "# duration ${DURATION}s x $REPEATS; wrk -t$THREADS; single/read -c$CONNS; batch $BATCH x -c$BATCH_CONNS"
 
 # run_wrk NAME CONNS SCRIPT ARGS... -> appends "NAME rps p50 p99 non2xx errors" to $WORK/runs
@@ -206,4 +207,5 @@ PY
 for f in "$WORK"/perf-*.txt; do
         [ -f "$f" ] && { echo "# perf top symbols, $(basename "$f" .txt):"; cat "$f"; }
 done
+echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# results: $RESULTS  (work dir $WORK)"
