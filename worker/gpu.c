@@ -92,7 +92,9 @@ static int check(CUresult r, const char *where)
                 name = "CUDA_ERROR_UNRECOGNIZED";
         if (cuGetErrorString(r, &msg) != CUDA_SUCCESS || !msg)
                 msg = "unrecognized CUDA error";
+        /* @where may be a whole call expression (CHECK()): keep the function name */
         gpu_error_set((int)r, name, msg, where, gpu_result_is_sticky((int)r));
+        last_error.where[strcspn(last_error.where, "(")] = '\0';
         return GPU_E_CUDA;
 }
 

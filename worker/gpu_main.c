@@ -297,6 +297,9 @@ int main(int argc, char **argv)
                 }
         }
         log_info("gpu: shutting down");
+        gpu_deadline_set(gpu_now_ns() + 10LL * 1000000000LL);
+        if (gpu_memset8(flush, 0, flush_bytes) == 0 && gpu_stream_wait() == 0)
+                (void)gpu_free(flush);
         json_decref(layers);
 #ifdef KEVALD_HAVE_SANDBOX
         sandbox_report_clear(&report);

@@ -633,7 +633,7 @@ static json_t *tri(int v)
 
 typedef struct ShapeReport {
         int trials_done;
-        int guard_ok, inputs_intact, deterministic, matched; /* 1, 0, or -1 not reached */
+        int guard_ok, inputs_intact, deterministic; /* 1 passed, 0 failed, -1 not reached */
         BufAgg agg[LIMIT_TASK_BUFFERS_MAX];
 } ShapeReport;
 
@@ -658,6 +658,13 @@ static json_t *shape_report_json(const JobShape *s, ShapeReport *rep, bool passe
                          "deterministic", tri(rep->deterministic), "revalidated", "buffers", bufs);
 }
 
+/* A check passed in this trial: true unless it failed before (it cannot have). */
+static void passed(int *flag)
+{
+        if (*flag < 0)
+                *flag = 1;
+}
+
 static int correctness_trial(Run *r, int si, int t, ShapeReport *rep)
 {
         const JobShape *s = &r->job->shapes[si];
@@ -679,6 +686,7 @@ static int correctness_trial(Run *r, int si, int t, ShapeReport *rep)
                 rep->guard_ok = 0;
                 goto out;
         }
+        passed(&rep->guard_ok);
         /* 4: fresh inputs for the reference; they also witness the candidate's inputs */
         if ((rc = set_alloc(r, s, &s->ref, false, ref)) || (rc = set_prepare(r, s, &s->ref, ref, seed, false)) ||
             (rc = wait_all(r)))
@@ -687,12 +695,11 @@ static int correctness_trial(Run *r, int si, int t, ShapeReport *rep)
                 rep->inputs_intact = 0;
                 goto out;
         }
+        passed(&rep->inputs_intact);
         if ((rc = run_plan(r, si, SIDE_REF, ref, true)))
                 goto out;
-        if ((rc = check_outputs(r, s, a, ref, rep->agg))) {
-                rep->matched = 0;
+        if ((rc = check_outputs(r, s, a, ref, rep->agg)))
                 goto out;
-        }
         if ((rc = set_free(r, ref)))
                 goto out;
         /* 5: again from the same seed, fresh poison: the bits must agree */
@@ -707,6 +714,7 @@ static int correctness_trial(Run *r, int si, int t, ShapeReport *rep)
                 rep->deterministic = 0;
                 goto out;
         }
+        passed(&rep->deterministic);
         if ((rc = set_free(r, b)) || (rc = set_free(r, a)))
                 goto out;
         rep->trials_done = t + 1;
@@ -725,15 +733,13 @@ static int correctness_shape(Run *r, int si, json_t *shapes_out)
 
         if (!rep)
                 return fail_gpu(r, -ENOMEM);
-        rep->guard_ok = rep->inputs_intact = rep->deterministic = rep->matched = -1;
+        rep->guard_ok = rep->inputs_intact = rep->deterministic = -1;
         r->shape = si;
         r->phase = "correctness";
         if (r->env->progress)
                 r->env->progress(r->env->progress_userdata, r->job->id, "correctness", s->name);
         for (int t = 0; t < r->job->trials && rc == 0; t++)
                 rc = correctness_trial(r, si, t, rep);
-        if (rc == 0)
-                rep->guard_ok = rep->inputs_intact = rep->deterministic = rep->matched = 1;
         json_array_append_new(shapes_out, shape_report_json(s, rep, rc == 0));
         for (int i = 0; i < LIMIT_TASK_BUFFERS_MAX; i++)
                 json_decref(rep->agg[i].first);
@@ -1175,6 +1181,7 @@ done:
         json_object_set_new(result, "error", r->error ? r->error : json_null());
         json_object_set_new(result, "gpu", judge_gpu_json(env->info));
         json_object_set_new(result, "gpu_busy_ms", json_real(r->busy_ms));
+        json_object_set_new(result, "cleanup", json_pack("{s:I}", "allocations_left", (json_int_t)devmem_live_count()));
         json_object_set_new(result, "wall_ms", json_real((double)(gpu_now_ns() - t0) / 1e6));
         if (job)
                 json_object_set_new(result, "seed", json_string(job->seed_text));

@@ -88,7 +88,9 @@ def ev(expr, params):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and len(n.args) == 2:
             a, b = go(n.args[0]), go(n.args[1])
             if n.func.id == "ceil_div":
-                return -_tdiv(-a, b) if a >= 0 and b > 0 else _tdiv(a + b - 1, b)
+                if b <= 0:
+                    raise ValueError("ceil_div by %d" % b)
+                return -((-a) // b)
             if n.func.id == "min":
                 return min(a, b)
             if n.func.id == "max":

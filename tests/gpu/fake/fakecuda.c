@@ -1,0 +1,662 @@
+/*
+ * fakecuda - a CPU stand-in for the parts of the CUDA driver API that
+ * kevald-gpu uses, built as libcuda.so.1 so that the real worker binary can
+ * run its whole protocol (start-up, judge, timing, cleanup) on a host
+ * without a GPU (tests/gpu/fake/test_fake.py). It is a test double, not an
+ * emulator: "device memory" is host memory, every operation completes at
+ * once, and kernels are C functions chosen by name from a table.
+ *
+ * Modules: an image that starts with "FAKE:<flavor>\n" selects the kernels
+ * of that flavor (a candidate's behaviour: correct, wrong, out of bounds,
+ * racy, faulting, spinning...); any other image is the worker's helper
+ * fatbin, whose kernels (worker/device.cu) are reimplemented here from the
+ * same worker/devrng.h. Faults are simulated the way the driver reports
+ * them: a faulting kernel launches fine and the sticky error appears at the
+ * next query, then on every call; a spinning kernel's events never
+ * complete.
+ *
+ * Invariant checked: memory handed to cuMemFree must be all zero (the
+ * worker zeroes every allocation before freeing it); otherwise abort().
+ */
+#include <cuda.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "worker/devrng.h"
+
+#define FAKE_MEM_TOTAL (512ull << 20)
+
+struct CUctx_st { int dummy; };
+struct CUstream_st { int dummy; };
+struct CUevent_st { double t; int never; };
+struct CUmod_st {
+        char flavor[64];
+        unsigned launches; /* per-module "__device__" state */
+};
+
+typedef void (*HostKernel)(struct CUmod_st *m, void **p);
+
+typedef struct KDef {
+        const char *flavor; /* NULL: any candidate flavor */
+        const char *name;
+        HostKernel fn;
+        int nparams;
+        size_t sizes[8];
+} KDef;
+
+struct CUfunc_st {
+        const KDef *def;
+        struct CUmod_st *mod;
+        int max_dyn;
+};
+
+static struct CUctx_st the_ctx;
+static CUresult sticky;
+static int spinning;
+static unsigned long long mem_used;
+
+static double now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+#define PTR(T, i) ((T)(uintptr_t)(*(CUdeviceptr *)p[i]))
+#define VAL(T, i) (*(T *)p[i])
+
+/* ---- helper kernels (worker/device.cu) ---- */
+
+static void h_warm(struct CUmod_st *m, void **p)
+{
+        int *x = PTR(int *, 0);
+        (void)m;
+        if (x)
+                *x = 1;
+}
+
+static void h_generate(struct CUmod_st *m, void **p)
+{
+        const KvGenParams *g = p[0];
+        unsigned char *dst = PTR(unsigned char *, 1);
+        (void)m;
+        for (uint64_t i = 0; i < g->count; i++)
+                kv_gen_store(g, i, dst);
+}
+
+static void h_canary_fill(struct CUmod_st *m, void **p)
+{
+        unsigned char *base = PTR(unsigned char *, 0);
+        uint64_t off = VAL(uint64_t, 1), len = VAL(uint64_t, 2);
+        uint32_t salt = VAL(uint32_t, 3);
+        (void)m;
+        for (uint64_t i = 0; i < len; i++)
+                base[off + i] = kv_canary_byte(salt, off + i);
+}
+
+static void h_diff_init(struct CUmod_st *m, void **p)
+{
+        KvDiff *d = PTR(KvDiff *, 0);
+        (void)m;
+        d->count = 0;
+        d->first = ~0ull;
+        d->last = 0;
+}
+
+static void diff_add(KvDiff *d, uint64_t at)
+{
+        d->count++;
+        if (at < d->first)
+                d->first = at;
+        if (at > d->last)
+                d->last = at;
+}
+
+static void h_canary_check(struct CUmod_st *m, void **p)
+{
+        const unsigned char *base = PTR(const unsigned char *, 0);
+        uint64_t off = VAL(uint64_t, 1), len = VAL(uint64_t, 2);
+        uint32_t salt = VAL(uint32_t, 3);
+        KvDiff *d = PTR(KvDiff *, 4);
+        (void)m;
+        for (uint64_t i = 0; i < len; i++)
+                if (base[off + i] != kv_canary_byte(salt, off + i))
+                        diff_add(d, off + i);
+}
+
+static void h_compare_bits(struct CUmod_st *m, void **p)
+{
+        const unsigned char *a = PTR(const unsigned char *, 0), *b = PTR(const unsigned char *, 1);
+        uint64_t n = VAL(uint64_t, 2);
+        KvDiff *d = PTR(KvDiff *, 3);
+        (void)m;
+        for (uint64_t i = 0; i < n; i++)
+                if (a[i] != b[i])
+                        diff_add(d, i);
+}
+
+static void h_cmp_init(struct CUmod_st *m, void **p)
+{
+        KvCmpStats *s = PTR(KvCmpStats *, 0);
+        (void)m;
+        memset(s, 0, sizeof(*s));
+        s->first = ~0ull;
+}
+
+static void h_compare_tol(struct CUmod_st *m, void **p)
+{
+        const KvCmpParams *c = p[0];
+        const unsigned char *got = PTR(const unsigned char *, 1), *want = PTR(const unsigned char *, 2);
+        KvCmpStats *s = PTR(KvCmpStats *, 3);
+        double ma = 0, mr = 0;
+        (void)m;
+        for (uint64_t i = 0; i < c->count; i++) {
+                double ab, rel;
+                int r = kv_compare_one(c, got, want, i, &ab, &rel);
+                if (r == KV_CMP_VALUE)
+                        s->mismatches++;
+                if (r == KV_CMP_NAN_INF)
+                        s->nan_inf++;
+                if (r != KV_CMP_MATCH && i < s->first)
+                        s->first = i;
+                ma = fmax(ma, ab);
+                mr = fmax(mr, rel);
+        }
+        memcpy(&s->max_abs_bits, &ma, 8);
+        memcpy(&s->max_rel_bits, &mr, 8);
+}
+
+static void h_mismatch_from(struct CUmod_st *m, void **p)
+{
+        const KvCmpParams *c = p[0];
+        const unsigned char *got = PTR(const unsigned char *, 1), *want = PTR(const unsigned char *, 2);
+        uint64_t start = VAL(uint64_t, 3);
+        unsigned long long *ret = PTR(unsigned long long *, 4);
+        (void)m;
+        for (uint64_t i = start; i < c->count; i++) {
+                double ab, rel;
+                if (kv_compare_one(c, got, want, i, &ab, &rel) != KV_CMP_MATCH) {
+                        if (i < *ret)
+                                *ret = i;
+                        return;
+                }
+        }
+}
+
+/* ---- candidate and reference kernels ---- */
+
+static void k_vadd(struct CUmod_st *m, void **p)
+{
+        float *x = PTR(float *, 0), *z = PTR(float *, 1), *y = PTR(float *, 2);
+        int n = VAL(int, 3);
+        const char *f = m->flavor;
+        unsigned epoch = m->launches++;
+
+        for (int i = 0; i < n; i++) {
+                if (strcmp(f, "vadd_partial") == 0 && i >= n / 2)
+                        break;
+                y[i] = strcmp(f, "vadd_wrong") == 0 ? x[i] - z[i] : x[i] + z[i];
+                if (strcmp(f, "vadd_first") == 0 && epoch > 0)
+                        y[i] += 1.0f;
+                if (strcmp(f, "vadd_nondet") == 0 && (epoch & 1) && i == n / 3)
+                        y[i] = nextafterf(y[i], INFINITY); /* one ulp: within tolerance, other bits */
+                if (strcmp(f, "vadd_mutate") == 0)
+                        x[i] = 0.0f;
+        }
+        if (strcmp(f, "vadd_oob") == 0)
+                y[n] = 1.0f;
+        if (strcmp(f, "vadd_under") == 0)
+                y[-3] = 2.0f;
+        if (strcmp(f, "vadd_illegal") == 0)
+                sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+        if (strcmp(f, "vadd_spin") == 0)
+                spinning = 1;
+}
+
+static void k_axpy(struct CUmod_st *m, void **p)
+{
+        float a = VAL(float, 0), *x = PTR(float *, 1), *y = PTR(float *, 2);
+        int n = VAL(int, 3);
+        (void)m;
+        for (int i = 0; i < n; i++)
+                y[i] = a * x[i] + y[i];
+}
+
+static void k_copy4(struct CUmod_st *m, void **p)
+{
+        unsigned *x = PTR(unsigned *, 0), *y = PTR(unsigned *, 1);
+        int n = VAL(int, 2);
+        (void)m;
+        for (int i = 0; i < n; i++)
+                y[i] = strcmp(m->flavor, "zero4") == 0 ? 0u : x[i];
+}
+
+/* row-major C[M,N] = A[M,K] B[K,N], f32 */
+static void k_gemm(struct CUmod_st *m, void **p)
+{
+        const float *A = PTR(const float *, 0), *B = PTR(const float *, 1);
+        float *C = PTR(float *, 2);
+        int M = VAL(int, 3), N = VAL(int, 4), K = VAL(int, 5);
+        (void)m;
+        for (int r = 0; r < M; r++)
+                for (int c = 0; c < N; c++) {
+                        float acc = 0;
+                        for (int k = 0; k < K; k++)
+                                acc = fmaf(A[(size_t)r * K + k], B[(size_t)k * N + c], acc);
+                        C[(size_t)r * N + c] = acc;
+                }
+}
+
+/* row-major C[M,N] = A[M,K] B[N,K]^T, f16 */
+static void k_gemm_tb(struct CUmod_st *m, void **p)
+{
+        const uint16_t *A = PTR(const uint16_t *, 0), *B = PTR(const uint16_t *, 1);
+        uint16_t *C = PTR(uint16_t *, 2);
+        int M = VAL(int, 3), N = VAL(int, 4), K = VAL(int, 5);
+        for (int r = 0; r < M; r++)
+                for (int c = 0; c < N; c++) {
+                        float acc = 0;
+                        for (int k = 0; k < K; k++) /* flavor gemm_notrans forgets that B is [N, K] */
+                                acc += kv_f16_to_f32(A[(size_t)r * K + k]) *
+                                       kv_f16_to_f32(strcmp(m->flavor, "gemm_notrans") == 0 ? B[(size_t)k * N + c]
+                                                                                            : B[(size_t)c * K + k]);
+                        C[(size_t)r * N + c] = kv_f32_to_f16(acc);
+                }
+}
+
+/* batched row-major C[g][M,N] = A[g][K,M]^T B[g][K,N], bf16; grid.z is the batch */
+static unsigned last_grid[3];
+static void k_gemm_ta(struct CUmod_st *m, void **p)
+{
+        const uint16_t *A = PTR(const uint16_t *, 0), *B = PTR(const uint16_t *, 1);
+        uint16_t *C = PTR(uint16_t *, 2);
+        int M = VAL(int, 3), N = VAL(int, 4), K = VAL(int, 5);
+        (void)m;
+        for (unsigned g = 0; g < last_grid[2]; g++)
+                for (int r = 0; r < M; r++)
+                        for (int c = 0; c < N; c++) {
+                                float acc = 0;
+                                for (int k = 0; k < K; k++)
+                                        acc += kv_bf16_to_f32(A[(size_t)g * K * M + (size_t)k * M + r]) *
+                                               kv_bf16_to_f32(B[(size_t)g * K * N + (size_t)k * N + c]);
+                                C[(size_t)g * M * N + (size_t)r * N + c] = kv_f32_to_bf16(acc);
+                        }
+}
+
+static const KDef kernels[] = {
+        { "helpers", "kv_warm", h_warm, 1, { 8 } },
+        { "helpers", "kv_generate", h_generate, 2, { sizeof(KvGenParams), 8 } },
+        { "helpers", "kv_canary_fill", h_canary_fill, 4, { 8, 8, 8, 4 } },
+        { "helpers", "kv_canary_check", h_canary_check, 5, { 8, 8, 8, 4, 8 } },
+        { "helpers", "kv_diff_init", h_diff_init, 1, { 8 } },
+        { "helpers", "kv_compare_bits", h_compare_bits, 4, { 8, 8, 8, 8 } },
+        { "helpers", "kv_cmp_init", h_cmp_init, 1, { 8 } },
+        { "helpers", "kv_compare_tol", h_compare_tol, 4, { sizeof(KvCmpParams), 8, 8, 8 } },
+        { "helpers", "kv_mismatch_from", h_mismatch_from, 5, { sizeof(KvCmpParams), 8, 8, 8, 8 } },
+        { "ref", "vadd_ref", k_vadd, 4, { 8, 8, 8, 4 } },
+        { "ref", "axpy_ref", k_axpy, 4, { 4, 8, 8, 4 } },
+        { "ref", "copy4", k_copy4, 3, { 8, 8, 4 } },
+        { NULL, "vadd", k_vadd, 4, { 8, 8, 8, 4 } },
+        { NULL, "axpy", k_axpy, 4, { 4, 8, 8, 4 } },
+        { NULL, "zero4", k_copy4, 3, { 8, 8, 4 } },
+        { NULL, "gemm", k_gemm, 6, { 8, 8, 8, 4, 4, 4 } },
+        { NULL, "gemm_tb", k_gemm_tb, 6, { 8, 8, 8, 4, 4, 4 } },
+        { NULL, "gemm_ta", k_gemm_ta, 6, { 8, 8, 8, 4, 4, 4 } },
+};
+
+/* ---- the driver API ---- */
+
+#define STICKY()                  \
+        do {                      \
+                if (sticky)       \
+                        return sticky; \
+        } while (0)
+
+CUresult cuGetErrorName(CUresult e, const char **s)
+{
+        switch (e) {
+        case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; break;
+        case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
+        case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+        case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
+        case CUDA_ERROR_NOT_READY: *s = "CUDA_ERROR_NOT_READY"; break;
+        case CUDA_ERROR_ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
+        case CUDA_ERROR_INVALID_DEVICE: *s = "CUDA_ERROR_INVALID_DEVICE"; break;
+        default: *s = "CUDA_ERROR_UNKNOWN"; return CUDA_ERROR_INVALID_VALUE;
+        }
+        return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorString(CUresult e, const char **s)
+{
+        *s = e == CUDA_ERROR_ILLEGAL_ADDRESS ? "an illegal memory access was encountered (fake)" : "fake driver error";
+        return CUDA_SUCCESS;
+}
+
+CUresult cuInit(unsigned flags)
+{
+        (void)flags;
+        return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *n)
+{
+        *n = 1;
+        return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *d, int i)
+{
+        if (i != 0)
+                return CUDA_ERROR_INVALID_DEVICE;
+        *d = 0;
+        return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
+{
+        (void)d;
+        *c = &the_ctx;
+        return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext c)
+{
+        (void)c;
+        return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetLimit(CUlimit l, size_t v)
+{
+        (void)l;
+        (void)v;
+        return CUDA_SUCCESS;
+}
+
+CUresult cuStreamCreate(CUstream *s, unsigned flags)
+{
+        (void)flags;
+        *s = calloc(1, sizeof(struct CUstream_st));
+        return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice d)
+{
+        (void)d;
+        snprintf(name, (size_t)len, "Fake H100 (CPU test double)");
+        return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
+{
+        (void)d;
+        switch (a) {
+        case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+        case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+        case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 4; break;
+        case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *v = 1 << 20; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *v = 2048; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 48 << 10; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 227 << 10; break;
+        default: *v = 1000; break;
+        }
+        return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem(size_t *b, CUdevice d)
+{
+        (void)d;
+        *b = FAKE_MEM_TOTAL;
+        return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *v)
+{
+        *v = 13000;
+        return CUDA_SUCCESS;
+}
+
+CUresult cuModuleLoadData(CUmodule *m, const void *image)
+{
+        struct CUmod_st *mod;
+        const char *s = image;
+
+        STICKY();
+        mod = calloc(1, sizeof(*mod));
+        if (strncmp(s, "FAKE:", 5) == 0) {
+                size_t n = strcspn(s + 5, "\n");
+                snprintf(mod->flavor, sizeof(mod->flavor), "%.*s", (int)n, s + 5);
+        } else {
+                snprintf(mod->flavor, sizeof(mod->flavor), "helpers");
+        }
+        *m = mod;
+        return CUDA_SUCCESS;
+}
+
+CUresult cuModuleUnload(CUmodule m)
+{
+        STICKY();
+        free(m);
+        return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+        STICKY();
+        for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++) {
+                const KDef *k = &kernels[i];
+                int helper = strcmp(m->flavor, "helpers") == 0, ref = strcmp(m->flavor, "ref") == 0;
+                if (strcmp(k->name, name) != 0)
+                        continue;
+                if (k->flavor ? strcmp(k->flavor, m->flavor) != 0 : (helper || ref))
+                        continue;
+                *f = calloc(1, sizeof(struct CUfunc_st));
+                (*f)->def = k;
+                (*f)->mod = m;
+                (*f)->max_dyn = 48 << 10;
+                return CUDA_SUCCESS;
+        }
+        return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size)
+{
+        size_t o = 0;
+
+        STICKY();
+        if ((int)i >= f->def->nparams)
+                return CUDA_ERROR_INVALID_VALUE;
+        for (size_t j = 0; j < i; j++)
+                o += f->def->sizes[j];
+        *off = o;
+        if (size)
+                *size = f->def->sizes[i];
+        return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
+{
+        STICKY();
+        switch (a) {
+        case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = 32; break;
+        case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+        case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = f->max_dyn; break;
+        default: *v = 0; break;
+        }
+        return CUDA_SUCCESS;
+}
+
+CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
+{
+        STICKY();
+        if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+                if (v > (227 << 10))
+                        return CUDA_ERROR_INVALID_VALUE;
+                f->max_dyn = v;
+        }
+        return CUDA_SUCCESS;
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int block, size_t dyn)
+{
+        (void)f;
+        (void)dyn;
+        STICKY();
+        *n = block > 0 && block <= 1024 ? 2048 / (block < 64 ? 64 : block) : 0;
+        return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared, CUstream s, void **params, void **extra)
+{
+        (void)s;
+        (void)extra;
+        STICKY();
+        if ((unsigned long long)bx * by * bz > 1024 || gx == 0 || gy == 0 || gz == 0 || gy > 65535 || gz > 65535)
+                return CUDA_ERROR_INVALID_VALUE;
+        if ((int)shared > f->max_dyn)
+                return CUDA_ERROR_INVALID_VALUE;
+        if (spinning)
+                return CUDA_SUCCESS; /* queued behind a kernel that never ends */
+        last_grid[0] = gx;
+        last_grid[1] = gy;
+        last_grid[2] = gz;
+        f->def->fn(f->mod, params);
+        return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc(CUdeviceptr *p, size_t bytes)
+{
+        size_t *h;
+
+        STICKY();
+        if (bytes == 0)
+                return CUDA_ERROR_INVALID_VALUE;
+        if (mem_used + bytes > FAKE_MEM_TOTAL)
+                return CUDA_ERROR_OUT_OF_MEMORY;
+        h = malloc(bytes + 16);
+        if (!h)
+                return CUDA_ERROR_OUT_OF_MEMORY;
+        h[0] = bytes;
+        memset(h + 2, 0x5A, bytes); /* cuMemAlloc does not zero: leave something visible */
+        mem_used += bytes;
+        *p = (CUdeviceptr)(uintptr_t)(h + 2);
+        return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree(CUdeviceptr p)
+{
+        size_t *h = (size_t *)(uintptr_t)p - 2;
+        const unsigned char *b = (const unsigned char *)(uintptr_t)p;
+
+        STICKY();
+        for (size_t i = 0; i < h[0]; i++) {
+                if (b[i]) {
+                        fprintf(stderr, "fakecuda: cuMemFree of %zu bytes that are not all zero (byte %zu is %#x)\n",
+                                h[0], i, b[i]);
+                        abort();
+                }
+        }
+        mem_used -= h[0];
+        free(h);
+        return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocHost(void **p, size_t bytes)
+{
+        STICKY();
+        *p = calloc(1, bytes);
+        return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+{
+        (void)s;
+        STICKY();
+        if (!spinning)
+                memset((void *)(uintptr_t)d, v, n);
+        return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s)
+{
+        unsigned *w = (unsigned *)(uintptr_t)d;
+        (void)s;
+        STICKY();
+        for (size_t i = 0; i < n && !spinning; i++)
+                w[i] = v;
+        return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
+{
+        (void)st;
+        STICKY();
+        if (!spinning)
+                memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+        return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream st)
+{
+        (void)st;
+        STICKY();
+        if (!spinning)
+                memcpy(d, (const void *)(uintptr_t)s, n);
+        return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstream st)
+{
+        (void)st;
+        STICKY();
+        if (!spinning)
+                memcpy((void *)(uintptr_t)d, s, n);
+        return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetInfo(size_t *f, size_t *t)
+{
+        *f = FAKE_MEM_TOTAL - mem_used;
+        *t = FAKE_MEM_TOTAL;
+        return CUDA_SUCCESS;
+}
+
+CUresult cuEventCreate(CUevent *e, unsigned flags)
+{
+        (void)flags;
+        *e = calloc(1, sizeof(struct CUevent_st));
+        return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy(CUevent e)
+{
+        free(e);
+        return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent e, CUstream s)
+{
+        (void)s;
+        STICKY();
+        e->t = now_ms();
+        e->never = spinning;
+        return CUDA_SUCCESS;
+}
+
+CUresult cuEventQuery(CUevent e)
+{
+        STICKY();
+        return e->never ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
+CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+        STICKY();
+        *ms = (float)(b->t - a->t);
+        return CUDA_SUCCESS;
+}

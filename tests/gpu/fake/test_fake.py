@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""The real kevald-gpu against CPU test doubles of the driver and cuBLAS
+(tests/gpu/fake/fakecuda.c, fakecublas.c): the whole JOB -> RESULT protocol,
+every verdict path, worker survival and exit, on a host without a GPU.
+
+Each case sends a resolved JOB (built by tests/gpu/run_suite.py's resolver
+from a task of tests/gpu/tasks and a plan) whose "CUBIN" names a fake
+flavor; the flavor decides how the candidate misbehaves. Exit 0 when all
+pass, 1 otherwise.
+"""
+import argparse
+import json
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import run_suite as rs  # noqa: E402
+
+# Smaller shapes than on a GPU: the fake runs kernels on one CPU core.
+SHRINK = {"vector_add": [{"name": "default", "N": 65536}, {"name": "odd", "N": 1000}],
+          "gemm_f32": [{"name": "default", "M": 128, "N": 96, "K": 64}, {"name": "ragged", "M": 100, "N": 72, "K": 33}],
+          "gemm_f16_tb": [{"name": "default", "M": 64, "N": 128, "K": 32}, {"name": "ragged", "M": 33, "N": 17, "K": 70}],
+          "axpy_inout": [{"name": "default", "N": 100000}, {"name": "odd", "N": 777}]}
+TIMING = {"budget_ms": 30, "target_precision": 0.05, "min_trials": 3, "max_trials": 20, "warmup": 1}
+
+
+def vplan(kernel="vadd", block=256, shared=0, nargs=4, scratch=None):
+    args = ["x", "z", "y", {"type": "i32", "value": "N"}][:nargs]
+    p = {"plan": [{"kernel": kernel, "grid": ["ceil_div(N, %d)" % block], "block": [block], "shared": shared,
+                   "args": args}]}
+    if scratch:
+        p["scratch"] = scratch
+    return p
+
+
+def gemm_plan(kernel, z=None):
+    return {"plan": [{"kernel": kernel, "grid": ["ceil_div(N, 16)", "ceil_div(M, 16)", z or 1], "block": [16, 16],
+                      "shared": 0, "args": ["A", "B", "C", {"type": "i32", "value": "M"},
+                                            {"type": "i32", "value": "N"}, {"type": "i32", "value": "K"}]}]}
+
+
+def f32(v):
+    return struct.unpack("<f", struct.pack("<f", v))[0]
+
+
+# name, task, flavor, plan, job overrides, expect, worker ("stays"/"exits"), extra check
+CASES = [
+    ("correct", "vector_add", "vadd", vplan(), None, {"verdict": "correct", "correctness.passed": True,
+     "correctness.shapes.0.trials": 3, "correctness.shapes.1.revalidated": True, "gpu.name": "Fake H100 (CPU test double)",
+     "resources.0.kernel": "vadd", "resources.0.block": 256, "cleanup.allocations_left": 0}, "stays", "timing"),
+    ("wrong", "vector_add", "vadd_wrong", vplan(), None, {"verdict": "incorrect", "error.kind": "mismatch",
+     "error.buffer": "y", "error.trial": 0, "error.shape": "default", "correctness.shapes.0.guard_ok": True,
+     "correctness.shapes.0.inputs_intact": True, "correctness.shapes.0.deterministic": None}, "stays", "wrong_values"),
+    ("partial", "vector_add", "vadd_partial", vplan(), None, {"verdict": "incorrect", "error.kind": "mismatch",
+     "error.nan_inf_mismatches": 32768, "error.mismatches": 0}, "stays", None),
+    ("oob_after", "vector_add", "vadd_oob", vplan(), None, {"verdict": "incorrect", "error.kind": "guard",
+     "error.buffer": "y", "error.where": "after", "error.first_offset": 0, "correctness.shapes.0.guard_ok": False}, "stays", None),
+    ("oob_before", "vector_add", "vadd_under", vplan(), None, {"verdict": "incorrect", "error.kind": "guard",
+     "error.buffer": "y", "error.where": "before", "error.farthest": 12}, "stays", None),
+    ("mutate", "vector_add", "vadd_mutate", vplan(), None, {"verdict": "incorrect", "error.kind": "input_mutation",
+     "error.buffer": "x", "error.first_index": 0, "correctness.shapes.0.inputs_intact": False}, "stays", None),
+    ("first_call_only", "vector_add", "vadd_first", vplan(), None, {"verdict": "incorrect",
+     "error.kind": "nondeterministic", "error.trial": 0, "correctness.shapes.0.deterministic": False}, "stays", None),
+    ("race", "vector_add", "vadd_nondet", vplan(), None, {"verdict": "incorrect", "error.kind": "nondeterministic",
+     "error.buffer": "y", "error.first_index": 65536 // 3}, "stays", None),
+    ("block_too_large", "vector_add", "vadd", vplan(block=2048), None, {"verdict": "runtime_error",
+     "error.kind": "cuda", "error.name": "CUDA_ERROR_INVALID_VALUE", "error.sticky": False, "error.launch": 0,
+     "error.kernel": "vadd", "error.phase": "correctness", "cleanup.allocations_left": 0}, "stays", None),
+    ("after_error", "vector_add", "vadd", vplan(), None, {"verdict": "correct"}, "stays", None),
+    ("shared_optin", "vector_add", "vadd", vplan(shared=100000), None, {"verdict": "correct",
+     "resources.0.shared_dynamic": 100000}, "stays", None),
+    ("too_much_shared", "vector_add", "vadd", vplan(shared=1 << 20), None, {"verdict": "rejected",
+     "error.kind": "plan"}, "stays", None),
+    ("bad_args", "vector_add", "vadd", vplan(nargs=3), None, {"verdict": "rejected", "error.kind": "plan"}, "stays", None),
+    ("missing_kernel", "vector_add", "vadd", vplan(kernel="nope"), None, {"verdict": "rejected",
+     "error.kind": "plan"}, "stays", None),
+    ("oom", "vector_add", "vadd", vplan(scratch=[{"name": "big", "dtype": "f32", "count": 75000000}]), None,
+     {"verdict": "runtime_error", "error.name": "CUDA_ERROR_OUT_OF_MEMORY", "error.buffer": "big",
+      "cleanup.allocations_left": 0}, "stays", None),
+    ("after_oom", "vector_add", "vadd", vplan(), None, {"verdict": "correct"}, "stays", None),
+    ("huge_scratch", "vector_add", "vadd", vplan(scratch=[{"name": "s%d" % i, "dtype": "f64", "count": 1 << 30}
+                                                          for i in range(4)]), None,
+     {"verdict": "internal_error", "error.kind": "internal"}, "stays", None),
+    ("gemm_f32", "gemm_f32", "gemm", gemm_plan("gemm"), None, {"verdict": "correct"}, "stays", None),
+    ("gemm_f16_tb", "gemm_f16_tb", "gemm", gemm_plan("gemm_tb"), None, {"verdict": "correct"}, "stays", None),
+    ("gemm_bf16_batched", "gemm_bf16_batched", "gemm", gemm_plan("gemm_ta", "G"), None, {"verdict": "correct"},
+     "stays", None),
+    ("gemm_wrong_orientation", "gemm_f16_tb", "gemm_notrans", gemm_plan("gemm_tb"), None,
+     {"verdict": "incorrect", "error.kind": "mismatch", "error.buffer": "C"}, "stays", None),
+    ("axpy_inout", "axpy_inout", "axpy", json.load(open(os.path.join(HERE, "..", "cases", "axpy_correct.plan.json"))),
+     None, {"verdict": "correct"}, "stays", None),
+    ("oracle_uniform", "copy_uniform", "zero4", json.load(open(os.path.join(HERE, "..", "cases", "zero4.plan.json"))),
+     None, {"verdict": "incorrect", "error.kind": "mismatch"}, "stays", "oracle"),
+    ("oracle_int", "copy_int", "zero4", json.load(open(os.path.join(HERE, "..", "cases", "zero4.plan.json"))),
+     None, {"verdict": "incorrect", "error.kind": "mismatch"}, "stays", "oracle"),
+    ("illegal_address", "vector_add", "vadd_illegal", vplan(), None, {"verdict": "runtime_error",
+     "error.name": "CUDA_ERROR_ILLEGAL_ADDRESS", "error.sticky": True, "error.launch": 0, "error.phase": "correctness"},
+     "exits", None),
+    ("spin", "vector_add", "vadd_spin", vplan(), {"launch_timeout_ms": 300}, {"verdict": "timeout",
+     "error.kind": "timeout", "error.phase": "correctness", "error.launch": 0}, "exits", None),
+    ("after_spin", "vector_add", "vadd", vplan(), None, {"verdict": "correct"}, "stays", None),
+]
+
+
+def extra_check(kind, task, result, seed):
+    if kind == "timing":
+        t = result.get("timing") or {}
+        s = t.get("shapes") or []
+        if len(s) != 2 or not (t.get("speedup") or 0) > 0:
+            return "timing: %r" % t
+        for sh in s:
+            for side in ("candidate", "reference"):
+                st = sh[side]
+                if not (st["trials"] >= 3 and st["min_ms"] <= st["median_ms"] <= st["max_ms"]):
+                    return "timing stats %r" % st
+        if not result.get("gpu_busy_ms", 0) > 0 or not result.get("wall_ms", 0) >= result["gpu_busy_ms"]:
+            return "busy %r wall %r" % (result.get("gpu_busy_ms"), result.get("wall_ms"))
+    if kind == "wrong_values":
+        ts = rs.trial_seed(int(seed, 16), 0, 0)
+        xi = rs.resolve_init(task["buffers"][0]["init"], {})
+        zi = rs.resolve_init(task["buffers"][1]["init"], {})
+        fm = result["correctness"]["shapes"][0]["buffers"][0]["first_mismatches"]
+        if [m["index"] for m in fm] != list(range(8)):
+            return "first_mismatches indices %r" % [m["index"] for m in fm]
+        for m in fm:
+            x = rs.model_value(xi, "f32", ts, 0, m["index"])
+            z = rs.model_value(zi, "f32", ts, 1, m["index"])
+            if abs(m["want"] - f32(x + z)) > 1e-6 or abs(m["got"] - f32(x - z)) > 1e-6:
+                return "element %d: got %r want %r, model x=%r z=%r" % (m["index"], m["got"], m["want"], x, z)
+    if kind == "oracle":
+        return rs.oracle_check(task, result)
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gpu-bin", required=True)
+    ap.add_argument("--fake-libs", required=True)
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    os.environ["LD_LIBRARY_PATH"] = args.fake_libs
+    seed = "00c0ffee12345678"
+    worker, failed = None, 0
+    for n, (name, taskname, flavor, plan, over, expect, life, check) in enumerate(CASES):
+        task = json.load(open(os.path.join(HERE, "..", "tasks", taskname + ".json")))
+        task["shapes"] = SHRINK.get(taskname, task["shapes"])
+        cand = ("FAKE:%s\n" % flavor).encode() + b"\0"
+        ref = b"FAKE:ref\n\0" if task["reference"].get("source_file") else b""
+        job = rs.resolve_job(task, plan, n + 1, seed, len(cand), len(ref), dict(over or {}, timing=TIMING))
+        problems = []
+        result = None
+        try:
+            if worker is None or worker.p.poll() is not None:
+                worker = rs.Worker(args.gpu_bin, ["--no-sandbox"], args.verbose)
+                if not worker.hello.get("ok"):
+                    print("HELLO not ok: %s" % json.dumps(worker.hello))
+                    print("\n".join(worker.log_tail(30)))
+                    return 1
+            result, _ = worker.run(job, cand + ref, 60)
+            problems += rs.check_expect(expect, result)
+            if check:
+                c = extra_check(check, task, result, seed)
+                if c:
+                    problems.append(c)
+            if life == "exits":
+                if worker.alive_after(10):
+                    problems.append("the worker did not exit")
+                    worker.p.kill()
+                elif worker.p.returncode not in (3, 4):
+                    problems.append("exit status %r" % worker.p.returncode)
+            elif not worker.alive_after(0.2):
+                problems.append("the worker exited (status %r)" % worker.p.returncode)
+        except Exception as e:  # noqa: BLE001
+            problems.append("%s: %s" % (type(e).__name__, e))
+        print("%s %-24s %s" % ("ok  " if not problems else "FAIL", name, "; ".join(problems) or
+                               (result or {}).get("verdict")), flush=True)
+        if problems or args.verbose:
+            print("     %s" % json.dumps(result, sort_keys=True))
+            if worker is not None:
+                print("\n".join("     | " + l for l in worker.log_tail(10)))
+        failed += bool(problems)
+    if worker is not None:
+        worker.stop()
+        if worker.p.returncode not in (0, None):
+            print("FAIL shutdown: worker exit status %r" % worker.p.returncode)
+            failed += 1
+    print("gpu-worker-fake: %d of %d cases passed" % (len(CASES) - failed, len(CASES)))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
