@@ -35,6 +35,8 @@ struct CUevent_st { double t; int never; };
 struct CUmod_st {
         char flavor[64];
         unsigned launches; /* per-module "__device__" state */
+        struct CUfunc_st *funcs[256]; /* freed with the module */
+        int n_funcs;
 };
 
 typedef void (*HostKernel)(struct CUmod_st *m, void **p);
@@ -440,6 +442,8 @@ CUresult cuModuleLoadData(CUmodule *m, const void *image)
 CUresult cuModuleUnload(CUmodule m)
 {
         STICKY();
+        for (int i = 0; i < m->n_funcs; i++)
+                free(m->funcs[i]);
         free(m);
         return CUDA_SUCCESS;
 }
@@ -454,7 +458,10 @@ CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
                         continue;
                 if (k->flavor ? strcmp(k->flavor, m->flavor) != 0 : (helper || ref))
                         continue;
+                if (m->n_funcs == 256)
+                        return CUDA_ERROR_OUT_OF_MEMORY;
                 *f = calloc(1, sizeof(struct CUfunc_st));
+                m->funcs[m->n_funcs++] = *f;
                 (*f)->def = k;
                 (*f)->mod = m;
                 (*f)->max_dyn = 48 << 10;
