@@ -192,3 +192,19 @@ def test_idempotency_key_too_long(client):
                                headers={"Idempotency-Key": "k" * 256}))
     assert body["status"] in (400, 422)
     assert body.get("pointer") == "/headers/Idempotency-Key", body
+
+
+def test_interactive_priority_jumps_the_queue(client):
+    # A backlog of bulk compiles on the single compile worker, then one
+    # interactive submission: it is claimed ahead of the queued bulk ones.
+    bulk = client.post("/v1/submissions",
+                       json={"submissions": [compile_sub(unique(GOOD_KERNEL)) for _ in range(40)]})
+    assert bulk.status_code == 202, bulk.text
+    bulk_ids = bulk.json()["ids"]
+    hot = accepted(client.post("/v1/submissions", json=compile_sub(unique(GOOD_KERNEL), priority="interactive")))
+    done = wait_done(client, hot, timeout=120)
+    assert done["priority"] == "interactive" and done["verdict"] == "compiled"
+    still_waiting = [i for i in bulk_ids if client.get(f"/v1/submissions/{i}").json()["state"] != "done"]
+    assert len(still_waiting) >= 10, \
+        f"interactive finished after {40 - len(still_waiting)} of 40 earlier bulk jobs: not prioritized"
+    wait_done(client, bulk_ids[-1], timeout=180)
