@@ -698,6 +698,11 @@ static int fill_kernels(json_t *res, const uint8_t *cubin, size_t len, const cha
                 goto out;
         for (size_t i = 0; i < info->n_kernels; i++) {
                 const CubinKernel *k = &info->kernels[i];
+                size_t nlen = strlen(k->name);
+                if (logtrim_utf8_prefix((const unsigned char *)k->name, nlen) != nlen) {
+                        log_warn("compile: a kernel name in the CUBIN is not UTF-8: left out");
+                        continue;
+                }
                 if (json_array_append_new(arr, kernel_json(k, logtrim_find_ptxas(px, n_px, k->name)))) {
                         r = -ENOMEM;
                         goto out;
