@@ -235,7 +235,16 @@ static void t_netns(void)
         json_t *l = json_object();
         CHECK(connect_local() == 0);   /* the listener is reachable before */
         CHECK(sandbox_netns_apply(l) == 0);
-        CHECK(layer_active(l, "netns"));
+        if (!layer_active(l, "netns")) {
+                /* e.g. a container without CAP_SYS_ADMIN: reported, with why */
+                json_t *n = json_object_get(l, "netns");
+                CHECK(json_string_length(json_object_get(n, "detail")) > 0);
+                printf("     (no network namespace here: %s)\n",
+                       json_string_value(json_object_get(n, "detail")));
+                CHECK(connect_local() == 0);
+                json_decref(l);
+                return;
+        }
         int r = connect_local();
         CHECK(r == -ENETUNREACH);
         json_decref(l);
