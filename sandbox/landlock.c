@@ -194,6 +194,12 @@ static int add_rules(Rules *rs, SandboxProfile profile)
                                LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_IOCTL_DEV | LL_FS_READ_DIR);
                 if (r == 0)
                         r = grant(rs, "/proc", LL_READ);
+                /* The driver names its threads (pthread_setname_np writes
+                 * /proc/self/task/TID/comm); without this cuInit fails with
+                 * CUDA_ERROR_OPERATING_SYSTEM (seen on an H100 host). Only
+                 * this process's own task folder is writable. */
+                if (r == 0)
+                        r = grant(rs, "/proc/self/task", LL_READ | LL_FS_WRITE_FILE);
                 if (r == 0)
                         r = grant(rs, "/sys", LL_READ);
         }

@@ -495,7 +495,7 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
 {
         Worker *w = proc->data;
         Dispatcher *d = w->d;
-        bool was_ready = w->hello != NULL;
+        bool was_ready = w->hello != NULL && !json_is_false(json_object_get(w->hello, "ok"));
 
         log_info("dispatch: %s worker %d (pid %d) exited: status %" PRId64 ", signal %d", w->spec->name, w->index,
                  proc->pid, status, sig);
@@ -614,6 +614,16 @@ static void worker_on_frame(Worker *w, Frame *f)
                 if (w->state != W_STARTING) {
                         w->malformed = true;
                         worker_kill(w, "sent HELLO twice");
+                        break;
+                }
+                if (json_is_false(json_object_get(msg, "ok"))) {
+                        char *e = json_dumps(json_object_get(msg, "error"), JSON_COMPACT);
+                        log_error("dispatch: %s worker %d failed to start: %s", w->spec->name, w->index,
+                                  e ? e : "no reason given");
+                        free(e);
+                        w->hello = json_incref(msg); /* its layers still show in /readyz */
+                        worker_kill(w, "start-up failed");
+                        d->status_dirty = true;
                         break;
                 }
                 w->hello = json_incref(msg);
