@@ -12,11 +12,14 @@
  *   - refused options, non-UTF-8, NUL bytes, oversized sources;
  *   - the #include check: /etc/passwd in every spelling we know, computed
  *     includes, standard headers, a symlink out of a fake toolkit; toolkit
- *     headers still work; no host file content in any log;
+ *     headers still work; no host file content in any log; and a
+ *     differential test against NVRTC's own preprocessor (a canary file:
+ *     whenever NVRTC reads it, the check must have refused the source);
  *   - the executable speaks the protocol (HELLO, JOB -> RESULT with the
  *     CUBIN, SHUTDOWN, EOF, a malformed JOB), and a template bomb ends in a
  *     timeout RESULT and exit status 3.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -476,6 +479,195 @@ static void t_includes(void)
         accepted("__device__ int x = 0x1'0; __device__ char c = '#'; __device__ const char s[] = \"??\";\n" KERNEL);
 }
 
+/*
+ * The #include check against the real preprocessor. Each source below
+ * names a canary file (@F@: its absolute path; @R@: a relative path with
+ * "..", @S@: the absolute path with a line continuation in it) whose text
+ * is a token that NVRTC echoes when it reads the file. NVRTC is called
+ * directly (dlopen: this test is not the compile module and does not
+ * include <nvrtc.h>), without the check; whenever NVRTC read the canary,
+ * compile_check_source() must have refused the source, and compile_run()
+ * must never put the token into a log.
+ */
+typedef int (*NvrtcCreate)(void **, const char *, const char *, int, const char *const *,
+                           const char *const *);
+typedef int (*NvrtcCompile)(void *, int, const char *const *);
+typedef int (*NvrtcLogSize)(void *, size_t *);
+typedef int (*NvrtcLog)(void *, char *);
+typedef int (*NvrtcDestroy)(void **);
+
+#define CANARY "kevald_canary_token_7f3a"
+
+static const struct {
+        const char *src;
+        int nvrtc_reads; /* 1: must read the canary, 0: must not, -1: either */
+} differential[] = {
+        { "#include \"@F@\"\n", 1 },
+        { "#include <@F@>\n", 1 },
+        { "  #  include   \"@F@\"\n", 1 },
+        { "\t#\tinclude\t\"@F@\"\n", 1 },
+        { "\f#include \"@F@\"\n", -1 },
+        { "#/* c */include \"@F@\"\n", 1 },
+        { "# /* a\nb */ include \"@F@\"\n", -1 },
+        { "%:include \"@F@\"\n", -1 },
+        { "#inc\\\nlude \"@F@\"\n", 1 },
+        { "#include \"@S@\"\n", 1 },
+        { "#include \"@R@\"\n", 1 },
+        { "#include <cuda/@R@>\n", -1 },
+        { "#define F \"@F@\"\n#include F\n", 1 },
+        { "#define S(x) #x\n#define T(x) S(x)\n#include T(@F@)\n", -1 },
+        { "#include_next \"@F@\"\n", -1 },
+        { "#import \"@F@\"\n", -1 },
+        { "#embed \"@F@\"\n", -1 },
+        { "#if 0\n#include \"@F@\"\n#endif\n", 0 },
+        { "const char *s = \"/*\";\n#include \"@F@\"\n// */\n", 1 },
+        { "char c = '\"';\n#include \"@F@\"\n", 1 },
+        { "char c = 'x;\n#include \"@F@\"\n", -1 },
+        { "int x = 1'000; /* */\n#include \"@F@\"\n", 1 },
+        { "/* a\n*/ #include \"@F@\"\n", -1 },
+        { "int y; /* a\n*/ #include \"@F@\"\n", -1 },
+        { "\xef\xbb\xbf#include \"@F@\"\n", -1 },
+        { "\xc2\xa0#include \"@F@\"\n", -1 },
+        { "\x01 #include \"@F@\"\n", -1 },
+        { "?\?=include \"@F@\"\n", -1 },
+        { "// \\ \n#include \"@F@\"\n", -1 },
+        { "// x\r#include \"@F@\"\n", -1 },
+        { "#pragma GCC dependency \"@F@\"\n", -1 },
+        { "#define X(a) a\nint X(\n#include \"@F@\"\n);\n", -1 },
+        { "const char *s = R\"x(\n#include \"@F@\"\n)x\";\n", 0 },
+        { "const char *s = R\"x(\\\n)x\"; /* )x\" */\n#include \"@F@\"\n", -1 },
+        { "// #include \"@F@\"\n/*\n#include \"@F@\"\n*/\n", 0 },
+        { "// hi \\\n#include \"@F@\"\n", 0 },
+        { "/\\\n*\n#include \"@F@\"\n*\\\n/\n", 0 },
+};
+
+static void sym(const char *name, void *h, void *ret_fn, size_t size)
+{
+        void *p = dlsym(h, name);
+
+        if (size == sizeof(p))
+                memcpy(ret_fn, &p, size);
+        else
+                memset(ret_fn, 0, size);
+}
+
+static char *expand(const char *tmpl, const char *abs, const char *rel, const char *spliced)
+{
+        char *out = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&out, &len);
+
+        if (!f)
+                return NULL;
+        for (const char *p = tmpl; *p; p++) {
+                if (strncmp(p, "@F@", 3) == 0) {
+                        fputs(abs, f);
+                        p += 2;
+                } else if (strncmp(p, "@R@", 3) == 0) {
+                        fputs(rel, f);
+                        p += 2;
+                } else if (strncmp(p, "@S@", 3) == 0) {
+                        fputs(spliced, f);
+                        p += 2;
+                } else {
+                        fputc(*p, f);
+                }
+        }
+        fclose(f);
+        return out;
+}
+
+static void t_differential(void)
+{
+        const char *cuda = getenv("KEVALD_CUDA_HOME") ? getenv("KEVALD_CUDA_HOME") : "/usr/local/cuda";
+        char lib[4096], inc1[4200], inc2[4200], dir[] = "/tmp/kevald-canary-XXXXXX", abs[256], rel[512],
+             spliced[300], read_by_nvrtc[1024] = "";
+        void *h;
+        NvrtcCreate create;
+        NvrtcCompile compile;
+        NvrtcLogSize log_size;
+        NvrtcLog get_log;
+        NvrtcDestroy destroy;
+        FILE *f;
+        int reads = 0;
+
+        snprintf(lib, sizeof(lib), "%s/lib64/libnvrtc.so", cuda);
+        h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+        CHECK(h != NULL);
+        if (!h)
+                return;
+        /* ISO C has no object-to-function pointer cast: copy the bits (POSIX guarantees them). */
+        sym("nvrtcCreateProgram", h, &create, sizeof(create));
+        sym("nvrtcCompileProgram", h, &compile, sizeof(compile));
+        sym("nvrtcGetProgramLogSize", h, &log_size, sizeof(log_size));
+        sym("nvrtcGetProgramLog", h, &get_log, sizeof(get_log));
+        sym("nvrtcDestroyProgram", h, &destroy, sizeof(destroy));
+        CHECK(create && compile && log_size && get_log && destroy);
+        if (!mkdtemp(dir) || !create || !compile || !log_size || !get_log || !destroy) {
+                CHECK(0);
+                return;
+        }
+        snprintf(abs, sizeof(abs), "%s/canary.h", dir);
+        snprintf(rel, sizeof(rel), "../../../../../../../../../../../../../../..%s", abs);
+        snprintf(spliced, sizeof(spliced), "/\\\n%s", abs + 1);
+        f = fopen(abs, "w");
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fputs(CANARY " here\n", f);
+        fclose(f);
+        snprintf(inc1, sizeof(inc1), "-I%s/include", cuda);
+        snprintf(inc2, sizeof(inc2), "-I%s/include/cccl", cuda);
+
+        for (size_t i = 0; i < sizeof(differential) / sizeof(differential[0]); i++) {
+                char *src = expand(differential[i].src, abs, rel, spliced), *raw = NULL, msg[512];
+                const char *opts[] = { "-arch=sm_90a", inc1, inc2 };
+                void *prog = NULL;
+                size_t n = 0;
+                bool read_it;
+                int checked;
+                CompileOutput out;
+
+                if (!src) {
+                        CHECK(0);
+                        continue;
+                }
+                CHECK(create(&prog, src, "kernel.cu", 0, NULL, NULL) == 0);
+                (void)compile(prog, 3, opts);
+                if (log_size(prog, &n) == 0 && (raw = calloc(1, n + 1)) != NULL)
+                        (void)get_log(prog, raw);
+                destroy(&prog);
+                read_it = raw && strstr(raw, CANARY);
+                free(raw);
+                checked = compile_check_source(comp, src, strlen(src), msg, sizeof(msg));
+                if (read_it) {
+                        reads++;
+                        snprintf(read_by_nvrtc + strlen(read_by_nvrtc), sizeof(read_by_nvrtc) - strlen(read_by_nvrtc),
+                                 " %zu", i);
+                }
+                if (read_it && checked != COMPILE_E_REJECTED) {
+                        fprintf(stderr, "NVRTC read the canary but the check let it through:\n%s\n", src);
+                        failures++;
+                }
+                if (differential[i].nvrtc_reads >= 0 && (int)read_it != differential[i].nvrtc_reads) {
+                        fprintf(stderr, "case %zu: expected NVRTC %s the canary:\n%s\n", i,
+                                differential[i].nvrtc_reads ? "to read" : "not to read", src);
+                        failures++;
+                }
+                /* The whole pipeline never shows it, whatever the case. */
+                run("cuda", src, strlen(src), NULL, NULL, &out);
+                CHECK(out.result && !strstr(jstr(out.result, "log"), CANARY));
+                compile_output_clear(&out);
+                free(src);
+        }
+        printf("differential #include check: NVRTC read the canary in %d of %zu cases (%s); the check "
+               "refused all of them\n", reads, sizeof(differential) / sizeof(differential[0]),
+               read_by_nvrtc + 1);
+        unlink(abs);
+        rmdir(dir);
+        dlclose(h);
+}
+
 /* A fake toolkit whose include folder has a symlink pointing outside it. */
 static void t_symlink(void)
 {
@@ -682,6 +874,7 @@ int main(void)
         t_ptx();
         t_refusals();
         t_includes();
+        t_differential();
         t_symlink();
         compile_close(comp);
         comp = NULL;
