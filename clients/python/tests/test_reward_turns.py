@@ -1,0 +1,108 @@
+"""kevald.reward and kevald.turns: on result dicts shaped like the server's (docs/internals.md), and on real results."""
+import math
+
+import pytest
+
+import kevald
+from kevald import reward, turns
+from conftest import BROKEN, GOOD, SLOW, run_id, unique
+
+
+def res(verdict, speedup=None, **extra):
+    d = {"verdict": verdict, "task": "t", "seed": "0123456789abcdef", "error": None, "feedback": "fb.",
+         "reward_fields": {"compiled": verdict != "compile_error", "correct": verdict == "correct",
+                           "speedup": speedup}}
+    d.update(extra)
+    return d
+
+
+def test_default_kevin_form():
+    assert reward.reward(res("correct", 2.0)) == pytest.approx(2.3)
+    assert reward.reward(res("correct", 0.5)) == pytest.approx(0.8)
+    assert reward.reward(res("correct", 37.0)) == pytest.approx(10.3)      # capped at 10
+    assert reward.reward(res("correct", 37.0), speedup_cap=None) == pytest.approx(37.3)
+    assert reward.reward(res("correct", None)) == pytest.approx(0.3)
+    for v in ("incorrect", "compile_error", "runtime_error", "timeout", "rejected", "compiled"):
+        assert reward.reward(res(v)) == 0.0
+    assert reward.reward(res("internal_error")) is None
+    assert reward.reward(res("cancelled")) is None
+    # A Submission that is not done has no reward.
+    assert reward.reward({"id": 1, "state": "queued", "verdict": None}) is None
+
+
+def test_configurable():
+    cfg = reward.RewardConfig(correct_bonus=1.0, speedup_cap=4.0, log_speedup=True,
+                              penalties={"compile_error": -1.0, "incorrect": -0.5})
+    assert reward.reward(res("correct", 3.0), cfg) == pytest.approx(1.0 + math.log1p(3.0))
+    assert reward.reward(res("correct", 9.0), cfg) == pytest.approx(1.0 + math.log1p(4.0))
+    assert reward.reward(res("compile_error"), cfg) == -1.0
+    assert reward.reward(res("incorrect"), cfg) == -0.5
+    assert reward.reward(res("timeout"), cfg) == 0.0
+    assert reward.reward(res("compile_error"), penalties={"compile_error": -0.2}) == -0.2
+    assert reward.reward(res("incorrect"), penalties={"compile_error": -0.2}) == 0.0
+    assert reward.rewards([res("correct", 1.0), res("internal_error")]) == [pytest.approx(1.3), None]
+    # Works on typed objects too.
+    r = kevald.Result.from_dict(res("correct", 1.5))
+    assert reward.reward(r) == pytest.approx(1.8)
+    assert reward.reward(kevald.Submission.from_dict({"id": 3, "state": "done", "result": res("correct", 1.5)})) \
+        == pytest.approx(1.8)
+    with pytest.raises(TypeError):
+        reward.reward(42)
+
+
+FULL_INCORRECT = res("incorrect", correctness={"passed": False, "shapes": [
+    {"shape": "default", "passed": True, "buffers": [{"name": "y", "mismatches": 0, "count": 100}]},
+    {"shape": "tiny", "passed": False, "trials": 2, "guard_ok": True, "inputs_intact": True,
+     "buffers": [{"name": "y", "max_abs": 0.75, "max_rel": 1.0, "mismatches": 1, "count": 99,
+                  "first_mismatches": [{"index": 98, "got": 0.0, "want": 0.75}]}]}]},
+    error={"kind": "mismatch", "shape": "tiny", "message": "1 of 99 elements differ"},
+    compile={"ok": True, "kernels": [{"name": "relu", "registers": 10, "shared_static": 0, "local": 0}]})
+
+RUNTIME = res("runtime_error", error={"kind": "cuda", "name": "CUDA_ERROR_ILLEGAL_ADDRESS",
+                                      "message": "an illegal memory access was encountered", "shape": "default",
+                                      "phase": "correctness", "trial": 0, "launch": 0, "kernel": "relu"})
+
+CORRECT = res("correct", 1.83, timing={"speedup": 1.83, "shapes": [
+    {"shape": "default", "speedup": 1.83, "candidate": {"median_ms": 0.0123}, "reference": {"median_ms": 0.0225}}]},
+    resources=[{"kernel": "relu", "registers": 16, "occupancy": {"fraction": 1.0}}])
+
+
+def test_feedback_messages():
+    m = turns.feedback_message(FULL_INCORRECT)
+    assert m.startswith("Verdict: incorrect.")
+    assert "Shape 'tiny' failed" in m and "[98] got 0 want 0.75" in m and "1 of 99" in m
+    assert "Shape 'default'" not in m
+    assert "relu (10 registers" in m and m.endswith("fb.")
+    m = turns.feedback_message(RUNTIME)
+    assert "CUDA_ERROR_ILLEGAL_ADDRESS" in m and "shape default" in m and "phase correctness" in m
+    assert "kernel relu" in m and "launch 0" in m
+    m = turns.feedback_message(CORRECT)
+    assert "Speedup 1.83x" in m and "0.0123 ms vs reference 0.0225 ms" in m and "occupancy 1.0" in m
+    assert turns.feedback_message({"id": 4, "state": "queued"}).startswith("Verdict: pending")
+
+
+def test_link_tags():
+    parent = kevald.Submission.from_dict({"id": 41, "state": "done", "tags": {"run_id": "r", "turn": 2,
+                                                                              "labels": {"k": "v"}}})
+    sub = turns.link({"source": "x", "mode": "compile"}, parent)
+    assert sub["tags"] == {"parent": 41, "turn": 3, "run_id": "r", "labels": {"k": "v"}}
+    assert turns.link({"source": "x"}, 7)["tags"] == {"parent": 7, "turn": 1}
+    original = {"source": "x", "tags": {"run_id": "mine"}}
+    out = turns.link(original, parent)
+    assert out["tags"]["run_id"] == "mine" and original["tags"] == {"run_id": "mine"}
+
+
+def test_real_turns(server):
+    rid = run_id()
+    with kevald.Client(server.url) as c:
+        first = c.evaluate(source=unique(BROKEN), mode="compile", tags={"run_id": rid, "turn": 1},
+                           timeout=60 * SLOW)
+        assert reward.reward(first) == 0.0
+        assert reward.reward(first, penalties={"compile_error": -1}) == -1.0
+        msg = turns.feedback_message(first)
+        assert msg.startswith("Verdict: compile_error.") and "undefined_name_xq" in msg
+        assert msg.count("undefined_name_xq") >= 2       # the log's first error and kevald's feedback
+        second = c.evaluate(turns.link({"source": unique(GOOD), "mode": "compile"}, first), timeout=60 * SLOW)
+        assert second.tags["parent"] == first.id and second.tags["turn"] == 2 and second.tags["run_id"] == rid
+        assert second.verdict == "compiled" and reward.reward(second) == 0.0
+        assert "Compiled kernels: saxpy" in turns.feedback_message(second)
