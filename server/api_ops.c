@@ -5,9 +5,11 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "server/api.h"
@@ -139,6 +141,51 @@ int api_ops_stats(HttpRequest *req)
         return http_respond_json(req, 200, out);
 }
 
+/*
+ * store_stats() scans the history (per-task medians): a scrape reuses a
+ * snapshot younger than STATS_CACHE_S instead of scanning again.
+ */
+#define STATS_CACHE_S 5.0
+
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static json_t *stats_cached;
+static double stats_at;
+
+static double mono_s(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A new reference to recent store statistics, or NULL (logged). */
+static json_t *recent_stats(Store *store)
+{
+        json_t *st = NULL;
+        double now = mono_s();
+        int r;
+
+        pthread_mutex_lock(&stats_lock);
+        if (stats_cached && now - stats_at < STATS_CACHE_S) {
+                st = json_incref(stats_cached);
+                goto out;
+        }
+        r = store_stats(store, &st);
+        if (r != 0) {
+                log_warn("api: metrics: store statistics failed: %s", strerror(r < 0 ? -r : EIO));
+                goto out;
+        }
+        /* by_verdict is what metrics_render() reads. */
+        json_object_set(st, "by_verdict", json_object_get(st, "verdicts"));
+        json_decref(stats_cached);
+        stats_cached = json_incref(st);
+        stats_at = now;
+out:
+        pthread_mutex_unlock(&stats_lock);
+        return st;
+}
+
 /**
  * api_ops_metrics() - GET /metrics (Prometheus text format 0.0.4)
  * Return: HTTP_DONE.
@@ -155,15 +202,9 @@ int api_ops_metrics(HttpRequest *req)
         if (no_query(req))
                 return HTTP_DONE;
         store = storepool_get(api->pool);
-        r = store_stats(store, &src.stats);
-        if (r != 0)
-                log_warn("api: metrics: store statistics failed: %s", strerror(r < 0 ? -r : EIO));
+        src.stats = recent_stats(store);
         src.have_queue = store_queue_depth(store, &src.queue[0], &src.queue[1], &src.queue[2]) == 0;
         storepool_put(api->pool, store);
-        if (src.stats) {
-                /* by_verdict is what metrics_render() reads. */
-                json_object_set(src.stats, "by_verdict", json_object_get(src.stats, "verdicts"));
-        }
         if (api->dispatcher)
                 src.dispatch = dispatch_status(api->dispatcher);
         text = metrics_render(api->metrics, &src, &len);

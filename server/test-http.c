@@ -1,0 +1,277 @@
+/*
+ * test-http - the libmicrohttpd front end in-process, over real sockets,
+ * with a small route table of its own (no store): routing (404, 405 with
+ * Allow, path params), the gate, the body limit (413 from Content-Length
+ * and by counting a chunked body), problem+json, long-polls resumed by
+ * notify, by deadline and by shutdown, and the request counters.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/http.h"
+
+static int failures;
+static int port;
+static Waiters *waiters;
+
+#define CHECK(cond)                                                                  \
+        do {                                                                         \
+                if (!(cond)) {                                                       \
+                        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+                        failures++;                                                  \
+                }                                                                    \
+        } while (0)
+
+static double now_s(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- routes ---- */
+
+static int h_echo(HttpRequest *req)
+{
+        size_t len;
+
+        http_request_body(req, &len);
+        return http_respond_json(req, 200, json_pack("{s:I}", "len", (json_int_t)len));
+}
+
+static int h_item(HttpRequest *req)
+{
+        return http_respond_json(req, 200, json_pack("{s:s}", "p", http_request_param(req, 0)));
+}
+
+static int h_wait(HttpRequest *req)
+{
+        const char *t = http_request_query(req, "t");
+        int64_t id = atoll(http_request_param(req, 0));
+
+        if (http_request_resumed(req) >= 0)
+                return http_respond_json(req, 200, json_pack("{s:i}", "reason", http_request_resumed(req)));
+        if (http_request_wait(req, id, t ? atof(t) : 1.0) != 0)
+                return http_respond_json(req, 200, json_pack("{s:s}", "reason", "closed"));
+        return HTTP_SUSPENDED;
+}
+
+static const HttpRoute routes[] = {
+        { "/echo", HTTP_M(HTTP_POST), h_echo, false },
+        { "/items/{id}/sub", HTTP_M(HTTP_GET), h_item, false },
+        { "/wait/{id}", HTTP_M(HTTP_GET), h_wait, false },
+};
+static const char *const route_names[] = { "/echo", "/items/{id}/sub", "/wait/{id}" };
+
+static int gate(HttpRequest *req, const HttpRoute *route)
+{
+        (void)route;
+        if (http_request_header(req, "X-Deny"))
+                return http_respond_error(req, PROBLEM_UNAUTHORIZED, "/headers/X-Deny", "denied");
+        return 0;
+}
+
+/* ---- a raw HTTP/1.1 client ---- */
+
+typedef struct Resp {
+        int status;
+        char head[4096];
+        char body[8192];
+} Resp;
+
+static int request(const char *raw, const char *body, size_t body_len, Resp *out)
+{
+        struct sockaddr_in sa = { 0 };
+        char buf[16384];
+        size_t got = 0;
+        ssize_t n;
+        char *sep;
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+        sa.sin_family = AF_INET;
+        sa.sin_port = htons((uint16_t)port);
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                close(fd);
+                return -1;
+        }
+        (void)!write(fd, raw, strlen(raw));
+        if (body && body_len)
+                (void)!send(fd, body, body_len, MSG_NOSIGNAL);
+        while (got < sizeof(buf) - 1 && (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+                got += (size_t)n;
+        buf[got] = 0;
+        close(fd);
+        memset(out, 0, sizeof(*out));
+        if (sscanf(buf, "HTTP/1.1 %d", &out->status) != 1)
+                return -1;
+        sep = strstr(buf, "\r\n\r\n");
+        if (sep) {
+                size_t hl = (size_t)(sep - buf), bl = strlen(sep + 4);
+
+                memcpy(out->head, buf, hl < sizeof(out->head) - 1 ? hl : sizeof(out->head) - 1);
+                memcpy(out->body, sep + 4, bl < sizeof(out->body) - 1 ? bl : sizeof(out->body) - 1);
+        }
+        return 0;
+}
+
+static int get(const char *path, Resp *out)
+{
+        char raw[512];
+
+        snprintf(raw, sizeof(raw), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+        return request(raw, NULL, 0, out);
+}
+
+typedef struct Bg {
+        pthread_t t;
+        char path[128];
+        Resp r;
+        double took;
+} Bg;
+
+static void *bg_main(void *arg)
+{
+        Bg *bg = arg;
+        double t0 = now_s();
+
+        get(bg->path, &bg->r);
+        bg->took = now_s() - t0;
+        return NULL;
+}
+
+static void sleep_ms(int ms)
+{
+        struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+        nanosleep(&ts, NULL);
+}
+
+int main(void)
+{
+        HttpServerConfig cfg = { 0 };
+        HttpServer *s = NULL;
+        Metrics *m = NULL;
+        Resp r;
+        Bg a = { 0 }, b = { 0 }, c = { 0 };
+        char raw[1024], body[4096];
+
+        CHECK(waiters_new(&waiters) == 0);
+        CHECK(metrics_new(route_names, 3, &m) == 0);
+        cfg.host = "127.0.0.1";
+        cfg.port = 0;
+        cfg.threads = 2;
+        cfg.connection_limit = 64;
+        cfg.connection_timeout_s = 10;
+        cfg.body_limit = 1024;
+        cfg.routes = routes;
+        cfg.n_routes = 3;
+        cfg.gate = gate;
+        cfg.waiters = waiters;
+        cfg.metrics = m;
+        CHECK(http_server_start(&cfg, &s, &port) == 0);
+        CHECK(port > 0);
+
+        CHECK(get("/nope", &r) == 0);
+        CHECK(r.status == 404);
+        CHECK(strstr(r.head, "application/problem+json") != NULL);
+        CHECK(strstr(r.body, "\"status\":404") != NULL);
+
+        CHECK(request("PUT /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", NULL, 0,
+                      &r) == 0);
+        CHECK(r.status == 405);
+        CHECK(strstr(r.head, "Allow: POST") != NULL);
+
+        CHECK(get("/items/abc/sub", &r) == 0);
+        CHECK(r.status == 200 && strstr(r.body, "\"p\":\"abc\""));
+        CHECK(get("/items//sub", &r) == 0 && r.status == 404);
+        CHECK(request("HEAD /items/q/sub HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", NULL, 0, &r) == 0);
+        CHECK(r.status == 200 && r.body[0] == 0);
+
+        CHECK(request("GET /items/a/sub HTTP/1.1\r\nHost: x\r\nX-Deny: 1\r\nConnection: close\r\n\r\n", NULL, 0,
+                      &r) == 0);
+        CHECK(r.status == 401 && strstr(r.body, "/headers/X-Deny"));
+
+        memset(body, 'a', sizeof(body));
+        snprintf(raw, sizeof(raw), "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 100\r\n\r\n");
+        CHECK(request(raw, body, 100, &r) == 0);
+        CHECK(r.status == 200 && strstr(r.body, "\"len\":100"));
+        /* Too large by Content-Length: answered without reading the body. */
+        snprintf(raw, sizeof(raw), "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2000\r\n\r\n");
+        CHECK(request(raw, NULL, 0, &r) == 0);
+        CHECK(r.status == 413 && strstr(r.body, "body-too-large"));
+        /* Too large, chunked: counted. */
+        {
+                char chunked[8192];
+                size_t o = 0;
+
+                for (int i = 0; i < 3; i++) {
+                        o += (size_t)sprintf(chunked + o, "3e8\r\n");
+                        memset(chunked + o, 'b', 1000);
+                        o += 1000;
+                        o += (size_t)sprintf(chunked + o, "\r\n");
+                }
+                o += (size_t)sprintf(chunked + o, "0\r\n\r\n");
+                CHECK(request("POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n",
+                              chunked, o, &r) == 0);
+                CHECK(r.status == 413);
+                /* Within the limit, chunked: the whole body arrives. */
+                o = (size_t)sprintf(chunked, "1f4\r\n");
+                memset(chunked + o, 'c', 500);
+                o += 500;
+                o += (size_t)sprintf(chunked + o, "\r\n0\r\n\r\n");
+                CHECK(request("POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n",
+                              chunked, o, &r) == 0);
+                CHECK(r.status == 200 && strstr(r.body, "\"len\":500"));
+        }
+
+        /* Long-polls: notify, deadline. */
+        snprintf(a.path, sizeof(a.path), "/wait/5?t=5");
+        snprintf(b.path, sizeof(b.path), "/wait/6?t=0.3");
+        pthread_create(&a.t, NULL, bg_main, &a);
+        pthread_create(&b.t, NULL, bg_main, &b);
+        sleep_ms(150);
+        CHECK(waiters_count(waiters) == 2);
+        waiters_notify(waiters, 5);
+        pthread_join(a.t, NULL);
+        pthread_join(b.t, NULL);
+        CHECK(a.r.status == 200 && strstr(a.r.body, "\"reason\":0"));
+        CHECK(a.took < 1.0);
+        CHECK(b.r.status == 200 && strstr(b.r.body, "\"reason\":1"));
+        CHECK(b.took >= 0.25 && b.took < 2.0);
+
+        /* Shutdown answers a parked request at once. */
+        snprintf(c.path, sizeof(c.path), "/wait/7?t=30");
+        pthread_create(&c.t, NULL, bg_main, &c);
+        sleep_ms(150);
+        http_server_quiesce(s);
+        waiters_shutdown(waiters);
+        pthread_join(c.t, NULL);
+        CHECK(c.r.status == 200 && strstr(c.r.body, "\"reason\":2"));
+        CHECK(c.took < 2.0);
+        CHECK(http_server_drain(s, 2.0) == 0);
+
+        CHECK(metrics_http_count(m, 3, 404) == 2);          /* unmatched: /nope, /items//sub */
+        CHECK(metrics_http_count(m, 1, 200) == 2);          /* GET and HEAD */
+        CHECK(metrics_http_count(m, 1, 401) == 1);
+        CHECK(metrics_http_count(m, 0, 405) == 1);
+        CHECK(metrics_http_count(m, 0, 413) == 2);
+        CHECK(metrics_http_count(m, 0, 200) == 2);
+        CHECK(metrics_http_count(m, 2, 200) == 3);
+        http_server_stop(s);
+        waiters_free(waiters);
+        metrics_free(m);
+        if (failures)
+                fprintf(stderr, "%d check(s) failed\n", failures);
+        else
+                printf("http: all checks passed\n");
+        return failures ? 1 : 0;
+}
