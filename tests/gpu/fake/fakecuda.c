@@ -288,7 +288,47 @@ static void k_gemm_ta(struct CUmod_st *m, void **p)
                         }
 }
 
+/* bench/timing/kernels.cu, for a dry run of bench/timing/fidelity.py --fake */
+static void k_bt_copy(struct CUmod_st *m, void **p)
+{
+        const float *x = PTR(const float *, 0);
+        float *y = PTR(float *, 1);
+        long long n = VAL(long long, 2);
+        (void)m;
+        memcpy(y, x, (size_t)n * sizeof(float));
+}
+
+static void k_bt_fma(struct CUmod_st *m, void **p)
+{
+        const float *x = PTR(const float *, 0);
+        float *y = PTR(float *, 1);
+        int iters = VAL(int, 2);
+        (void)m;
+        for (unsigned i = 0; i < last_grid[0] * 256u; i++) {
+                float a = x[i];
+                for (int k = 0; k < iters / 1000; k++)
+                        a = fmaf(a, 0.9999f, 1e-4f);
+                y[i] = a;
+        }
+}
+
+static void k_bt_gemm(struct CUmod_st *m, void **p)
+{
+        void *q[6];
+        int n = VAL(int, 3);
+        q[0] = p[0];
+        q[1] = p[1];
+        q[2] = p[2];
+        q[3] = &n;
+        q[4] = &n;
+        q[5] = &n;
+        k_gemm(m, q);
+}
+
 static const KDef kernels[] = {
+        { NULL, "bt_copy", k_bt_copy, 3, { 8, 8, 8 } },
+        { NULL, "bt_fma", k_bt_fma, 3, { 8, 8, 4 } },
+        { NULL, "bt_gemm", k_bt_gemm, 4, { 8, 8, 8, 4 } },
         { "helpers", "kv_warm", h_warm, 1, { 8 } },
         { "helpers", "kv_generate", h_generate, 2, { sizeof(KvGenParams), 8 } },
         { "helpers", "kv_canary_fill", h_canary_fill, 4, { 8, 8, 8, 4 } },
