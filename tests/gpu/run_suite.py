@@ -37,6 +37,8 @@ INT_TYPES = ("i32", "u32", "i64", "u64")
 
 
 def gpu_present():
+    if os.environ.get("KEVALD_SUITE_FAKE_GPU") == "1":  # tests/gpu/fake dry runs of this runner
+        return True, ""
     if not os.path.exists("/dev/nvidiactl"):
         return False, "no /dev/nvidiactl"
     try:
@@ -375,6 +377,29 @@ def detail_of(result):
     return ("%s: %s" % ("/".join(bits), msg))[:110]
 
 
+def start_worker(args, extra):
+    """Start kevald-gpu and print its HELLO; None when it does not come up."""
+    try:
+        worker = Worker(args.gpu_bin, extra, args.verbose)
+    except Exception as e:  # noqa: BLE001
+        print("worker %s failed to start: %s: %s" % (" ".join(extra) or "(sandboxed)", type(e).__name__, e))
+        return None
+    h = worker.hello
+    print("worker %d%s: pid %s, %s, cc %s (%s), %s SMs, %s bytes, driver %s, cuda %s, cublas %s, start %.0f ms, ok %s" %
+          (worker.id, " " + " ".join(extra) if extra else "", h.get("pid"), h.get("name"), h.get("cc"), h.get("arch"),
+           h.get("sms"), h.get("memory_bytes"), h.get("driver"), h.get("cuda_driver"), h.get("cublas"),
+           worker.start_ms, h.get("ok")), flush=True)
+    print("  layers: %s" % json.dumps(h.get("layers"), sort_keys=True), flush=True)
+    print("  limits: max_shared_optin %s, l2 %s, worker %s" % (h.get("max_shared_optin"), h.get("l2_bytes"),
+                                                              json.dumps(h.get("worker"))), flush=True)
+    if not h.get("ok", True):
+        print("  HELLO error: %s" % json.dumps(h.get("error")), flush=True)
+        print("\n".join("  | " + l for l in worker.log_tail(30)), flush=True)
+        worker.p.wait(10)
+        return None
+    return worker
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gpu-bin", help="kevald-gpu (direct mode)")
@@ -403,6 +428,7 @@ def main():
         ap.error("direct mode needs --gpu-bin and --fatbins (or --build-root); eval mode needs --kevald")
 
     rows, all_results, failed = [], {}, 0
+    sandbox_failure = None
     worker, worker_of = None, {}
     extra = ["--no-sandbox"] if args.no_sandbox else []
     for n, case in enumerate(cases):
@@ -430,15 +456,13 @@ def main():
                     result = result["result"]
             else:
                 if worker is None or worker.p.poll() is not None:
-                    worker = Worker(args.gpu_bin, extra, args.verbose)
-                    h = worker.hello
-                    print("worker %d: pid %s, %s, cc %s, %s SMs, driver %s, cuda %s, cublas %s, start %.0f ms, ok %s" %
-                          (worker.id, h.get("pid"), h.get("name"), h.get("cc"), h.get("sms"), h.get("driver"),
-                           h.get("cuda_driver"), h.get("cublas"), worker.start_ms, h.get("ok")), flush=True)
-                    print("  layers: %s" % json.dumps(h.get("layers"), sort_keys=True), flush=True)
-                    if not h.get("ok", True):
-                        print("  HELLO error: %s" % json.dumps(h.get("error")), flush=True)
-                        print("\n".join("  | " + l for l in worker.log_tail(30)))
+                    worker = start_worker(args, extra)
+                    if worker is None and not extra:
+                        # Learn as much as possible from one GPU run: go on unconfined.
+                        sandbox_failure = "the sandboxed worker did not start (see above); the cases ran with --no-sandbox"
+                        extra = ["--no-sandbox"]
+                        worker = start_worker(args, extra)
+                    if worker is None:
                         return 1
                 cand = open(os.path.join(args.fatbins, "case_%s.fatbin" % src), "rb").read()
                 ref_src = task["reference"].get("source_file")
@@ -499,6 +523,9 @@ def main():
         print("| %s%s | %s | %s | %s | %.0f |" % ("" if ok else "**FAIL** ", name, exp, got, detail.replace("|", "/"), ms))
     print()
     print("gpu suite: %d of %d cases passed" % (len(rows) - failed, len(rows)))
+    if sandbox_failure:
+        print("gpu suite: FAIL: " + sandbox_failure)
+        failed += 1
     if args.out:
         with open(args.out, "w") as f:
             json.dump(all_results, f, indent=1, sort_keys=True)
