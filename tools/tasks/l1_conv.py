@@ -109,7 +109,37 @@ def conv_args(nd, transposed, x, w, bias, y, ci="CI", co="CO", g="G", has_bias=0
     return args, total
 
 
-def conv_task(num, nd, transposed, title, default, small, tiny, bias=False, note="", trials=1):
+CONV1D_EXAMPLE = r'''
+// A minimal correct candidate for a 1D convolution with groups, stride,
+// padding and dilation: one thread per output element, fp32 accumulation.
+extern "C" __global__ void conv1d(const float* x, const float* w, float* y, int N, int CI, int CO,
+                                  int G, int L, int OL, int K, int S, int PAD, int DIL)
+{
+        long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+        long long total = (long long)N * CO * OL;
+        if (o >= total)
+                return;
+        int ol = (int)(o % OL);
+        int co = (int)((o / OL) % CO);
+        int n = (int)(o / ((long long)OL * CO));
+        int cig = CI / G, g = co / (CO / G);
+        float acc = 0.0f;
+        for (int c = 0; c < cig; c++) {
+                const float* xr = x + ((long long)n * CI + g * cig + c) * L;
+                const float* wr = w + ((long long)co * cig + c) * K;
+                for (int k = 0; k < K; k++) {
+                        int i = ol * S - PAD + k * DIL;
+                        if (i >= 0 && i < L)
+                                acc += xr[i] * wr[k];
+                }
+        }
+        y[o] = acc;
+}
+'''
+
+
+def conv_task(num, nd, transposed, title, default, small, tiny, bias=False, note="", trials=1,
+              example=None):
     """default/small/tiny: dicts with N, CI, CO, G and per-axis size, K, S, PAD, DIL(, OPAD)."""
     ax = AXES[nd]
     kernel = "conv%s%dd_ref" % ("_transpose" if transposed else "", nd)
@@ -198,7 +228,7 @@ def conv_task(num, nd, transposed, title, default, small, tiny, bias=False, note
         flops=flops, bytes_="4 * (%s + %s + %s)" % (nin, nw, total), trials=trials,
         reference_note=("direct convolution, one thread per output (PyTorch eager calls cuDNN; "
                         "KernelBench's published times used cuDNN with TF32 allowed, PyTorch's "
-                        "default for convolutions)"))
+                        "default for convolutions)"), example=example)
 
 
 def sq(nd, size, k, s=1, p=0, d=1, op=None):
@@ -265,10 +295,15 @@ def standard():
                        sh(8, 3, 64, **sq(3, (16, 128, 128), (3, 5, 7))),
                        sh(2, 3, 5, **sq(3, (7, 20, 33), (3, 5, 7))),
                        sh(1, 2, 3, **sq(3, (4, 6, 8), (3, 3, 5)))))
+    ol = out_expr("L", False)
     T.append(conv_task(67, 1, False, "Conv1d",
                        sh(32, 64, 128, **sq(1, 131072, 3)),
                        sh(3, 5, 7, **sq(1, 1000, 3)),
-                       sh(2, 2, 3, **sq(1, 33, 3))))
+                       sh(2, 2, 3, **sq(1, 33, 3)),
+                       example=(CONV1D_EXAMPLE, [launch(
+                           "conv1d", ["ceil_div(N * CO * (%s), 256)" % ol], [256],
+                           ["x", "w", "y", i32("N"), i32("CI"), i32("CO"), i32("G"), i32("L"), i32(ol),
+                            i32("KL"), i32("SL"), i32("PADL"), i32("DILL")])])))
     T.append(conv_task(76, 1, False, "Conv1d, dilated and strided",
                        sh(64, 64, 128, **sq(1, 524280, 3, 3, 0, 4)),
                        sh(3, 5, 7, **sq(1, 1000, 3, 3, 0, 4)),

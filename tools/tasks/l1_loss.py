@@ -76,8 +76,45 @@ SH = [{"name": "default", "B": 32768, "D": 32768},
       {"name": "tiny", "B": 3, "D": 33}]
 
 
+MSE_EXAMPLE = r'''
+// A minimal correct candidate: 512 blocks write per-block partial sums to
+// scratch (float per thread, double per block), one block adds them in a fixed
+// order. No atomics, so the result is the same bits on every run.
+extern "C" __global__ void mse_partial(const float* p, const float* t, double* part,
+                                       unsigned long long n)
+{
+        __shared__ double sh[256];
+        float a = 0.0f;
+        for (unsigned long long i = (unsigned long long)blockIdx.x * 256 + threadIdx.x; i < n;
+             i += 512ull * 256) {
+                float d = p[i] - t[i];
+                a += d * d;
+        }
+        sh[threadIdx.x] = a;
+        __syncthreads();
+        for (int s = 128; s > 0; s >>= 1) {
+                if (threadIdx.x < s)
+                        sh[threadIdx.x] += sh[threadIdx.x + s];
+                __syncthreads();
+        }
+        if (threadIdx.x == 0)
+                part[blockIdx.x] = sh[0];
+}
+
+extern "C" __global__ void mse_final(const double* part, float* loss, unsigned long long n)
+{
+        if (threadIdx.x == 0) {
+                double s = 0.0;
+                for (int i = 0; i < 512; i++)
+                        s += part[i];
+                loss[0] = (float)(s / (double)n);
+        }
+}
+'''
+
+
 def elem_loss(num, title, what, math, term, pinit, tinit, tshape=("B", "D"), tindex="i",
-              flops_per=3, note=""):
+              flops_per=3, note="", example=None):
     src = ELEM.format(problem=problem(num)["problem"], what=what, helpers="", term=term, tindex=tindex) + FINAL
     tbytes = "4 * D" if list(tshape) == ["D"] else "4 * B * D"
     return make_task(
@@ -94,7 +131,7 @@ def elem_loss(num, title, what, math, term, pinit, tinit, tshape=("B", "D"), tin
         tolerance=TOL, tolerance_note=TNOTE,
         flops="%d * B * D" % flops_per, bytes_="4 * B * D + %s + 4" % tbytes, trials=2,
         reference_note="two-stage deterministic reduction in double; PyTorch eager runs "
-                       "elementwise kernels and a mean reduction")
+                       "elementwise kernels and a mean reduction", example=example)
 
 
 def tasks():
@@ -103,7 +140,11 @@ def tasks():
         94, "Mean squared error loss", "loss = mean((p - t)^2).",
         "loss = (1 / (B*D)) * sum_{b,d} (p[b, d] - t[b, d])^2 (torch.mean((p - t) ** 2)); "
         "targets t have shape [B, D]", "(pv - tv) * (pv - tv)", normal(0, 1), normal(0, 1),
-        note="Inputs: p and t normal(0, 1)."))
+        note="Inputs: p and t normal(0, 1).",
+        example=(MSE_EXAMPLE,
+                 [launch("mse_partial", [512], [256], ["p", "t", "part", u64("B * D")]),
+                  launch("mse_final", [1], [32], ["part", "loss", u64("B * D")])],
+                 [scratch("part", "f64", 512)])))
     out.append(elem_loss(
         96, "Smooth L1 (Huber) loss", "loss = mean(smooth_l1(p - t)), beta = 1.",
         "with d = p[b, d] - t[b, d], l = 0.5 * d^2 if |d| < 1 else |d| - 0.5; loss = mean of l "

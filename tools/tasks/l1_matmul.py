@@ -22,9 +22,34 @@ def mm_desc(math, layout, extra=""):
             " Accumulate in fp32 (or better); TF32 is not accurate enough.").replace("  ", " ")
 
 
+GEMM_EXAMPLE = r'''
+// A minimal correct candidate: 16 x 16 output tiles, A and B tiles staged in
+// shared memory, fp32 accumulation (no TF32), bounds checked for any M, N, K.
+#define T 16
+extern "C" __global__ void sgemm_tiled(const float* A, const float* B, float* C, int M, int N, int K)
+{
+        __shared__ float As[T][T], Bs[T][T];
+        int row = blockIdx.y * T + threadIdx.y, col = blockIdx.x * T + threadIdx.x;
+        float acc = 0.0f;
+        for (int k0 = 0; k0 < K; k0 += T) {
+                As[threadIdx.y][threadIdx.x] = (row < M && k0 + threadIdx.x < K)
+                        ? A[(long long)row * K + k0 + threadIdx.x] : 0.0f;
+                Bs[threadIdx.y][threadIdx.x] = (col < N && k0 + threadIdx.y < K)
+                        ? B[(long long)(k0 + threadIdx.y) * N + col] : 0.0f;
+                __syncthreads();
+                for (int k = 0; k < T; k++)
+                        acc = fmaf(As[threadIdx.y][k], Bs[k][threadIdx.x], acc);
+                __syncthreads();
+        }
+        if (row < M && col < N)
+                C[(long long)row * N + col] = acc;
+}
+'''
+
+
 def simple(num, title, math, layout, params, shapes, a_shape, b_shape, c_shape, m, n, k,
            ta=False, tb=False, batch=1, flops=None, tol=TOL, tnote=TNOTE, trials=2,
-           fan_in="K", extra=""):
+           fan_in="K", extra="", example=None):
     return make_task(
         num, "matmul", title, mm_desc(math, layout, extra), params, shapes,
         [buf("A", a_shape, "in", init=A_INIT), buf("B", b_shape, "in", init=b_init(fan_in)),
@@ -35,7 +60,7 @@ def simple(num, title, math, layout, params, shapes, a_shape, b_shape, c_shape, 
         tolerance=tol, tolerance_note=tnote,
         flops=flops or "2 * %s * %s * %s%s" % (m, n, k, "" if batch == 1 else " * " + batch),
         bytes_="4 * (%s)" % " + ".join(" * ".join(s) for s in (a_shape, b_shape, c_shape)),
-        trials=trials, reference_note=NOTE_CUBLAS)
+        trials=trials, reference_note=NOTE_CUBLAS, example=example)
 
 
 MNK = {"M": "rows of C", "N": "columns of C", "K": "inner dimension"}
@@ -164,7 +189,9 @@ def tasks():
                       ["N", "N"], ["N", "N"], ["N", "N"], "N", "N", "N", fan_in="N"))
     out.append(simple(2, "Standard matrix multiplication", "C = A @ B",
                       "A is [M, K], B is [K, N], C is [M, N].", MNK, MNK_SHAPES,
-                      ["M", "K"], ["K", "N"], ["M", "N"], "M", "N", "K"))
+                      ["M", "K"], ["K", "N"], ["M", "N"], "M", "N", "K",
+                      example=(GEMM_EXAMPLE, [launch("sgemm_tiled", ["ceil_div(N, 16)", "ceil_div(M, 16)"],
+                                                     [16, 16], ["A", "B", "C", i32("M"), i32("N"), i32("K")])])))
     out.append(simple(3, "Batched matrix multiplication", "C[b] = A[b] @ B[b] for each b (torch.bmm)",
                       "A is [BATCH, M, K], B is [BATCH, K, N], C is [BATCH, M, N]; matrices packed "
                       "back to back.",

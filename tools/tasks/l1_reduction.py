@@ -46,6 +46,23 @@ BODIES = {
 }
 
 
+SUM_EXAMPLE = r'''
+// A minimal correct candidate: one thread per output (b, j), float sum over i.
+extern "C" __global__ void sum_dim1(const float* x, float* y, int D1, int D2)
+{
+        int j = blockIdx.x * blockDim.x + threadIdx.x;
+        int b = blockIdx.y;
+        if (j >= D2)
+                return;
+        const float* p = x + (unsigned long long)b * D1 * D2 + j;
+        float acc = 0.0f;
+        for (int i = 0; i < D1; i++)
+                acc += p[(unsigned long long)i * D2];
+        y[(unsigned long long)b * D2 + j] = acc;
+}
+'''
+
+
 def one(num, op, cat, title, math, oshape, odtype, tol, tnote, torch_desc):
     body, result, otype = BODIES[op]
     kernel = op + "_dim1_ref"
@@ -63,6 +80,8 @@ def one(num, op, cat, title, math, oshape, odtype, tol, tnote, torch_desc):
         tolerance=tol, tolerance_note=tnote,
         flops="B * D1 * D2", bytes_="4 * B * D1 * D2 + %d * B * D2" % (8 if odtype == "i64" else 4),
         trials=3,
+        example=(SUM_EXAMPLE, [launch("sum_dim1", ["ceil_div(D2, 128)", "B"], [128],
+                                      ["x", "y", i32("D1"), i32("D2")])]) if op == "sum" else None,
         reference_note="one thread per output, sequential loop over the reduced dimension%s; "
                        "PyTorch eager runs its generic reduce kernel" %
                        (" accumulating in double" if op in ("sum", "mean") else ""))

@@ -67,6 +67,43 @@ LOGSOFTMAX_TAIL = r'''        double ls = log(s);
                 out[i] = (float)((double)row[i] - (double)m - ls);'''
 
 
+EXAMPLE = r'''
+// A minimal correct candidate: one block of 256 threads per row, float math.
+// Pass 1: row max; pass 2: sum of exp(x - max); pass 3: write.
+extern "C" __global__ void softmax_rows(const float* x, float* y, long long D)
+{
+        __shared__ float sh[256];
+        const float* row = x + (unsigned long long)blockIdx.x * D;
+        float* out = y + (unsigned long long)blockIdx.x * D;
+        float m = -3.0e38f;
+        for (long long i = threadIdx.x; i < D; i += 256)
+                m = fmaxf(m, row[i]);
+        sh[threadIdx.x] = m;
+        __syncthreads();
+        for (int s = 128; s > 0; s >>= 1) {
+                if (threadIdx.x < s)
+                        sh[threadIdx.x] = fmaxf(sh[threadIdx.x], sh[threadIdx.x + s]);
+                __syncthreads();
+        }
+        m = sh[0];
+        __syncthreads();
+        float sum = 0.0f;
+        for (long long i = threadIdx.x; i < D; i += 256)
+                sum += expf(row[i] - m);
+        sh[threadIdx.x] = sum;
+        __syncthreads();
+        for (int s = 128; s > 0; s >>= 1) {
+                if (threadIdx.x < s)
+                        sh[threadIdx.x] += sh[threadIdx.x + s];
+                __syncthreads();
+        }
+        float inv = 1.0f / sh[0];
+        for (long long i = threadIdx.x; i < D; i += 256)
+                out[i] = expf(row[i] - m) * inv;
+}
+'''
+
+
 def tasks():
     out = []
     for num, kernel, title, what, tail, math, tol, tnote in [
@@ -95,5 +132,7 @@ def tasks():
             tolerance=tol, tolerance_note=tnote,
             flops="5 * B * D", bytes_="8 * B * D", trials=2,
             reference_note="one block per row, three passes over the row, the exponential "
-                           "sum in double; PyTorch eager calls cunn_SoftMaxForward"))
+                           "sum in double; PyTorch eager calls cunn_SoftMaxForward",
+            example=(EXAMPLE, [launch("softmax_rows", ["B"], [256], ["x", "y", i64("D")])])
+            if num == 23 else None))
     return out
