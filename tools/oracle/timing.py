@@ -28,6 +28,14 @@ from torch_ops import OPS  # noqa: E402
 
 
 def time_fn(fn, trials):
+    if common.DEVICE == "cpu":   # development mode: wall clock, no L2 flush
+        import time
+        ts = []
+        for _ in range(trials):
+            t0 = time.perf_counter()
+            fn()
+            ts.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(ts)
     flush = torch.empty(64 << 20, dtype=torch.float32, device="cuda")
     for _ in range(3):
         fn()
@@ -63,11 +71,11 @@ def main():
         params = common.shape_params(task, a.shape)
         pub = task.get("provenance", {}).get("h100_torch_eager_ms")
         try:
-            ins = common.gen_inputs(task, params, 1)
+            ins = common.gen_inputs(task, params, 1, common.DEVICE)
             t_torch = time_fn(lambda: OPS[name](ins, params), a.trials)
             t_ref = None
             if a.ref:
-                t_ref = time_fn(lambda: common.run_reference(task, params, ins), a.trials)
+                t_ref = time_fn(lambda: common.run_reference(task, params, ins, common.DEVICE), a.trials)
             row = [name, a.shape, pub if pub is not None else "-", "%.3f" % t_torch,
                    "%.3f" % t_ref if t_ref else "-",
                    "%.2f" % (t_ref / t_torch) if t_ref else "-"]
@@ -76,7 +84,7 @@ def main():
         rows.append(row)
         print(" | ".join(str(x) for x in row), flush=True)
         ins = None
-        torch.cuda.empty_cache()
+        common.empty_cache()
     md = common.markdown_table(["task", "shape", "published H100 eager ms", "torch eager ms here",
                                 "kevald reference ms", "reference / torch"], rows)
     if a.md:
