@@ -92,14 +92,18 @@ def pool_task(num, nd, maxpool, shapes, title):
                else "O%s = floor((%s + 2*PAD - K) / S) + 1")
     ofs = "; ".join(formula % (a, a) for a in axes)
     if maxpool:
-        inner = ("y[n, c, %s] = max over k in [0, K)^%d of x[n, c, %s], where each input "
-                 "index is o*S - PAD + k*DIL and taps outside the input are skipped (padding "
-                 "never wins)" % (", ".join("o" + a.lower() for a in axes), nd,
+        inner = ("y[n, c, %s] = max over k in [0, K)%s of x[n, c, %s]; taps outside the input "
+                 "are skipped (padding never wins)" % (", ".join("o" + a.lower() for a in axes),
+                                                        "" if nd == 1 else "^%d" % nd,
                                   ", ".join("o%s*S - PAD + k%s*DIL" % (a.lower(), a.lower()) for a in axes)))
     else:
-        inner = ("y[n, c, %s] = (1 / K^%d) * sum over k in [0, K)^%d of x[n, c, %s], where taps "
-                 "outside the input count as zero" % (", ".join("o" + a.lower() for a in axes), nd, nd,
+        inner = ("y[n, c, %s] = (1 / K%s) * sum over k in [0, K)%s of x[n, c, %s], where taps "
+                 "outside the input count as zero" % (", ".join("o" + a.lower() for a in axes),
+                                                      "" if nd == 1 else "^%d" % nd,
+                                                      "" if nd == 1 else "^%d" % nd,
                                                        ", ".join("o%s*S - PAD + k%s" % (a.lower(), a.lower()) for a in axes)))
+    if nd == 1:
+        inner = inner.replace("+ kl*DIL", "+ k*DIL").replace("+ kl]", "+ k]")
     desc = ("%s Input x is a row-major fp32 tensor %s; output y is %s with %s. %s. "
             "K, S, PAD%s are params of the shape set (pass them to your kernel; they differ "
             "between shape sets). Inputs are normal(0, 1)."
