@@ -199,7 +199,7 @@ static int add_rules(Rules *rs, SandboxProfile profile)
                  * CUDA_ERROR_OPERATING_SYSTEM (seen on an H100 host). Only
                  * this process's own task folder is writable. */
                 if (r == 0)
-                        r = grant(rs, "/proc/self/task", LL_READ | LL_FS_WRITE_FILE);
+                        r = grant(rs, "/proc/self/task", LL_READ | LL_FS_WRITE_FILE | LL_FS_TRUNCATE);
                 if (r == 0)
                         r = grant(rs, "/sys", LL_READ);
         }

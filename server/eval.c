@@ -229,6 +229,11 @@ static int write_manifest(const char *dir, const Task *task, json_t *seed)
         return r;
 }
 
+static const char *str_or(const char *s, const char *fallback)
+{
+        return s ? s : fallback;
+}
+
 static void sleep_ms(long ms)
 {
         struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -428,6 +433,19 @@ int cmd_eval(int argc, char **argv)
                                 break;
                         }
                         json_decref(cur);
+                }
+                if (!compile_only && (int)(waited * 1000) % 500 == 0) {
+                        /* Give up when every GPU worker keeps failing to start. */
+                        json_t *st = dispatch_status(d), *g;
+                        size_t i, failed = 0;
+                        json_array_foreach(json_object_get(st, "gpus"), i, g)
+                                failed += strcmp(str_or(json_string_value(json_object_get(g, "state")), ""), "failed") == 0;
+                        bool all_failed = failed > 0 && failed == json_array_size(json_object_get(st, "gpus"));
+                        json_decref(st);
+                        if (all_failed) {
+                                fprintf(stderr, "kevald eval: the GPU worker keeps failing to start (see the log above)\n");
+                                break;
+                        }
                 }
                 if (waited > timeout_s) {
                         fprintf(stderr, "kevald eval: no verdict after %.0f s\n", timeout_s);
