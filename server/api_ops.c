@@ -27,12 +27,18 @@ static const HttpRoute routes[] = {
 };
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
+/**
+ * api_routes() - the v1 route table (static), @ret_n entries.
+ */
 const HttpRoute *api_routes(size_t *ret_n)
 {
         *ret_n = N_ROUTES;
         return routes;
 }
 
+/**
+ * api_route_names() - the route templates, in table order, for metrics labels.
+ */
 const char *const *api_route_names(size_t *ret_n)
 {
         static const char *names[N_ROUTES];

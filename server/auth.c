@@ -76,6 +76,9 @@ static void cache_clear(Auth *a)
         a->n = 0;
 }
 
+/**
+ * auth_free() - free the authenticator and its cache; NULL ok.
+ */
 void auth_free(Auth *a)
 {
         if (!a)
@@ -85,6 +88,9 @@ void auth_free(Auth *a)
         free(a);
 }
 
+/**
+ * auth_token_well_formed() - "kvd_" and 32 lower-case hex digits?
+ */
 bool auth_token_well_formed(const char *text)
 {
         size_t plen = strlen(AUTH_TOKEN_PREFIX);
@@ -97,6 +103,9 @@ bool auth_token_well_formed(const char *text)
         return true;
 }
 
+/**
+ * auth_token_hash() - SHA-256 of the token text, the form the store keeps.
+ */
 void auth_token_hash(const char *text, uint8_t ret_hash[32])
 {
         sha256(text, strlen(text), ret_hash);
@@ -125,6 +134,10 @@ int auth_token_generate(char ret_text[AUTH_TOKEN_TEXT_BYTES])
         return 0;
 }
 
+/**
+ * auth_limits_parse() - read {"rate", "burst", "max_queued", "admin"} into
+ * @ret; an absent limit is -1 ("the server's default").
+ */
 void auth_limits_parse(json_t *limits, AuthToken *ret)
 {
         json_t *v;

@@ -85,6 +85,9 @@ static const KeyDef keys[] = {
 
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
+/**
+ * config_keys() - the public view of the key table; static storage.
+ */
 const ConfigKey *config_keys(size_t *ret_n)
 {
         static ConfigKey pub[N_KEYS];
@@ -230,6 +233,9 @@ bounds:
         return CONFIG_E_INVALID;
 }
 
+/**
+ * config_init() - every key to its default. Free with config_free().
+ */
 void config_init(Config *cfg)
 {
         char err[256];
@@ -240,6 +246,9 @@ void config_init(Config *cfg)
                         (void)config_set(cfg, keys[i].pub.key, keys[i].pub.def, err, sizeof(err));
 }
 
+/**
+ * config_free() - free the strings @cfg owns; NULL ok.
+ */
 void config_free(Config *cfg)
 {
         if (!cfg)
@@ -416,6 +425,9 @@ int config_split_listen(const char *listen, char *host, size_t hostlen, int *ret
         return 0;
 }
 
+/**
+ * config_host_is_loopback() - 127.0.0.0/8, ::1 or localhost?
+ */
 bool config_host_is_loopback(const char *host)
 {
         return !strcmp(host, "localhost") || !strcmp(host, "::1") || !strncmp(host, "127.", 4);

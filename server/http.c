@@ -92,6 +92,9 @@ static double now_s(void)
 
 static const char *const method_names[] = { "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "OTHER" };
 
+/**
+ * http_method_parse() - "GET" etc. to HttpMethod; anything unknown is HTTP_OTHER.
+ */
 HttpMethod http_method_parse(const char *s)
 {
         for (int i = 0; i < HTTP_OTHER; i++)
@@ -100,6 +103,9 @@ HttpMethod http_method_parse(const char *s)
         return HTTP_OTHER;
 }
 
+/**
+ * http_method_name() - the method's name; static storage.
+ */
 const char *http_method_name(HttpMethod m)
 {
         return (unsigned)m <= HTTP_OTHER ? method_names[m] : "OTHER";
@@ -213,6 +219,10 @@ static int queue(HttpRequest *req, int status, const char *content_type, void *d
         return HTTP_DONE;
 }
 
+/**
+ * http_response_header() - add a header (copied) to the answer about to be sent;
+ * at most MAX_HEADERS, the rest are dropped.
+ */
 void http_response_header(HttpRequest *req, const char *name, const char *value)
 {
         if (req->n_hdrs >= MAX_HEADERS)
@@ -294,21 +304,34 @@ int http_respond_text(HttpRequest *req, int status, const char *content_type, co
 
 /* ---- accessors ---- */
 
+/**
+ * http_request_method() - the request's method.
+ */
 HttpMethod http_request_method(HttpRequest *req)
 {
         return req->method;
 }
 
+/**
+ * http_request_path() - the matched route template (for logs), or "".
+ */
 const char *http_request_path(HttpRequest *req)
 {
         return req->route ? req->route->pattern : "";
 }
 
+/**
+ * http_request_param() - the @i-th {param} of the route; borrowed, or NULL.
+ */
 const char *http_request_param(HttpRequest *req, int i)
 {
         return i >= 0 && i < MAX_PARAMS ? req->params[i] : NULL;
 }
 
+/**
+ * http_request_query() - the first query argument named @key; borrowed, or
+ * NULL when absent or given without a value.
+ */
 const char *http_request_query(HttpRequest *req, const char *key)
 {
         return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
@@ -342,32 +365,51 @@ int http_request_query_foreach(HttpRequest *req, int (*fn)(void *ctx, const char
         return it.r;
 }
 
+/**
+ * http_request_header() - a request header (case-insensitive name); borrowed, or NULL.
+ */
 const char *http_request_header(HttpRequest *req, const char *name)
 {
         return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
+/**
+ * http_request_body() - the whole body, NUL-terminated; borrowed, or NULL (0).
+ */
 const char *http_request_body(HttpRequest *req, size_t *ret_len)
 {
         *ret_len = req->body_len;
         return req->body;
 }
 
+/**
+ * http_request_app() - the HttpServerConfig.app pointer.
+ */
 void *http_request_app(HttpRequest *req)
 {
         return req->srv->cfg.app;
 }
 
+/**
+ * http_request_principal() - who is asking, as the gate set it; borrowed.
+ */
 HttpPrincipal *http_request_principal(HttpRequest *req)
 {
         return &req->principal;
 }
 
+/**
+ * http_request_slot() - one integer the handler keeps across a wait.
+ */
 int64_t *http_request_slot(HttpRequest *req)
 {
         return &req->slot;
 }
 
+/**
+ * http_request_resumed() - -1 on the first run of the handler, else the
+ * WaiterReason that ended the wait.
+ */
 int http_request_resumed(HttpRequest *req)
 {
         return req->resumed;
@@ -403,6 +445,10 @@ int http_request_wait(HttpRequest *req, int64_t id, double timeout_s)
         return r;
 }
 
+/**
+ * http_request_unwait() - withdraw the request's waiter before answering at
+ * once; safe whether or not it has fired (the connection is not suspended).
+ */
 void http_request_unwait(HttpRequest *req)
 {
         if (!req->waiting)
@@ -735,6 +781,10 @@ out:
         return r;
 }
 
+/**
+ * http_server_quiesce() - stop accepting connections (the listening socket is
+ * closed); open connections and requests in flight go on.
+ */
 void http_server_quiesce(HttpServer *s)
 {
         MHD_socket fd;
@@ -747,6 +797,10 @@ void http_server_quiesce(HttpServer *s)
         s->listen_fd = -1;
 }
 
+/**
+ * http_server_drain() - wait up to @timeout_s for requests in flight to end.
+ * Return: how many are still in flight.
+ */
 long http_server_drain(HttpServer *s, double timeout_s)
 {
         double end = now_s() + timeout_s;
@@ -760,6 +814,10 @@ long http_server_drain(HttpServer *s, double timeout_s)
         return n;
 }
 
+/**
+ * http_server_stop() - close every connection, join the pool, free; NULL ok.
+ * Parked requests must have been woken first (waiters_shutdown()).
+ */
 void http_server_stop(HttpServer *s)
 {
         if (!s)

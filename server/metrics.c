@@ -52,6 +52,9 @@ int metrics_new(const char *const *routes, size_t n, Metrics **ret_metrics)
         return 0;
 }
 
+/**
+ * metrics_free() - free the counters; NULL ok.
+ */
 void metrics_free(Metrics *m)
 {
         if (!m)
@@ -60,6 +63,11 @@ void metrics_free(Metrics *m)
         free(m);
 }
 
+/**
+ * metrics_http_observe() - count one answered request: route index (n for
+ * unmatched), status (499: no answer), seconds from headers to the end.
+ * Lock-free; NULL @m is allowed.
+ */
 void metrics_http_observe(Metrics *m, size_t route, int status, double seconds)
 {
         RouteCounters *rc;
@@ -78,6 +86,9 @@ void metrics_http_observe(Metrics *m, size_t route, int status, double seconds)
                 atomic_fetch_add_explicit(&rc->sum_us, (uint64_t)(seconds * 1e6), memory_order_relaxed);
 }
 
+/**
+ * metrics_http_count() - requests counted for (route, status).
+ */
 uint64_t metrics_http_count(Metrics *m, size_t route, int status)
 {
         if (!m || route > m->n || status < 100 || status > 599)

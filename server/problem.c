@@ -31,16 +31,25 @@ static const struct {
         [PROBLEM_UNAVAILABLE] = { "unavailable", "Service unavailable", 503 },
 };
 
+/**
+ * problem_status() - the HTTP status of @kind (500 for an unknown kind).
+ */
 int problem_status(ProblemKind kind)
 {
         return (unsigned)kind < PROBLEM__COUNT ? kinds[kind].status : 500;
 }
 
+/**
+ * problem_slug() - the last segment of @kind's type URI; static.
+ */
 const char *problem_slug(ProblemKind kind)
 {
         return (unsigned)kind < PROBLEM__COUNT ? kinds[kind].slug : "internal";
 }
 
+/**
+ * problem_title() - the short, fixed title of @kind; static.
+ */
 const char *problem_title(ProblemKind kind)
 {
         return (unsigned)kind < PROBLEM__COUNT ? kinds[kind].title : "Internal server error";

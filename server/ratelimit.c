@@ -60,6 +60,9 @@ int ratelimit_new(RateClock clock, void *clock_ctx, RateLimiter **ret_rl)
         return 0;
 }
 
+/**
+ * ratelimit_free() - free every bucket; NULL ok.
+ */
 void ratelimit_free(RateLimiter *rl)
 {
         if (!rl)

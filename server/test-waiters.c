@@ -79,22 +79,50 @@ static void test_notify(Waiters *w)
         CHECK(ra.calls == 2);
 }
 
+static double now_s(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Wait up to @max_s for @r to fire; return when it did (monotonic seconds), or 0. */
+static double wait_fired(Rec *r, double max_s)
+{
+        double end = now_s() + max_s;
+
+        while (now_s() < end) {
+                if (atomic_load(&r->calls) > 0)
+                        return now_s();
+                sleep_ms(2);
+        }
+        return 0;
+}
+
+/*
+ * Deadlines: never early (checked against the clock, so a loaded machine
+ * cannot make this flaky), in deadline order, and not much late.
+ */
 static void test_timeout(Waiters *w)
 {
         Waiter a = { 0 }, b = { 0 }, c = { 0 };
         Rec ra = { 0 }, rb = { 0 }, rc = { 0 };
+        double t0 = now_s(), tb, ta;
 
         atomic_store(&seq, 0);
-        CHECK(waiters_add(w, &a, 1, 0.20, on_fire, &ra) == 0);
-        CHECK(waiters_add(w, &b, 2, 0.05, on_fire, &rb) == 0);
-        CHECK(waiters_add(w, &c, 3, 5.00, on_fire, &rc) == 0);
-        sleep_ms(20);
-        CHECK(ra.calls == 0 && rb.calls == 0);
-        sleep_ms(80);
-        CHECK(rb.calls == 1 && rb.reason == WAITER_TIMEOUT);
-        CHECK(ra.calls == 0);
-        sleep_ms(200);
-        CHECK(ra.calls == 1 && ra.reason == WAITER_TIMEOUT);
+        CHECK(waiters_add(w, &a, 1, 0.40, on_fire, &ra) == 0);
+        CHECK(waiters_add(w, &b, 2, 0.10, on_fire, &rb) == 0);
+        CHECK(waiters_add(w, &c, 3, 60.0, on_fire, &rc) == 0);
+        tb = wait_fired(&rb, 5);
+        if (atomic_load(&ra.calls) == 0)
+                CHECK(now_s() - t0 < 0.40);   /* a has not fired: its deadline is indeed not past */
+        ta = wait_fired(&ra, 5);
+        CHECK(tb > 0 && ta > 0);
+        CHECK(tb - t0 >= 0.10);
+        CHECK(ta - t0 >= 0.40);
+        CHECK(ta - t0 < 3.0);
+        CHECK(rb.reason == WAITER_TIMEOUT && ra.reason == WAITER_TIMEOUT);
         CHECK(rb.order < ra.order);
         CHECK(rc.calls == 0);
         waiters_notify(w, 1);              /* already timed out: nothing more */
@@ -130,7 +158,9 @@ static void test_concurrent(Waiters *w)
         for (int i = 0; i < 500; i++)
                 CHECK(waiters_add(w, &s.ws[i], i % 100, 0.3, on_fire, &s.rs[i]) == 0);
         pthread_join(t, NULL);
-        sleep_ms(400);
+        for (int i = 0; i < 5000 && waiters_count(w) > 0; i++)
+                sleep_ms(2);
+        sleep_ms(20);
         for (int i = 0; i < 500; i++) {
                 CHECK(s.rs[i].calls == 1);
                 total += s.rs[i].calls;

@@ -303,6 +303,9 @@ void waiters_shutdown(Waiters *w)
         pthread_mutex_unlock(&w->lock);
 }
 
+/**
+ * waiters_count() - how many waiters are pending (for tests and stats).
+ */
 size_t waiters_count(Waiters *w)
 {
         size_t n;
