@@ -21,6 +21,7 @@ static GpuKernel *k_warm, *k_generate, *k_canary_fill, *k_canary_check, *k_diff_
         *k_cmp_init, *k_compare_tol, *k_mismatch_from;
 static GpuPtr results;        /* RESULT_BYTES of device memory for helper results */
 static unsigned char *staging; /* STAGING_BYTES, page-locked */
+static unsigned char *chunk;   /* DEVMEM_CHUNK_BYTES, page-locked */
 static unsigned max_blocks = 1024;
 
 static DevBuf *live;
@@ -65,6 +66,9 @@ int devmem_init(const void *fatbin, int sms)
         if ((r = gpu_host_alloc(STAGING_BYTES, &host)))
                 return r;
         staging = host;
+        if ((r = gpu_host_alloc(DEVMEM_CHUNK_BYTES, &host)))
+                return r;
+        chunk = host;
         if (sms > 0)
                 max_blocks = (unsigned)sms * 8u;
         return 0;
@@ -368,4 +372,21 @@ int devmem_read(GpuPtr src, void *dst, size_t bytes)
         if (bytes > STAGING_BYTES)
                 return -EINVAL;
         return fetch(dst, src, bytes);
+}
+
+/**
+ * devmem_read_chunk() - copy up to DEVMEM_CHUNK_BYTES from the device (waits)
+ * @ret_view: the bytes, in a buffer owned by devmem and valid until the next call
+ * Return: 0, GPU_E_CUDA, GPU_E_TIMEOUT, -EINVAL when too large.
+ */
+int devmem_read_chunk(GpuPtr src, size_t bytes, const void **ret_view)
+{
+        int r;
+
+        if (bytes > DEVMEM_CHUNK_BYTES)
+                return -EINVAL;
+        if ((r = gpu_copy_dtoh(chunk, src, bytes)) || (r = gpu_stream_wait()))
+                return r;
+        *ret_view = chunk;
+        return 0;
 }

@@ -56,3 +56,7 @@ int devmem_compare_tol(GpuPtr got, GpuPtr want, const KvCmpParams *params, KvCmp
 int devmem_mismatch_from(GpuPtr got, GpuPtr want, const KvCmpParams *params, uint64_t start,
                          uint64_t *ret_index);
 int devmem_read(GpuPtr src, void *dst, size_t bytes);
+
+/* Largest piece devmem_read_chunk() copies at once (page-locked buffer). */
+#define DEVMEM_CHUNK_BYTES (4u << 20)
+int devmem_read_chunk(GpuPtr src, size_t bytes, const void **ret_view);

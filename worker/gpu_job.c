@@ -610,7 +610,8 @@ int gpu_job_parse(json_t *doc, size_t blob_len, GpuJob **ret_job, char *err, siz
         if ((r = get_int(&c, doc, "correctness_trials", false, 1, LIMIT_CORRECTNESS_TRIALS_MAX, &v)))
                 goto out;
         job->trials = (int)v;
-        if ((r = get_int(&c, doc, "launch_timeout_ms", false, 1, 3600000, &job->launch_timeout_ms)))
+        if ((r = get_int(&c, doc, "launch_timeout_ms", false, 1, 3600000, &job->launch_timeout_ms)) ||
+            (r = get_bool(&c, doc, "dump", &job->dump)))
                 goto out;
         cubins = json_object_get(doc, "cubins");
         {

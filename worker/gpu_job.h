@@ -105,6 +105,7 @@ typedef struct GpuJob {
         int64_t deadline_ms;        /* the whole job */
         int64_t launch_timeout_ms;  /* one plan execution (default 10000) */
         int trials;             /* correctness trials */
+        bool dump;              /* kevald eval --dump: stream the reference side's buffers first */
         size_t cand_off, cand_size, ref_off, ref_size; /* ref_size 0: no reference CUBIN */
         JobShape *shapes;
         int n_shapes;

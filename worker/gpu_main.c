@@ -71,6 +71,20 @@ static void progress(void *userdata, int64_t job_id, const char *phase, const ch
         json_decref(j);
 }
 
+static int dump_piece(void *userdata, int64_t job_id, const char *shape, const char *buffer, const char *when,
+                      uint64_t offset, uint64_t total, const void *data, size_t len)
+{
+        json_t *j = json_pack("{s:I, s:{s:s, s:s, s:s, s:I, s:I}}", "id", (json_int_t)job_id, "dump", "shape", shape,
+                              "buffer", buffer, "when", when, "offset", (json_int_t)offset, "total", (json_int_t)total);
+        char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        int r = s ? frame_write(out_fd, FRAME_PROGRESS, s, strlen(s), data, len) : -ENOMEM;
+
+        (void)userdata;
+        free(s);
+        json_decref(j);
+        return r;
+}
+
 /* Step 1: frames get their own descriptor; fd 1 becomes /dev/null. */
 static int protect_stdout(void)
 {
@@ -248,6 +262,7 @@ int main(int argc, char **argv)
         env.flush = flush;
         env.flush_bytes = flush_bytes;
         env.progress = progress;
+        env.dump = dump_piece;
         for (;;) {
                 Frame f = { 0 };
                 json_t *job;

@@ -748,6 +748,60 @@ static int correctness_shape(Run *r, int si, json_t *shapes_out)
         return rc;
 }
 
+/* ---------------------------------------------------------------- dump -- */
+
+static int dump_buffer(Run *r, const JobShape *s, const JobBuffer *b, GpuPtr ptr, const char *when)
+{
+        for (uint64_t off = 0; off < b->bytes || off == 0; off += DEVMEM_CHUNK_BYTES) {
+                size_t n = b->bytes - off < DEVMEM_CHUNK_BYTES ? (size_t)(b->bytes - off) : DEVMEM_CHUNK_BYTES;
+                const void *view = NULL;
+                int rc;
+                if (n && (rc = devmem_read_chunk(ptr + off, n, &view)))
+                        return fail_gpu(r, rc);
+                if ((rc = r->env->dump(r->env->progress_userdata, r->job->id, s->name, b->name, when, off, b->bytes,
+                                       view, n)) < 0)
+                        return fail_gpu(r, rc);
+                if (b->bytes == 0)
+                        break;
+        }
+        return 0;
+}
+
+/* The reference side of every shape set from the trial-0 seed: inputs, run, outputs. */
+static int dump_all(Run *r)
+{
+        const GpuJob *job = r->job;
+        int rc = 0;
+
+        r->phase = "dump";
+        for (int si = 0; si < job->n_shapes && rc == 0; si++) {
+                const JobShape *s = &job->shapes[si];
+                BufSet *set = calloc(1, sizeof(*set));
+                if (!set)
+                        return fail_gpu(r, -ENOMEM);
+                r->shape = si;
+                r->trial = 0;
+                if ((rc = set_alloc(r, s, &s->ref, false, set)) ||
+                    (rc = set_prepare(r, s, &s->ref, set, kv_trial_seed(job->seed, (uint32_t)si, 0), false)) ||
+                    (rc = wait_all(r)))
+                        goto next;
+                for (int i = 0; i < s->n_buffers && rc == 0; i++)
+                        if (s->buffers[i].role != JOB_ROLE_OUT)
+                                rc = dump_buffer(r, s, &s->buffers[i], set->b[i].ptr, "input");
+                if (rc || (rc = run_plan(r, si, SIDE_REF, set, true)))
+                        goto next;
+                for (int i = 0; i < s->n_buffers && rc == 0; i++)
+                        if (s->buffers[i].role != JOB_ROLE_IN)
+                                rc = dump_buffer(r, s, &s->buffers[i], set->b[i].ptr, "output");
+                if (rc == 0)
+                        rc = set_free(r, set);
+next:
+                free(set);
+        }
+        r->shape = r->trial = -1;
+        return rc;
+}
+
 /* -------------------------------------------------------------- timing -- */
 
 /*
@@ -1103,6 +1157,9 @@ int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t
         r->shape = -1;
         json_decref(resources);
         resources = resources_json(r);
+
+        if (job->dump && env->dump && dump_all(r))
+                goto cleanup;
 
         /* correctness */
         for (int si = 0; si < job->n_shapes; si++)

@@ -3,6 +3,9 @@
  * docs/internals.md, "GPU worker"): one JOB in, one RESULT out.
  *
  * Theory of operation, per job:
+ *   dump   (only for `kevald eval --dump`): per shape set, the trial-0
+ *          inputs on reference buffers, streamed; the reference run; its
+ *          outputs streamed. Then the job goes on as usual.
  *   load   both CUBINs; look up every kernel of every plan; check each
  *          launch's arguments against cuFuncGetParamInfo (count and sizes)
  *          and its shared memory against the device (-> rejected); opt in to
@@ -46,13 +49,17 @@
 #include "worker/gpu.h"
 
 typedef void (*JudgeProgressFn)(void *userdata, int64_t job_id, const char *phase, const char *shape);
+/* One piece of a dumped buffer (docs/internals.md, "Dumps"); returns 0 or a negative errno. */
+typedef int (*JudgeDumpFn)(void *userdata, int64_t job_id, const char *shape, const char *buffer, const char *when,
+                           uint64_t offset, uint64_t total, const void *data, size_t len);
 
 typedef struct JudgeEnv {
         const GpuInfo *info;
         GpuPtr flush;             /* the L2 flush buffer */
         size_t flush_bytes;       /* >= 2x the L2 size; a multiple of 4 */
         JudgeProgressFn progress; /* may be NULL */
-        void *progress_userdata;
+        JudgeDumpFn dump;         /* may be NULL: dump requests are then ignored */
+        void *progress_userdata;  /* for both callbacks */
 } JudgeEnv;
 
 typedef struct JudgeOutcome {

@@ -305,8 +305,15 @@ class Worker:
     def run(self, job, blob, timeout):
         self.send(JOB, job, blob)
         progress = []
+        self.dumps = {}
         while True:
-            typ, j, _ = self.read_frame(timeout)
+            typ, j, data = self.read_frame(timeout)
+            if typ == PROGRESS and "dump" in j:
+                d = j["dump"]
+                key = (d["shape"], d["buffer"], d["when"])
+                buf = self.dumps.setdefault(key, bytearray(d["total"]))
+                buf[d["offset"]:d["offset"] + len(data)] = data
+                continue
             if typ == PROGRESS:
                 progress.append("%s/%s" % (j.get("phase"), j.get("shape")))
                 if self.verbose:

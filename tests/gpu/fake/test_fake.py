@@ -23,6 +23,7 @@ SHRINK = {"vector_add": [{"name": "default", "N": 65536}, {"name": "odd", "N": 1
           "gemm_f32": [{"name": "default", "M": 128, "N": 96, "K": 64}, {"name": "ragged", "M": 100, "N": 72, "K": 33}],
           "gemm_f16_tb": [{"name": "default", "M": 64, "N": 128, "K": 32}, {"name": "ragged", "M": 33, "N": 17, "K": 70}],
           "axpy_inout": [{"name": "default", "N": 100000}, {"name": "odd", "N": 777}]}
+DUMPS = {}
 TIMING = {"budget_ms": 30, "target_precision": 0.05, "min_trials": 3, "max_trials": 20, "warmup": 1}
 
 
@@ -50,6 +51,7 @@ CASES = [
     ("correct", "vector_add", "vadd", vplan(), None, {"verdict": "correct", "correctness.passed": True,
      "correctness.shapes.0.trials": 3, "correctness.shapes.1.revalidated": True, "gpu.name": "Fake H100 (CPU test double)",
      "resources.0.kernel": "vadd", "resources.0.block": 256, "cleanup.allocations_left": 0}, "stays", "timing"),
+    ("dump", "vector_add", "vadd", vplan(), {"dump": True}, {"verdict": "correct"}, "stays", "dump"),
     ("wrong", "vector_add", "vadd_wrong", vplan(), None, {"verdict": "incorrect", "error.kind": "mismatch",
      "error.buffer": "y", "error.trial": 0, "error.shape": "default", "correctness.shapes.0.guard_ok": True,
      "correctness.shapes.0.inputs_intact": True, "correctness.shapes.0.deterministic": None}, "stays", "wrong_values"),
@@ -129,6 +131,22 @@ def extra_check(kind, task, result, seed):
             z = rs.model_value(zi, "f32", ts, 1, m["index"])
             if abs(m["want"] - f32(x + z)) > 1e-6 or abs(m["got"] - f32(x - z)) > 1e-6:
                 return "element %d: got %r want %r, model x=%r z=%r" % (m["index"], m["got"], m["want"], x, z)
+    if kind == "dump":
+        d = DUMPS
+        keys = sorted(d)
+        want = sorted((sh["name"], b, w) for sh in task["shapes"] for b, w in (("x", "input"), ("z", "input"),
+                                                                               ("y", "output")))
+        if keys != want:
+            return "dumped %r, expected %r" % (keys, want)
+        ts = rs.trial_seed(int(seed, 16), 0, 0)
+        n = task["shapes"][0]["N"]
+        x = struct.unpack("<%df" % n, bytes(d[("default", "x", "input")]))
+        z = struct.unpack("<%df" % n, bytes(d[("default", "z", "input")]))
+        y = struct.unpack("<%df" % n, bytes(d[("default", "y", "output")]))
+        xi = rs.resolve_init(task["buffers"][0]["init"], {})
+        for i in (0, 1, n // 2, n - 1):
+            if x[i] != rs.model_value(xi, "f32", ts, 0, i) or y[i] != f32(x[i] + z[i]):
+                return "dump element %d: x %r (model %r), y %r, z %r" % (i, x[i], rs.model_value(xi, "f32", ts, 0, i), y[i], z[i])
     if kind == "oracle":
         return rs.oracle_check(task, result)
     return None
@@ -159,6 +177,8 @@ def main():
                     print("\n".join(worker.log_tail(30)))
                     return 1
             result, _ = worker.run(job, cand + ref, 60)
+            global DUMPS
+            DUMPS = worker.dumps
             problems += rs.check_expect(expect, result)
             if check:
                 c = extra_check(check, task, result, seed)
