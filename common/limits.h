@@ -69,3 +69,8 @@
 #define LIMIT_CORRECTNESS_TRIALS_MAX 16
 #define LIMIT_PRINTF_FIFO_BYTES (1u << 20)
 #define LIMIT_GPU_NOFILE 1024                  /* open files of a GPU worker (cuInit needs >= 64) */
+
+/* Command-line client (server/httpclient.c) */
+#define LIMIT_CLIENT_HEADER_BYTES (64u << 10)    /* response status line and headers */
+#define LIMIT_CLIENT_RESPONSE_BYTES (64u << 20)  /* response body */
+#define LIMIT_CLIENT_URL_BYTES 2048              /* --server URL, request target */

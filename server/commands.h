@@ -8,3 +8,9 @@ int cmd_serve(int argc, char **argv);   /* server/serve.c */
 int cmd_token(int argc, char **argv);   /* server/token.c */
 int cmd_eval(int argc, char **argv);    /* server/eval.c */
 int cmd_task(int argc, char **argv);    /* server/taskcmd.c */
+int cmd_submit(int argc, char **argv);  /* server/cli.c: client commands */
+int cmd_status(int argc, char **argv);
+int cmd_wait(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
+int cmd_tasks(int argc, char **argv);
+int cmd_history(int argc, char **argv);

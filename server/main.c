@@ -17,6 +17,12 @@ static const struct {
         { "token", cmd_token, "create, revoke and list API tokens" },
         { "eval", cmd_eval, "evaluate one kernel locally, without the HTTP service" },
         { "task", cmd_task, "check, list, show and prompt tasks of a task library" },
+        { "submit", cmd_submit, "submit a kernel to a server and print the result" },
+        { "status", cmd_status, "show a submission" },
+        { "wait", cmd_wait, "wait for a submission to finish" },
+        { "cancel", cmd_cancel, "cancel a queued submission" },
+        { "tasks", cmd_tasks, "list, show and prompt the server's tasks" },
+        { "history", cmd_history, "list past submissions" },
 };
 
 static void usage(FILE *f)
@@ -26,6 +32,10 @@ static void usage(FILE *f)
                 fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
 }
 
+/**
+ * main() - dispatch argv[1] to its subcommand. Return: its exit status,
+ * 2 for an unknown command.
+ */
 int main(int argc, char **argv)
 {
         if (argc < 2) {
