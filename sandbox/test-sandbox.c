@@ -187,6 +187,29 @@ static void t_rlimit_cpu_kills(void)
 
 /* ---- landlock ---------------------------------------------------------- */
 
+/* Naming another thread writes /proc/self/task/TID/comm (naming oneself is a
+ * prctl): what the CUDA driver does at cuInit. 0 or an error number. */
+static int hold_pipe[2];
+static void *thread_hold(void *arg)
+{
+        char c;
+        (void)!read(hold_pipe[0], &c, 1);
+        return arg;
+}
+
+static int name_other_thread(void)
+{
+        pthread_t th;
+        CHECK(pipe(hold_pipe) == 0);
+        CHECK(pthread_create(&th, NULL, thread_hold, NULL) == 0);
+        int r = pthread_setname_np(th, "kevald-named");
+        CHECK(write(hold_pipe[1], "x", 1) == 1);
+        pthread_join(th, NULL);
+        close(hold_pipe[0]);
+        close(hold_pipe[1]);
+        return r;
+}
+
 static void t_landlock_compile(void)
 {
         json_t *l = json_object();
@@ -199,6 +222,7 @@ static void t_landlock_compile(void)
         errno = 0;
         CHECK(open("/etc/passwd", O_RDONLY) < 0 && errno == EACCES);
         CHECK(open("/proc/self/environ", O_RDONLY) < 0 && errno == EACCES);
+        CHECK(name_other_thread() != 0);   /* no /proc at all */
         CHECK(open("/etc", O_RDONLY | O_DIRECTORY) < 0 && errno == EACCES);
         CHECK(open("/tmp/kevald-sandbox-test-file", O_WRONLY | O_CREAT, 0600) < 0 &&
               errno == EACCES);
@@ -222,6 +246,9 @@ static void t_landlock_gpu(void)
         CHECK(fd >= 0);
         close(fd);
         CHECK(open("/etc/passwd", O_RDONLY) < 0 && errno == EACCES);
+        /* The driver names its threads (/proc/self/task/TID/comm) at cuInit. */
+        CHECK(name_other_thread() == 0);
+        CHECK(open("/proc/self/oom_score_adj", O_WRONLY) < 0 && errno == EACCES);
         /* ABI >= 4: TCP connect denied even to a reachable listener. */
         if (landlock_abi >= 4)
                 CHECK(connect_local() == -EACCES);
@@ -644,7 +671,7 @@ int main(void)
         if (sandbox_landlock_abi() > 0) {
                 expect_exit0("landlock: compile profile (CUDA header yes; /etc/passwd, /proc, /tmp, exec no)",
                              t_landlock_compile);
-                expect_exit0("landlock: gpu profile (/proc yes; /etc/passwd no; TCP connect denied)",
+                expect_exit0("landlock: gpu profile (/proc read, own thread names; /etc/passwd no; TCP connect denied)",
                              t_landlock_gpu);
         } else {
                 printf("skip landlock: not in this kernel (%s)\n", strerror(-sandbox_landlock_abi()));
