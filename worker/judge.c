@@ -931,6 +931,19 @@ static int timed_run(Run *r, int si, TimingState *ts, int side_idx, GpuEvent *e0
         return 0;
 }
 
+static int revalidate(Run *r, int si, TimingState *ts, BufAgg *agg)
+{
+        const JobShape *s = &r->job->shapes[si];
+        int rc;
+
+        r->phase = "revalidation";
+        if ((rc = prep_run(r, s, ts, SIDE_REF)) || (rc = run_plan(r, si, SIDE_REF, &ts->ref, true)) ||
+            (rc = check_outputs(r, s, &ts->cand, &ts->ref, agg)) || (rc = wipe_ref_outputs(r, s, ts)))
+                return rc;
+        r->phase = "timing";
+        return 0;
+}
+
 static int timing_setup(Run *r, int si, TimingState *ts)
 {
         const JobShape *s = &r->job->shapes[si];
@@ -1045,14 +1058,14 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
                 stop = timing_should_stop(&pol, n, elapsed, cst.precision, rst.precision);
                 if (gpu_now_ns() > gpu_deadline_get() && stop == TIMING_GO_ON)
                         stop = TIMING_STOP_BUDGET;
+                /* Revalidation at every batch boundary (untimed): the candidate's
+                 * output of its latest timed run against a fresh reference run on
+                 * the same inputs. Outputs are poisoned before every timed run, so
+                 * a kernel that skips work on some launches is caught here; the
+                 * last batch's check is the final revalidation. */
+                if ((rc = revalidate(r, si, ts, rep.agg)))
+                        goto out;
         }
-        /* revalidation: the reference again, now, on its (restored) inputs */
-        r->phase = "revalidation";
-        if ((rc = prep_run(r, s, ts, SIDE_REF)) || (rc = run_plan(r, si, SIDE_REF, &ts->ref, true)))
-                goto out;
-        r->trial = -1;
-        if ((rc = check_outputs(r, s, &ts->cand, &ts->ref, rep.agg)))
-                goto out;
         r->phase = "timing";
         if ((rc = check_guards(r, s, &s->cand, &ts->cand)) || (rc = check_inputs(r, s, &ts->cand, &ts->ref)))
                 goto out;

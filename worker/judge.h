@@ -31,9 +31,11 @@
  *          plan, event; the reference's outputs are zeroed after each of its
  *          trials, so no reference answer is in memory while the candidate
  *          runs. Stop on precision, budget or max_trials (timing.h).
- *   revalidation: run the reference once more on its inputs and compare the
- *          candidate's output of its last timed run (-> "mismatch", phase
- *          "revalidation"); check guards and inputs again.
+ *   revalidation, after every batch of timed pairs (untimed): run the
+ *          reference once more on its inputs and compare the candidate's
+ *          output of its latest timed run (-> "mismatch", phase
+ *          "revalidation"); after the last batch, check guards and inputs
+ *          again.
  *   cleanup: zero and free every buffer, unload both modules.
  *
  * Failure policy: the first failure ends the job. Sticky CUDA errors and

@@ -197,6 +197,11 @@ static void k_vadd(struct CUmod_st *m, void **p)
         const char *f = m->flavor;
         unsigned epoch = m->launches++;
 
+        /* vadd_lazy: right during correctness (2 shapes x 3 trials x 2 runs),
+         * then skips every other launch: only revalidation can see it */
+        if (strcmp(f, "vadd_lazy") == 0 && epoch >= 12 && (epoch & 1))
+                return;
+
         for (int i = 0; i < n; i++) {
                 if (strcmp(f, "vadd_partial") == 0 && i >= n / 2)
                         break;
