@@ -222,7 +222,10 @@ def cval(a, params):
 
 
 def build_driver(task, src_path, params, bufs, scratch, plan_key="reference"):
-    lines = ['#include "%s"' % os.path.join(HERE, "cpu", "cuda_cpu_shim.h"),
+    with open(src_path) as f:
+        seq = "__syncthreads" not in f.read()
+    lines = (["#define SHIM_SEQUENTIAL 1"] if seq else []) + [
+             '#include "%s"' % os.path.join(HERE, "cpu", "cuda_cpu_shim.h"),
              '#include "%s"' % src_path,
              "int main(int argc, char **argv) {",
              "  (void)argc;"]

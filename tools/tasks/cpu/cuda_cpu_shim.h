@@ -48,6 +48,20 @@ static void shim_launch(Dim3 grid, Dim3 block, const std::function<void()> &fn)
 {
         gridDim = grid;
         blockDim = block;
+#ifdef SHIM_SEQUENTIAL
+        /* The source never calls __syncthreads(): run the threads one by one. */
+        for (unsigned bz = 0; bz < grid.z; bz++)
+                for (unsigned by = 0; by < grid.y; by++)
+                        for (unsigned bx = 0; bx < grid.x; bx++)
+                                for (unsigned tz = 0; tz < block.z; tz++)
+                                        for (unsigned ty = 0; ty < block.y; ty++)
+                                                for (unsigned tx = 0; tx < block.x; tx++) {
+                                                        threadIdx = {tx, ty, tz};
+                                                        blockIdx = {bx, by, bz};
+                                                        fn();
+                                                }
+        return;
+#endif
         unsigned nt = block.x * block.y * block.z;
         std::vector<pthread_t> th(nt);
         std::vector<ThreadArg> args(nt);
