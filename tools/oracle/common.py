@@ -56,6 +56,13 @@ def load_tasks(tasks_dir=None):
     return tasks
 
 
+def filter_tasks(tasks, categories):
+    if not categories:
+        return tasks
+    want = set(categories.split(","))
+    return {k: v for k, v in tasks.items() if v.get("category") in want}
+
+
 def shape_params(task, shape_name):
     for s in task["shapes"]:
         if s["name"] == shape_name:

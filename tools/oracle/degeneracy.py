@@ -100,13 +100,14 @@ def main():
     ap.add_argument("--standalone", action="store_true")
     ap.add_argument("--tasks", default=None)
     ap.add_argument("--shapes", default="tiny,small")
-    ap.add_argument("--only", default=None)
+    ap.add_argument("--only", default=None, help="only tasks whose name contains this")
+    ap.add_argument("--category", default=None, help="only tasks of this category (comma list)")
     ap.add_argument("--md", default=None)
     a = ap.parse_args()
     if not a.dump and not a.standalone:
         ap.error("give --dump DIR [--dump2 DIR2] or --standalone")
     common.fp32_strict()
-    tasks = common.load_tasks(a.tasks)
+    tasks = common.filter_tasks(common.load_tasks(a.tasks), a.category)
     gen = torch.Generator()
     gen.manual_seed(7)
     rows = []

@@ -50,13 +50,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kevald", default="build/server/kevald")
     ap.add_argument("--shapes", default="tiny,small")
-    ap.add_argument("--only", default=None)
+    ap.add_argument("--only", default=None, help="only tasks whose name contains this")
+    ap.add_argument("--category", default=None, help="only tasks of this category (comma list)")
     ap.add_argument("--degeneracy", action="store_true")
     ap.add_argument("--md", default=None)
     ap.add_argument("--keep", default=None, help="keep the dumps under this folder")
     a = ap.parse_args()
     common.fp32_strict()
-    tasks = common.load_tasks()
+    tasks = common.filter_tasks(common.load_tasks(), a.category)
     shapes = a.shapes.split(",")
     rows, drows = [], []
     nbad = 0

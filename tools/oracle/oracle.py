@@ -35,14 +35,15 @@ def main():
     ap.add_argument("--standalone", action="store_true")
     ap.add_argument("--tasks", default=None, help="task library folder (default: tasks/)")
     ap.add_argument("--shapes", default="tiny,small,default")
-    ap.add_argument("--only", default=None)
+    ap.add_argument("--only", default=None, help="only tasks whose name contains this")
+    ap.add_argument("--category", default=None, help="only tasks of this category (comma list)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--md", default=None, help="write the table as markdown here")
     a = ap.parse_args()
     if not a.dump and not a.standalone:
         ap.error("give --dump DIR or --standalone")
     common.fp32_strict()
-    tasks = common.load_tasks(a.tasks)
+    tasks = common.filter_tasks(common.load_tasks(a.tasks), a.category)
     rows = []
     nbad = 0
 

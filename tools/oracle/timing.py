@@ -57,13 +57,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", default=None)
     ap.add_argument("--shape", default="default")
-    ap.add_argument("--only", default=None)
+    ap.add_argument("--only", default=None, help="only tasks whose name contains this")
+    ap.add_argument("--category", default=None, help="only tasks of this category (comma list)")
     ap.add_argument("--ref", action="store_true")
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--md", default=None)
     a = ap.parse_args()
     common.fp32_strict()
-    tasks = common.load_tasks(a.tasks)
+    tasks = common.filter_tasks(common.load_tasks(a.tasks), a.category)
     rows = []
     for name, task in tasks.items():
         if a.only and a.only not in name:
