@@ -119,7 +119,6 @@ struct Job {
         Artifact *art[2];
         int pending;            /* compile requests outstanding */
         uint64_t seed;
-        uint64_t last_heartbeat_ms;
         uint64_t claimed_ms;
 };
 
@@ -149,6 +148,7 @@ struct Dispatcher {
         Artifact *refs[REF_CACHE_SLOTS];   /* recent reference artifacts */
         int ref_next;
 
+        uint64_t last_heartbeat_ms, last_reap_ms, last_prune_ms;
         bool stopping;
         double stop_grace_s;
         uint64_t stop_deadline_ms;
@@ -980,7 +980,7 @@ static Job *job_new(Dispatcher *d, StoreJob *sj)
                 return NULL;
         j->sj = sj;
         j->seed = d->cfg.has_fixed_seed ? d->cfg.fixed_seed : pipeline_seed(d->secret, sj->id, sj->attempts);
-        j->claimed_ms = j->last_heartbeat_ms = now_ms(d);
+        j->claimed_ms = now_ms(d);
         return j;
 }
 
@@ -1248,7 +1248,7 @@ static void on_tick(uv_timer_t *t)
 {
         Dispatcher *d = t->data;
         uint64_t now = now_ms(d);
-        int requeued = 0, failed = 0;
+        int requeued = 0;
 
         for (int i = 0; i < d->n_workers; i++) {
                 Worker *w = &d->workers[i];
@@ -1261,22 +1261,36 @@ static void on_tick(uv_timer_t *t)
                                                           : "did not say HELLO in time");
                 }
         }
-        /* Heartbeats for the leases this supervisor holds. */
-        for (Job *j = d->jobs; j; j = j->next)
-                if (now - j->last_heartbeat_ms > (uint64_t)(d->cfg.lease_s * 1000 / 3)) {
-                        store_heartbeat(d->store, j->sj->id, d->owner, d->cfg.lease_s);
-                        j->last_heartbeat_ms = now;
-                }
-        for (int i = 0; i < d->n_workers; i++) {
-                Job *j = d->workers[i].job;
-                if (j && now - j->last_heartbeat_ms > (uint64_t)(d->cfg.lease_s * 1000 / 3)) {
-                        store_heartbeat(d->store, j->sj->id, d->owner, d->cfg.lease_s);
-                        j->last_heartbeat_ms = now;
-                }
+        /* Heartbeats: one write renews every lease this supervisor holds. */
+        if (now - d->last_heartbeat_ms > (uint64_t)(d->cfg.lease_s * 1000 / 3)) {
+                int extended = 0;
+                if (store_heartbeat_owner(d->store, d->owner, d->cfg.lease_s, &extended) < 0)
+                        log_warn("dispatch: renewing leases failed");
+                d->last_heartbeat_ms = now;
         }
-        if (store_reap(d->store, d->cfg.max_attempts, &requeued, &failed) == 0 && (requeued || failed))
-                log_warn("dispatch: reaper: %d expired lease(s) re-queued, %d job(s) ended as internal_error",
-                         requeued, failed);
+        /* The reaper: leases of dead supervisors (other hosts, or a crash). */
+        if (now - d->last_reap_ms > 1000) {
+                int64_t *failed_ids = NULL;
+                size_t n_failed = 0;
+                d->last_reap_ms = now;
+                if (store_reap_collect(d->store, d->cfg.max_attempts, &requeued, &failed_ids, &n_failed) == 0) {
+                        if (requeued || n_failed)
+                                log_warn("dispatch: reaper: %d expired lease(s) re-queued, %zu job(s) ended as "
+                                         "internal_error", requeued, n_failed);
+                        for (size_t i = 0; i < n_failed; i++) {
+                                count_verdict(d, "internal_error");
+                                notify_done(d, failed_ids[i]);
+                        }
+                }
+                free(failed_ids);
+        }
+        /* Bounded tables: the compile cache by size, idempotency keys by age. */
+        if (now - d->last_prune_ms > 60000) {
+                d->last_prune_ms = now;
+                if (store_cache_prune(d->store, LIMIT_COMPILE_CACHE_BYTES_DEFAULT, NULL) < 0 ||
+                    store_prune_idempotency(d->store, 86400, NULL) < 0)
+                        log_warn("dispatch: pruning the compile cache or idempotency keys failed");
+        }
         if (d->stopping && (all_quiet(d) || now >= d->stop_deadline_ms)) {
                 shutdown_now(d);
                 return;
