@@ -400,7 +400,8 @@ static void worker_start(Worker *w);
 static void pump(Dispatcher *d);
 static void compile_done(Dispatcher *d, CompileReq *req, json_t *result, const uint8_t *cubin, size_t len,
                          bool cacheable);
-static void gpu_done(Dispatcher *d, Worker *w, json_t *result);
+static void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result);
+static int run_one(Dispatcher *d, Worker *w);
 
 typedef struct WriteReq {
         uv_write_t req;
@@ -679,7 +680,18 @@ static void worker_on_frame(Worker *w, Frame *f)
                         }
                         compile_done(d, req, msg, f->blob, f->blob_len, !err || strcmp(err, "compile") == 0);
                 } else if (w->job) {
-                        gpu_done(d, w, msg);
+                        /* Keep the GPU busy: hand this worker its next job
+                         * before the result is written and waiters woken. */
+                        Job *done = w->job;
+                        const char *v = json_string_value(json_object_get(msg, "verdict"));
+                        w->job = NULL;
+                        /* Not after a timeout or runtime error: the worker may be
+                         * exiting (sticky CUDA error), and the next job would
+                         * lose an attempt through no fault of its own. */
+                        if (!d->stopping && v &&
+                            (strcmp(v, "correct") == 0 || strcmp(v, "incorrect") == 0 || strcmp(v, "rejected") == 0))
+                                run_one(d, w);
+                        gpu_done(d, w, done, msg);
                 }
                 d->status_dirty = true;
                 break;
@@ -1143,16 +1155,14 @@ static int run_one(Dispatcher *d, Worker *w)
         return 1;
 }
 
-static void gpu_done(Dispatcher *d, Worker *w, json_t *result)
+static void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result)
 {
-        Job *j = w->job;
         const char *verdict = json_string_value(json_object_get(result, "verdict"));
         static const char *const allowed[] = { "correct", "incorrect", "runtime_error", "timeout", "rejected",
                                                "internal_error" };
         bool ok = false;
         json_t *res;
 
-        w->job = NULL;
         for (size_t i = 0; verdict && i < sizeof(allowed) / sizeof(allowed[0]); i++)
                 ok |= strcmp(verdict, allowed[i]) == 0;
         if (!ok) {
