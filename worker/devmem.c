@@ -29,12 +29,13 @@ static size_t n_live, cap_live;
 
 /**
  * devmem_init() - load the trusted helper fatbin and set up the result area
- * @fatbin: the embedded image; borrowed
+ * @fatbin, @len: the embedded image; borrowed (copied to malloc'd, suitably
+ *         aligned memory for the loader)
  * @sms: multiprocessor count, to size helper grids
  * Return: 0, GPU_E_CUDA, GPU_E_NOT_FOUND (the fatbin lacks a helper: a
  * build error), -ENOMEM.
  */
-int devmem_init(const void *fatbin, int sms)
+int devmem_init(const void *fatbin, size_t len, int sms)
 {
         struct {
                 const char *name;
@@ -50,10 +51,15 @@ int devmem_init(const void *fatbin, int sms)
                 { "kv_compare_tol", &k_compare_tol },
                 { "kv_mismatch_from", &k_mismatch_from },
         };
-        void *host = NULL;
+        void *host = NULL, *copy = malloc(len ? len : 1);
         int r;
 
-        if ((r = gpu_module_load(fatbin, 0, &helpers)))
+        if (!copy)
+                return -ENOMEM;
+        memcpy(copy, fatbin, len);
+        r = gpu_module_load(copy, len, &helpers);
+        free(copy);
+        if (r)
                 return r;
         for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
                 if ((r = gpu_kernel_get(helpers, table[i].name, table[i].k))) {

@@ -37,7 +37,7 @@ typedef struct DevGuardReport {
         uint64_t after_last;    /* offset past the end of the last damaged byte */
 } DevGuardReport;
 
-int devmem_init(const void *fatbin, int sms);
+int devmem_init(const void *fatbin, size_t len, int sms);
 int devmem_warm(void);
 
 int devmem_alloc(size_t bytes, size_t guard, DevBuf *ret_buf);

@@ -214,7 +214,7 @@ int main(int argc, char **argv)
                 hello_fail(layers, "printf_fifo", r);
                 return 1;
         }
-        if ((r = devmem_init(kevald_device_fatbin[0].data, info.sms))) {
+        if ((r = devmem_init(kevald_device_fatbin[0].data, kevald_device_fatbin[0].len, info.sms))) {
                 hello_fail(layers, "device_helpers", r);
                 return 1;
         }
