@@ -79,13 +79,21 @@ class _Progress:
                 self._draw()
 
     def _draw(self):
+        tty = getattr(self.stream, "isatty", lambda: False)()
+        if not tty:
+            # Not a terminal: one line per tenth, not a carriage-return animation.
+            step = max(1, self.total // 10)
+            if self.done % step and self.done != self.total:
+                return
         width = 30
         fill = int(width * self.done / self.total) if self.total else width
         verdicts = " ".join(f"{k}={n}" for k, n in sorted(self.counts.items()))
-        self.stream.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} "
-                          f"{time.monotonic() - self.t0:.1f}s {verdicts}\x1b[K")
-        if self.done == self.total:
-            self.stream.write("\n")
+        line = (f"[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} "
+                f"{time.monotonic() - self.t0:.1f}s {verdicts}")
+        if tty:
+            self.stream.write("\r" + line + "\x1b[K" + ("\n" if self.done == self.total else ""))
+        else:
+            self.stream.write(line + "\n")
         self.stream.flush()
 
 
