@@ -134,6 +134,8 @@ static int check_owner(HttpRequest *req, Store *store, int64_t id)
 
         if (visible_to_all(req))
                 return 0;
+        if (id == INT64_MAX)
+                return STORE_E_NOT_FOUND;   /* no such id; and id + 1 below must not overflow */
         /* One seek on submissions_token(token_id, id): the newest of this token's at or below id. */
         filters = json_pack("{s:I}", "token_id", (json_int_t)http_request_principal(req)->token_id);
         if (!filters)
