@@ -25,7 +25,9 @@ static int exe_dir(char *out, size_t len)
         if (!slash)
                 return -1;
         *slash = '\0';
-        snprintf(out, len, "%s", buf);
+        if ((size_t)(slash - buf) >= len)
+                return -1;
+        memcpy(out, buf, (size_t)(slash - buf) + 1);
         return 0;
 }
 

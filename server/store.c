@@ -59,6 +59,8 @@ enum {
         Q_INSERT_REQ,
         Q_CLAIM_COMPILE,
         Q_CLAIM_RUN,
+        Q_SERVED_COMPILE,
+        Q_SERVED_RUN,
         Q_ANY_WAITING,
         Q_GET_REQ,
         Q_GET_COMPILE,
@@ -103,20 +105,32 @@ static const char *const queries[Q__MAX] = {
         [Q_INSERT_SUB] = "INSERT INTO submissions(state, task, mode, priority, token_id, run_id, "
                          "created_at, tags) VALUES ('queued', ?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         [Q_INSERT_REQ] = "INSERT INTO submission_requests(id, request) VALUES (?1, ?2)",
+        /* Highest priority first; within it, round robin between tokens
+         * (the one this stage served longest ago), oldest job first. */
         [Q_CLAIM_COMPILE] =
                 "UPDATE submissions SET state = 'compiling', lease_owner = ?1, lease_expires = ?2, "
                 "attempts = attempts + 1, stage_attempts = stage_attempts + 1, "
                 "started_at = coalesce(started_at, ?3) "
-                "WHERE id = (SELECT id FROM submissions WHERE state = 'queued' "
-                "ORDER BY priority DESC, id LIMIT 1) "
+                "WHERE id = (SELECT h.id FROM (SELECT token_id, min(id) AS id FROM submissions "
+                "WHERE state = 'queued' AND priority = (SELECT max(priority) FROM submissions "
+                "WHERE state = 'queued') GROUP BY token_id) h "
+                "LEFT JOIN token_service t ON t.token_id = h.token_id "
+                "ORDER BY coalesce(t.compile_at, 0), h.id LIMIT 1) "
                 "RETURNING id, stage_attempts, priority, token_id, task, mode, cache_key",
         [Q_CLAIM_RUN] =
                 "UPDATE submissions SET state = 'running', lease_owner = ?1, lease_expires = ?2, "
                 "attempts = attempts + 1, stage_attempts = stage_attempts + 1, "
                 "started_at = coalesce(started_at, ?3) "
-                "WHERE id = (SELECT id FROM submissions WHERE state = 'compiled' "
-                "ORDER BY priority DESC, id LIMIT 1) "
+                "WHERE id = (SELECT h.id FROM (SELECT token_id, min(id) AS id FROM submissions "
+                "WHERE state = 'compiled' AND priority = (SELECT max(priority) FROM submissions "
+                "WHERE state = 'compiled') GROUP BY token_id) h "
+                "LEFT JOIN token_service t ON t.token_id = h.token_id "
+                "ORDER BY coalesce(t.run_at, 0), h.id LIMIT 1) "
                 "RETURNING id, stage_attempts, priority, token_id, task, mode, cache_key",
+        [Q_SERVED_COMPILE] = "INSERT INTO token_service(token_id, compile_at) VALUES (?1, ?2) "
+                             "ON CONFLICT(token_id) DO UPDATE SET compile_at = excluded.compile_at",
+        [Q_SERVED_RUN] = "INSERT INTO token_service(token_id, run_at) VALUES (?1, ?2) "
+                         "ON CONFLICT(token_id) DO UPDATE SET run_at = excluded.run_at",
         [Q_ANY_WAITING] = "SELECT EXISTS (SELECT 1 FROM submissions WHERE state = ?1)",
         [Q_GET_REQ] = "SELECT request FROM submission_requests WHERE id = ?1",
         [Q_GET_COMPILE] = "SELECT compile FROM submission_compiles WHERE id = ?1",
@@ -1245,7 +1259,8 @@ static int why_not(Store *s, int64_t id, int64_t token_id)
 }
 
 /**
- * store_claim_next() - take the next job for a stage, priority first, then oldest
+ * store_claim_next() - take the next job for a stage: highest priority first, then
+ * round robin between tokens (the token this stage served longest ago), then oldest
  * @store:   open store; borrowed
  * @stage:   STAGE_COMPILE (takes a queued job to compiling) or STAGE_RUN
  *           (takes a compiled job to running)
@@ -1319,6 +1334,15 @@ int store_claim_next(Store *store, Stage stage, const char *owner, double lease_
                 job->has_cache_key = true;
         }
         r = step_done(store, st, "claim");
+        stmt_done(st);
+        if (r < 0)
+                goto out;
+        r = stmt_get(store, stage == STAGE_COMPILE ? Q_SERVED_COMPILE : Q_SERVED_RUN, &st);
+        if (r < 0)
+                goto out;
+        sqlite3_bind_int64(st, 1, job->token_id);
+        sqlite3_bind_double(st, 2, now);
+        r = step_done(store, st, "record the token served");
         stmt_done(st);
         if (r < 0)
                 goto out;
