@@ -278,6 +278,25 @@ int gpu_kernel_get(GpuModule *module, const char *name, GpuKernel **ret_kernel)
 }
 
 /**
+ * gpu_module_global() - address and size of a __device__ variable
+ * Return: 0, GPU_E_NOT_FOUND, GPU_E_CUDA.
+ */
+int gpu_module_global(GpuModule *module, const char *name, GpuPtr *ret_ptr, size_t *ret_bytes)
+{
+        CUdeviceptr p;
+        size_t bytes;
+        CUresult r = cuModuleGetGlobal(&p, &bytes, (CUmodule)module, name);
+
+        if (r == CUDA_ERROR_NOT_FOUND)
+                return GPU_E_NOT_FOUND;
+        if (check(r, "cuModuleGetGlobal"))
+                return GPU_E_CUDA;
+        *ret_ptr = (GpuPtr)p;
+        *ret_bytes = bytes;
+        return 0;
+}
+
+/**
  * gpu_kernel_params() - the kernel's real parameter list (cuFuncGetParamInfo)
  * @max: room in @ret_sizes; a kernel with more parameters reports max + 1
  * @ret_sizes: the size of each parameter in bytes

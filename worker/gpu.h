@@ -85,6 +85,7 @@ int64_t gpu_now_ns(void);
 int gpu_module_load(const void *image, size_t size, GpuModule **ret_module);
 void gpu_module_unload(GpuModule *module);
 int gpu_kernel_get(GpuModule *module, const char *name, GpuKernel **ret_kernel);
+int gpu_module_global(GpuModule *module, const char *name, GpuPtr *ret_ptr, size_t *ret_bytes);
 int gpu_kernel_params(GpuKernel *kernel, size_t max, size_t *ret_sizes, size_t *ret_count);
 int gpu_kernel_attrs(GpuKernel *kernel, GpuKernelAttrs *ret_attrs);
 int gpu_kernel_set_max_dynamic_shared(GpuKernel *kernel, int bytes);

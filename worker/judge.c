@@ -21,6 +21,7 @@
 #include "worker/blas.h"
 #include "worker/devmem.h"
 #include "worker/devrng.h"
+#include "worker/gpu_elf.h"
 #include "worker/gpu_job.h"
 #include "worker/timing.h"
 
@@ -65,6 +66,8 @@ typedef struct Run {
         int exit_code;
         bool suspicious;
         bool launch_limit_hit; /* the last timeout was the per-launch limit, not the job deadline */
+        GpuElfGlobals cand_globals; /* the candidate's __device__ variables, zeroed before unloading */
+        int globals_zeroed, globals_missed;
 } Run;
 
 /**
@@ -230,6 +233,54 @@ static const char *scalar_name(int t)
 {
         static const char *const n[] = { "i32", "u32", "i64", "u64", "f32", "f64" };
         return t >= 0 && t < 6 ? n[t] : "?";
+}
+
+/*
+ * Zero the candidate module's __device__ variables before it is unloaded, so
+ * that no later job can find them in recycled memory. Each variable by name;
+ * one that the driver does not resolve (a static with an odd name) through
+ * the section layout from a resolved neighbour of the same section.
+ * Asynchronous; the caller waits.
+ */
+static int zero_globals(Run *r)
+{
+        GpuElfGlobals *g = &r->cand_globals;
+        GpuPtr base[GPU_ELF_SECTIONS_MAX] = { 0 };
+
+        for (int pass = 0; pass < 2; pass++) {
+                for (int i = 0; i < g->n_globals; i++) {
+                        const GpuElfGlobal *v = &g->globals[i];
+                        GpuPtr p = 0;
+                        size_t bytes = 0;
+                        int rc;
+                        if (pass == 0) {
+                                rc = gpu_module_global(r->cand_mod, v->name, &p, &bytes);
+                                if (rc == GPU_E_NOT_FOUND)
+                                        continue;
+                                if (rc)
+                                        return rc;
+                                if (p >= v->offset)
+                                        base[v->section] = p - v->offset;
+                                if ((rc = gpu_memset8(p, 0, bytes))) /* the driver's size */
+                                        return rc;
+                                r->globals_zeroed++;
+                        } else {
+                                if (gpu_module_global(r->cand_mod, v->name, &p, &bytes) == 0)
+                                        continue; /* done in pass 0 */
+                                if (!base[v->section] ||
+                                    v->offset + v->size > g->sections[v->section].size) {
+                                        r->globals_missed++;
+                                        log_warn("gpu: cannot zero __device__ variable '%s' of job %" PRId64, v->name,
+                                                 r->job->id);
+                                        continue;
+                                }
+                                if ((rc = gpu_memset8(base[v->section] + v->offset, 0, v->size)))
+                                        return rc;
+                                r->globals_zeroed++;
+                        }
+                }
+        }
+        return 0;
 }
 
 /* Look up and check every kernel of one side's plan for one shape. */
@@ -1162,6 +1213,10 @@ int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t
         if (load_module(r, blob, job->cand_off, job->cand_size, &r->cand_mod) ||
             (job->ref_size > 0 && load_module(r, blob, job->ref_off, job->ref_size, &r->ref_mod)))
                 goto cleanup;
+        if (gpu_elf_globals(blob + job->cand_off, job->cand_size, &r->cand_globals) < 0) {
+                fail_gpu(r, -ENOMEM);
+                goto cleanup;
+        } /* GPU_ELF_E_MALFORMED (not a plain CUBIN): nothing listed to zero */
         for (int si = 0; si < job->n_shapes; si++) {
                 r->shape = si;
                 if (load_side(r, si, SIDE_CAND) || load_side(r, si, SIDE_REF))
@@ -1218,7 +1273,9 @@ cleanup:
                 int64_t saved = gpu_deadline_get();
                 gpu_deadline_set(gpu_now_ns() + CLEANUP_NS);
                 r->side = SIDE_HELPER;
-                rc = devmem_free_all();
+                rc = r->cand_mod ? zero_globals(r) : 0;
+                if (rc == 0)
+                        rc = devmem_free_all();
                 if (rc) {
                         log_error("gpu: job %" PRId64 ": cleanup failed (%s); exiting after the result", job->id,
                                   rc == GPU_E_TIMEOUT ? "timeout" : gpu_error_last()->name);
@@ -1251,7 +1308,10 @@ done:
         json_object_set_new(result, "error", r->error ? r->error : json_null());
         json_object_set_new(result, "gpu", judge_gpu_json(env->info));
         json_object_set_new(result, "gpu_busy_ms", json_real(r->busy_ms));
-        json_object_set_new(result, "cleanup", json_pack("{s:I}", "allocations_left", (json_int_t)devmem_live_count()));
+        json_object_set_new(result, "cleanup", json_pack("{s:I, s:i, s:i}", "allocations_left",
+                                                         (json_int_t)devmem_live_count(), "globals_zeroed",
+                                                         r->globals_zeroed, "globals_missed", r->globals_missed));
+        gpu_elf_globals_clear(&r->cand_globals);
         json_object_set_new(result, "wall_ms", json_real((double)(gpu_now_ns() - t0) / 1e6));
         if (job)
                 json_object_set_new(result, "seed", json_string(job->seed_text));

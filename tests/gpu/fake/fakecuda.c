@@ -515,6 +515,16 @@ CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
         return CUDA_ERROR_NOT_FOUND;
 }
 
+CUresult cuModuleGetGlobal(CUdeviceptr *p, size_t *bytes, CUmodule m, const char *name)
+{
+        (void)p;
+        (void)bytes;
+        (void)m;
+        (void)name;
+        STICKY();
+        return CUDA_ERROR_NOT_FOUND; /* fake images are not ELF: no globals */
+}
+
 CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size)
 {
         size_t o = 0;
