@@ -187,8 +187,7 @@ for _n in ["l1_50_conv_standard_2d_square_input_square_kernel",
            "l1_82_conv_depthwise_2d_square_input_square_kernel",
            "l1_83_conv_depthwise_2d_square_input_asymmetric_kernel",
            "l1_84_conv_depthwise_2d_asymmetric_input_square_kernel",
-           "l1_85_conv_depthwise_2d_asymmetric_input_asymmetric_kernel",
-           "l1_87_conv_pointwise_2d"]:
+           "l1_85_conv_depthwise_2d_asymmetric_input_asymmetric_kernel"]:
     OPS[_n] = lambda inp, P: _conv(inp, P, False)
 
 for _n in ["l1_57_conv_transposed_2d_square_input_square_kernel",
@@ -209,6 +208,9 @@ for _n in ["l1_57_conv_transposed_2d_square_input_square_kernel",
            "l1_79_conv_transposed_1d_asymmetric_input_square_kernel_padded_strided_dilated",
            "l1_81_conv_transposed_2d_asymmetric_input_square_kernel_dilated_padded_strided"]:
     OPS[_n] = lambda inp, P: _conv(inp, P, True)
+
+
+OPS["l1_87_conv_pointwise_2d"] = lambda inp, P: {"y": F.conv2d(inp["x"], inp["w"])}
 
 
 @op("l1_86_conv_depthwise_separable_2d")

@@ -198,6 +198,8 @@ def np_op(name, inp, P):
         return {"C": sym(A) @ sym(B)}
     if num == 14: return {"C": np.triu(np.triu(A) @ np.triu(B))}
     if num == 15: return {"C": np.tril(np.tril(A) @ np.tril(B))}
+    if num == 87:
+        return {"y": np.einsum("oc,nchw->nohw", d["w"][:, :, 0, 0], x)}
     if num == 86:
         t = conv_np(d["x"], d["wd"], None, [P["S"]] * 2, [P["PAD"]] * 2, [P["DIL"]] * 2, P["CI"])
         return {"y": conv_np(t, d["wp"], None, [1, 1], [0, 0], [1, 1], 1)}

@@ -4,7 +4,7 @@ One generic N-d kernel (1, 2 or 3 spatial axes) for standard and for transposed
 convolution with groups, per-axis stride, padding, dilation (and output padding
 for transposed): one thread per output element, fp32 fused multiply-adds.
 """
-from taskgen import make_task, buf, normal, uniform, launch, i32, u64, scratch, problem
+from taskgen import make_task, buf, normal, uniform, launch, gemm, i32, u64, scratch, problem
 
 AXES = {1: ["L"], 2: ["H", "W"], 3: ["D", "H", "W"]}
 AXNAME = {"L": "length", "D": "depth", "H": "height", "W": "width"}
@@ -333,12 +333,6 @@ def standard():
                        sh(2, 7, 7, 7, **sq(2, (61, 130), (3, 7), (1, 2), (1, 3), (1, 2))),
                        sh(1, 3, 3, 3, **sq(2, (6, 9), (3, 5))),
                        note="Depthwise: G = CI = CO."))
-    T.append(conv_task(87, 2, False, "Pointwise (1x1) Conv2d",
-                       sh(16, 64, 128, **sq(2, 1024, 1)),
-                       sh(2, 5, 7, **sq(2, (61, 130), 1)),
-                       sh(1, 2, 3, **sq(2, (6, 9), 1)),
-                       note="A 1x1 convolution: for each pixel, a [CO, CI] matrix times the "
-                            "CI-vector (a GEMM per image)."))
     return T
 
 
@@ -428,8 +422,8 @@ SEP_NOTE = ("Two convolutions in sequence: a depthwise KxK convolution (CI -> CI
 
 def separable():
     num = 86
-    src = gen_source(num, 2, False, "depthwise-separable convolution (depthwise KxK, then "
-                     "pointwise 1x1), both with this one generic kernel, t in scratch.", "conv2d_ref")
+    src = gen_source(num, 2, False, "depthwise-separable convolution: the depthwise KxK stage "
+                     "(into scratch t) with this generic kernel.", "conv2d_ref")
     o = "(H + 2 * PAD - DIL * (K - 1) - 1) / S + 1"
     o2 = "(W + 2 * PAD - DIL * (K - 1) - 1) / S + 1"
     dw_total = "N * CI * (%s) * (%s)" % (o, o2)
@@ -441,8 +435,9 @@ def separable():
                                                              i32(p), i32(p), i32(d), i32(d)] + [u64(total)])
     plan = [launch("conv2d_ref", ["min(ceil_div(%s, 256), 1048576)" % dw_total], [256],
                    a("x", "wd", "t", "CI", "CI", "CI", ["H", "W"], [o, o2], "K", "S", "PAD", "DIL", dw_total)),
-            launch("conv2d_ref", ["min(ceil_div(%s, 256), 1048576)" % pw_total], [256],
-                   a("t", "wp", "y", "CI", "CO", "1", [o, o2], [o, o2], "1", "1", "0", "1", pw_total))]
+            launch("rep_weights", ["ceil_div(N * CO * CI, 256)"], [256],
+                   ["wp", "wrep", u64("CO * CI"), u64("N * CO * CI")]),
+            gemm("wrep", "t", "y", "CO", "(%s) * (%s)" % (o, o2), "CI", batch="N")]
     params = {"N": "batch", "CI": "input channels", "CO": "output channels", "H": "height",
               "W": "width", "K": "depthwise kernel size", "S": "depthwise stride",
               "PAD": "depthwise padding", "DIL": "depthwise dilation"}
@@ -455,14 +450,64 @@ def separable():
          buf("wd", ["CI", "1", "K", "K"], "in", init=uniform(-1, 1, fan_in="K * K")),
          buf("wp", ["CO", "CI", "1", "1"], "in", init=uniform(-1, 1, fan_in="CI")),
          buf("y", ["N", "CO", o, o2], "out")],
-        src, plan, scratch_bufs=[scratch("t", "f32", dw_total)],
+        src + "\n// The pointwise stage is, per image n, the GEMM y[n] (CO x OH*OW) = wp (CO x CI) @\n"
+        "// t[n] (CI x OH*OW): rep_weights copies wp once per image into scratch so that one\n"
+        "// strided-batched cuBLAS SGEMM (TF32 off, packed matrices) does all N images.\n" +
+        REP_SRC.split("all N images.\n", 1)[1].replace("{{", "{").replace("}}", "}"),
+        plan, scratch_bufs=[scratch("t", "f32", dw_total), scratch("wrep", "f32", "N * CO * CI")],
         tolerance={"atol": 2e-4, "rtol": 1e-3},
         tolerance_note="As for the other convolutions: fp32 in any order passes, TF32 fails.",
         flops="2 * (%s) * K * K + 2 * (%s) * CI" % (dw_total, pw_total),
         bytes_="4 * (N * CI * H * W + CI * K * K + CO * CI + %s)" % pw_total, trials=1,
-        reference_note="two direct convolutions with the intermediate in scratch (PyTorch eager: "
-                       "two cuDNN calls)")
+        reference_note="a direct depthwise convolution into scratch, then the pointwise stage as "
+                       "a strided-batched cuBLAS SGEMM (TF32 off); PyTorch eager: two cuDNN calls")
+
+
+REP_SRC = r'''
+// Reference for KernelBench level 1 problem {problem}: {what}
+// A 1x1 convolution is, per image n, the GEMM y[n] (CO x HW) = w (CO x CI) @
+// x[n] (CI x HW). rep_weights copies w once per image into scratch so that one
+// strided-batched cuBLAS SGEMM (TF32 off, packed matrices) does all N images.
+extern "C" __global__ void rep_weights(const float* __restrict__ w, float* __restrict__ wrep,
+        unsigned long long per, unsigned long long total)
+{{
+        unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+             i += stride)
+                wrep[i] = w[i % per];
+}}
+'''
+
+
+def pointwise():
+    num = 87
+    return make_task(
+        num, "conv", "Pointwise (1x1) Conv2d",
+        "A 1x1 convolution (nn.Conv2d(CI, CO, kernel_size=1, bias=False)): y[n, co, h, w] = "
+        "sum_ci wt[co, ci, 0, 0] * x[n, ci, h, w]. x is a row-major NCHW fp32 tensor [N, CI, H, W], "
+        "wt is [CO, CI, 1, 1], y is [N, CO, H, W]: per image, a [CO, CI] x [CI, H*W] matrix product. "
+        "Inputs normal(0, 1); weights uniform(-1, 1)/sqrt(CI) as PyTorch initializes them. "
+        "Accumulate in fp32 (or better); TF32 is not accurate enough.",
+        {"N": "batch", "CI": "input channels", "CO": "output channels", "H": "height", "W": "width"},
+        [{"name": "default", "N": 16, "CI": 64, "CO": 128, "H": 1024, "W": 1024},
+         {"name": "small", "N": 2, "CI": 5, "CO": 7, "H": 61, "W": 130},
+         {"name": "tiny", "N": 1, "CI": 2, "CO": 3, "H": 6, "W": 9}],
+        [buf("x", ["N", "CI", "H", "W"], "in", init=normal(0, 1)),
+         buf("w", ["CO", "CI", "1", "1"], "in", init=uniform(-1, 1, fan_in="CI")),
+         buf("y", ["N", "CO", "H", "W"], "out")],
+        REP_SRC.format(problem=problem(num)["problem"], what="pointwise convolution as a batched GEMM."),
+        [launch("rep_weights", ["ceil_div(N * CO * CI, 256)"], [256],
+                ["w", "wrep", u64("CO * CI"), u64("N * CO * CI")]),
+         gemm("wrep", "x", "y", "CO", "H * W", "CI", batch="N")],
+        scratch_bufs=[scratch("wrep", "f32", "N * CO * CI")],
+        tolerance={"atol": 2e-4, "rtol": 1e-3},
+        tolerance_note="As for the other convolutions: fp32 in any order passes, TF32 fails.",
+        flops="2 * N * CO * CI * H * W", bytes_="4 * (N * CI * H * W + CO * CI + N * CO * H * W)",
+        trials=1,
+        reference_note="a strided-batched cuBLAS SGEMM per image (TF32 off) after replicating the "
+                       "weights into scratch; PyTorch eager calls cuDNN, which runs a 1x1 "
+                       "convolution as a GEMM too")
 
 
 def tasks():
-    return standard() + transposed() + [separable()]
+    return standard() + transposed() + [pointwise(), separable()]
