@@ -58,6 +58,16 @@ int blas_init(void *stream)
         return 0;
 }
 
+/**
+ * blas_wipe() - zero the cuBLAS workspace (asynchronous): after a reference
+ * GEMM it may hold split-K partial sums of the reference's answer, which no
+ * candidate may find in memory. Return: 0, GPU_E_CUDA.
+ */
+int blas_wipe(void)
+{
+        return workspace ? gpu_memset8(workspace, 0, WORKSPACE_BYTES) : 0;
+}
+
 const char *blas_version(void)
 {
         return version;

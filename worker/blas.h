@@ -36,4 +36,5 @@ typedef struct BlasGemm {
 int blas_init(void *stream);
 int blas_warm(void);
 int blas_gemm(const BlasGemm *g);
+int blas_wipe(void);
 const char *blas_version(void);

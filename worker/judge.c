@@ -473,6 +473,14 @@ static int launch_step(Run *r, const JobShape *s, const JobSide *side, GpuKernel
         }
 }
 
+static bool side_has_gemm(const JobSide *side)
+{
+        for (int j = 0; j < side->n_steps; j++)
+                if (side->steps[j].kind == JOB_STEP_GEMM)
+                        return true;
+        return false;
+}
+
 /*
  * Run one side's plan. With @wait_each every launch is bracketed by events
  * and waited for (exact blame; its GPU time is added to busy_ms); otherwise
@@ -501,6 +509,10 @@ static int run_plan(Run *r, int si, int side_idx, const BufSet *set, bool wait_e
         r->launch = -1;
         r->kernel = NULL;
         r->side = SIDE_HELPER;
+        /* no reference partials left for the candidate; timed runs wipe after
+         * their end event instead (wipe_ref_outputs()) */
+        if (wait_each && side_idx == SIDE_REF && side_has_gemm(side))
+                TRY_GPU(r, blas_wipe());
         return 0;
 }
 
@@ -953,6 +965,8 @@ static int wipe_ref_outputs(Run *r, const JobShape *s, TimingState *ts)
                         TRY_GPU(r, devmem_zero(&ts->ref.b[i]));
         for (int i = 0; i < s->ref.n_scratch; i++)
                 TRY_GPU(r, devmem_zero(&ts->ref.b[s->n_buffers + i]));
+        if (side_has_gemm(&s->ref))
+                TRY_GPU(r, blas_wipe());
         return 0;
 }
 
