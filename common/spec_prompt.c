@@ -274,7 +274,7 @@ char *spec_task_prompt(const Task *task, json_t *allowed_options)
                 put(&b, "-use_fast_math -ftz=true|false -prec-div=true|false "
                         "-prec-sqrt=true|false -fmad=true|false -lineinfo -maxrregcount=N "
                         "-std=c++11|14|17|20 -DNAME[=VALUE] -UNAME --extra-device-vectorization "
-                        "-restrict -default-device -dopt=on|off -O0..3");
+                        "-restrict -default-device -dopt=on -O0..3");
         }
         put(&b, ".\n\nYou are scored on correctness first, then on speed: the median time of "
                 "your whole plan against the reference's, on every shape set.\n");
