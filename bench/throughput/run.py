@@ -87,7 +87,8 @@ class Server:
         self.port_file = os.path.join(workdir, "port")
         self.log_path = os.path.join(workdir, "server.log")
         cmd = [kevald, "serve", "--listen", "127.0.0.1:0", "--db", self.db,
-               "--port-file", self.port_file, "--gpus", gpus, "--log-level", "warn"]
+               "--port-file", self.port_file, "--gpus", gpus, "--log-level", "warn",
+               "--shutdown-grace-s", "2"]
         if tasks:
             cmd += ["--tasks", tasks]
         cmd += extra
@@ -208,11 +209,22 @@ def run_corpus(api, subs, items, args):
         if args.pace > 0:
             time.sleep(args.pace)
     t_submitted = time.time()
-    for f in cf.as_completed(futures):
-        i = futures[f]
-        results[i], done_t[i] = f.result()
-    t1 = max(t for t in done_t if t is not None) if any(done_t) else time.time()
-    pool.shutdown()
+    hit_deadline = False
+    try:
+        left = None if not args.deadline else max(1.0, args.deadline - (time.time() - t0))
+        for f in cf.as_completed(futures, timeout=left):
+            i = futures[f]
+            results[i], done_t[i] = f.result()
+    except cf.TimeoutError:
+        hit_deadline = True
+    if hit_deadline:
+        t1 = time.time()
+        print("deadline of %d s reached: %d of %d finished" % (
+            args.deadline, sum(1 for r in results if r is not None), n), file=sys.stderr)
+        pool.shutdown(wait=False, cancel_futures=True)
+    else:
+        t1 = max(t for t in done_t if t is not None) if any(done_t) else time.time()
+        pool.shutdown()
     return results, submit_t, done_t, t0, t_submitted, t1
 
 
@@ -402,6 +414,8 @@ def main():
     ap.add_argument("--wait-threads", type=int, default=512, help="concurrent long-polls (default 512)")
     ap.add_argument("--poll", type=int, default=60, help="long-poll seconds per request (default 60)")
     ap.add_argument("--timeout", type=int, default=1800, help="give up on a submission after S seconds (default 1800)")
+    ap.add_argument("--deadline", type=int, default=0,
+                    help="stop waiting S seconds after the first submit and report what finished (default 0: wait for all)")
     ap.add_argument("--latency", type=int, default=30, help="single-submission probes of each kind (default 30; 0: skip)")
     ap.add_argument("--latency-timing", default='{"budget_ms": 20, "target_precision": 0.2, "min_trials": 3, "max_trials": 20, "warmup": 1}',
                     help="timing of the latency probes (JSON; default a tiny budget)")
@@ -415,8 +429,8 @@ def main():
         ap.error("--wait-threads must be in 1..4096")
     if not 1 <= args.poll <= 600:
         ap.error("--poll must be in 1..600")
-    if args.limit < 0 or args.latency < 0:
-        ap.error("--limit and --latency must be >= 0")
+    if args.limit < 0 or args.latency < 0 or args.deadline < 0:
+        ap.error("--limit, --latency and --deadline must be >= 0")
     if args.timing and args.timing not in ("fast", "precise"):
         try:
             args.timing = json.loads(args.timing)
@@ -465,7 +479,9 @@ def main():
             rep["evals_per_min_per_gpu"] = round(c["evals_per_min"] / ngpu, 1)
             rep["gpu_busy_pct"] = round(100.0 * c["gpu_busy_ms_sum"] / (c["wall_s"] * 1000.0 * ngpu), 1)
             rep["gpu_occupied_pct"] = round(100.0 * c["gpu_wall_ms_sum"] / (c["wall_s"] * 1000.0 * ngpu), 1)
-        if args.latency:
+        if args.latency and c["unfinished"]:
+            print("latency probes skipped: the corpus did not finish, the server is not idle", file=sys.stderr)
+        elif args.latency:
             rep["latency_distinct"] = latency_probe(api, args, specs, True, args.latency)
             rep["latency_same"] = latency_probe(api, args, specs, False, args.latency)
         code, stats = api.call("GET", "/v1/stats")
@@ -493,4 +509,7 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(rc)  # long-polls left behind by --deadline must not hold the exit

@@ -1,0 +1,54 @@
+#!/bin/bash
+# Evaluations per minute vs GPU count: the same corpus against a fresh server
+# with --gpus 0, then 0,1, then 0,1,2,3 (only the lists the host has GPUs
+# for). Target: >= 0.9x linear.
+# Usage (from the repository root, LD_LIBRARY_PATH already set):
+#   bash bench/throughput/scaling.sh            # OUT=/tmp/out, KEVALD_BUILD=build
+# Environment: KEVALD_BUILD, OUT, CORPUS_COUNT (default 1280: enough work that
+#   4 GPUs are busy for ~30 s), SHAPES (small|library, default small),
+#   DEADLINE (seconds per run, default 240).
+set -u
+cd "$(dirname "$0")/../.."
+KEVALD_BUILD=${KEVALD_BUILD:-build}
+OUT=${OUT:-/tmp/out}
+CORPUS_COUNT=${CORPUS_COUNT:-1280}
+SHAPES=${SHAPES:-small}
+DEADLINE=${DEADLINE:-240}
+KEVALD=$KEVALD_BUILD/server/kevald
+mkdir -p "$OUT"
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [ "${NGPU:-0}" -lt 1 ]; then
+        echo "scaling.sh: no GPU visible (nvidia-smi -L)" >&2
+        exit 2
+fi
+python3 bench/throughput/make_corpus.py --count "$CORPUS_COUNT" -o "$OUT/corpus_scaling.json"
+for LIST in 0 0,1 0,1,2,3; do
+        N=$(( $(echo "$LIST" | tr -cd , | wc -c) + 1 ))
+        [ "$N" -le "$NGPU" ] || continue
+        echo "== $N GPU(s): --gpus $LIST" >&2
+        timeout -k 10 $(( DEADLINE + 60 )) python3 bench/throughput/run.py --kevald "$KEVALD" --gpus "$LIST" \
+                --corpus "$OUT/corpus_scaling.json" --shapes "$SHAPES" --batch 256 --latency 0 \
+                --deadline "$DEADLINE" --label "scaling $N GPU" \
+                --json "$OUT/scaling_${N}gpu.json" --md "$OUT/scaling_${N}gpu.md" 2>&1 | tee "$OUT/scaling_${N}gpu.log"
+done
+python3 - "$OUT" <<'PY' | tee "$OUT/scaling.md"
+import json, os, sys
+out = sys.argv[1]
+rows = []
+for n in (1, 2, 4):
+    p = os.path.join(out, "scaling_%dgpu.json" % n)
+    if os.path.exists(p):
+        rows.append((n, json.load(open(p))))
+if not rows:
+    print("no scaling results")
+    sys.exit(1)
+base = rows[0][1]["corpus"]["evals_per_min"] if rows[0][0] == 1 else None
+print("| GPUs | evaluations/min | per GPU | vs linear | GPU busy | worker occupied | finished | wall s |")
+print("|---|---|---|---|---|---|---|---|")
+for n, r in rows:
+    c = r["corpus"]
+    eff = ("%.2f×" % (c["evals_per_min"] / (base * n))) if base else "-"
+    print("| %d | %.0f | %.0f | %s | %s%% | %s%% | %d/%d | %.1f |" % (
+        n, c["evals_per_min"], c["evals_per_min"] / n, eff, r.get("gpu_busy_pct"), r.get("gpu_occupied_pct"),
+        c["finished"], c["submissions"], c["wall_s"]))
+PY
