@@ -255,10 +255,10 @@ static int zero_globals(Run *r)
                         int rc;
                         if (pass == 0) {
                                 rc = gpu_module_global(r->cand_mod, v->name, &p, &bytes);
-                                if (rc == GPU_E_NOT_FOUND)
-                                        continue;
-                                if (rc)
+                                if (rc == GPU_E_CUDA && gpu_is_sticky())
                                         return rc;
+                                if (rc) /* not found, or refused: try the layout in pass 1 */
+                                        continue;
                                 if (p >= v->offset)
                                         base[v->section] = p - v->offset;
                                 if ((rc = gpu_memset8(p, 0, bytes))) /* the driver's size */
@@ -267,6 +267,8 @@ static int zero_globals(Run *r)
                         } else {
                                 if (gpu_module_global(r->cand_mod, v->name, &p, &bytes) == 0)
                                         continue; /* done in pass 0 */
+                                if (gpu_is_sticky())
+                                        return GPU_E_CUDA;
                                 if (!base[v->section] ||
                                     v->offset + v->size > g->sections[v->section].size) {
                                         r->globals_missed++;

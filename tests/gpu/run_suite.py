@@ -492,9 +492,22 @@ def main():
                     problems.append("not on the same worker as %s (a restart in between)" % case["same_worker_as"])
         except Exception as e:  # noqa: BLE001 - one case's failure must not end the suite
             problems.append("%s: %s" % (type(e).__name__, e))
-            if worker is not None and worker.p.poll() is None:
-                worker.p.kill()
-                worker.p.wait()
+            if worker is not None:
+                print("\n".join("     | " + l for l in worker.log_tail(20)), flush=True)
+                if worker.p.poll() is None:
+                    worker.p.kill()
+                    worker.p.wait()
+            if not eval_mode and not extra and isinstance(e, (EOFError, TimeoutError, BrokenPipeError)):
+                # The worker died or hung: would it have passed without its sandbox?
+                try:
+                    w2 = start_worker(args, ["--no-sandbox"])
+                    if w2 is not None:
+                        r2, _ = w2.run(job, cand + ref, job["deadline_ms"] / 1000 + 30)
+                        p2 = check_expect(case["expect"], r2)
+                        problems.append("without the sandbox: %s" % ("passes" if not p2 else "; ".join(p2)))
+                        w2.stop()
+                except Exception as e2:  # noqa: BLE001
+                    problems.append("without the sandbox also %s: %s" % (type(e2).__name__, e2))
         ms = (time.monotonic() - t0) * 1e3
         if result is not None:
             problems += check_expect(case["expect"], result)

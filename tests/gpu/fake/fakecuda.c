@@ -221,6 +221,8 @@ static void k_vadd(struct CUmod_st *m, void **p)
                 sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
         if (strcmp(f, "vadd_spin") == 0)
                 spinning = 1;
+        if (strcmp(f, "vadd_crash") == 0)
+                abort(); /* the worker dies mid-job (for the runner's own tests) */
 }
 
 static void k_axpy(struct CUmod_st *m, void **p)
