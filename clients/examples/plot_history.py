@@ -74,13 +74,24 @@ def main(argv=None):
     ap.add_argument("--top", type=int, default=30, help="at most this many tasks (most submissions first)")
     a = ap.parse_args(argv)
 
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        plt = None
+        print("plot_history: matplotlib is not installed: printing the tables only, no PNG", file=sys.stderr)
 
     con = connect_ro(a.db)
     rows = speedups(con, a.top)
     if rows:
+        print(f"plot_history: speedup distribution of {sum(r[1] for r in rows)} correct submissions "
+              f"over {len(rows)} tasks")
+        for r in rows:
+            print(f"  {r[0] or '(no task)':<28} n={r[1]:<6} geomean {r[2]:.3f}x  "
+                  + " ".join(f"{label}:{r[3 + k] or 0}" for k, (_, label) in enumerate(BUCKETS)))
+        if plt is None:
+            return 0
         tasks = [r[0] or "(no task)" for r in rows]
         fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(tasks) + 2), 5))
         bottom = [0] * len(rows)
@@ -96,11 +107,6 @@ def main(argv=None):
         ax.set_ylim(top=max(bottom) * 1.15)
         ax.legend(title="speedup", fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left")
         what = "speedup distribution"
-        print(f"plot_history: speedup distribution of {sum(r[1] for r in rows)} correct submissions "
-              f"over {len(rows)} tasks")
-        for r in rows:
-            print(f"  {r[0] or '(no task)':<28} n={r[1]:<6} geomean {r[2]:.3f}x  "
-                  + " ".join(f"{label}:{r[3 + k] or 0}" for k, (_, label) in enumerate(BUCKETS)))
     else:
         tasks, per = verdicts(con, a.top)
         if not tasks:
@@ -108,10 +114,14 @@ def main(argv=None):
             return 1
         print("plot_history: no correct submission has a speedup (compile-only server, or nothing correct "
               "yet): plotting verdict counts per task instead")
-        fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(tasks) + 2), 5))
-        bottom = [0] * len(tasks)
         seen = sorted({v for t in tasks for v in per[t]},
                       key=lambda v: VERDICT_ORDER.index(v) if v in VERDICT_ORDER else 99)
+        for t in tasks:
+            print(f"  {t:<28} " + " ".join(f"{v}:{per[t][v]}" for v in seen if per[t].get(v)))
+        if plt is None:
+            return 0
+        fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(tasks) + 2), 5))
+        bottom = [0] * len(tasks)
         for v in seen:
             vals = [per[t].get(v, 0) for t in tasks]
             ax.bar(tasks, vals, bottom=bottom, label=v)
@@ -120,8 +130,6 @@ def main(argv=None):
         ax.set_title("kevald: verdicts per task (no speedups in this history)", fontsize=10)
         ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left")
         what = "verdict counts"
-        for t in tasks:
-            print(f"  {t:<28} " + " ".join(f"{v}:{per[t][v]}" for v in seen if per[t].get(v)))
     con.close()
     ax.tick_params(axis="x", labelrotation=60, labelsize=8)
     fig.tight_layout()

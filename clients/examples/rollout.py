@@ -134,8 +134,8 @@ def build_rollout(client, tasks, count, mode, timing, run_id):
     names = sorted(exprs)
     subs, meta = [], []
     for k in range(count):
-        task = names[k % len(names)]
-        variant = VARIANTS[(k // len(names)) % len(VARIANTS)]
+        variant = VARIANTS[k % len(VARIANTS)]            # every variant in every 8 samples
+        task = names[(k // len(VARIANTS)) % len(names)]
         src, plan = candidate(task, exprs[task], variant, k)
         sub = {"task": task, "source": src, "plan": plan, "mode": mode, "options": ["-std=c++17"],
                "tags": {"run_id": run_id, "step": 0, "sample": k, "labels": {"variant": variant}}}

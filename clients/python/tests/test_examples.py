@@ -50,8 +50,9 @@ def test_rollout_async(server):
             "--tasks", "l1_19_relu,l1_21_sigmoid", "--penalty", "compile_error=-1", "--no-progress")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "40 candidates over 2 tasks" in p.stdout
-    # 40 over 2 tasks: variants cycle every 2, so compile_error gets 4 (samples 10..11, 26..27); reward -1 each.
-    assert re.search(r"compile_error\s+4\s+-1\.000", p.stdout), p.stdout
+    # 40 samples, 8 variants in turn: compile_error gets 5 (samples 5, 13, 21, 29, 37), reward -1 each.
+    assert re.search(r"compile_error\s+5\s+-1\.000", p.stdout), p.stdout
+    assert "every verdict as expected" in p.stdout
 
 
 def test_refine_compile_mode(server):
@@ -147,3 +148,19 @@ def test_plot_history(server, tmp_path):
     assert out2.read_bytes().startswith(PNG)
     p = run("plot_history.py", "--db", str(tmp_path / "none.db"), "--out", str(out2))
     assert p.returncode != 0 and "no database file" in p.stderr
+
+
+def test_without_httpx(server):
+    """Hosts without httpx (the GPU host, maybe): the sync client falls back to urllib, the async one to threads."""
+    code = (
+        "import sys, runpy\n"
+        "sys.modules['httpx'] = None\n"
+        "import kevald\n"
+        "assert not kevald.HAVE_HTTPX\n"
+        "assert type(kevald.Client('http://x')._t).__name__ == 'UrllibTransport'\n"
+        f"sys.argv = ['rollout.py', '--server', {server.url!r}, '--count', '16', '--async', '--no-progress']\n"
+        f"runpy.run_path({str(EXAMPLES / 'rollout.py')!r}, run_name='__main__')\n")
+    env = dict(os.environ, PYTHONPATH=str(PKG_ROOT))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300 * SLOW, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "16 candidates" in p.stdout and "every verdict as expected" in p.stdout
