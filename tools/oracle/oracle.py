@@ -44,6 +44,10 @@ def main():
         ap.error("give --dump DIR or --standalone")
     common.fp32_strict()
     tasks = common.filter_tasks(common.load_tasks(a.tasks), a.category)
+    missing = sorted(n for n in tasks if n not in OPS)
+    if missing:
+        print("no PyTorch op in torch_ops for %d task(s), skipped: %s" % (len(missing), " ".join(missing)))
+        tasks = {n: t for n, t in tasks.items() if n in OPS}
     rows = []
     nbad = 0
 

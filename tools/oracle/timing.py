@@ -65,6 +65,10 @@ def main():
     a = ap.parse_args()
     common.fp32_strict()
     tasks = common.filter_tasks(common.load_tasks(a.tasks), a.category)
+    missing = sorted(n for n in tasks if n not in OPS)
+    if missing:
+        print("no PyTorch op in torch_ops for %d task(s), skipped: %s" % (len(missing), " ".join(missing)))
+        tasks = {n: t for n, t in tasks.items() if n in OPS}
     rows = []
     for name, task in tasks.items():
         if a.only and a.only not in name:

@@ -217,3 +217,19 @@ OPS["l1_87_conv_pointwise_2d"] = lambda inp, P: {"y": F.conv2d(inp["x"], inp["w"
 def _sep(inp, P):
     t = F.conv2d(inp["x"], inp["wd"], None, P["S"], P["PAD"], P["DIL"], P["CI"])
     return {"y": F.conv2d(t, inp["wp"])}
+
+
+# ---- extensions: every tools/oracle/torch_ops_*.py (e.g. torch_ops_l2.py for
+# level 2) defines its own OPS dict, merged here.
+def _load_extensions():
+    import glob
+    import importlib.util
+    import os
+    for path in sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_ops_*.py"))):
+        spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        OPS.update(getattr(mod, "OPS", {}))
+
+
+_load_extensions()

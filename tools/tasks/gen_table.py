@@ -3,6 +3,7 @@
 
 Usage: python3 tools/tasks/gen_table.py [--doc docs/tasks.md]
            [--oracle FILE.md] [--degeneracy FILE.md] [--timing FILE.md]
+           [--oracle-cpu FILE.md] [--degeneracy-cpu FILE.md]
 
 Replaces the text between <!-- BEGIN name --> and <!-- END name --> markers in
 the doc: `tasks` (always: one row per task with category, shape sets, the
@@ -61,6 +62,8 @@ def main():
     ap.add_argument("--oracle")
     ap.add_argument("--degeneracy")
     ap.add_argument("--timing")
+    ap.add_argument("--oracle-cpu", dest="oracle_cpu")
+    ap.add_argument("--degeneracy-cpu", dest="degeneracy_cpu")
     a = ap.parse_args()
     tasks = []
     for p in glob.glob(os.path.join(a.tasks, "**", "*.json"), recursive=True):
@@ -71,8 +74,8 @@ def main():
         doc = f.read()
     doc = replace(doc, "tasks", tasks_table(tasks))
     doc = replace(doc, "counts", counts_table(tasks))
-    for name in ("oracle", "degeneracy", "timing"):
-        path = getattr(a, name)
+    for name in ("oracle", "degeneracy", "timing", "oracle-cpu", "degeneracy-cpu"):
+        path = getattr(a, name.replace("-", "_"))
         if path:
             with open(path) as f:
                 doc = replace(doc, name, f.read())
