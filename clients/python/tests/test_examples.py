@@ -6,6 +6,7 @@ full-mode results shaped like the server's (docs/internals.md), since no GPU
 is here to produce them.
 """
 import importlib.util
+import json
 import os
 import re
 import sqlite3
@@ -13,7 +14,7 @@ import subprocess
 import sys
 
 import kevald
-from conftest import EXAMPLES, PKG_ROOT, SLOW
+from conftest import EXAMPLES, KEVALD, PKG_ROOT, SLOW
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -43,6 +44,14 @@ def test_rollout_compile_mode(server):
         by.setdefault(r.tags["labels"]["variant"], set()).add(r.verdict)
     assert by["compile_error"] == {"compile_error"} and by["rejected"] == {"rejected"}
     assert by["vec4"] == {"compiled"} and by["oob_write"] == {"compiled"}
+    with kevald.Client(server.url) as c:
+        vec = list(c.history(run_id="ci-rollout", label={"variant": "vec4"}))
+    assert len(vec) == 32 and all(r.tags["labels"]["variant"] == "vec4" for r in vec)
+    cli = subprocess.run([str(KEVALD), "history", "--server", server.url, "--run-id", "ci-rollout", "--label",
+                          "variant=rejected", "--limit", "1000", "--json"], capture_output=True, text=True,
+                         timeout=60 * SLOW)
+    assert cli.returncode == 0 and {r["verdict"] for r in json.loads(cli.stdout)} == {"rejected"}
+    assert len(json.loads(cli.stdout)) == 32
 
 
 def test_rollout_async(server):
