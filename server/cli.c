@@ -39,7 +39,7 @@ enum {
 
 #define CLI_DEFAULT_URL "http://127.0.0.1:8080"
 #define CLI_RETRIES 5
-#define CLI_TIMEOUT_MS 30000            /* one ordinary request */
+#define CLI_TIMEOUT_MS_DEFAULT 30000    /* one ordinary request; $KEVALD_HTTP_TIMEOUT (seconds) overrides */
 #define CLI_POLL_SLICE_S 60             /* one long-poll request at most */
 #define CLI_HISTORY_DEFAULT 20
 #define CLI_HISTORY_MAX 100000
@@ -52,7 +52,8 @@ static const char exit_usage_text[] =
 
 static const char common_usage_text[] =
         "  --server URL   the kevald server (default: $KEVALD_URL, else " CLI_DEFAULT_URL ")\n"
-        "  --token TOKEN  bearer token (default: $KEVALD_TOKEN)\n";
+        "  --token TOKEN  bearer token (default: $KEVALD_TOKEN)\n"
+        "  $KEVALD_HTTP_TIMEOUT  seconds one request may take (default 30; a long poll adds its wait)\n";
 
 typedef struct Cli {
         const char *name;               /* the subcommand, for messages */
@@ -60,6 +61,7 @@ typedef struct Cli {
         HttpClientUrl url;
         char *auth;                     /* "Authorization: Bearer ..." or NULL */
         bool json;
+        int timeout_ms;                 /* one ordinary request (a long poll adds its wait) */
 } Cli;
 
 enum { OPT_SERVER = 256, OPT_TOKEN, OPT_JSON, OPT_HELP, OPT_TASK, OPT_PLAN, OPT_MODE, OPT_OPTION, OPT_TIMING,
@@ -91,6 +93,16 @@ static int cli_setup(Cli *c, const char *server, const char *token)
         if (httpclient_parse_url(server, &c->url) != 0)
                 return usage_error(c, "bad server URL '%s': use http://HOST[:PORT] (no TLS: put a proxy in front)",
                                    server);
+        c->timeout_ms = CLI_TIMEOUT_MS_DEFAULT;
+        if (getenv("KEVALD_HTTP_TIMEOUT") && *getenv("KEVALD_HTTP_TIMEOUT")) {
+                const char *v = getenv("KEVALD_HTTP_TIMEOUT");
+                char *end;
+                double d = strtod(v, &end);
+
+                if (end == v || *end || !(d >= 0.001 && d <= 3600))
+                        return usage_error(c, "KEVALD_HTTP_TIMEOUT must be seconds from 0.001 to 3600, not '%s'", v);
+                c->timeout_ms = (int)ceil(d * 1000);
+        }
         if (!token || !*token)
                 token = getenv("KEVALD_TOKEN");
         if (token && *token) {
@@ -477,7 +489,7 @@ static int wait_done(const Cli *c, long long id, double timeout_s, json_t **ret_
                 snprintf(target, sizeof(target), "/v1/submissions/%lld?wait=%.3f", id, w);
                 json_decref(sub);
                 sub = NULL;
-                rc = call(c, "GET", target, NULL, false, (int)(w * 1000) + CLI_TIMEOUT_MS, 0, &status, &sub, NULL);
+                rc = call(c, "GET", target, NULL, false, (int)(w * 1000) + c->timeout_ms, 0, &status, &sub, NULL);
                 if (rc)
                         break;
                 if (!json_is_object(sub)) {
@@ -718,7 +730,7 @@ int cmd_submit(int argc, char **argv)
                 fputs("/v1/tasks/", q);
                 pct_put(q, task);
                 fclose(q);
-                rc = call(&c, "GET", tt, NULL, false, CLI_TIMEOUT_MS, 0, &status, &doc, NULL);
+                rc = call(&c, "GET", tt, NULL, false, c.timeout_ms, 0, &status, &doc, NULL);
                 free(tt);
                 if (rc)
                         goto out;
@@ -764,7 +776,7 @@ int cmd_submit(int argc, char **argv)
                          wait_s < 0 ? (double)CLI_POLL_SLICE_S : fmin(wait_s, CLI_POLL_SLICE_S));
         t0 = mono_s();
         rc = call(&c, "POST", target, sub, true,
-                  wait_s == -2 ? CLI_TIMEOUT_MS : CLI_TIMEOUT_MS + CLI_POLL_SLICE_S * 1000, 0, &status, &ans, NULL);
+                  wait_s == -2 ? c.timeout_ms : c.timeout_ms + CLI_POLL_SLICE_S * 1000, 0, &status, &ans, NULL);
         if (rc)
                 goto out;
         id = json_integer_value(json_object_get(ans, "id"));
@@ -869,7 +881,7 @@ static int id_command(const char *name, int argc, char **argv)
                 char target[64];
 
                 snprintf(target, sizeof(target), "/v1/submissions/%lld", id);
-                rc = call(&c, !strcmp(name, "cancel") ? "DELETE" : "GET", target, NULL, false, CLI_TIMEOUT_MS, 0,
+                rc = call(&c, !strcmp(name, "cancel") ? "DELETE" : "GET", target, NULL, false, c.timeout_ms, 0,
                           &status, &sub, NULL);
         }
         if (rc)
@@ -993,7 +1005,7 @@ int cmd_tasks(int argc, char **argv)
         query_add(q, &first, "category", category);
         fclose(q);
         q = NULL;
-        rc = call(&c, "GET", target, NULL, false, CLI_TIMEOUT_MS, 0, &status, &doc, action[0] == 'p' ? &text : NULL);
+        rc = call(&c, "GET", target, NULL, false, c.timeout_ms, 0, &status, &doc, action[0] == 'p' ? &text : NULL);
         if (rc)
                 goto out;
         if (action[0] == 'p') {
@@ -1117,7 +1129,7 @@ int cmd_history(int argc, char **argv)
                 fclose(q);
                 json_decref(doc);
                 doc = NULL;
-                rc = call(&c, "GET", target, NULL, false, CLI_TIMEOUT_MS, 0, &status, &doc, NULL);
+                rc = call(&c, "GET", target, NULL, false, c.timeout_ms, 0, &status, &doc, NULL);
                 free(target);
                 if (rc)
                         goto out;

@@ -211,6 +211,8 @@ class Scripted:
             for part in self.answer:
                 conn.sendall(part)
                 time.sleep(0.05)
+            if getattr(self, "stall", False):
+                time.sleep(3)       # hold the connection open past the client's deadline
             conn.close()
 
     def close(self):
@@ -259,3 +261,22 @@ def test_http_bad_answers(answer, code):
         assert "kevald status:" in p.stderr
     finally:
         srv.close()
+
+
+@pytest.mark.parametrize("answer", [
+    [],                                                                  # accepts, says nothing
+    [b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"id\""],           # stalls inside the body
+])
+def test_http_timeout(answer):
+    srv = Scripted(answer)
+    srv.stall = True
+    try:
+        t0 = time.monotonic()
+        p = kv(srv.url, "status", "7", env={"KEVALD_HTTP_TIMEOUT": "0.7"}, timeout=60)
+        took = time.monotonic() - t0
+        assert p.returncode == EX_UNAVAILABLE, (p.stdout, p.stderr)
+        assert "timed out" in p.stderr
+        assert 0.6 <= took < 5 * SLOW
+    finally:
+        srv.close()
+    assert kv("http://127.0.0.1:9", "tasks", env={"KEVALD_HTTP_TIMEOUT": "0"}).returncode == EX_USAGE
