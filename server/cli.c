@@ -369,11 +369,17 @@ static void print_summary(FILE *f, json_t *sub)
                         json_array_foreach(json_object_get(sh, "buffers"), j, b) {
                                 json_t *m = json_array_get(json_object_get(b, "first_mismatches"), 0);
 
-                                if (json_integer_value(json_object_get(b, "mismatches")) <= 0)
+                                long long wrong = json_integer_value(json_object_get(b, "mismatches")) +
+                                                  json_integer_value(json_object_get(b, "nan_inf_mismatches"));
+
+                                if (wrong <= 0)
                                         continue;
-                                fprintf(f, "; %s: %lld of %lld wrong (max abs ", str(b, "name"),
-                                        (long long)json_integer_value(json_object_get(b, "mismatches")),
+                                fprintf(f, "; %s: %lld of %lld wrong (", str(b, "name"), wrong,
                                         (long long)json_integer_value(json_object_get(b, "count")));
+                                if (json_integer_value(json_object_get(b, "nan_inf_mismatches")) > 0)
+                                        fprintf(f, "%lld NaN/Inf, ",
+                                                (long long)json_integer_value(json_object_get(b, "nan_inf_mismatches")));
+                                fprintf(f, "max abs ");
                                 print_number(f, json_object_get(b, "max_abs"));
                                 fputc(')', f);
                                 if (m) {

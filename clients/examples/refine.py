@@ -121,7 +121,8 @@ class ScriptedPolicy:
         if v == "incorrect":
             for shape in res.correctness.shapes if res.correctness else []:
                 for b in shape.buffers:
-                    if b.first_mismatches and b.mismatches == 1 and b.first_mismatches[0].index == b.count - 1:
+                    wrong = (b.mismatches or 0) + (b.nan_inf_mismatches or 0)   # value and NaN/Inf disagreements
+                    if b.first_mismatches and wrong == 1 and b.first_mismatches[0].index == b.count - 1:
                         if self.off_by_one:
                             self.off_by_one = False
                             return self._say(f"shape '{shape.shape}': only the last element ({b.count - 1}) "

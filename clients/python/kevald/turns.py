@@ -74,11 +74,13 @@ def feedback_message(x, log_lines=LOG_LINES, mismatches=MISMATCHES):
                 if getattr(sh, flag) is False:
                     bits.append(msg)
             for b in sh.buffers:
-                if not b.mismatches:
+                wrong = (b.mismatches or 0) + (b.nan_inf_mismatches or 0)
+                if not wrong:
                     continue
                 firsts = "; ".join(f"[{m.index}] got {_fmt(m.got)} want {_fmt(m.want)}"
                                    for m in b.first_mismatches[:mismatches])
-                bits.append(f"{b.name}: {b.mismatches} of {b.count} elements wrong (max abs error "
+                nan = f", {b.nan_inf_mismatches} of them NaN/Inf disagreements" if b.nan_inf_mismatches else ""
+                bits.append(f"{b.name}: {wrong} of {b.count} elements wrong{nan} (max abs error "
                             f"{_fmt(b.max_abs)}); first: {firsts}")
             out.append(f"Shape '{sh.shape}' failed: " + ("; ".join(bits) if bits else "mismatch") + ".")
     t = res.timing

@@ -280,3 +280,49 @@ def test_http_timeout(answer):
     finally:
         srv.close()
     assert kv("http://127.0.0.1:9", "tasks", env={"KEVALD_HTTP_TIMEOUT": "0"}).returncode == EX_USAGE
+
+
+FULL_RESULTS = {
+    "incorrect": ({"verdict": "incorrect", "compile": {"ok": True, "compile_ms": 12.5, "kernels": [
+                       {"name": "relu", "registers": 10, "shared_static": 0, "local": 0}]},
+                   "correctness": {"passed": False, "shapes": [
+                       {"shape": "default", "passed": True, "trials": 2},
+                       {"shape": "tiny", "passed": False, "trials": 1, "buffers": [
+                           {"name": "y", "mismatches": 0, "nan_inf_mismatches": 1, "count": 99, "max_abs": None,
+                            "first_mismatches": [{"index": 98, "got": "nan", "want": 0.75}]}]}]},
+                   "error": {"kind": "mismatch", "shape": "tiny", "message": "1 NaN/Inf disagreement"},
+                   "feedback": "Wrong on shape tiny."}, 1,
+                  ["correctness: FAILED", "default    passed (2 trials)",
+                   "tiny       FAILED (1 trials); y: 1 of 99 wrong (1 NaN/Inf, max abs null), first [98] got nan want 0.75",
+                   "error: mismatch: 1 NaN/Inf disagreement (shape tiny)", "feedback: Wrong on shape tiny."]),
+    "correct": ({"verdict": "correct", "reward_fields": {"compiled": True, "correct": True, "speedup": 1.83},
+                 "correctness": {"passed": True, "shapes": [{"shape": "default", "passed": True, "trials": 3}]},
+                 "timing": {"speedup": 1.83, "shapes": [{"shape": "default", "speedup": 1.83,
+                            "candidate": {"median_ms": 0.0123}, "reference": {"median_ms": 0.0225},
+                            "roofline": {"suspicious": False}}]},
+                 "feedback": "Correct; 1.83x."}, 0,
+                ["correctness: passed", "timing: 1.83x the reference's speed",
+                 "default    0.0123 ms vs 0.0225 ms reference (1.83x)"]),
+    "runtime_error": ({"verdict": "runtime_error", "error": {"kind": "cuda", "name": "CUDA_ERROR_ILLEGAL_ADDRESS",
+                       "message": "an illegal memory access", "shape": "default", "phase": "correctness",
+                       "trial": 0, "launch": 0, "kernel": "relu"}}, 3,
+                      ["error: cuda CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access (shape default, "
+                       "phase correctness, trial 0, launch 0, kernel relu)"]),
+}
+
+
+@pytest.mark.parametrize("verdict", sorted(FULL_RESULTS))
+def test_summary_of_full_results(verdict):
+    result, code, lines = FULL_RESULTS[verdict]
+    body = json.dumps({"id": 11, "state": "done", "verdict": verdict, "task": "l1_19_relu", "mode": "full",
+                       "speedup": result.get("reward_fields", {}).get("speedup"), "result": result}).encode()
+    srv = Scripted([b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body),
+                    body])
+    try:
+        p = kv(srv.url, "status", "11")
+        assert p.returncode == code, (p.stdout, p.stderr)
+        assert p.stdout.startswith(f"submission 11: {verdict}  [task l1_19_relu, mode full")
+        for line in lines:
+            assert line in p.stdout, (line, p.stdout)
+    finally:
+        srv.close()

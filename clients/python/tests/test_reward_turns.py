@@ -79,6 +79,11 @@ def test_feedback_messages():
     m = turns.feedback_message(CORRECT)
     assert "Speedup 1.83x" in m and "0.0123 ms vs reference 0.0225 ms" in m and "occupancy 1.0" in m
     assert turns.feedback_message({"id": 4, "state": "queued"}).startswith("Verdict: pending")
+    nan = res("incorrect", correctness={"passed": False, "shapes": [{"shape": "small", "passed": False, "buffers": [
+        {"name": "y", "mismatches": 0, "nan_inf_mismatches": 1, "count": 50,
+         "first_mismatches": [{"index": 49, "got": "nan", "want": 1.5}]}]}]})
+    m = turns.feedback_message(nan)
+    assert "y: 1 of 50 elements wrong, 1 of them NaN/Inf disagreements" in m and "[49] got nan want 1.5" in m
 
 
 def test_link_tags():
