@@ -326,3 +326,35 @@ def test_summary_of_full_results(verdict):
             assert line in p.stdout, (line, p.stdout)
     finally:
         srv.close()
+
+
+def test_wait_spinner_on_a_terminal(server, src):
+    """On a terminal, a long wait shows a spinner line with the state and elapsed time on stderr."""
+    import pty
+    p = kv(server.url, "submit", src(RELU), "--task", "l1_19_relu")
+    sid = int(p.stdout.split()[1])
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen([str(KEVALD), "wait", str(sid), "--timeout", "3", "--server", server.url],
+                                stdout=subprocess.PIPE, stderr=slave, text=True)
+        out, _ = proc.communicate(timeout=60 * SLOW)
+        os.close(slave)
+        slave = None
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        if slave is not None:
+            os.close(slave)
+        os.close(master)
+    assert proc.returncode == EX_TEMPFAIL
+    text = seen.decode(errors="replace")
+    assert f"waiting for submission {sid}: compiled" in text or f"waiting for submission {sid}: queued" in text, text
+    assert "\r" in text and " s\x1b[K" in text
+    assert "not done yet" in out
