@@ -1,0 +1,20 @@
+// Reference for KernelBench level 2 problem 40_Matmul_Scaling_ResidualAdd.
+// The GEMM (nn.Linear: x @ W^T + b) is a cuBLAS SGEMM library step of the plan
+// with TF32 off, as PyTorch eager calls it; this file holds the epilogue:
+// v = v * 0.5 + v (the model scales a copy by 0.5 and adds the unscaled GEMM output back).
+// PyTorch eager runs one kernel per op; fp32 elementwise math, reductions
+// accumulated in double in a fixed order.
+
+#define THREADS 256
+
+extern "C" __global__ void epilogue_ref(float* __restrict__ y, const float* __restrict__ b, unsigned long long total, int N)
+{
+        unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+             i < total; i += stride) {
+                int j = (int)(i % (unsigned long long)N);
+                float v = y[i] + b[j];
+                v = v * 0.5f + v;
+                y[i] = v;
+        }
+}
