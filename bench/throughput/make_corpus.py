@@ -278,12 +278,18 @@ def gen_dimreduce(task, kind, category, rng):
         v = rng.choice(["naive", "unroll4", "twice"])
         src = body(unroll=4 if v == "unroll4" else None, twice=(v == "twice"))
     elif category == "incorrect":
-        v = "off_by_one"
-        src = body(end="D1 - 1")
         if op in ("sum", "mean"):
+            # one term missing: off by about one standard deviation
             v = rng.choice(["skip_first", "off_by_one"])
-            if v == "skip_first":
-                src = body(start="1")
+            src = body(start="1") if v == "skip_first" else body(end="D1 - 1")
+        else:
+            # (an off-by-one range would often still find the same extremum)
+            v = rng.choice(["half_range", "wrong_comparison"])
+            if v == "half_range":
+                src = body(end="D1 / 2")
+            else:
+                op = {"max": "min", "min": "max", "argmax": "argmin", "argmin": "argmax"}[op]
+                src = body()
     elif category == "runtime_error":
         v = rng.choice(["oob_far_read", "trap"])
         if v == "oob_far_read":
