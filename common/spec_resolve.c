@@ -352,8 +352,14 @@ int spec_resolve(const Task *task, json_t *submission, json_t *cand_compile, jso
         if (!job || !shapes)
                 goto out;
         for (size_t s = 0; s < task->nshapes; s++) {
-                json_t *side;
+                json_t *side, *only = json_object_get(submission, "shapes");
                 int64_t x;
+                bool wanted = !only;
+
+                for (size_t k = 0; k < json_array_size(only); k++)
+                        wanted |= strcmp(json_string_value(json_array_get(only, k)), task->shape_names[s]) == 0;
+                if (!wanted)
+                        continue;
 
                 shape = json_pack("{s:s, s:O}", "name", task->shape_names[s], "params",
                                   task->shape_params[s]);

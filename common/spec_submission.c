@@ -122,6 +122,43 @@ static int parse_tags(json_t *doc, json_t **ret, SpecError *err)
         return *ret ? 0 : -ENOMEM;
 }
 
+/*
+ * "shapes": evaluate only these shape sets of the task (by name, each once,
+ * at least one), e.g. the small ones for fast RL scoring. Absent: all.
+ */
+static int parse_shapes(json_t *doc, const Task *task, json_t **ret, SpecError *err)
+{
+        json_t *list = json_object_get(doc, "shapes"), *v;
+        char p[JSONUTIL_PTR_BYTES];
+        size_t i, k;
+
+        if (!list)
+                return 0;
+        if (!task)
+                return jsonutil_fail(err, "/shapes", "'shapes' selects shape sets of a task; there is no task");
+        if (!json_is_array(list) || json_array_size(list) == 0 || json_array_size(list) > task->nshapes)
+                return jsonutil_fail(err, "/shapes", "'shapes' must be a list of 1 to %zu shape set names",
+                                     task->nshapes);
+        json_array_foreach(list, i, v) {
+                bool known = false;
+                snprintf(p, sizeof(p), "/shapes/%zu", i);
+                if (!json_is_string(v))
+                        return jsonutil_fail(err, p, "a shape set name must be a string, not %s",
+                                             jsonutil_type_name(v));
+                for (k = 0; k < task->nshapes; k++)
+                        known |= strcmp(task->shape_names[k], json_string_value(v)) == 0;
+                if (!known)
+                        return jsonutil_fail(err, p, "task '%s' has no shape set '%.100s'", task->name,
+                                             json_string_value(v));
+                for (k = 0; k < i; k++)
+                        if (strcmp(json_string_value(json_array_get(list, k)), json_string_value(v)) == 0)
+                                return jsonutil_fail(err, p, "shape set '%.100s' is listed twice",
+                                                     json_string_value(v));
+        }
+        *ret = json_incref(list);
+        return 0;
+}
+
 /**
  * spec_submission_validate() - check a submission and normalize it
  * @doc:      the submission object; borrowed
@@ -139,10 +176,10 @@ int spec_submission_validate(json_t *doc, const Task *task, json_t **ret_norm, S
 {
         static const char *const fields[] = { "task", "task_spec", "language", "source", "plan",
                                               "scratch", "options", "name_expressions", "mode",
-                                              "timing", "priority", "tags", NULL };
+                                              "timing", "priority", "tags", "shapes", NULL };
         const char *name = NULL, *source = NULL;
         json_t *norm = NULL, *options = NULL, *names = NULL, *timing = NULL, *tags = NULL,
-               *scratch = NULL, *plan = NULL;
+               *scratch = NULL, *plan = NULL, *shapes = NULL;
         int lang = 0, mode = 0, prio = 0, r;
         bool has_spec;
 
@@ -202,7 +239,8 @@ int spec_submission_validate(json_t *doc, const Task *task, json_t **ret_norm, S
                                   "name expressions apply to CUDA C++, not PTX");
                 goto out;
         }
-        if ((r = parse_timing(doc, &timing, err)) || (r = parse_tags(doc, &tags, err)))
+        if ((r = parse_timing(doc, &timing, err)) || (r = parse_tags(doc, &tags, err)) ||
+            (r = parse_shapes(doc, task, &shapes, err)))
                 goto out;
         if (task) {
                 if ((r = spec_scratch_validate(task, json_object_get(doc, "scratch"), "/scratch",
@@ -238,6 +276,8 @@ int spec_submission_validate(json_t *doc, const Task *task, json_t **ret_norm, S
                 json_object_set(norm, "scratch", scratch);
         if (plan)
                 json_object_set(norm, "plan", plan);
+        if (shapes)
+                json_object_set(norm, "shapes", shapes);
         *ret_norm = norm;
         norm = NULL;
         r = 0;
@@ -249,6 +289,7 @@ out:
         json_decref(tags);
         json_decref(scratch);
         json_decref(plan);
+        json_decref(shapes);
         return r;
 }
 

@@ -767,6 +767,48 @@ out:
         spec_task_free(task);
 }
 
+/* "shapes" selects shape sets: validated by name, and only those are resolved. */
+static void test_shape_selection(void)
+{
+        Task *task = load_task("elementwise/vadd.json");
+        SpecError err = { { 0 }, { 0 } };
+        json_t *doc, *norm = NULL, *job = NULL;
+        static const struct { const char *shapes, *pointer; } bad[] = {
+                { "[]", "/shapes" },
+                { "\"odd\"", "/shapes" },
+                { "[\"odd\", \"nope\"]", "/shapes/1" },
+                { "[\"odd\", \"odd\"]", "/shapes/1" },
+                { "[3]", "/shapes/0" },
+        };
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                doc = vadd_submission();
+                set_ptr(doc, "/shapes", js(bad[i].shapes));
+                memset(&err, 0, sizeof(err));
+                CHECK(spec_submission_validate(doc, task, &norm, &err) == SPEC_E_INVALID);
+                CHECK_STR(err.pointer, bad[i].pointer);
+                json_decref(doc);
+        }
+        doc = vadd_submission();
+        set_ptr(doc, "/shapes", js("[\"odd\"]"));
+        CHECK(spec_submission_validate(doc, task, &norm, &err) == 0);
+        CHECK(spec_resolve(task, norm, NULL, NULL, 1, 1, &job, &err) == 0);
+        CHECK(json_array_size(json_object_get(job, "shapes")) == 1);
+        CHECK_STR(jstr(job, "/shapes/0/name"), "odd");
+        json_decref(job);
+        json_decref(norm);
+        json_decref(doc);
+        /* without "shapes": every shape set */
+        doc = vadd_submission();
+        CHECK(spec_submission_validate(doc, task, &norm, &err) == 0);
+        CHECK(spec_resolve(task, norm, NULL, NULL, 1, 1, &job, &err) == 0);
+        CHECK(json_array_size(json_object_get(job, "shapes")) == 2);
+        json_decref(job);
+        json_decref(norm);
+        json_decref(doc);
+        spec_task_free(task);
+}
+
 static void test_resolve_others(void)
 {
         SpecError err = { { 0 }, { 0 } };
@@ -1064,6 +1106,7 @@ int main(void)
         test_check_plan();
         test_resolve();
         test_resolve_others();
+        test_shape_selection();
         test_schemas();
         test_mutations();
         if (failures) {

@@ -49,6 +49,7 @@ static void usage(FILE *f)
                 "  --name-expression E    a template instantiation to compile (repeatable)\n"
                 "  --timing fast|precise|JSON  timing budget (default: the server default)\n"
                 "  --seed HEX             reproduce a result: use this seed instead of a fresh one\n"
+                "  --shapes A,B           evaluate only these shape sets of the task\n"
                 "  --gpus auto|none|LIST  GPUs to use (default auto)\n"
                 "  --libexec DIR          where kevald-compile and kevald-gpu are\n"
                 "  --no-sandbox           run the workers unconfined (benchmarks only)\n"
@@ -252,7 +253,7 @@ int cmd_eval(int argc, char **argv)
                 { "gpus", required_argument, NULL, 'g' },        { "libexec", required_argument, NULL, 'L' },
                 { "no-sandbox", no_argument, NULL, 'N' },        { "timeout", required_argument, NULL, 'O' },
                 { "submission", no_argument, NULL, 'P' },        { "log-level", required_argument, NULL, 'v' },
-                { "dump", required_argument, NULL, 'D' },        { "help", no_argument, NULL, 'h' },
+                { "dump", required_argument, NULL, 'D' },        { "shapes", required_argument, NULL, 'Z' },        { "help", no_argument, NULL, 'h' },
                 { 0, 0, 0, 0 },
         };
         const char *task_arg = NULL, *tasks_dir = paths_default_tasks_dir(), *source_path = NULL;
@@ -305,6 +306,15 @@ int cmd_eval(int argc, char **argv)
                 case 'O': timeout_s = atof(optarg); break;
                 case 'P': whole = true; break;
                 case 'D': dump_dir = optarg; break;
+                case 'Z': {
+                        json_t *list = json_array();
+                        char *copy = strdup(optarg), *save = NULL;
+                        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+                                json_array_append_new(list, json_string(t));
+                        free(copy);
+                        json_object_set_new(sub, "shapes", list);
+                        break;
+                }
                 case 'v': {
                         LogLevel lvl;
                         if (log_level_parse(optarg, &lvl) == 0)
