@@ -7,6 +7,8 @@ kernel (ReLU over 1M floats) the way PyTorch-extension harnesses
                fresh build directory under /tmp per source), run, compare with
                torch.relu, time 100 launches with CUDA events (KernelBench's
                default trial count), in this process.
+  cupy:        cupy.RawKernel (NVRTC in the harness process, no isolation),
+               the same checks and 100 event-timed launches.
   kevald eval: `kevald eval --task FILE --source F --plan P` per source (a
                fresh supervisor, compile worker and GPU worker each time).
   kevald HTTP: one server (started here with --kevald, or --server URL), all N
@@ -169,6 +171,61 @@ def run_load_inline(n, deadline_s, build_root):
     return per, rows
 
 
+# ---------------------------------------------------------------- cupy RawKernel (NVRTC in-process)
+
+CUPY_SRC = r'''// cupy side, version %(tag)s
+extern "C" __global__ void relu(const float* __restrict__ x, float* __restrict__ y, unsigned long long n)
+{
+        unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) {
+                float v = x[i] * %(one)s;
+                y[i] = v > 0.0f ? v : 0.0f;
+        }
+}
+'''
+
+
+def run_cupy(n, cache_dir):
+    """The lightest in-process harness: NVRTC through cupy, same checks and timing."""
+    os.environ["CUPY_CACHE_DIR"] = cache_dir  # fresh: no on-disk kernel cache hits
+    import cupy as cp
+    x = cp.random.standard_normal(B * D, dtype=cp.float32)
+    per = []
+    rows = []
+    grid = ((B * D + 255) // 256,)
+    for k in range(n):
+        t0 = time.time()
+        kern = cp.RawKernel(CUPY_SRC % {"tag": "%d-%d" % (os.getpid(), k), "one": one_constant(k)}, "relu")
+        kern.compile()
+        t1 = time.time()
+        ok = True
+        for trial in range(6):
+            xi = x if trial == 5 else cp.random.standard_normal(B * D, dtype=cp.float32)
+            y = cp.empty_like(xi)
+            kern(grid, (256,), (xi, y, cp.uint64(B * D)))
+            if not bool(cp.allclose(y, cp.maximum(xi, 0), atol=1e-4, rtol=1e-4)):
+                ok = False
+        cp.cuda.Device().synchronize()
+        t2 = time.time()
+        y = cp.empty_like(x)
+        for _ in range(3):
+            kern(grid, (256,), (x, y, cp.uint64(B * D)))
+        times = []
+        for _ in range(100):
+            a = cp.cuda.Event()
+            b = cp.cuda.Event()
+            a.record()
+            kern(grid, (256,), (x, y, cp.uint64(B * D)))
+            b.record()
+            b.synchronize()
+            times.append(cp.cuda.get_elapsed_time(a, b))
+        t3 = time.time()
+        rows.append({"k": k, "compile_s": round(t1 - t0, 4), "total_s": round(t3 - t0, 4), "correct": ok,
+                     "median_ms": round(statistics.median(times), 5)})
+        per.append(t3 - t0)
+    return per, rows
+
+
 # ---------------------------------------------------------------- kevald
 
 def run_kevald_eval(kevald, n, workdir, task_file, extra, timing):
@@ -284,9 +341,21 @@ def main():
                 print("load_inline: MISSING " + ", ".join(missing), file=sys.stderr)
             else:
                 os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 4))
-                per, rows = run_load_inline(a.n, a.deadline, os.path.join(work, "torch_ext"))
-                rep["load_inline"] = {"n": len(per), "s_per_eval": round(statistics.mean(per), 3),
-                                      "median_s": round(statistics.median(per), 3), "rows": rows}
+                try:
+                    per, rows = run_load_inline(a.n, a.deadline, os.path.join(work, "torch_ext"))
+                    rep["load_inline"] = {"n": len(per), "s_per_eval": round(statistics.mean(per), 3),
+                                          "median_s": round(statistics.median(per), 3), "rows": rows}
+                except Exception as e:  # noqa: BLE001 (a toolchain mismatch, a build failure: say so)
+                    rep["load_inline"] = {"skipped": "load_inline failed: %s" % str(e)[-1500:]}
+                    print("load_inline FAILED: %s" % str(e)[-3000:], file=sys.stderr)
+        # cupy RawKernel
+        if not a.skip_load_inline:
+            try:
+                per, rows = run_cupy(a.n, os.path.join(work, "cupy_cache"))
+                rep["cupy_rawkernel"] = {"n": len(per), "s_per_eval": round(statistics.mean(per), 4),
+                                         "median_s": round(statistics.median(per), 4), "rows": rows}
+            except Exception as e:  # noqa: BLE001
+                rep["cupy_rawkernel"] = {"skipped": "cupy: %s" % str(e)[-500:]}
         # kevald eval
         timing_arg = timing if timing in ("fast", "precise") else timing
         if a.kevald:
@@ -330,6 +399,12 @@ def main():
         print("| torch load_inline + 5 correctness checks + 100 event-timed runs | %.3f | 1.0× |" % li)
     else:
         print("| torch load_inline | %s | - |" % rep.get("load_inline", {}).get("skipped", "-"))
+    cr = rep.get("cupy_rawkernel")
+    if cr and "s_per_eval" in cr:
+        print("| cupy RawKernel (NVRTC in-process, same checks and 100 timed runs; no sandbox, no isolation) | %.4f | %s |" % (
+            cr["s_per_eval"], ("%.1f× faster" % (li / cr["s_per_eval"])) if li else "-"))
+    elif cr:
+        print("| cupy RawKernel | %s | - |" % cr["skipped"])
     for key, label in (("kevald_eval", "`kevald eval` (fresh workers per call)"),
                        ("kevald_http", "kevald HTTP, one batch of N")):
         r = rep.get(key)

@@ -242,6 +242,7 @@ def summarize_corpus(items, results, submit_t, done_t, t0, t_submitted, t1, mode
     compile_ms = []
     unfinished = 0
     per_gpu = {}
+    by_verdict = {}
     for it, r, ts_, td in zip(items, results, submit_t, done_t):
         if r is None:
             unfinished += 1
@@ -261,6 +262,13 @@ def summarize_corpus(items, results, submit_t, done_t, t0, t_submitted, t1, mode
             gpu_busy += gb
         if isinstance(gw, (int, float)):
             gpu_wall += gw
+        bv = by_verdict.setdefault(v, {"n": 0, "with_wall_ms": 0, "wall_ms": 0.0, "gpu_busy_ms": 0.0})
+        bv["n"] += 1
+        if isinstance(gw, (int, float)):
+            bv["with_wall_ms"] += 1
+            bv["wall_ms"] += gw
+        if isinstance(gb, (int, float)):
+            bv["gpu_busy_ms"] += gb
         g = (res.get("gpu") or {}).get("index")
         if g is not None:
             per_gpu[g] = per_gpu.get(g, 0) + 1
@@ -289,6 +297,9 @@ def summarize_corpus(items, results, submit_t, done_t, t0, t_submitted, t1, mode
         "gpu_busy_ms_sum": round(gpu_busy, 1),
         "gpu_wall_ms_sum": round(gpu_wall, 1),
         "jobs_per_gpu": {str(k): v for k, v in sorted(per_gpu.items())},
+        "gpu_worker_time_by_verdict": {k: {"n": v["n"], "with_wall_ms": v["with_wall_ms"],
+                                           "wall_ms": round(v["wall_ms"], 1), "gpu_busy_ms": round(v["gpu_busy_ms"], 1)}
+                                       for k, v in by_verdict.items()},
         "latency_s": {"p50": pct(lat, 50), "p90": pct(lat, 90), "p99": pct(lat, 99), "max": max(lat) if lat else None},
         "latency_server_s": {"p50": pct(lat_server, 50), "p99": pct(lat_server, 99)},
         "compile_ms_uncached": {"n": len(compile_ms), "p50": pct(compile_ms, 50), "p99": pct(compile_ms, 99)},
@@ -379,6 +390,10 @@ def markdown(rep):
         lines.append("| **GPU busy** = sum(gpu_busy_ms) / (wall × GPUs) | **%s%%** |" % fmt(rep.get("gpu_busy_pct")))
         lines.append("| worker occupied = sum(wall_ms) / (wall × GPUs) | %s%% |" % fmt(rep.get("gpu_occupied_pct")))
         lines.append("| jobs per GPU | %s |" % json.dumps(c["jobs_per_gpu"]))
+        lines.append("| GPU worker time by verdict: Σ wall_ms (jobs reporting it / all) | %s |" % "; ".join(
+            "%s %.1f s (%d/%d)" % (k, v["wall_ms"] / 1000.0, v["with_wall_ms"], v["n"])
+            for k, v in sorted(c["gpu_worker_time_by_verdict"].items(), key=lambda kv: -kv[1]["wall_ms"])
+            if v["with_wall_ms"]))
         lines.append("| timing precision achieved, p50 / max | %s / %s |" % (
             fmt(c["timing_precision"]["p50"], 4), fmt(c["timing_precision"]["max"], 4)))
     lines.append("| end-to-end latency per submission p50 / p90 / p99 | %s / %s / %s s |" % (
