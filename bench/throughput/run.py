@@ -125,7 +125,8 @@ def wait_ready(api, need_gpu, timeout_s=120):
         try:
             code, body = api.call("GET", "/readyz", timeout=10)
             last = body
-            if code == 200 and (not need_gpu or (body or {}).get("gpus_available", 0) > 0):
+            n_avail = (body or {}).get("gpus_available", 0) or 0
+            if code == 200 and (not need_gpu or (n_avail > 0 and n_avail >= len((body or {}).get("gpus") or []))):
                 return body
         except OSError as e:
             last = str(e)
@@ -284,6 +285,14 @@ def summarize_corpus(items, results, submit_t, done_t, t0, t_submitted, t1, mode
             if isinstance(p, (int, float)):
                 precisions.append(p)
     done = len(items) - unfinished
+    # steady state: the rate between the 10th and the 90th percentile of completions
+    # (no ramp-up, no tail of a last slow job)
+    dts = sorted(t for t in done_t if t is not None)
+    steady = None
+    if len(dts) >= 20:
+        a_, b_ = int(len(dts) * 0.1), int(len(dts) * 0.9)
+        if dts[b_] > dts[a_]:
+            steady = round((b_ - a_) / (dts[b_] - dts[a_]) * 60.0, 1)
     out = {
         "submissions": len(items),
         "finished": done,
@@ -291,6 +300,7 @@ def summarize_corpus(items, results, submit_t, done_t, t0, t_submitted, t1, mode
         "wall_s": round(wall, 3),
         "submit_s": round(t_submitted - t0, 3),
         "evals_per_min": round(done / wall * 60.0, 1) if wall > 0 else None,
+        "evals_per_min_steady": steady,
         "verdicts": dict(sorted(verdicts.items(), key=lambda kv: -kv[1])),
         "verdict_as_expected": matched,
         "verdict_unexpected": mism,
@@ -384,11 +394,14 @@ def markdown(rep):
     lines.append("| finished / unfinished | %d / %d |" % (c["finished"], c["unfinished"]))
     lines.append("| wall clock, first submit to last result | %.1f s |" % c["wall_s"])
     lines.append("| **evaluations per minute** | **%s** (%s per GPU) |" % (fmt(c["evals_per_min"]), fmt(rep.get("evals_per_min_per_gpu"))))
+    lines.append("| evaluations per minute, steady state (10th to 90th percentile of completions) | %s |" % fmt(c.get("evals_per_min_steady")))
     lines.append("| verdicts | %s |" % ", ".join("%s %d" % kv for kv in c["verdicts"].items()))
     lines.append("| verdict as generated | %d / %d |" % (c["verdict_as_expected"], c["finished"]))
     if rep["mode"] != "compile":
         lines.append("| **GPU busy** = sum(gpu_busy_ms) / (wall × GPUs) | **%s%%** |" % fmt(rep.get("gpu_busy_pct")))
         lines.append("| worker occupied = sum(wall_ms) / (wall × GPUs) | %s%% |" % fmt(rep.get("gpu_occupied_pct")))
+        lines.append("| dispatcher's GPU busy (workers[].busy_s) / (wall × GPUs); GPU worker restarts | %s%%; %s |" % (
+            fmt(rep.get("dispatcher_busy_pct")), fmt(rep.get("gpu_worker_restarts"))))
         lines.append("| jobs per GPU | %s |" % json.dumps(c["jobs_per_gpu"]))
         lines.append("| GPU worker time by verdict: Σ wall_ms (jobs reporting it / all) | %s |" % "; ".join(
             "%s %.1f s (%d/%d)" % (k, v["wall_ms"] / 1000.0, v["with_wall_ms"], v["n"])
@@ -483,6 +496,7 @@ def main():
         if args.shapes == "small":
             specs = inline_tasks(api, {it["task"] for it in items} | ({"l1_19_relu"} if args.latency else set()))
         subs = prepare(items, args, specs)
+        gpu_before = {g.get("index"): g for g in gpus if isinstance(g, dict)}
         print("submitting %d kernels in batches of %d ..." % (len(subs), args.batch), file=sys.stderr)
         results, submit_t, done_t, t0, t_sub, t1 = run_corpus(api, subs, items, args)
         c = summarize_corpus(items, results, submit_t, done_t, t0, t_sub, t1, args.mode)
@@ -494,6 +508,19 @@ def main():
             rep["evals_per_min_per_gpu"] = round(c["evals_per_min"] / ngpu, 1)
             rep["gpu_busy_pct"] = round(100.0 * c["gpu_busy_ms_sum"] / (c["wall_s"] * 1000.0 * ngpu), 1)
             rep["gpu_occupied_pct"] = round(100.0 * c["gpu_wall_ms_sum"] / (c["wall_s"] * 1000.0 * ngpu), 1)
+        # the dispatcher's own view: busy seconds and restarts per GPU worker over the corpus run
+        code, after = api.call("GET", "/readyz", timeout=10)
+        if isinstance(after, dict) and after.get("gpus"):
+            busy = 0.0
+            restarts = 0
+            for g in after["gpus"]:
+                b = gpu_before.get(g.get("index"), {})
+                busy += (g.get("busy_s") or 0.0) - (b.get("busy_s") or 0.0)
+                restarts += (g.get("restarts") or 0) - (b.get("restarts") or 0)
+            rep["dispatcher_gpu_busy_s"] = round(busy, 2)
+            rep["gpu_worker_restarts"] = restarts
+            if ngpu and c["wall_s"] > 0:
+                rep["dispatcher_busy_pct"] = round(100.0 * busy / (c["wall_s"] * ngpu), 1)
         if args.latency and c["unfinished"]:
             print("latency probes skipped: the corpus did not finish, the server is not idle", file=sys.stderr)
         elif args.latency:

@@ -4,14 +4,14 @@
 # for). Target: >= 0.9x linear.
 # Usage (from the repository root, LD_LIBRARY_PATH already set):
 #   bash bench/throughput/scaling.sh            # OUT=/tmp/out, KEVALD_BUILD=build
-# Environment: KEVALD_BUILD, OUT, CORPUS_COUNT (default 1280: enough work that
-#   4 GPUs are busy for ~30 s), SHAPES (small|library, default small),
+# Environment: KEVALD_BUILD, OUT, CORPUS_COUNT (default 2000: enough work that
+#   4 GPUs are busy for ~50 s at the target rate), SHAPES (small|library, default small),
 #   DEADLINE (seconds per run, default 240).
 set -u
 cd "$(dirname "$0")/../.."
 KEVALD_BUILD=${KEVALD_BUILD:-build}
 OUT=${OUT:-/tmp/out}
-CORPUS_COUNT=${CORPUS_COUNT:-1280}
+CORPUS_COUNT=${CORPUS_COUNT:-2000}
 SHAPES=${SHAPES:-small}
 DEADLINE=${DEADLINE:-240}
 KEVALD=$KEVALD_BUILD/server/kevald
@@ -43,12 +43,15 @@ if not rows:
     print("no scaling results")
     sys.exit(1)
 base = rows[0][1]["corpus"]["evals_per_min"] if rows[0][0] == 1 else None
-print("| GPUs | evaluations/min | per GPU | vs linear | GPU busy | worker occupied | finished | wall s |")
-print("|---|---|---|---|---|---|---|---|")
+base_s = rows[0][1]["corpus"].get("evals_per_min_steady") if rows[0][0] == 1 else None
+print("| GPUs | evaluations/min | per GPU | vs linear | steady-state evals/min | vs linear | GPU busy | worker occupied | restarts | finished | wall s |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for n, r in rows:
     c = r["corpus"]
     eff = ("%.2f×" % (c["evals_per_min"] / (base * n))) if base else "-"
-    print("| %d | %.0f | %.0f | %s | %s%% | %s%% | %d/%d | %.1f |" % (
-        n, c["evals_per_min"], c["evals_per_min"] / n, eff, r.get("gpu_busy_pct"), r.get("gpu_occupied_pct"),
-        c["finished"], c["submissions"], c["wall_s"]))
+    st = c.get("evals_per_min_steady")
+    eff_s = ("%.2f×" % (st / (base_s * n))) if base_s and st else "-"
+    print("| %d | %.0f | %.0f | %s | %s | %s | %s%% | %s%% | %s | %d/%d | %.1f |" % (
+        n, c["evals_per_min"], c["evals_per_min"] / n, eff, st, eff_s, r.get("gpu_busy_pct"),
+        r.get("gpu_occupied_pct"), r.get("gpu_worker_restarts"), c["finished"], c["submissions"], c["wall_s"]))
 PY
