@@ -121,10 +121,14 @@ def candidate(task, expr, variant, k):
     return src, plan
 
 
-def build_rollout(client, tasks, count, mode, timing, run_id):
-    exprs = {}
+def build_rollout(client, tasks, count, mode, timing, run_id, shapes=None):
+    exprs, task_shapes = {}, {}
     for t in tasks:
-        e = formula(client.task(t))
+        doc = client.task(t)
+        e = formula(doc)
+        if shapes:
+            # Score on the task's small shape sets only (fast RL rewards).
+            task_shapes[t] = [s["name"] for s in doc.get("shapes", []) if s["name"] in shapes] or None
         if e is None:
             print(f"rollout: skipping {t}: its reference is not `float v = x[i]; y[i] = ...;`", file=sys.stderr)
             continue
@@ -141,6 +145,8 @@ def build_rollout(client, tasks, count, mode, timing, run_id):
                "tags": {"run_id": run_id, "step": 0, "sample": k, "labels": {"variant": variant}}}
         if timing and mode == "full":
             sub["timing"] = timing
+        if task_shapes.get(task):
+            sub["shapes"] = task_shapes[task]
         subs.append(sub)
         meta.append((task, variant))
     return subs, meta
@@ -190,6 +196,8 @@ def main(argv=None):
     ap.add_argument("--mode", choices=["compile", "full"], default="compile")
     ap.add_argument("--count", type=int, default=256, help="candidates in the rollout (default 256)")
     ap.add_argument("--tasks", default=",".join(DEFAULT_TASKS), help="comma-separated task names")
+    ap.add_argument("--shapes", default=None,
+                    help="comma-separated shape set names to score on (e.g. small,tiny); default: all")
     ap.add_argument("--timing", choices=["fast", "precise"], default="fast",
                     help="timing preset in full mode (default fast)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds to wait for the whole rollout")
@@ -211,7 +219,8 @@ def main(argv=None):
     tasks = [t for t in a.tasks.split(",") if t]
 
     with kevald.Client(a.server, token=a.token) as c:
-        subs, meta = build_rollout(c, tasks, a.count, a.mode, a.timing, run_id)
+        subs, meta = build_rollout(c, tasks, a.count, a.mode, a.timing, run_id,
+                                   a.shapes.split(",") if a.shapes else None)
         print(f"rollout {run_id}: {len(subs)} candidates over {len(set(t for t, _ in meta))} tasks, "
               f"{len(VARIANTS)} variants, mode {a.mode}, server {a.server}")
         t0 = time.monotonic()

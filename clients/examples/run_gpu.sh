@@ -58,7 +58,7 @@ timeout 240 python3 clients/examples/refine.py --mode $MODE | tee "$OUT/refine.t
 r=${PIPESTATUS[0]}; echo "refine exit $r"; [ "$r" = 0 ] || rc_all=1
 
 echo "== rollout.py --mode $MODE --count $COUNT"
-timeout 420 python3 clients/examples/rollout.py --mode $MODE --count "$COUNT" --timing fast --timeout 400 \
+timeout 420 python3 clients/examples/rollout.py --mode $MODE --count "$COUNT" --timing fast --timeout 400 ${SHAPES:+--shapes $SHAPES} \
         --no-progress | tee "$OUT/rollout.txt"
 r=${PIPESTATUS[0]}; echo "rollout exit $r"; [ "$r" = 0 ] || rc_all=1
 
