@@ -144,8 +144,11 @@ static void worker(After after)
         char arch[16];
         size_t n1, n2;
 
-        CHECK(sandbox_enter(SANDBOX_PROFILE_GPU, NULL, 0, &rep) == 0);
+        /* As in kevald-gpu, which links libcuda: the driver library is mapped
+         * before the sandbox (on some hosts it lives outside the granted
+         * library folders, e.g. /usr/local/nvidia/lib64). */
         CHECK(load_driver() == 0);
+        CHECK(sandbox_enter(SANDBOX_PROFILE_GPU, NULL, 0, &rep) == 0);
         CU(cu.Init(0));
         CU(cu.DeviceGet(&dev, 0));
         CU(cu.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));

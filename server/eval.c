@@ -467,7 +467,7 @@ int cmd_eval(int argc, char **argv)
         if (obj) {
                 json_t *res = json_object_get(obj, "result");
                 const char *verdict = json_string_value(json_object_get(obj, "verdict"));
-                json_dumpf(whole ? obj : res, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+                json_dumpf(whole ? obj : res, stdout, JSON_INDENT(2));
                 fputc('\n', stdout);
                 rc = verdict && (strcmp(verdict, "correct") == 0 || strcmp(verdict, "compiled") == 0) ? 0 : 1;
                 if (dump_dir && !source_path)

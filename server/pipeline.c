@@ -119,6 +119,15 @@ static void first_error_line(const char *log, char *out, size_t outlen)
         out[n] = '\0';
 }
 
+/* A compared value: a number, or NaN/Inf, which JSON carries as strings. */
+static void value_text(json_t *v, char *out, size_t len)
+{
+        if (json_is_string(v))
+                snprintf(out, len, "%s", json_string_value(v));
+        else
+                snprintf(out, len, "%.9g", json_number_value(v));
+}
+
 static char *feedback_text(const char *verdict, json_t *result)
 {
         json_t *error = json_object_get(result, "error");
@@ -171,14 +180,17 @@ static char *feedback_text(const char *verdict, json_t *result)
                                         fm = json_array_get(list, 0);
                                         if (!shape)
                                                 shape = json_string_value(json_object_get(s, "shape"));
+                                        char got[32], want[32];
+                                        value_text(json_object_get(fm, "got"), got, sizeof(got));
+                                        value_text(json_object_get(fm, "want"), want, sizeof(want));
                                         snprintf(line, sizeof(line), "buffer '%s' index %" JSON_INTEGER_FORMAT
-                                                 ": got %.9g, expected %.9g (%" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT " elements mismatch)",
+                                                 ": got %s, expected %s (%" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
+                                                 " elements outside the tolerance, %" JSON_INTEGER_FORMAT " NaN/Inf disagreements)",
                                                  json_string_value(json_object_get(b, "name")),
-                                                 json_integer_value(json_object_get(fm, "index")),
-                                                 json_number_value(json_object_get(fm, "got")),
-                                                 json_number_value(json_object_get(fm, "want")),
+                                                 json_integer_value(json_object_get(fm, "index")), got, want,
                                                  json_integer_value(json_object_get(b, "mismatches")),
-                                                 json_integer_value(json_object_get(b, "count")));
+                                                 json_integer_value(json_object_get(b, "count")),
+                                                 json_integer_value(json_object_get(b, "nan_inf_mismatches")));
                                 }
                         }
                 }
@@ -209,7 +221,7 @@ json_t *pipeline_result(const char *task, const char *verdict, json_t *compile, 
                         json_t *error, uint64_t seed)
 {
         static const char *const from_gpu[] = { "correctness", "timing", "resources", "error", "gpu",
-                                                "gpu_busy_ms", "wall_ms" };
+                                                "gpu_busy_ms", "wall_ms", "cleanup" };
         json_t *res = json_object();
         json_t *timing;
         char seedhex[17];
