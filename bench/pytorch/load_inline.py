@@ -368,7 +368,8 @@ def main():
             pf = os.path.join(work, "port")
             log = open(os.path.join(work, "server.log"), "w")
             server = subprocess.Popen([a.kevald, "serve", "--listen", "127.0.0.1:0", "--db", os.path.join(work, "db"),
-                                       "--port-file", pf, "--gpus", a.gpus, "--log-level", "warn"],
+                                       "--port-file", pf, "--gpus", a.gpus, "--log-level", "warn",
+                                       "--tasks", a.tasks, "--shutdown-grace-s", "2"],
                                       stdout=log, stderr=subprocess.STDOUT)
             for _ in range(600):
                 if os.path.exists(pf) and open(pf).read().strip():

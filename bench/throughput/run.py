@@ -428,7 +428,9 @@ def main():
     g.add_argument("--server", help="base URL of a running server, e.g. http://127.0.0.1:8080")
     g.add_argument("--kevald", help="path of the kevald binary: start a server with a temporary database")
     ap.add_argument("--gpus", default="auto", help="with --kevald: --gpus for kevald serve (auto, none, 0,1,...)")
-    ap.add_argument("--tasks", help="with --kevald: the task library folder")
+    default_tasks = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tasks")
+    ap.add_argument("--tasks", default=os.path.normpath(default_tasks) if os.path.isdir(default_tasks) else None,
+                    help="with --kevald: the task library folder (default: this checkout's tasks/)")
     ap.add_argument("--serve-arg", action="append", default=[], help="with --kevald: extra kevald serve argument (repeatable)")
     ap.add_argument("--token", default=os.environ.get("KEVALD_TOKEN"), help="bearer token (default $KEVALD_TOKEN)")
     ap.add_argument("--corpus", default="corpus.json", help="corpus file from make_corpus.py")
