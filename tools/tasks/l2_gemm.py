@@ -275,7 +275,15 @@ def elementwise():
                      "v = fmaxf((v - 2.0f) * 1.5f, 0.0f);", std=6.0,
                      std_why="KernelBench's torch.rand inputs make t - 2.0 negative everywhere "
                      "and the output all zeros; std 6 gives t a std of ~3.5, so ~30% of the "
-                     "outputs are positive"))
+                     "outputs are positive",
+                     tol={"atol": 3e-4, "rtol": 1e-4},
+                     tol_note=("t has std ~3.5 (x is normal(0, 6), W fan_in-scaled); two correct "
+                               "fp32 GEMMs that accumulate in different orders differ by "
+                               "~6e-8*sqrt(K)*|t| (~2e-5 at K = 8192), 1.5x after the multiply; "
+                               "outputs near 0 have no relative slack, so atol is 3e-4 (a numpy "
+                               "fp32 GEMM stays below 0.1 of the tolerance at the default size, "
+                               "TF32 exceeds it 50x). ~70% of the outputs are 0: an all-zero "
+                               "output still fails on the rest.")))
     T.append(ew_task(12, "gemm_epilogue", "Linear, multiply, LeakyReLU",
                      "v = v * 2.0, then leaky_relu(v, negative_slope=0.1) (v if v > 0 else 0.1*v).",
                      "v = v * 2.0f;\nv = leaky_f(v, 0.1f);"))
