@@ -182,6 +182,8 @@ LIN = ("t = x @ W^T + b is the model's nn.Linear(K, N): x is [M, K], W is [N, K]
 LIN_NOBIAS = ("t = x @ W^T is the model's nn.Linear(K, N, bias=False): x is [M, K], W is [N, K] "
               "(PyTorch's layout); all tensors are row-major fp32.")
 FP32 = "Accumulate the GEMM in fp32 (or better); TF32 is not accurate enough."
+FP32_DAMPED = ("The reference's GEMM is fp32 (TF32 off); the reduction damps GEMM rounding, so "
+               "only the output tolerance matters.")
 REFNOTE = ("cuBLAS SGEMM with TF32 off (library step, as PyTorch eager calls nn.Linear), then a "
            "direct epilogue kernel (PyTorch eager runs a separate kernel per op)")
 GELU = "gelu(v) = 0.5*v*(1 + erf(v/sqrt(2))) (exact, PyTorch's default)"
@@ -341,7 +343,7 @@ def elementwise():
 
 def red_task(num, cat, title, kind, ops_desc, body, post="", *, std=1.0, std_why="",
              kname="in_features", nname="out_features", out_shape=("M", "1"), tol=None,
-             tol_note=None):
+             tol_note=None, damped=False):
     """Row reduction over the GEMM output (sum / logsumexp / softmax)."""
     p = problem(num)
     kernel = {"rowsum": "rowsum_ref", "lse": "logsumexp_ref", "softmax": "softmax_ref"}[kind]
@@ -368,7 +370,7 @@ def red_task(num, cat, title, kind, ops_desc, body, post="", *, std=1.0, std_why
         outd = "y is [%s]" % ", ".join(out_shape)
         ob = "M"
     desc = "%s Then, per row i: %s %s. %s %s" % (LIN, ops_desc, outd, xinit_desc(std, std_why),
-                                                  FP32)
+                                                  FP32_DAMPED if damped else FP32)
     return make_task2(num, cat, title, desc, gemm_params(), gemm_shapes(num, kname, nname),
                       bufs, src, plan, scratch_bufs=scr, tolerance=tol, tolerance_note=tol_note,
                       flops="2 * M * N * K", bytes_="4 * (M * K + N * K + N + %s)" % ob,
@@ -391,40 +393,47 @@ def reductions():
         56, "gemm_reduction", "Linear, sigmoid, sum", "rowsum",
         "y[i, 0] = sum over j of sigmoid(t[i, j]) with %s." % SIG,
         "v = sigmoid_f(v);", kname="input_size", nname="hidden_size",
-        tol={"atol": 1e-3, "rtol": 1e-5},
+        tol={"atol": 1e-3, "rtol": 1e-5}, damped=True,
         tol_note=("y ~ N/2 (16384 at N = 32768) and varies between rows by ~0.13*sqrt(N) (~24). "
                   "One fp32 ulp at 16384 is 2e-3; an fp32 tree or pairwise sum of N terms in any "
                   "order stays within ~1e-2 absolute, i.e. 1e-3 + 1e-5*|y| (0.17 at the default "
-                  "size); a constant (e.g. N/2) or a sum missing the bias fails.")))
+                  "size); a constant (e.g. N/2) or a sum missing the bias fails. The sum averages "
+                  "GEMM errors out: a TF32 GEMM stays within this tolerance (0.2 of it in a numpy "
+                  "simulation), which the task accepts.")))
     T.append(red_task(
         22, "gemm_reduction", "Linear, scale, residual add, clamp, LogSumExp, Mish", "lse",
         "v = t[i, j] * 2.0, v = v + v, clamp to [-10, 10], l = log(sum over j of exp(v)) "
         "(logsumexp over the row, keepdim), then y[i, 0] = l * mish(l) with %s." % MISH,
         "v = v * 2.0f;\nv = v + v;\nv = fminf(fmaxf(v, -10.0f), 10.0f);",
         "v = v * mish_f(v);", kname="input_size", nname="hidden_size",
-        tol={"atol": 1e-4, "rtol": 1e-4},
+        tol={"atol": 1e-5, "rtol": 1e-5},
         tol_note=("l ~ log(N) + O(1) (~10 at N = 8192), y ~ l^2 (~100). logsumexp's error is "
                   "at most the largest error of its inputs (4*2e-6 from the GEMM's order), and "
                   "d(l*mish(l))/dl ~ 2l amplifies it to ~2e-4 absolute at y ~ 100, i.e. ~2e-6 "
-                  "relative: rtol 1e-4 is safe. Skipping the clamp, the doubling or the mish "
-                  "changes y by far more.")))
+                  "relative, and PyTorch's fp32 logsumexp adds ~1e-6 to l: rtol 1e-5 keeps a ~5x "
+                  "margin (a numpy fp32 GEMM reaches 0.04 of the tolerance at the default size) "
+                  "while TF32 GEMM inputs exceed it ~2.6x. Skipping the clamp, the doubling or "
+                  "the mish changes y by far more.")))
     T.append(red_task(
         64, "gemm_reduction", "Linear, LogSumExp, LeakyReLU x2, GELU x2", "lse",
         "l = log(sum over j of exp(t[i, j])) (logsumexp over the row, keepdim), then "
         "leaky_relu(negative_slope=0.01) twice and %s twice: y[i, 0]." % GELU,
         "", "v = leaky_f(v, 0.01f);\nv = leaky_f(v, 0.01f);\nv = gelu_f(v);\nv = gelu_f(v);",
-        tol={"atol": 1e-4, "rtol": 1e-4},
+        tol={"atol": 1e-4, "rtol": 1e-4}, damped=True,
         tol_note=("y ~ log(N) (~9 at N = 8192); logsumexp's error is bounded by its inputs' "
                   "(~2e-6 from the GEMM's order) and the activations have slope <= 1.1 there: "
-                  "1e-4 abs + rel is safe, and any missing op or a constant fails.")))
+                  "1e-4 abs + rel is safe, and any missing op or a constant fails. logsumexp "
+                  "averages GEMM errors out, so a TF32 GEMM passes too (0.005 of the tolerance "
+                  "in a numpy simulation); the task accepts it.")))
     T.append(red_task(
         99, "gemm_reduction", "Linear, GELU, softmax", "softmax",
         "y[i, j] = softmax over j of gelu(t[i, j]) with %s" % GELU,
         "v = gelu_f(v);", std=2.0,
-        tol={"atol": 1e-9, "rtol": 1e-4},
+        tol={"atol": 1e-9, "rtol": 2e-4},
         tol_note=("Softmax outputs are ~1/N (1.2e-4 at N = 8192), so the check is relative: "
                   "a relative error of y equals the absolute error of gelu(t) minus that of the "
-                  "row's logsumexp (~1e-5 for any correct fp32 order), far inside rtol 1e-4; "
+                  "row's logsumexp (~2e-5 for any correct fp32 GEMM order at the default size, 0.1 of "
+                  "rtol 2e-4; TF32 exceeds it 8x); "
                   "atol 1e-9 only absorbs outputs that underflow. All zeros, a uniform 1/N, or "
                   "a softmax without the GELU fail.")))
     return T
@@ -459,15 +468,16 @@ def lse2_task():
             "[O]; all tensors row-major fp32, %s. y[i] = log(sum over j of exp(t[i, j])) "
             "(logsumexp over dim 1, not kept): y is [M]. x is normal(0, 1); weights and biases "
             "are uniform(-1, 1)/sqrt(fan_in) as PyTorch initializes nn.Linear (KernelBench's "
-            "inputs are torch.rand). %s" % (SIG, FP32))
+            "inputs are torch.rand). %s" % (SIG, FP32_DAMPED))
     return make_task2(
         num, "gemm_reduction", "Linear, sigmoid, Linear, LogSumExp", desc, params, shapes, bufs,
         src, plan, scratch_bufs=[scratch("h", "f32", "M * H"), scratch("t", "f32", "M * O")],
         tolerance={"atol": 1e-4, "rtol": 1e-4},
         tolerance_note=("y ~ log(O) + O(0.1) (~7 at O = 1024); its error is bounded by the "
                         "largest error of t (~1e-6 from two fp32 GEMM orders, sigmoid's slope "
-                        "<= 0.25 damps the first): 1e-4 is safe; TF32 in either GEMM, a missing "
-                        "bias or sigmoid fail."),
+                        "<= 0.25 damps the first): 1e-4 is safe; a missing bias or sigmoid fails. "
+                        "logsumexp averages GEMM errors out, so TF32 GEMMs pass too (0.008 of "
+                        "the tolerance in a numpy simulation); the task accepts them."),
         flops="2 * M * H * K + 2 * M * O * H",
         bytes_="4 * (M * K + H * K + H + O * H + O + M)", reference_note=(
             "two cuBLAS SGEMMs with TF32 off (library steps, as PyTorch eager calls "
