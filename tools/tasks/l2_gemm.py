@@ -283,8 +283,8 @@ def elementwise():
                                "fp32 GEMMs that accumulate in different orders differ by "
                                "~6e-8*sqrt(K)*|t| (~2e-5 at K = 8192), 1.5x after the multiply; "
                                "outputs near 0 have no relative slack, so atol is 3e-4 (a numpy "
-                               "fp32 GEMM stays below 0.1 of the tolerance at the default size, "
-                               "TF32 exceeds it 50x). ~70% of the outputs are 0: an all-zero "
+                               "fp32 GEMM reaches 0.15 of the tolerance at the default size, "
+                               "TF32 exceeds it ~20x). ~70% of the outputs are 0: an all-zero "
                                "output still fails on the rest.")))
     T.append(ew_task(12, "gemm_epilogue", "Linear, multiply, LeakyReLU",
                      "v = v * 2.0, then leaky_relu(v, negative_slope=0.1) (v if v > 0 else 0.1*v).",
@@ -411,8 +411,8 @@ def reductions():
                   "at most the largest error of its inputs (4*2e-6 from the GEMM's order), and "
                   "d(l*mish(l))/dl ~ 2l amplifies it to ~2e-4 absolute at y ~ 100, i.e. ~2e-6 "
                   "relative, and PyTorch's fp32 logsumexp adds ~1e-6 to l: rtol 1e-5 keeps a ~5x "
-                  "margin (a numpy fp32 GEMM reaches 0.04 of the tolerance at the default size) "
-                  "while TF32 GEMM inputs exceed it ~2.6x. Skipping the clamp, the doubling or "
+                  "margin (a numpy fp32 GEMM reaches 0.05 of the tolerance at the default size) "
+                  "while TF32 GEMM inputs exceed it ~2.5x. Skipping the clamp, the doubling or "
                   "the mish changes y by far more.")))
     T.append(red_task(
         64, "gemm_reduction", "Linear, LogSumExp, LeakyReLU x2, GELU x2", "lse",
