@@ -17,11 +17,14 @@
 # summary also goes to $RESULTS (JSON). The same source is submitted every
 # time, so the dispatcher finishes each job from the compile cache: ingest
 # is what is measured, with the dispatcher running beside it as in production.
+# Order: single, drain, read, latency, batch, drain (reads run on a drained
+# queue; the drain times give the dispatcher's rate for cache-hit jobs).
 #
 # Knobs: DURATION (s, default 10), REPEATS (3), CONNS (single/read
 # connections, 32), BATCH (1000), BATCH_CONNS (4), THREADS (wrk threads, 1),
 # SERVER_THREADS (HTTP pool, 0 = server default), RESULTS (file),
-# KEVALD_ARGS (extra serve flags), NICE (e.g. -20: run server and wrk
+# KEVALD_ARGS (extra serve flags), DRAIN_S (longest wait for the queue to
+# drain after the single and batch phases, 120), NICE (e.g. -20: run server and wrk
 # ahead of other work on a shared machine), PERF=1 (perf record the server during
 # the first single and read run: $WORK/perf-*.data).
 set -euo pipefail
@@ -152,13 +155,21 @@ for r in $(seq "$REPEATS"); do
         [ "$r" = 1 ] && perf_stop single
 done
 phase_end single
-phase_begin
-for r in $(seq "$REPEATS"); do
-        [ "$r" = 1 ] && perf_start batch
-        run_wrk batch "$BATCH_CONNS" submit.lua "$WORK/batch.json"
-        [ "$r" = 1 ] && perf_stop batch
-done
-phase_end batch
+
+# Let the dispatcher finish the backlog (cache hits) before reads, so reads
+# measure reads; the drain rate is the dispatcher's throughput.
+drain() {
+        local t0 t1 n
+        t0=$(date +%s.%N)
+        for _ in $(seq $(( ${DRAIN_S:-120} * 10 ))); do
+                n=$(curl -fsS "$url/v1/stats" | "$PY" -c 'import json,sys; q=json.load(sys.stdin)["queue"]; print(q["queued"] + q["compiled"] + q["running"])')
+                [ "$n" = 0 ] && break
+                sleep 0.1
+        done
+        t1=$(date +%s.%N)
+        echo "$1 drain $(printf '%.1f' "$(echo "$t1 - $t0" | bc)")s, $n left" >>"$WORK/cpu"
+}
+drain "after single:"
 
 # Ids to read: the newest 1000 (half finished, half still queued is fine).
 curl -fsS "$url/v1/submissions?limit=1000" | "$PY" -c \
@@ -200,6 +211,15 @@ for r in $(seq "$REPEATS"); do
         KEVALD_GAP_MS=$gap run_wrk latency "$lat_conns" read.lua "$WORK/ids"
 done
 phase_end latency
+
+phase_begin
+for r in $(seq "$REPEATS"); do
+        [ "$r" = 1 ] && perf_start batch
+        run_wrk batch "$BATCH_CONNS" submit.lua "$WORK/batch.json"
+        [ "$r" = 1 ] && perf_stop batch
+done
+phase_end batch
+drain "after batch:"
 
 "$PY" - "$WORK/runs" "$BATCH" "$RESULTS" "$half" <<'PY'
 import json, statistics, sys
