@@ -162,7 +162,11 @@ drain() {
         local t0 t1 n
         t0=$(date +%s.%N)
         for _ in $(seq $(( ${DRAIN_S:-120} * 10 ))); do
-                n=$(curl -fsS "$url/v1/stats" | "$PY" -c 'import json,sys; q=json.load(sys.stdin)["queue"]; print(q["queued"] + q["compiled"] + q["running"])')
+                # Cheap probes (indexed), not /v1/stats (which scans the history).
+                n=0
+                for st in queued compiling compiled running; do
+                        n=$(( n + $(curl -fsS "$url/v1/submissions?state=$st&limit=1" | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))') ))
+                done
                 [ "$n" = 0 ] && break
                 sleep 0.1
         done
