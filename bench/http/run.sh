@@ -55,6 +55,11 @@ server_pid=
 cleanup() {
         if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
                 kill -TERM "$server_pid"
+                for _ in $(seq 600); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+                if kill -0 "$server_pid" 2>/dev/null; then
+                        echo "run.sh: kevald did not exit within 60 s of SIGTERM; killing it" >&2
+                        kill -KILL "$server_pid"
+                fi
                 wait "$server_pid" || true
         fi
         [ "${KEEP:-0}" = 1 ] || rm -f "$WORK"/k.db "$WORK"/k.db-wal "$WORK"/k.db-shm
