@@ -161,14 +161,8 @@ def _k99(inp, P):
     return {"y": F.softmax(F.gelu(_lin(inp)), dim=1)}
 
 
-@op("l2_45_gemm_sigmoid_logsumexp")
-def _k45(inp, P):
-    x = torch.sigmoid(F.linear(inp["x"], inp["W1"], inp["b1"]))
-    x = F.linear(x, inp["W2"], inp["b2"])
-    return {"y": torch.logsumexp(x, dim=1)}
-
-
 # ---- gemm_norm -------------------------------------------------------------
+
 @op("l2_30_gemm_groupnorm_hardtanh")
 def _k30(inp, P):
     x = F.group_norm(_lin(inp), P["G"], eps=1e-5)

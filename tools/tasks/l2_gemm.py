@@ -439,51 +439,6 @@ def reductions():
     return T
 
 
-def lse2_task():
-    """45: Linear -> sigmoid -> Linear -> logsumexp (two GEMMs)."""
-    num = 45
-    p = problem(num)
-    kp = p["params"]
-    what = ("bias + sigmoid in place on the first GEMM's output h, then (after the second "
-            "GEMM) bias + logsumexp over each row.")
-    src = (HEAD.format(problem=p["problem"], what=what) + "@@DEV@@" +
-           EW.format(kernel="bias_sigmoid_ref", params="const float* __restrict__ b, ",
-                     plus_b=" + b[j]", body=indent("v = sigmoid_f(v);")) +
-           LSE.format(kernel="logsumexp_ref", body=indent(""), post=""))
-    params = {"M": "batch rows (batch_size)", "K": "input_size", "H": "hidden_size",
-              "O": "output_size"}
-    shapes = [{"name": "default", "M": kp["batch_size"], "K": kp["input_size"],
-               "H": kp["hidden_size"], "O": kp["output_size"]},
-              {"name": "small", "M": 257, "K": 300, "H": 1000, "O": 771},
-              {"name": "tiny", "M": 5, "K": 33, "H": 17, "O": 7}]
-    bufs = ([xbuf(1.0)] + wbufs(True, "W1", "b1", "K", "H") + wbufs(True, "W2", "b2", "H", "O") +
-            [buf("y", ["M"], "out")])
-    plan = [gemm("x", "W1", "h", "M", "H", "K", trans_b=True),
-            launch("bias_sigmoid_ref", ["min(ceil_div(M * H, 256), 1048576)"], [256],
-                   ["h", "b1", u64("M * H"), i32("H")]),
-            gemm("h", "W2", "t", "M", "O", "H", trans_b=True),
-            launch("logsumexp_ref", ["M"], [256], ["t", "b2", "y", i32("O")])]
-    desc = ("h = sigmoid(x @ W1^T + b1) and t = h @ W2^T + b2 are the model's two nn.Linear "
-            "layers (K -> H -> O): x is [M, K], W1 is [H, K], b1 is [H], W2 is [O, H], b2 is "
-            "[O]; all tensors row-major fp32, %s. y[i] = log(sum over j of exp(t[i, j])) "
-            "(logsumexp over dim 1, not kept): y is [M]. x is normal(0, 1); weights and biases "
-            "are uniform(-1, 1)/sqrt(fan_in) as PyTorch initializes nn.Linear (KernelBench's "
-            "inputs are torch.rand). %s" % (SIG, FP32_DAMPED))
-    return make_task2(
-        num, "gemm_reduction", "Linear, sigmoid, Linear, LogSumExp", desc, params, shapes, bufs,
-        src, plan, scratch_bufs=[scratch("h", "f32", "M * H"), scratch("t", "f32", "M * O")],
-        tolerance={"atol": 1e-4, "rtol": 1e-4},
-        tolerance_note=("y ~ log(O) + O(0.1) (~7 at O = 1024); its error is bounded by the "
-                        "largest error of t (~1e-6 from two fp32 GEMM orders, sigmoid's slope "
-                        "<= 0.25 damps the first): 1e-4 is safe; a missing bias or sigmoid fails. "
-                        "logsumexp averages GEMM errors out, so TF32 GEMMs pass too (0.008 of "
-                        "the tolerance in a numpy simulation); the task accepts them."),
-        flops="2 * M * H * K + 2 * M * O * H",
-        bytes_="4 * (M * K + H * K + H + O * H + O + M)", reference_note=(
-            "two cuBLAS SGEMMs with TF32 off (library steps, as PyTorch eager calls "
-            "nn.Linear), bias+sigmoid and bias+logsumexp as direct kernels"))
-
-
 def gn_task(num, title, ops_desc, body, *, gname, kname="in_features", nname="out_features",
             extras=(), std=1.0):
     p = problem(num)
@@ -542,4 +497,4 @@ def norms():
 
 
 def tasks():
-    return elementwise() + reductions() + [lse2_task()] + norms()
+    return elementwise() + reductions() + norms()
