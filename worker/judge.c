@@ -1233,17 +1233,24 @@ int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t
                 fail_gpu(r, -ENOMEM);
                 goto cleanup;
         } /* GPU_ELF_E_MALFORMED (not a plain CUBIN): nothing listed to zero */
+        /* The reference first: a dump (kevald eval --dump) needs only the
+         * reference side, and must not depend on the candidate's plan. */
         for (int si = 0; si < job->n_shapes; si++) {
                 r->shape = si;
-                if (load_side(r, si, SIDE_CAND) || load_side(r, si, SIDE_REF))
+                if (load_side(r, si, SIDE_REF))
+                        goto cleanup;
+        }
+        r->shape = -1;
+        if (job->dump && env->dump && dump_all(r))
+                goto cleanup;
+        for (int si = 0; si < job->n_shapes; si++) {
+                r->shape = si;
+                if (load_side(r, si, SIDE_CAND))
                         goto cleanup;
         }
         r->shape = -1;
         json_decref(resources);
         resources = resources_json(r);
-
-        if (job->dump && env->dump && dump_all(r))
-                goto cleanup;
 
         /* correctness */
         for (int si = 0; si < job->n_shapes; si++)

@@ -90,6 +90,7 @@ def main():
     ap.add_argument("--tasks", default="tasks")
     ap.add_argument("--only", default="", help="substring filter on task names")
     ap.add_argument("--timing", default=None, help='timing preset or object (default: the server default)')
+    ap.add_argument("--shapes", default=None, help="evaluate only these shape sets (comma list; 'first' = each task's first, its KernelBench default)")
     ap.add_argument("--out", help="write the rows as JSON here")
     ap.add_argument("--md", help="write the markdown table here")
     args = ap.parse_args()
@@ -109,6 +110,11 @@ def main():
             continue
         if args.timing:
             sub["timing"] = json.loads(args.timing) if args.timing.startswith("{") else args.timing
+        if args.shapes:
+            names = [doc["shapes"][0]["name"]] if args.shapes == "first" else \
+                [n for n in args.shapes.split(",") if n in {x["name"] for x in doc["shapes"]}]
+            if names:
+                sub["shapes"] = names
         sub["tags"] = {"run_id": "selfeval", "labels": {"candidate": how}}
         subs.append(sub)
         meta.append((doc, how))
