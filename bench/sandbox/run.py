@@ -38,7 +38,44 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
+try:
+    import httpx
+except ImportError:  # the GPU host has no httpx: the little this script needs, on urllib
+    import types
+    import urllib.error
+    import urllib.request
+
+    class _Resp:
+        def __init__(self, code, data):
+            self.status_code, self._data = code, data
+
+        def json(self):
+            return json.loads(self._data or b"null")
+
+    def _call(method, url, body=None, timeout=300):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(url, data=data, method=method,
+                                     headers={"content-type": "application/json"} if data else {})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return _Resp(r.status, r.read())
+        except urllib.error.HTTPError as e:
+            return _Resp(e.code, e.read())
+        except OSError as e:
+            raise httpx.HTTPError(str(e)) from e
+
+    class _Client:
+        def __init__(self, base_url, timeout=300):
+            self.base, self.timeout = base_url, timeout
+
+        def get(self, path):
+            return _call("GET", self.base + path, timeout=self.timeout)
+
+        def post(self, path, json=None):
+            return _call("POST", self.base + path, json, self.timeout)
+
+    httpx = types.SimpleNamespace(HTTPError=type("HTTPError", (Exception,), {}), Client=_Client,
+                                  get=lambda url, timeout=5: _call("GET", url, timeout=timeout))
 
 ROOT = Path(__file__).resolve().parents[2]
 
