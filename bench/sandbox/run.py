@@ -177,9 +177,15 @@ def main():
         cases = cases.get("cases", cases) if isinstance(cases, dict) else cases
         case = next(c for c in cases if c["name"] == a.case)
         src = case.get("source", a.case)
-        body = {"task": case["task"], "source": (gpu / "cases" / (src + ".cu")).read_text()}
+        # The task goes inline (task_spec, reference source included): the GPU
+        # suite's task files are not a servable library (names differ from files).
+        spec = json.loads((gpu / "tasks" / (case["task"] + ".json")).read_text())
+        ref = dict(spec["reference"])
+        if "source_file" in ref:
+            ref["source"] = (gpu / "tasks" / ref.pop("source_file")).read_text()
+        spec["reference"] = ref
+        body = {"task_spec": spec, "source": (gpu / "cases" / (src + ".cu")).read_text()}
         body.update(json.loads((gpu / "cases" / (src + ".plan.json")).read_text()))
-        tasks = gpu / "tasks"
     elif a.body:
         body = json.loads(Path(a.body).read_text())
     elif a.mode == "full":
