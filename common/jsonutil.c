@@ -106,6 +106,13 @@ int jsonutil_fail_code(int code, SpecError *err, const char *ptr, const char *fm
  * jsonutil_type_name() - name of a JSON value's type for messages
  * Return: a static string.
  */
+const char *jsonutil_str(const json_t *obj, const char *key, const char *fallback)
+{
+        const char *v = json_string_value(json_object_get(obj, key));
+
+        return v ? v : fallback;
+}
+
 const char *jsonutil_type_name(const json_t *v)
 {
         switch (json_typeof(v)) {

@@ -32,6 +32,8 @@ int jsonutil_fail_code(int code, SpecError *err, const char *ptr, const char *fm
 
 /* The JSON type's name for messages: "string", "integer", "object", ... */
 const char *jsonutil_type_name(const json_t *v);
+/* The string member @key of @obj, or @fallback when absent or not a string; borrowed. */
+const char *jsonutil_str(const json_t *obj, const char *key, const char *fallback);
 
 /*
  * Check that every member of @obj is listed in @allowed (NULL-terminated).

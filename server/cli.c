@@ -26,7 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/jsonutil.h"
 #include "common/limits.h"
+#include "common/readfile.h"
 #include "server/commands.h"
 #include "server/httpclient.h"
 
@@ -273,8 +275,7 @@ static int verdict_exit(const char *v)
 
 static const char *str(json_t *o, const char *key)
 {
-        const char *s = json_string_value(json_object_get(o, key));
-        return s ? s : "";
+        return jsonutil_str(o, key, "");
 }
 
 static void print_number(FILE *f, json_t *v)
@@ -573,32 +574,15 @@ static void submit_usage(FILE *f)
 
 static int read_file(const Cli *c, const char *path, size_t max, char **ret, size_t *ret_len)
 {
-        FILE *f = fopen(path, "rb");
-        char *buf = NULL;
-        size_t len;
+        int r = readfile_all(path, max, ret, ret_len);
 
-        if (!f) {
-                fprintf(stderr, "kevald %s: cannot open '%s': %s\n", c->name, path, strerror(errno));
-                return CLI_EXIT_USAGE;
-        }
-        buf = malloc(max + 2);
-        if (!buf) {
-                fclose(f);
+        if (r == -ENOMEM)
                 return CLI_EXIT_SERVER;
-        }
-        len = fread(buf, 1, max + 1, f);
-        if (ferror(f) || len > max) {
-                fprintf(stderr, "kevald %s: '%s' %s\n", c->name, path,
-                        ferror(f) ? "could not be read" : "is too large");
-                fclose(f);
-                free(buf);
-                return CLI_EXIT_USAGE;
-        }
-        fclose(f);
-        buf[len] = 0;
-        *ret = buf;
-        *ret_len = len;
-        return 0;
+        if (r == -EFBIG)
+                fprintf(stderr, "kevald %s: '%s' is too large\n", c->name, path);
+        else if (r < 0)
+                fprintf(stderr, "kevald %s: cannot read '%s': %s\n", c->name, path, strerror(-r));
+        return r < 0 ? CLI_EXIT_USAGE : 0;
 }
 
 /**

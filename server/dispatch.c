@@ -47,6 +47,7 @@
 
 #include "common/frame.h"
 #include "common/limits.h"
+#include "common/jsonutil.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/spec.h"
@@ -163,10 +164,6 @@ struct Dispatcher {
 };
 
 
-static const char *str_or(const char *s, const char *fallback)
-{
-        return s ? s : fallback;
-}
 
 static uint64_t now_ms(Dispatcher *d)
 {
@@ -212,6 +209,14 @@ static Artifact *artifact_copy(const Artifact *a, int cache_hit)
         return artifact_new(a->key, a->compile, a->cubin, a->cubin_len, cache_hit);
 }
 
+/* Keep a copy of a reference artifact in the ring of recent ones (oldest replaced). */
+static void ref_remember(Dispatcher *d, const Artifact *a)
+{
+        artifact_free(d->refs[d->ref_next]);
+        d->refs[d->ref_next] = artifact_copy(a, 1);
+        d->ref_next = (d->ref_next + 1) % REF_CACHE_SLOTS;
+}
+
 /* Look in the in-memory reference slots, then in the store's compile cache. */
 static Artifact *artifact_lookup(Dispatcher *d, const uint8_t key[32], bool remember)
 {
@@ -228,11 +233,8 @@ static Artifact *artifact_lookup(Dispatcher *d, const uint8_t key[32], bool reme
         a = artifact_new(key, compile, cubin, len, 1);
         json_decref(compile);
         free(cubin);
-        if (a && remember) {
-                artifact_free(d->refs[d->ref_next]);
-                d->refs[d->ref_next] = artifact_copy(a, 1);
-                d->ref_next = (d->ref_next + 1) % REF_CACHE_SLOTS;
-        }
+        if (a && remember)
+                ref_remember(d, a);
         return a;
 }
 
@@ -646,7 +648,7 @@ static void worker_on_frame(Worker *w, Frame *f)
                 }
                 log_info("dispatch: %s worker %d ready (pid %d)%s%s", w->spec->name, w->index, w->proc.pid,
                          w->spec->role == PROC_GPU ? ": " : "",
-                         w->spec->role == PROC_GPU ? str_or(json_string_value(json_object_get(msg, "name")), "?") : "");
+                         w->spec->role == PROC_GPU ? jsonutil_str(msg, "name", "?") : "");
                 {
                         char *layers = json_dumps(json_object_get(msg, "layers"), JSON_COMPACT);
                         log_info("dispatch: %s worker sandbox layers: %s", w->spec->name, layers ? layers : "none reported");
@@ -818,11 +820,8 @@ static void compile_done(Dispatcher *d, CompileReq *req, json_t *result, const u
                 log_warn("dispatch: storing a compile result in the cache failed");
         for (size_t i = 0; i < req->n_waiting; i++) {
                 Artifact *a = artifact_new(req->key, result, cubin, len, 0);
-                if (req->slots[i] == SLOT_REF && a && json_is_true(json_object_get(result, "ok"))) {
-                        artifact_free(d->refs[d->ref_next]);
-                        d->refs[d->ref_next] = artifact_copy(a, 1);
-                        d->ref_next = (d->ref_next + 1) % REF_CACHE_SLOTS;
-                }
+                if (req->slots[i] == SLOT_REF && a && json_is_true(json_object_get(result, "ok")))
+                        ref_remember(d, a);
                 job_artifact_ready(d, req->waiting[i], req->slots[i], a);
         }
         compile_req_free(req);
@@ -918,7 +917,7 @@ static void job_compiled(Dispatcher *d, Job *j)
                 const char *e = json_string_value(json_object_get(cand, "error"));
                 if (e && strcmp(e, "internal") == 0)
                         job_finish(d, j, "internal_error", pipeline_error("internal", "%s",
-                                   str_or(json_string_value(json_object_get(cand, "log")), "compile worker failure")));
+                                   jsonutil_str(cand, "log", "compile worker failure")));
                 else
                         job_finish(d, j, "compile_error", pipeline_error("compile", "%s",
                                    e && strcmp(e, "timeout") == 0 ? "compilation exceeded the time limit"
@@ -937,7 +936,7 @@ static void job_compiled(Dispatcher *d, Job *j)
         if (!ref || !json_is_true(json_object_get(ref, "ok"))) {
                 job_finish(d, j, "internal_error",
                            pipeline_error("internal", "the reference of task '%s' does not compile: %s",
-                                          job_task_name(j), ref ? str_or(json_string_value(json_object_get(ref, "log")), "") : "?"));
+                                          job_task_name(j), ref ? jsonutil_str(ref, "log", "") : "?"));
                 return;
         }
         memset(&err, 0, sizeof(err));
@@ -1000,7 +999,7 @@ static Job *job_new(Dispatcher *d, StoreJob *sj)
 static void job_begin_compile(Dispatcher *d, Job *j)
 {
         json_t *req = j->sj->request;
-        const char *lang = str_or(json_string_value(json_object_get(req, "language")), "cuda");
+        const char *lang = jsonutil_str(req, "language", "cuda");
         const char *src = json_string_value(json_object_get(req, "source"));
         int r;
 

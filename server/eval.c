@@ -24,6 +24,8 @@
 
 #include "common/expr.h"
 #include "common/limits.h"
+#include "common/readfile.h"
+#include "common/jsonutil.h"
 #include "common/log.h"
 #include "common/spec.h"
 #include "common/tasklib.h"
@@ -59,42 +61,6 @@ static void usage(FILE *f)
                 "                         to DIR (raw little-endian) with DIR/manifest.json; without\n"
                 "                         --source the candidate is a no-op (only the dump matters)\n",
                 paths_default_tasks_dir());
-}
-
-static char *read_file(const char *path, size_t limit, size_t *ret_len)
-{
-        FILE *f = fopen(path, "rb");
-        char *buf = NULL;
-        size_t len = 0, cap = 0;
-
-        if (!f)
-                return NULL;
-        for (;;) {
-                if (len + 4096 + 1 > cap) {
-                        cap = cap ? cap * 2 : 65536;
-                        char *nb = realloc(buf, cap);
-                        if (!nb)
-                                goto fail;
-                        buf = nb;
-                }
-                size_t n = fread(buf + len, 1, cap - len - 1, f);
-                len += n;
-                if (len > limit) {
-                        errno = EFBIG;
-                        goto fail;
-                }
-                if (n == 0)
-                        break;
-        }
-        fclose(f);
-        buf[len] = '\0';
-        if (ret_len)
-                *ret_len = len;
-        return buf;
-fail:
-        free(buf);
-        fclose(f);
-        return NULL;
 }
 
 static int is_file(const char *p)
@@ -230,10 +196,6 @@ static int write_manifest(const char *dir, const Task *task, json_t *seed)
         return r;
 }
 
-static const char *str_or(const char *s, const char *fallback)
-{
-        return s ? s : fallback;
-}
 
 static void sleep_ms(long ms)
 {
@@ -336,11 +298,14 @@ int cmd_eval(int argc, char **argv)
                 source = strdup("extern \"C\" __global__ void kevald_dump_noop() {}\n");
                 json_object_set_new(sub, "plan", json_pack("[{s:s, s:[i], s:[i], s:[]}]", "kernel", "kevald_dump_noop",
                                                            "grid", 1, "block", 1, "args"));
-        } else
-                source = read_file(source_path, LIMIT_SOURCE_BYTES, NULL);
-        if (!source) {
-                fprintf(stderr, "kevald eval: cannot read '%s': %s\n", source_path, strerror(errno));
+        } else if ((r = readfile_all(source_path, LIMIT_SOURCE_BYTES, &source, NULL)) < 0) {
+                fprintf(stderr, "kevald eval: cannot read '%s': %s\n", source_path,
+                        r == -EFBIG ? "larger than the source limit" : strerror(-r));
                 rc = 2;
+                goto out;
+        }
+        if (!source) {
+                rc = 3;
                 goto out;
         }
         json_object_set_new(sub, "source", json_string(source));
@@ -434,7 +399,7 @@ int cmd_eval(int argc, char **argv)
                 }
         }
         /* A CLI waiting on its one job may poll its own private store. */
-        for (double waited = 0;; waited += 0.005) {
+        for (long tick = 0;; tick++) {   /* one tick = 5 ms */
                 json_t *cur = NULL;
                 if (store_get_submission(store, id, &cur) == 0) {
                         const char *state = json_string_value(json_object_get(cur, "state"));
@@ -444,12 +409,12 @@ int cmd_eval(int argc, char **argv)
                         }
                         json_decref(cur);
                 }
-                if (!compile_only && (int)(waited * 1000) % 500 == 0) {
+                if (!compile_only && tick % 100 == 0) {
                         /* Give up when every GPU worker keeps failing to start. */
                         json_t *st = dispatch_status(d), *g;
                         size_t i, failed = 0;
                         json_array_foreach(json_object_get(st, "gpus"), i, g)
-                                failed += strcmp(str_or(json_string_value(json_object_get(g, "state")), ""), "failed") == 0;
+                                failed += strcmp(jsonutil_str(g, "state", ""), "failed") == 0;
                         bool all_failed = failed > 0 && failed == json_array_size(json_object_get(st, "gpus"));
                         json_decref(st);
                         if (all_failed) {
@@ -457,7 +422,7 @@ int cmd_eval(int argc, char **argv)
                                 break;
                         }
                 }
-                if (waited > timeout_s) {
+                if (tick * 0.005 > timeout_s) {
                         fprintf(stderr, "kevald eval: no verdict after %.0f s\n", timeout_s);
                         break;
                 }

@@ -13,13 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jsonutil.h"
 #include "common/sha256.h"
 
 
-static const char *str_or(const char *s, const char *fallback)
-{
-        return s ? s : fallback;
-}
 
 static void hash_str(Sha256 *s, const char *str)
 {
@@ -202,11 +199,11 @@ static char *feedback_text(const char *verdict, json_t *result)
                                      shape ? shape : "", shape ? "'" : "", msg ? msg : "outputs differ from the reference");
         } else if (strcmp(verdict, "runtime_error") == 0) {
                 r = asprintf(&text, "Runtime error %s in launch %" JSON_INTEGER_FORMAT " (kernel '%s'), shape set '%s', %s phase: %s",
-                             str_or(json_string_value(json_object_get(error, "name")), "?"),
+                             jsonutil_str(error, "name", "?"),
                              json_integer_value(json_object_get(error, "launch")),
-                             str_or(json_string_value(json_object_get(error, "kernel")), "?"),
-                             str_or(json_string_value(json_object_get(error, "shape")), "?"),
-                             str_or(json_string_value(json_object_get(error, "phase")), "?"), msg ? msg : "");
+                             jsonutil_str(error, "kernel", "?"),
+                             jsonutil_str(error, "shape", "?"),
+                             jsonutil_str(error, "phase", "?"), msg ? msg : "");
         } else if (strcmp(verdict, "timeout") == 0) {
                 r = asprintf(&text, "Timed out: %s", msg ? msg : "the kernel did not finish within the time limit (infinite loop or far too slow).");
         } else if (strcmp(verdict, "rejected") == 0) {
