@@ -2,16 +2,28 @@
 """timing - PyTorch eager time of every task at its default size (GPU host).
 
 Usage (from the repository root):
-  python3 tools/oracle/timing.py [--shape default] [--only SUBSTR] [--ref] [--trials 20] [--md FILE]
+  python3 tools/oracle/timing.py [--shape default] [--only SUBSTR[,SUBSTR...]]
+      [--category CAT[,CAT...]] [--ref] [--trials 20] [--md FILE]
 
 For each task: draws the inputs (torch, from the task's init spec), then times
 the PyTorch computation (tools/oracle/torch_ops.py, fp32, TF32 off) with CUDA
 events: 3 warm-ups, then --trials timed runs, each after an L2 flush (a 256 MiB
 write); prints the median in ms next to KernelBench's published H100 eager
-time. With --ref it also times kevald's reference plan run stand-alone (cupy
-for kernels, torch.matmul for cuBLAS steps; the same kernels kevald times, but
-cupy's launch overhead instead of the driver API's), which is what a
-candidate's speedup is measured against.
+time.
+
+With --ref it also times the task's reference plan run stand-alone (not
+through kevald), set up the way kevald's worker (worker/judge.c, timed_run)
+runs it: outputs and scratch allocated once before timing and zeroed between
+trials outside the timed region (kevald wipes them after each reference run),
+then flush, event, the plan's steps, event. Kernels are launched by cupy from
+the reference compiled by NVRTC (the same kernels kevald times, cupy's launch
+path instead of the driver API's); a cuBLAS step is the same row-major GEMM
+call kevald makes (worker/blas.c: operands' transposes as flags, written
+straight into the output), issued as torch.addmm_/baddbmm_ with TF32 off. The
+timed region holds no allocation, fill, copy or extra elementwise pass.
+(The first stand-alone run, 2026-11-21, timed more: the NaN fill of every
+output and, per GEMM step, matmul into a temporary, `alpha * r + 0` and a copy
+into C; docs/tasks.md, "Timing at the default size", says what that added.)
 Note: KernelBench's published times were taken with PyTorch 2.5 defaults
 (TF32 allowed for cuDNN convolutions), so fp32 convolutions measure slower here.
 """
@@ -27,21 +39,29 @@ import common  # noqa: E402
 from torch_ops import OPS  # noqa: E402
 
 
-def time_fn(fn, trials):
+def time_fn(fn, trials, prep=None):
+    """Median ms of @fn over @trials runs; @prep (if any) runs before each
+    run and before the L2 flush, outside the timed region."""
     if common.DEVICE == "cpu":   # development mode: wall clock, no L2 flush
         import time
         ts = []
         for _ in range(trials):
+            if prep:
+                prep()
             t0 = time.perf_counter()
             fn()
             ts.append((time.perf_counter() - t0) * 1e3)
         return statistics.median(ts)
     flush = torch.empty(64 << 20, dtype=torch.float32, device="cuda")
     for _ in range(3):
+        if prep:
+            prep()
         fn()
     torch.cuda.synchronize()
     ts = []
     for _ in range(trials):
+        if prep:
+            prep()
         flush.fill_(1.0)
         s = torch.cuda.Event(enable_timing=True)
         e = torch.cuda.Event(enable_timing=True)
@@ -57,7 +77,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", default=None)
     ap.add_argument("--shape", default="default")
-    ap.add_argument("--only", default=None, help="only tasks whose name contains this")
+    ap.add_argument("--only", default=None,
+                    help="only tasks whose name contains one of these (comma list)")
     ap.add_argument("--category", default=None, help="only tasks of this category (comma list)")
     ap.add_argument("--ref", action="store_true")
     ap.add_argument("--trials", type=int, default=20)
@@ -71,7 +92,7 @@ def main():
         tasks = {n: t for n, t in tasks.items() if n in OPS}
     rows = []
     for name, task in tasks.items():
-        if a.only and a.only not in name:
+        if a.only and not any(x in name for x in a.only.split(",")):
             continue
         params = common.shape_params(task, a.shape)
         pub = task.get("provenance", {}).get("h100_torch_eager_ms")
@@ -79,8 +100,13 @@ def main():
             ins = common.gen_inputs(task, params, 1, common.DEVICE)
             t_torch = time_fn(lambda: OPS[name](ins, params), a.trials)
             t_ref = None
-            if a.ref:
+            if a.ref and common.DEVICE == "cpu":   # the CPU shim runs the plan as one program
                 t_ref = time_fn(lambda: common.run_reference(task, params, ins, common.DEVICE), a.trials)
+            elif a.ref:
+                outs, run, reset = common.prepare_reference(task, params, ins, common.DEVICE,
+                                                            fill_outputs=False)
+                t_ref = time_fn(run, a.trials, prep=reset)
+                del outs, run, reset   # free the reference buffers before the next task
             row = [name, a.shape, pub if pub is not None else "-", "%.3f" % t_torch,
                    "%.3f" % t_ref if t_ref else "-",
                    "%.2f" % (t_ref / t_torch) if t_ref else "-"]
@@ -91,7 +117,7 @@ def main():
         ins = None
         common.empty_cache()
     md = common.markdown_table(["task", "shape", "published H100 eager ms", "torch eager ms here",
-                                "kevald reference ms", "reference / torch"], rows)
+                                "reference ms (stand-alone)", "reference / torch"], rows)
     if a.md:
         with open(a.md, "w") as f:
             f.write(md)
