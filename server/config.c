@@ -79,6 +79,15 @@ static const KeyDef keys[] = {
         NUM("job_timeout_s", job_timeout_s, "120", 1, 3600, "watchdog per GPU job"),
         INT("compile_timeout_ms", compile_timeout_ms, XSTR(LIMIT_COMPILE_WALL_MS), 100,
             LIMIT_COMPILE_WALL_MS, "wall-clock limit of one compile; the worker is killed past it"),
+        INT("launch_timeout_ms", launch_timeout_ms, "10000", 100, 600000,
+            "ceiling of one plan execution on the GPU; a kernel still running past it is a timeout"),
+        NUM("launch_factor", launch_factor, "100", 0, 1e6,
+            "per shape set, a plan execution may take this many times the reference's own time "
+            "(at least launch_floor_ms, at most launch_timeout_ms); 0: always the ceiling"),
+        INT("launch_floor_ms", launch_floor_ms, "250", 1, 600000, "lower bound of the derived launch limit"),
+        INT("gpu_workers_per_gpu", gpu_workers_per_gpu, "2", 1, 4,
+            "GPU worker processes per GPU, one running a job at a time; the others stand by warm, "
+            "so a restart after a sticky error or a timeout costs no GPU time"),
         NUM("auth_cache_s", auth_cache_s, "1", 0, 60,
             "how long a token lookup is cached (a revoke takes effect within this)"),
 };

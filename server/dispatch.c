@@ -5,12 +5,16 @@
  * dispatcher's thread, so no state below needs a lock except the status
  * snapshot that other threads read. The loop owns:
  *
- *   workers[]   one Worker per child process (compile ×K, GPU ×1 per GPU),
+ *   workers[]   one Worker per child process (compile ×K, GPU ×W per GPU),
  *               each with a pipe pair, a FrameDecoder and at most one
  *               outstanding request. A worker is STARTING until its HELLO,
- *               then IDLE or BUSY; when its process exits it is restarted
+ *               then IDLE or BUSY (EXITING after a RESULT that says the
+ *               process exits); when its process exits it is restarted
  *               with exponential backoff (a clean exit after a sticky CUDA
- *               error restarts at once).
+ *               error restarts at once). Of the W workers of one GPU only
+ *               one is BUSY or EXITING at a time (gpu_reserved()); the
+ *               others stand by warm, so the restart after a sticky error
+ *               or a timeout happens while the next job already runs.
  *   compiles    compile requests keyed by the cache key; identical requests
  *               are coalesced, so a rollout of 4,096 kernels for one task
  *               compiles the reference once.
@@ -55,13 +59,18 @@
 #include "server/proctab.h"
 #include "server/store.h"
 
-#define MAX_WORKERS 64
+#define MAX_WORKERS 128
+#define EXIT_GRACE_MS 10000            /* a GPU worker that said it exits, killed past this */
 #define COMPILE_BACKLOG_PER_WORKER 8   /* compile-stage jobs held in memory per worker */
 #define PUMP_BATCH 256                 /* claims per loop turn before yielding */
 #define WATCHDOG_GRACE_MS 5000
 #define REF_CACHE_SLOTS 64
 
-typedef enum { W_STOPPED, W_STARTING, W_IDLE, W_BUSY } WorkerState;
+/* W_EXITING: a GPU worker sent its RESULT with "exiting" (sticky error or
+ * timeout) and is on its way out; its GPU stays reserved until the process
+ * is gone, so the next job's timing never overlaps a spinning kernel or a
+ * context teardown. */
+typedef enum { W_STOPPED, W_STARTING, W_IDLE, W_BUSY, W_EXITING } WorkerState;
 typedef enum { SLOT_CAND = 0, SLOT_REF = 1 } Slot;
 
 typedef struct Dispatcher Dispatcher;
@@ -248,10 +257,52 @@ static const char *worker_state_name(const Worker *w)
         case W_IDLE:
                 return "ready";
         case W_BUSY:
+        case W_EXITING:
                 return "busy";
         default:
                 return w->failures >= w->spec->failures_to_degrade ? "failed" : "restarting";
         }
+}
+
+/* Fold GPU worker @w into the status entry of its GPU (one per GPU). */
+static void gpu_status_add(json_t *gpus, const Worker *w)
+{
+        static const char *const rank[] = { "failed", "restarting", "starting", "ready", "busy" };
+        const char *state = worker_state_name(w), *name, *arch;
+        json_t *g = NULL;
+        size_t i;
+        int a = 0, b = 0;
+
+        json_array_foreach(gpus, i, g) {
+                if (json_integer_value(json_object_get(g, "index")) == w->index)
+                        break;
+        }
+        if (i == json_array_size(gpus)) {
+                g = json_pack("{s:i, s:s, s:i, s:f, s:i, s:i}", "index", w->index, "state", state, "restarts", 0,
+                              "busy_s", 0.0, "workers", 0, "workers_ready", 0);
+                json_array_append_new(gpus, g);
+        }
+        /* the GPU's state is its most useful worker's: busy > ready > starting > restarting > failed */
+        for (int k = 0; k < 5; k++) {
+                if (strcmp(rank[k], state) == 0)
+                        a = k;
+                if (strcmp(rank[k], json_string_value(json_object_get(g, "state"))) == 0)
+                        b = k;
+        }
+        if (a > b)
+                json_object_set_new(g, "state", json_string(state));
+        name = json_string_value(json_object_get(w->hello, "name"));
+        arch = json_string_value(json_object_get(w->hello, "arch"));
+        if (name && !json_object_get(g, "name"))
+                json_object_set_new(g, "name", json_string(name));
+        if (arch && !json_object_get(g, "arch"))
+                json_object_set_new(g, "arch", json_string(arch));
+        json_object_set_new(g, "restarts", json_integer(json_integer_value(json_object_get(g, "restarts")) + w->restarts));
+        json_object_set_new(g, "busy_s", json_real(json_number_value(json_object_get(g, "busy_s")) + w->busy_s));
+        json_object_set_new(g, "workers", json_integer(json_integer_value(json_object_get(g, "workers")) + 1));
+        json_object_set_new(g, "workers_ready", json_integer(json_integer_value(json_object_get(g, "workers_ready")) +
+                                                             (w->state == W_IDLE || w->state == W_BUSY ||
+                                                              w->state == W_EXITING)));
 }
 
 static void status_rebuild(Dispatcher *d)
@@ -270,14 +321,12 @@ static void status_rebuild(Dispatcher *d)
                         c_busy += w->state == W_BUSY;
                         c_restarts += w->restarts;
                 } else {
-                        g_ready += w->state == W_IDLE || w->state == W_BUSY;
-                        json_array_append_new(
-                                gpus, json_pack("{s:i, s:s, s:s?, s:s?, s:i, s:f}", "index", w->index, "state",
-                                                worker_state_name(w), "name",
-                                                json_string_value(json_object_get(w->hello, "name")), "arch",
-                                                json_string_value(json_object_get(w->hello, "arch")), "restarts",
-                                                w->restarts, "busy_s", w->busy_s));
+                        gpu_status_add(gpus, w);
                 }
+        }
+        for (size_t i = 0; i < json_array_size(gpus); i++) {
+                json_t *g = json_array_get(gpus, i);
+                g_ready += json_integer_value(json_object_get(g, "workers_ready")) > 0;
         }
         ready = c_ready > 0 && !d->stopping;
         json_object_set_new(st, "compile_workers",
@@ -670,6 +719,10 @@ static void worker_on_frame(Worker *w, Frame *f)
                 w->failures = 0;
                 w->state = W_IDLE;
                 w->busy_s += (double)(now_ms(d) - w->sent_at_ms) / 1000.0;
+                if (w->job && json_is_true(json_object_get(msg, "exiting"))) {
+                        w->state = W_EXITING;
+                        w->deadline_ms = now_ms(d) + EXIT_GRACE_MS;
+                }
                 if (w->req) {
                         CompileReq *req = w->req;
                         const char *err = json_string_value(json_object_get(msg, "error"));
@@ -683,15 +736,12 @@ static void worker_on_frame(Worker *w, Frame *f)
                         compile_done(d, req, msg, f->blob, f->blob_len, !err || strcmp(err, "compile") == 0);
                 } else if (w->job) {
                         /* Keep the GPU busy: hand this worker its next job
-                         * before the result is written and waiters woken. */
+                         * before the result is written and waiters woken
+                         * (not when it is exiting: a standby of the same GPU
+                         * takes the next job once the process is gone). */
                         Job *done = w->job;
-                        const char *v = json_string_value(json_object_get(msg, "verdict"));
                         w->job = NULL;
-                        /* Not after a timeout or runtime error: the worker may be
-                         * exiting (sticky CUDA error), and the next job would
-                         * lose an attempt through no fault of its own. */
-                        if (!d->stopping && v &&
-                            (strcmp(v, "correct") == 0 || strcmp(v, "incorrect") == 0 || strcmp(v, "rejected") == 0))
+                        if (!d->stopping && w->state == W_IDLE)
                                 run_one(d, w);
                         gpu_done(d, w, done, msg);
                 }
@@ -1028,11 +1078,25 @@ static void job_begin_compile(Dispatcher *d, Job *j)
                 job_compiled(d, j);
 }
 
+/* Is a worker of GPU @index running a job, or on its way out after one? */
+static bool gpu_reserved(Dispatcher *d, int index)
+{
+        for (int i = 0; i < d->n_workers; i++) {
+                const Worker *w = &d->workers[i];
+                if (w->spec->role == PROC_GPU && w->index == index && (w->state == W_BUSY || w->state == W_EXITING))
+                        return true;
+        }
+        return false;
+}
+
+/* An idle worker of @role; for GPU workers, one whose GPU is not reserved. */
 static Worker *idle_worker(Dispatcher *d, ProcRole role)
 {
-        for (int i = 0; i < d->n_workers; i++)
-                if (d->workers[i].spec->role == role && d->workers[i].state == W_IDLE)
-                        return &d->workers[i];
+        for (int i = 0; i < d->n_workers; i++) {
+                Worker *w = &d->workers[i];
+                if (w->spec->role == role && w->state == W_IDLE && (role != PROC_GPU || !gpu_reserved(d, w->index)))
+                        return w;
+        }
         return NULL;
 }
 
@@ -1132,6 +1196,10 @@ static int run_one(Dispatcher *d, Worker *w)
                                       (json_int_t)j->art[SLOT_REF]->cubin_len));
         json_object_set_new(gjob, "deadline_ms", json_integer((json_int_t)(d->cfg.job_timeout_s * 1000)));
         json_object_set_new(gjob, "launch_timeout_ms", json_integer(d->cfg.launch_timeout_ms));
+        if (d->cfg.launch_factor > 0) {
+                json_object_set_new(gjob, "launch_factor", json_real(d->cfg.launch_factor));
+                json_object_set_new(gjob, "launch_floor_ms", json_integer(d->cfg.launch_floor_ms));
+        }
         if (d->cfg.dump_dir)
                 json_object_set_new(gjob, "dump", json_true());
         if (!json_object_get(gjob, "mode"))
@@ -1246,7 +1314,7 @@ static void on_wake(uv_async_t *h)
 static bool all_quiet(Dispatcher *d)
 {
         for (int i = 0; i < d->n_workers; i++)
-                if (d->workers[i].state == W_BUSY)
+                if (d->workers[i].state == W_BUSY || d->workers[i].state == W_EXITING)
                         return false;
         return true;
 }
@@ -1263,11 +1331,12 @@ static void on_tick(uv_timer_t *t)
                 Worker *w = &d->workers[i];
                 if (w->state == W_STOPPED && w->handles_open == 0 && !d->stopping && now >= w->restart_at_ms)
                         worker_start(w);
-                else if ((w->state == W_BUSY || w->state == W_STARTING) && now > w->deadline_ms &&
-                         !w->killed_by_watchdog) {
+                else if ((w->state == W_BUSY || w->state == W_STARTING || w->state == W_EXITING) &&
+                         now > w->deadline_ms && !w->killed_by_watchdog) {
                         w->killed_by_watchdog = w->state == W_BUSY;
-                        worker_kill(w, w->state == W_BUSY ? "watchdog: the request overran its deadline"
-                                                          : "did not say HELLO in time");
+                        worker_kill(w, w->state == W_BUSY       ? "watchdog: the request overran its deadline"
+                                       : w->state == W_EXITING ? "did not exit after saying it would"
+                                                               : "did not say HELLO in time");
                 }
         }
         /* Heartbeats: one write renews every lease this supervisor holds. */
@@ -1429,6 +1498,14 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
                 d->cfg.compile_timeout_ms = LIMIT_COMPILE_WALL_MS;
         if (d->cfg.launch_timeout_ms <= 0)
                 d->cfg.launch_timeout_ms = 10000;
+        if (d->cfg.launch_factor == 0)
+                d->cfg.launch_factor = 100;
+        if (d->cfg.launch_floor_ms <= 0)
+                d->cfg.launch_floor_ms = 250;
+        if (d->cfg.gpu_workers_per_gpu <= 0)
+                d->cfg.gpu_workers_per_gpu = 2;
+        if (d->cfg.gpu_workers_per_gpu > 4)
+                d->cfg.gpu_workers_per_gpu = 4;
         d->libexec_dir = strdup(cfg->libexec_dir ? cfg->libexec_dir : ".");
         d->arch = strdup(cfg->arch ? cfg->arch : "sm_90a");
         d->verdicts = json_object();
@@ -1438,14 +1515,14 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         pthread_mutex_init(&d->status_lock, NULL);
         snprintf(d->owner, sizeof(d->owner), "kevald-%d", (int)getpid());
 
-        n_gpus = parse_gpus(cfg->gpus, gpus, MAX_WORKERS / 2);
+        n_gpus = parse_gpus(cfg->gpus, gpus, MAX_WORKERS / 2 / d->cfg.gpu_workers_per_gpu);
         if (n_gpus < 0) {
                 r = -EINVAL;
                 goto fail;
         }
         n_compile = cfg->compile_workers > 0 ? cfg->compile_workers : (int)(cores > 0 ? cores : 1);
-        if (n_compile > MAX_WORKERS - n_gpus)
-                n_compile = MAX_WORKERS - n_gpus;
+        if (n_compile > MAX_WORKERS - n_gpus * d->cfg.gpu_workers_per_gpu)
+                n_compile = MAX_WORKERS - n_gpus * d->cfg.gpu_workers_per_gpu;
         r = store_open(cfg->db_path, &d->store);
         if (r != 0) {
                 r = r < 0 ? r : -EIO;
@@ -1472,12 +1549,15 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         }
         d->n_compile = n_compile;
         for (int i = 0; i < n_gpus; i++) {
-                Worker *w = &d->workers[d->n_workers++];
-                w->d = d;
-                w->spec = proctab_get(PROC_GPU);
-                w->index = gpus[i];
+                for (int k = 0; k < d->cfg.gpu_workers_per_gpu; k++) {
+                        Worker *w = &d->workers[d->n_workers++];
+                        w->d = d;
+                        w->spec = proctab_get(PROC_GPU);
+                        w->index = gpus[i];
+                }
         }
-        log_info("dispatch: %d compile worker(s), %d GPU worker(s)%s", n_compile, n_gpus,
+        log_info("dispatch: %d compile worker(s), %d GPU(s) with %d worker(s) each%s", n_compile, n_gpus,
+                 d->cfg.gpu_workers_per_gpu,
                  n_gpus == 0 ? " (no GPU: compile-only submissions complete, full evaluations wait)" : "");
         for (int i = 0; i < d->n_workers; i++)
                 worker_start(&d->workers[i]);

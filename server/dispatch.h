@@ -29,6 +29,11 @@ typedef struct DispatchConfig {
         const char *arch;           /* compile target when no GPU says otherwise ("sm_90a") */
         double job_timeout_s;       /* deadline of a whole GPU job (default 120) */
         int launch_timeout_ms;      /* deadline of one plan execution on the GPU (default 10000) */
+        double launch_factor;       /* per-launch limit = factor x the reference's time on the shape set,
+                                     * at least launch_floor_ms, at most launch_timeout_ms
+                                     * (0: default 100; negative: off, the ceiling for every launch) */
+        int launch_floor_ms;        /* default 250 */
+        int gpu_workers_per_gpu;    /* worker processes per GPU, one running at a time (0: default 2) */
         int compile_timeout_ms;     /* deadline of one compile (default LIMIT_COMPILE_WALL_MS) */
         const char *dump_dir;       /* `kevald eval --dump`: write reference-side buffers here */
         bool has_fixed_seed;        /* `kevald eval --seed`: reproduce a result; never set by serve */
@@ -44,8 +49,8 @@ void dispatch_free(Dispatcher *d);
 /*
  * Thread-safe snapshot for /readyz, /metrics and /v1/stats; new reference:
  * {"compile_workers": {"configured": n, "ready": n, "busy": n, "restarts": n},
- *  "gpus": [{"index": 0, "name": ..., "state": "ready|busy|restarting|failed", "restarts": n,
- *            "busy_s": x}],
+ *  "gpus": [{"index": 0, "name": ..., "state": "ready|busy|starting|restarting|failed", "restarts": n,
+ *            "busy_s": x, "workers": n, "workers_ready": n}],   (one entry per GPU)
  *  "layers": {"compile": {...}, "gpu": {...}},
  *  "counters": {"jobs_done": n, "cache_hits": n, "cache_misses": n, "verdicts": {...}},
  *  "ready": bool, "reason": "..."}

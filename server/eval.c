@@ -377,6 +377,7 @@ int cmd_eval(int argc, char **argv)
         cfg.gpus = gpus ? gpus : (compile_only ? "none" : "auto");
         cfg.sandbox = sandbox;
         cfg.dump_dir = dump_dir;
+        cfg.gpu_workers_per_gpu = 1; /* one job: a standby would only cost its start-up */
         if (dump_dir && mkdir(dump_dir, 0755) < 0 && errno != EEXIST) {
                 fprintf(stderr, "kevald eval: cannot create '%s': %s\n", dump_dir, strerror(errno));
                 goto out;

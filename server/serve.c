@@ -188,6 +188,10 @@ int cmd_serve(int argc, char **argv)
         dc.arch = cfg.arch;
         dc.job_timeout_s = cfg.job_timeout_s;
         dc.compile_timeout_ms = (int)cfg.compile_timeout_ms;
+        dc.launch_timeout_ms = (int)cfg.launch_timeout_ms;
+        dc.launch_factor = cfg.launch_factor > 0 ? cfg.launch_factor : -1;
+        dc.launch_floor_ms = (int)cfg.launch_floor_ms;
+        dc.gpu_workers_per_gpu = (int)cfg.gpu_workers_per_gpu;
         r = dispatch_start(&dc, &api.dispatcher);
         if (r != 0) {
                 log_error("serve: cannot start the dispatcher: %s", r < 0 ? strerror(-r) : "see above");

@@ -98,6 +98,7 @@ int blas_gemm(const BlasGemm *g)
         if (g->m <= 0 || g->n <= 0 || g->k <= 0 || g->batch <= 0 || g->m > INT32_MAX || g->n > INT32_MAX ||
             g->k > INT32_MAX || g->batch > INT32_MAX)
                 return -EINVAL;
+        gpu_activity_begin();
         if (g->batch == 1)
                 return check(cublasGemmEx(handle, op_b, op_a, (int)g->n, (int)g->m, (int)g->k, &alpha, b, t,
                                           (int)ldb, a, t, (int)lda, &beta, c, t, (int)g->n, CUBLAS_COMPUTE_32F,

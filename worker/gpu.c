@@ -21,6 +21,20 @@ static CUstream stream;
 static CUevent wait_event;
 static int64_t deadline_ns = INT64_MAX;
 
+/*
+ * GPU activity: a segment opens at the first enqueue after the stream went
+ * idle (an event recorded before it) and closes when a wait observes the
+ * stream drained (the waited event is the last thing enqueued); its
+ * event-timed length is added to active_ms. So active_ms is the time the
+ * GPU had this worker's work in flight: kernels, memsets, copies and the
+ * launch gaps between them, not the host's time between segments.
+ */
+static CUevent seg_start_ev;
+static CUevent seg_last;   /* the last event recorded */
+static bool seg_open;
+static bool seg_dirty;     /* work enqueued after seg_last */
+static double active_ms;
+
 /**
  * gpu_result_is_sticky() - does this CUresult leave the context unusable?
  * The 7xx family of kernel faults, ECC and NVLink errors, a destroyed or
@@ -196,7 +210,8 @@ int gpu_init(int index, GpuInfo *ret_info)
             (r = CHECK(cuCtxSetCurrent(ctx))))
                 return r;
         if ((r = CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING))) ||
-            (r = CHECK(cuEventCreate(&wait_event, CU_EVENT_DISABLE_TIMING))))
+            (r = CHECK(cuEventCreate(&wait_event, CU_EVENT_DEFAULT))) ||
+            (r = CHECK(cuEventCreate(&seg_start_ev, CU_EVENT_DEFAULT))))
                 return r;
         if ((r = CHECK(cuDeviceGetName(info.name, sizeof(info.name) - 1, dev))))
                 return r;
@@ -358,6 +373,42 @@ int gpu_kernel_occupancy(GpuKernel *kernel, int block_threads, size_t dynamic_sh
 }
 
 /**
+ * gpu_activity_begin() - note that work is about to be enqueued on the
+ * stream (gpu.c's own enqueues call it; blas.c calls it before cuBLAS).
+ */
+void gpu_activity_begin(void)
+{
+        if (!seg_open && stream && cuEventRecord(seg_start_ev, stream) == CUDA_SUCCESS)
+                seg_open = true;
+        seg_dirty = true;
+}
+
+/* A wait saw @event complete: if nothing was enqueued after it, the stream
+ * drained there and the open segment ends. */
+static void activity_end(CUevent event)
+{
+        float ms = 0;
+
+        if (!seg_open || event != seg_last || seg_dirty)
+                return;
+        if (cuEventElapsedTime(&ms, seg_start_ev, event) == CUDA_SUCCESS && ms > 0)
+                active_ms += ms;
+        seg_open = false;
+}
+
+/**
+ * gpu_activity_take() - the GPU activity time accumulated since the last
+ * call, in ms (see the comment at the top of gpu.c); resets it.
+ */
+double gpu_activity_take(void)
+{
+        double v = active_ms;
+
+        active_ms = 0;
+        return v;
+}
+
+/**
  * gpu_launch() - enqueue one launch on the worker's stream
  * @params: kernelParams, one pointer per parameter; borrowed (the driver
  *          copies the values before returning)
@@ -367,6 +418,7 @@ int gpu_kernel_occupancy(GpuKernel *kernel, int block_threads, size_t dynamic_sh
 int gpu_launch(GpuKernel *kernel, const unsigned grid[3], const unsigned block[3], unsigned shared,
                void **params)
 {
+        gpu_activity_begin();
         return CHECK(cuLaunchKernel((CUfunction)kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                     shared, stream, params, NULL));
 }
@@ -397,29 +449,29 @@ int gpu_host_alloc(size_t bytes, void **ret_ptr)
 
 int gpu_memset8(GpuPtr dst, uint8_t value, size_t bytes)
 {
-        return bytes ? CHECK(cuMemsetD8Async((CUdeviceptr)dst, value, bytes, stream)) : 0;
+        return bytes ? (gpu_activity_begin(), CHECK(cuMemsetD8Async((CUdeviceptr)dst, value, bytes, stream))) : 0;
 }
 
 int gpu_memset32(GpuPtr dst, uint32_t value, size_t words)
 {
-        return words ? CHECK(cuMemsetD32Async((CUdeviceptr)dst, value, words, stream)) : 0;
+        return words ? (gpu_activity_begin(), CHECK(cuMemsetD32Async((CUdeviceptr)dst, value, words, stream))) : 0;
 }
 
 int gpu_copy_dtod(GpuPtr dst, GpuPtr src, size_t bytes)
 {
-        return bytes ? CHECK(cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, stream)) : 0;
+        return bytes ? (gpu_activity_begin(), CHECK(cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, stream))) : 0;
 }
 
 /* @pinned_dst must come from gpu_host_alloc(), so the copy is truly async
  * and never blocks behind a spinning kernel. */
 int gpu_copy_dtoh(void *pinned_dst, GpuPtr src, size_t bytes)
 {
-        return bytes ? CHECK(cuMemcpyDtoHAsync(pinned_dst, (CUdeviceptr)src, bytes, stream)) : 0;
+        return bytes ? (gpu_activity_begin(), CHECK(cuMemcpyDtoHAsync(pinned_dst, (CUdeviceptr)src, bytes, stream))) : 0;
 }
 
 int gpu_copy_htod(GpuPtr dst, const void *pinned_src, size_t bytes)
 {
-        return bytes ? CHECK(cuMemcpyHtoDAsync((CUdeviceptr)dst, pinned_src, bytes, stream)) : 0;
+        return bytes ? (gpu_activity_begin(), CHECK(cuMemcpyHtoDAsync((CUdeviceptr)dst, pinned_src, bytes, stream))) : 0;
 }
 
 int gpu_mem_info(size_t *ret_free, size_t *ret_total)
@@ -447,7 +499,14 @@ void gpu_event_destroy(GpuEvent *event)
 
 int gpu_event_record(GpuEvent *event)
 {
-        return CHECK(cuEventRecord((CUevent)event, stream));
+        int r;
+
+        gpu_activity_begin();
+        if ((r = CHECK(cuEventRecord((CUevent)event, stream))) == 0) {
+                seg_last = (CUevent)event;
+                seg_dirty = false;
+        }
+        return r;
 }
 
 static void sleep_ns(int64_t ns)
@@ -472,8 +531,10 @@ int gpu_event_wait(GpuEvent *event)
         for (;;) {
                 CUresult r = cuEventQuery((CUevent)event);
                 int64_t now;
-                if (r == CUDA_SUCCESS)
+                if (r == CUDA_SUCCESS) {
+                        activity_end((CUevent)event);
                         return 0;
+                }
                 if (r != CUDA_ERROR_NOT_READY)
                         return check(r, "cuEventQuery");
                 now = gpu_now_ns();
@@ -504,7 +565,7 @@ int gpu_stream_wait(void)
 {
         int r;
 
-        if ((r = CHECK(cuEventRecord(wait_event, stream))))
+        if ((r = gpu_event_record((GpuEvent *)wait_event)))
                 return r;
         return gpu_event_wait((GpuEvent *)wait_event);
 }

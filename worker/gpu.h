@@ -109,3 +109,6 @@ int gpu_event_record(GpuEvent *event);
 int gpu_event_wait(GpuEvent *event);
 int gpu_event_elapsed_ms(GpuEvent *start, GpuEvent *end, double *ret_ms);
 int gpu_stream_wait(void);
+
+void gpu_activity_begin(void);
+double gpu_activity_take(void);

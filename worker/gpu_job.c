@@ -569,6 +569,7 @@ int gpu_job_parse(json_t *doc, size_t blob_len, GpuJob **ret_job, char *err, siz
         job->warmup = 3;
         job->deadline_ms = 120000;
         job->launch_timeout_ms = 10000;
+        job->launch_floor_ms = 250;
         job->trials = 3;
         if (!json_is_object(doc)) {
                 r = fail(&c, "the job must be an object");
@@ -611,8 +612,15 @@ int gpu_job_parse(json_t *doc, size_t blob_len, GpuJob **ret_job, char *err, siz
                 goto out;
         job->trials = (int)v;
         if ((r = get_int(&c, doc, "launch_timeout_ms", false, 1, 3600000, &job->launch_timeout_ms)) ||
+            (r = get_int(&c, doc, "launch_floor_ms", false, 1, 3600000, &job->launch_floor_ms)) ||
+            (r = get_num(&c, doc, "launch_factor", false, &job->launch_factor)) ||
             (r = get_bool(&c, doc, "dump", &job->dump)))
                 goto out;
+        if (!(job->launch_factor >= 0 && job->launch_factor <= 1e6)) {
+                snprintf(c.path, sizeof(c.path), "/launch_factor");
+                r = fail(&c, "must be in [0, 1e6]");
+                goto out;
+        }
         cubins = json_object_get(doc, "cubins");
         {
                 /* A reference made only of library steps may come without a CUBIN

@@ -103,7 +103,10 @@ typedef struct GpuJob {
         double budget_ms, target_precision;
         int64_t min_trials, max_trials, warmup;
         int64_t deadline_ms;        /* the whole job */
-        int64_t launch_timeout_ms;  /* one plan execution (default 10000) */
+        int64_t launch_timeout_ms;  /* one plan execution (default 10000); the ceiling when derived */
+        double launch_factor;       /* > 0: per shape set, the limit is launch_factor x the reference's
+                                     * own time there, at least launch_floor_ms (default 0: off) */
+        int64_t launch_floor_ms;    /* default 250 */
         int trials;             /* correctness trials */
         bool dump;              /* kevald eval --dump: stream the reference side's buffers first */
         size_t cand_off, cand_size, ref_off, ref_size; /* ref_size 0: no reference CUBIN */

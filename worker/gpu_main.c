@@ -300,6 +300,9 @@ int main(int argc, char **argv)
                 judge_run(&env, job, f.blob, f.blob_len, &oc);
                 json_decref(job);
                 frame_clear(&f);
+                /* the supervisor keeps this GPU reserved until the process is gone */
+                if (oc.must_exit || gpu_is_sticky())
+                        json_object_set_new(oc.result, "exiting", json_true());
                 r = send_json(FRAME_RESULT, oc.result);
                 json_decref(oc.result);
                 if (r < 0) {

@@ -55,6 +55,10 @@ typedef struct Run {
         uint32_t salt;
         uint32_t flush_counter;
         double busy_ms;
+        int64_t limit_ms;      /* per plan execution, for the shape set being judged */
+        double limit_ref_ms;   /* the reference's time it was derived from (0: not derived) */
+        int64_t shape_limit_ms[LIMIT_TASK_SHAPES_MAX]; /* both, per shape set (calibrate_limit()) */
+        double shape_ref_ms[LIMIT_TASK_SHAPES_MAX];
         /* where we are */
         const char *phase;
         int shape, trial, launch, side;
@@ -162,11 +166,21 @@ static int fail_gpu(Run *r, int rc)
         if (rc == GPU_E_TIMEOUT) {
                 r->must_exit = true;
                 r->exit_code = 4;
+                if (r->launch_limit_hit && r->limit_ref_ms > 0)
+                        return fail_with(r, "timeout", "timeout",
+                                         json_pack("{s:I, s:f}", "launch_limit_ms", (json_int_t)r->limit_ms,
+                                                   "reference_ms", r->limit_ref_ms),
+                                         "the GPU work did not finish within the launch time limit of %" PRId64
+                                         " ms per plan execution (%g x the reference's %.3f ms on this shape set, "
+                                         "at least %" PRId64 " ms; phase %s)",
+                                         r->limit_ms, r->job->launch_factor, r->limit_ref_ms,
+                                         r->job->launch_floor_ms, r->phase);
                 if (r->launch_limit_hit)
-                        return fail(r, "timeout", "timeout",
-                                    "the GPU work did not finish within the launch time limit (%" PRId64
-                                    " ms per plan execution; phase %s)",
-                                    r->job->launch_timeout_ms, r->phase);
+                        return fail_with(r, "timeout", "timeout",
+                                         json_pack("{s:I}", "launch_limit_ms", (json_int_t)r->limit_ms),
+                                         "the GPU work did not finish within the launch time limit (%" PRId64
+                                         " ms per plan execution; phase %s)",
+                                         r->limit_ms, r->phase);
                 return fail(r, "timeout", "timeout",
                             "the job's deadline of %" PRId64 " ms passed while the GPU was busy (phase %s)",
                             r->job ? r->job->deadline_ms : 0, r->phase);
@@ -503,7 +517,7 @@ static int run_plan(Run *r, int si, int side_idx, const BufSet *set, bool wait_e
                 TRY_GPU(r, launch_step(r, s, side, r->kern[si][side_idx][j], &side->steps[j], set));
                 if (wait_each) {
                         TRY_GPU(r, gpu_event_record(ev_b));
-                        TRY_GPU(r, wait_bounded(r, ev_b, r->job->launch_timeout_ms));
+                        TRY_GPU(r, wait_bounded(r, ev_b, r->limit_ms));
                         TRY_GPU(r, gpu_event_elapsed_ms(ev_a, ev_b, &ms));
                         r->busy_ms += ms;
                 }
@@ -790,6 +804,50 @@ out:
         return rc;
 }
 
+/*
+ * The per-launch limit for shape set @si: with launch_factor set, run the
+ * reference once (fresh inputs from the trial-0 seed, outputs zeroed with
+ * the buffers before the candidate runs) and allow every plan execution
+ * launch_factor times its time, at least launch_floor_ms, at most
+ * launch_timeout_ms. A hanging candidate then costs milliseconds on small
+ * shapes instead of the 10 s ceiling; the reference is trusted, so its own
+ * run gets the ceiling.
+ */
+static int calibrate_limit(Run *r, int si)
+{
+        const GpuJob *job = r->job;
+        const JobShape *s = &job->shapes[si];
+        BufSet *set;
+        double before = r->busy_ms, ms, lim;
+        int rc;
+
+        r->limit_ms = r->shape_limit_ms[si] = job->launch_timeout_ms;
+        r->limit_ref_ms = r->shape_ref_ms[si] = 0;
+        if (job->launch_factor <= 0)
+                return 0;
+        if (!(set = calloc(1, sizeof(*set))))
+                return fail_gpu(r, -ENOMEM);
+        r->trial = 0;
+        if ((rc = set_alloc(r, s, &s->ref, false, set)) ||
+            (rc = set_prepare(r, s, &s->ref, set, kv_trial_seed(job->seed, (uint32_t)si, 0), false)) ||
+            (rc = wait_all(r)) || (rc = run_plan(r, si, SIDE_REF, set, true)) || (rc = set_free(r, set)))
+                goto out;
+        ms = r->busy_ms - before;
+        lim = ceil(job->launch_factor * ms);
+        if (lim < (double)job->launch_floor_ms)
+                lim = (double)job->launch_floor_ms;
+        if (lim > (double)job->launch_timeout_ms)
+                lim = (double)job->launch_timeout_ms;
+        r->limit_ms = (int64_t)lim;
+        r->limit_ref_ms = ms > 0 ? ms : 1e-6;
+        r->shape_limit_ms[si] = r->limit_ms;
+        r->shape_ref_ms[si] = r->limit_ref_ms;
+out:
+        r->trial = -1;
+        free(set);
+        return rc;
+}
+
 static int correctness_shape(Run *r, int si, json_t *shapes_out)
 {
         const JobShape *s = &r->job->shapes[si];
@@ -803,9 +861,14 @@ static int correctness_shape(Run *r, int si, json_t *shapes_out)
         r->phase = "correctness";
         if (r->env->progress)
                 r->env->progress(r->env->progress_userdata, r->job->id, "correctness", s->name);
+        rc = calibrate_limit(r, si);
         for (int t = 0; t < r->job->trials && rc == 0; t++)
                 rc = correctness_trial(r, si, t, rep);
-        json_array_append_new(shapes_out, shape_report_json(s, rep, rc == 0));
+        {
+                json_t *o = shape_report_json(s, rep, rc == 0);
+                json_object_set_new(o, "launch_limit_ms", json_integer((json_int_t)r->limit_ms));
+                json_array_append_new(shapes_out, o);
+        }
         for (int i = 0; i < LIMIT_TASK_BUFFERS_MAX; i++)
                 json_decref(rep->agg[i].first);
         free(rep);
@@ -1059,6 +1122,8 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
         memset(&rep, 0, sizeof(rep));
         r->shape = si;
         r->phase = "timing";
+        r->limit_ms = r->shape_limit_ms[si];
+        r->limit_ref_ms = r->shape_ref_ms[si];
         if (r->env->progress)
                 r->env->progress(r->env->progress_userdata, job->id, "timing", s->name);
         if (!ts)
@@ -1079,7 +1144,7 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
                         goto out;
         }
         r->side = SIDE_CAND; /* a fault surfacing here comes from a candidate run */
-        if ((rc = gpu_event_record(ev_b)) || (rc = wait_bounded(r, ev_b, r->job->launch_timeout_ms * (2 * job->warmup + 1)))) {
+        if ((rc = gpu_event_record(ev_b)) || (rc = wait_bounded(r, ev_b, r->limit_ms * (2 * job->warmup + 1)))) {
                 rc = fail_gpu(r, rc);
                 goto out;
         }
@@ -1099,7 +1164,7 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
                 r->side = SIDE_CAND;
                 r->launch = -1;
                 r->kernel = NULL;
-                if ((rc = wait_bounded(r, ev_pool[4 * (b - 1) + 3], r->job->launch_timeout_ms * (int64_t)(2 * b)))) {
+                if ((rc = wait_bounded(r, ev_pool[4 * (b - 1) + 3], r->limit_ms * (int64_t)(2 * b)))) {
                         rc = fail_gpu(r, rc);
                         goto out;
                 }
@@ -1222,6 +1287,8 @@ int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t
                 goto done;
         }
         r->job = job;
+        r->limit_ms = job->launch_timeout_ms;
+        (void)gpu_activity_take(); /* what came before this job is not its activity */
         r->salt = (uint32_t)kv_mix64(job->seed ^ 0x6775617264ull);
         gpu_deadline_set(t0 + job->deadline_ms * 1000000LL);
 
@@ -1331,6 +1398,7 @@ done:
         json_object_set_new(result, "error", r->error ? r->error : json_null());
         json_object_set_new(result, "gpu", judge_gpu_json(env->info));
         json_object_set_new(result, "gpu_busy_ms", json_real(r->busy_ms));
+        json_object_set_new(result, "gpu_active_ms", json_real(gpu_activity_take()));
         json_object_set_new(result, "cleanup", json_pack("{s:I, s:i, s:i}", "allocations_left",
                                                          (json_int_t)devmem_live_count(), "globals_zeroed",
                                                          r->globals_zeroed, "globals_missed", r->globals_missed));

@@ -155,7 +155,9 @@ def prepare(items, args, specs):
         s = json.loads(json.dumps(it["submission"]))
         if args.mode == "compile":
             s["mode"] = "compile"
-        if args.timing:
+        if args.timing == "default":
+            s.pop("timing", None)  # the server's default timing budget
+        elif args.timing:
             s["timing"] = args.timing
         if specs is not None and "task" in s:
             s["task_spec"] = specs[s.pop("task")]
@@ -236,6 +238,7 @@ def summarize_corpus(items, results, submit_t, done_t, t0, t_submitted, t1, mode
     matched = 0
     mism = []
     gpu_busy = 0.0
+    gpu_active = 0.0
     gpu_wall = 0.0
     lat = []
     lat_server = []
@@ -258,12 +261,18 @@ def summarize_corpus(items, results, submit_t, done_t, t0, t_submitted, t1, mode
                          "error": ((r.get("result") or {}).get("error") or {}).get("message", "")[:300]})
         res = r.get("result") or {}
         gb = res.get("gpu_busy_ms")
+        ga = res.get("gpu_active_ms")
         gw = res.get("wall_ms")
         if isinstance(gb, (int, float)):
             gpu_busy += gb
+        if isinstance(ga, (int, float)):
+            gpu_active += ga
         if isinstance(gw, (int, float)):
             gpu_wall += gw
-        bv = by_verdict.setdefault(v, {"n": 0, "with_wall_ms": 0, "wall_ms": 0.0, "gpu_busy_ms": 0.0})
+        bv = by_verdict.setdefault(v, {"n": 0, "with_wall_ms": 0, "wall_ms": 0.0, "gpu_busy_ms": 0.0,
+                                       "gpu_active_ms": 0.0})
+        if isinstance(ga, (int, float)):
+            bv["gpu_active_ms"] += ga
         bv["n"] += 1
         if isinstance(gw, (int, float)):
             bv["with_wall_ms"] += 1
@@ -305,10 +314,12 @@ def summarize_corpus(items, results, submit_t, done_t, t0, t_submitted, t1, mode
         "verdict_as_expected": matched,
         "verdict_unexpected": mism,
         "gpu_busy_ms_sum": round(gpu_busy, 1),
+        "gpu_active_ms_sum": round(gpu_active, 1),
         "gpu_wall_ms_sum": round(gpu_wall, 1),
         "jobs_per_gpu": {str(k): v for k, v in sorted(per_gpu.items())},
         "gpu_worker_time_by_verdict": {k: {"n": v["n"], "with_wall_ms": v["with_wall_ms"],
-                                           "wall_ms": round(v["wall_ms"], 1), "gpu_busy_ms": round(v["gpu_busy_ms"], 1)}
+                                           "wall_ms": round(v["wall_ms"], 1), "gpu_busy_ms": round(v["gpu_busy_ms"], 1),
+                                           "gpu_active_ms": round(v["gpu_active_ms"], 1)}
                                        for k, v in by_verdict.items()},
         "latency_s": {"p50": pct(lat, 50), "p90": pct(lat, 90), "p99": pct(lat, 99), "max": max(lat) if lat else None},
         "latency_server_s": {"p50": pct(lat_server, 50), "p99": pct(lat_server, 99)},
@@ -398,13 +409,17 @@ def markdown(rep):
     lines.append("| verdicts | %s |" % ", ".join("%s %d" % kv for kv in c["verdicts"].items()))
     lines.append("| verdict as generated | %d / %d |" % (c["verdict_as_expected"], c["finished"]))
     if rep["mode"] != "compile":
-        lines.append("| **GPU busy** = sum(gpu_busy_ms) / (wall × GPUs) | **%s%%** |" % fmt(rep.get("gpu_busy_pct")))
+        lines.append("| **GPU busy** = sum(gpu_active_ms) / (wall × GPUs): all of the worker's GPU work in flight "
+                     "(plans, L2 flushes, input generation, comparisons) | **%s%%** |" % fmt(rep.get("gpu_active_pct")))
+        lines.append("| plan time = sum(gpu_busy_ms) / (wall × GPUs): candidate and reference plan executions only "
+                     "| %s%% |" % fmt(rep.get("gpu_busy_pct")))
         lines.append("| worker occupied = sum(wall_ms) / (wall × GPUs) | %s%% |" % fmt(rep.get("gpu_occupied_pct")))
         lines.append("| dispatcher's GPU busy (workers[].busy_s) / (wall × GPUs); GPU worker restarts | %s%%; %s |" % (
             fmt(rep.get("dispatcher_busy_pct")), fmt(rep.get("gpu_worker_restarts"))))
         lines.append("| jobs per GPU | %s |" % json.dumps(c["jobs_per_gpu"]))
         lines.append("| GPU worker time by verdict: Σ wall_ms (jobs reporting it / all) | %s |" % "; ".join(
-            "%s %.1f s (%d/%d)" % (k, v["wall_ms"] / 1000.0, v["with_wall_ms"], v["n"])
+            "%s %.1f s, GPU active %.1f s (%d/%d)" % (k, v["wall_ms"] / 1000.0, v.get("gpu_active_ms", 0) / 1000.0,
+                                                      v["with_wall_ms"], v["n"])
             for k, v in sorted(c["gpu_worker_time_by_verdict"].items(), key=lambda kv: -kv[1]["wall_ms"])
             if v["with_wall_ms"]))
         lines.append("| timing precision achieved, p50 / max | %s / %s |" % (
@@ -438,7 +453,8 @@ def main():
     ap.add_argument("--mode", choices=["full", "compile"], default="full", help="full (default) or compile-only")
     ap.add_argument("--shapes", choices=["small", "library"], default="small",
                     help="small: inline tasks without the KernelBench default shape set (default); library: task by name")
-    ap.add_argument("--timing", help='override every submission\'s timing: fast, precise, or JSON')
+    ap.add_argument("--timing", help='override every submission\'s timing: fast, precise, default (no timing field: '
+                    'the server\'s default), or JSON')
     ap.add_argument("--batch", type=int, default=128, help="submissions per POST (default 128)")
     ap.add_argument("--pace", type=float, default=0.0, help="seconds between batch POSTs (default 0: all at once)")
     ap.add_argument("--wait-threads", type=int, default=512, help="concurrent long-polls (default 512)")
@@ -461,7 +477,7 @@ def main():
         ap.error("--poll must be in 1..600")
     if args.limit < 0 or args.latency < 0 or args.deadline < 0:
         ap.error("--limit, --latency and --deadline must be >= 0")
-    if args.timing and args.timing not in ("fast", "precise"):
+    if args.timing and args.timing not in ("fast", "precise", "default"):
         try:
             args.timing = json.loads(args.timing)
         except ValueError as e:
@@ -509,6 +525,7 @@ def main():
         if ngpu and c["wall_s"] > 0:
             rep["evals_per_min_per_gpu"] = round(c["evals_per_min"] / ngpu, 1)
             rep["gpu_busy_pct"] = round(100.0 * c["gpu_busy_ms_sum"] / (c["wall_s"] * 1000.0 * ngpu), 1)
+            rep["gpu_active_pct"] = round(100.0 * c["gpu_active_ms_sum"] / (c["wall_s"] * 1000.0 * ngpu), 1)
             rep["gpu_occupied_pct"] = round(100.0 * c["gpu_wall_ms_sum"] / (c["wall_s"] * 1000.0 * ngpu), 1)
         # the dispatcher's own view: busy seconds and restarts per GPU worker over the corpus run
         code, after = api.call("GET", "/readyz", timeout=10)
