@@ -236,7 +236,7 @@ def summary(tasks, doc, all_rows):
         out.append("| [%s](%s) | %d | %s |" % (title, link, len(rows), TOTALS[name](rows)))
     ref_rows = parse_rows(block_text(doc, "timing-ref"), 6)
     out.append("| [reference time at the default size](#timing-at-the-default-size-gpu) | %d | %d through kevald "
-               "(self-evaluation), %d stand-alone (cuBLAS-step tasks) |" % (
+               "(self-evaluation); %d stand-alone rows (timing.py --ref) |" % (
                    sum(r[7] != "none" for r in all_rows), sum(r[7] == "kevald" for r in all_rows), len(ref_rows)))
     by_cat = collections.defaultdict(list)
     for r in all_rows:
