@@ -1,8 +1,15 @@
 /*
  * devmem - see devmem.h. Invariants: every allocation of a job is in the
- * live table until devmem_free()/devmem_free_all() has zeroed it on the
- * device, waited for the zeroing, and freed it; the helper result area and
- * the page-locked staging buffer belong to the process, not to a job.
+ * live table until devmem_free()/devmem_free_all() has enqueued its zeroing
+ * on the worker's one stream and moved it to the pool; every pool entry is
+ * zero or has its zeroing queued ahead of anything later on that stream, so
+ * whatever reuses it (or reads it through a stray pointer) sees zeros. The
+ * pool is ordered by the time of the free (oldest first), holds at most
+ * pool_limit bytes and DEVMEM_POOL_ENTRIES_MAX entries, and gives memory
+ * back with cuMemFree only after a deadline-bounded wait for the stream
+ * (cuMemFree may synchronize the device, and nothing in the worker blocks
+ * on a spinning kernel without a deadline). The helper result area and the
+ * page-locked staging buffers belong to the process, not to a job.
  */
 #include "worker/devmem.h"
 
@@ -27,13 +34,46 @@ static unsigned max_blocks = 1024;
 static DevBuf *live;
 static size_t n_live, cap_live;
 
+typedef struct PoolEntry {
+        GpuPtr base;
+        size_t total;
+} PoolEntry;
+
+static PoolEntry *pool;          /* oldest free first */
+static size_t n_pool, cap_pool;
+static uint64_t pool_bytes;
+static uint64_t pool_limit;      /* set by devmem_init() */
+
+/* KEVALD_DEVMEM_POOL_BYTES, a decimal byte count, overrides the default.
+ * Return: 0 (@ret_limit set), 1 when unset, -EINVAL. */
+static int pool_limit_from_env(uint64_t *ret_limit)
+{
+        const char *s = getenv("KEVALD_DEVMEM_POOL_BYTES");
+        unsigned long long v;
+        char *end;
+
+        if (!s || !*s)
+                return 1;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno || *end || s[0] < '0' || s[0] > '9')
+                return -EINVAL;
+        *ret_limit = v;
+        return 0;
+}
+
 /**
  * devmem_init() - load the trusted helper fatbin and set up the result area
  * @fatbin, @len: the embedded image; borrowed (copied to malloc'd, suitably
  *         aligned memory for the loader)
  * @sms: multiprocessor count, to size helper grids
+ *
+ * Also sizes the buffer pool: min(device memory / 4, 8 GiB), or
+ * KEVALD_DEVMEM_POOL_BYTES from the environment (0 turns the pool off).
+ *
  * Return: 0, GPU_E_CUDA, GPU_E_NOT_FOUND (the fatbin lacks a helper: a
- * build error), -ENOMEM.
+ * build error), -ENOMEM, -EINVAL (KEVALD_DEVMEM_POOL_BYTES is not a
+ * decimal number).
  */
 int devmem_init(const void *fatbin, size_t len, int sms)
 {
@@ -51,10 +91,16 @@ int devmem_init(const void *fatbin, size_t len, int sms)
                 { "kv_compare_tol", &k_compare_tol },
                 { "kv_mismatch_from", &k_mismatch_from },
         };
-        void *host = NULL, *copy = malloc(len ? len : 1);
-        int r;
+        void *host = NULL, *copy;
+        size_t mem_free, mem_total;
+        uint64_t limit = 0;
+        int r, from_env;
 
-        if (!copy)
+        if ((from_env = pool_limit_from_env(&limit)) < 0) {
+                log_error("devmem: KEVALD_DEVMEM_POOL_BYTES: not a byte count");
+                return from_env;
+        }
+        if (!(copy = malloc(len ? len : 1)))
                 return -ENOMEM;
         memcpy(copy, fatbin, len);
         r = gpu_module_load(copy, len, &helpers);
@@ -77,6 +123,13 @@ int devmem_init(const void *fatbin, size_t len, int sms)
         chunk = host;
         if (sms > 0)
                 max_blocks = (unsigned)sms * 8u;
+        if (from_env == 1) {
+                if ((r = gpu_mem_info(&mem_free, &mem_total)))
+                        return r;
+                limit = mem_total / 4 < DEVMEM_POOL_CAP_BYTES ? mem_total / 4 : DEVMEM_POOL_CAP_BYTES;
+        }
+        pool_limit = limit;
+        log_info("devmem: buffer pool holds up to %llu bytes", (unsigned long long)pool_limit);
         return 0;
 }
 
@@ -136,12 +189,126 @@ int devmem_warm(void)
         return 0;
 }
 
+/* ---------------------------------------------------------------- pool -- */
+
+/* Take the most recently freed entry of exactly @total bytes. */
+static GpuPtr pool_take(size_t total)
+{
+        for (size_t i = n_pool; i-- > 0;) {
+                if (pool[i].total == total) {
+                        GpuPtr base = pool[i].base;
+                        memmove(&pool[i], &pool[i + 1], (n_pool - i - 1) * sizeof(*pool));
+                        n_pool--;
+                        pool_bytes -= total;
+                        return base;
+                }
+        }
+        return 0;
+}
+
+/* Append a zeroed (or zeroing-queued) allocation as the newest entry.
+ * Return: 0, -ENOMEM (not pooled: the caller frees it). */
+static int pool_put(GpuPtr base, size_t total)
+{
+        if (n_pool == cap_pool) {
+                size_t cap = cap_pool ? cap_pool * 2 : 64;
+                PoolEntry *n = realloc(pool, cap * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                pool = n;
+                cap_pool = cap;
+        }
+        pool[n_pool].base = base;
+        pool[n_pool].total = total;
+        n_pool++;
+        pool_bytes += total;
+        return 0;
+}
+
+/*
+ * Free the oldest entries until the pool holds at most @max_bytes and
+ * @max_count entries. Waits for the stream first (the zeroing must be done,
+ * and cuMemFree may synchronize the device: it must not block on a
+ * spinning kernel without the deadline). Return: 0, GPU_E_CUDA,
+ * GPU_E_TIMEOUT (entries not yet freed stay in the pool).
+ */
+static int pool_trim(uint64_t max_bytes, size_t max_count)
+{
+        size_t drop = 0;
+        uint64_t bytes = pool_bytes;
+        int r = 0;
+
+        while (drop < n_pool && (bytes > max_bytes || n_pool - drop > max_count))
+                bytes -= pool[drop++].total;
+        if (drop == 0)
+                return 0;
+        if ((r = gpu_stream_wait()))
+                return r;
+        for (size_t i = 0; i < drop; i++) {
+                if ((r = gpu_free(pool[i].base))) {
+                        drop = i;
+                        break;
+                }
+                pool_bytes -= pool[i].total;
+        }
+        memmove(pool, pool + drop, (n_pool - drop) * sizeof(*pool));
+        n_pool -= drop;
+        return r;
+}
+
+/* Move a live allocation whose zeroing is queued into the pool (or, when
+ * the pool table cannot grow, wait and free it), then bound the pool. */
+static int pool_return(GpuPtr base, size_t total)
+{
+        int r;
+
+        if (pool_put(base, total) < 0) {
+                if ((r = gpu_stream_wait()) || (r = gpu_free(base)))
+                        return r;
+        }
+        return pool_trim(pool_limit, DEVMEM_POOL_ENTRIES_MAX);
+}
+
+/**
+ * devmem_pool_release() - give every pooled allocation back to the driver
+ * (waits for the stream first, with the deadline).
+ * Return: 0, GPU_E_CUDA, GPU_E_TIMEOUT (what was not freed stays pooled).
+ */
+int devmem_pool_release(void)
+{
+        return pool_trim(0, 0);
+}
+
+/** devmem_pool_count() - allocations in the pool (not part of any job). */
+size_t devmem_pool_count(void)
+{
+        return n_pool;
+}
+
+/** devmem_pool_bytes() - bytes in the pool (not part of any job). */
+uint64_t devmem_pool_bytes(void)
+{
+        return pool_bytes;
+}
+
+/** devmem_pool_limit() - the most bytes the pool keeps (0: no pool). */
+uint64_t devmem_pool_limit(void)
+{
+        return pool_limit;
+}
+
+/* ------------------------------------------------------------- buffers -- */
+
 /**
  * devmem_alloc() - allocate a buffer with @guard bytes of guard band on each
- * side, and track it. The contents are undefined until generated, poisoned
- * or zeroed.
+ * side, and track it. A pooled allocation of the same total size is taken
+ * first (it reads as zeros); otherwise cuMemAlloc, and when that runs out
+ * of memory, the pool is released and cuMemAlloc tried once more. The
+ * contents are undefined until generated, poisoned or zeroed.
  * @ret_buf: filled on success
- * Return: 0, GPU_E_CUDA (CUDA_ERROR_OUT_OF_MEMORY), -ENOMEM, -EOVERFLOW.
+ * Return: 0, GPU_E_CUDA (CUDA_ERROR_OUT_OF_MEMORY in gpu_error_last() when
+ * even the retry found no room), GPU_E_TIMEOUT (waiting to release the
+ * pool), -ENOMEM, -EOVERFLOW.
  */
 int devmem_alloc(size_t bytes, size_t guard, DevBuf *ret_buf)
 {
@@ -164,46 +331,69 @@ int devmem_alloc(size_t bytes, size_t guard, DevBuf *ret_buf)
                 live = n;
                 cap_live = cap;
         }
-        if ((r = gpu_alloc(b.total, &b.base)))
-                return r;
+        if (!(b.base = pool_take(b.total))) {
+                r = gpu_alloc(b.total, &b.base);
+                if (r == GPU_E_CUDA && n_pool > 0 &&
+                    strcmp(gpu_error_last()->name, "CUDA_ERROR_OUT_OF_MEMORY") == 0) {
+                        log_debug("devmem: out of memory for %zu bytes; releasing the pool (%llu bytes)", b.total,
+                                  (unsigned long long)pool_bytes);
+                        if ((r = devmem_pool_release()) == 0)
+                                r = gpu_alloc(b.total, &b.base);
+                }
+                if (r)
+                        return r;
+        }
         b.ptr = b.base + guard;
         live[n_live++] = b;
         *ret_buf = b;
         return 0;
 }
 
-static void untrack(GpuPtr base)
+/* Remove @base from the live table. Return: its total size, 0 if untracked. */
+static size_t untrack(GpuPtr base)
 {
         for (size_t i = 0; i < n_live; i++) {
                 if (live[i].base == base) {
+                        size_t total = live[i].total;
                         live[i] = live[--n_live];
-                        return;
+                        return total;
                 }
         }
-}
-
-/**
- * devmem_free() - zero the whole allocation (guards included), wait, free,
- * and clear @buf. A zeroed DevBuf is accepted.
- * Return: 0, GPU_E_CUDA, GPU_E_TIMEOUT (the buffer stays allocated).
- */
-int devmem_free(DevBuf *buf)
-{
-        int r;
-
-        if (!buf || !buf->base)
-                return 0;
-        if ((r = gpu_memset8(buf->base, 0, buf->total)) || (r = gpu_stream_wait()) || (r = gpu_free(buf->base)))
-                return r;
-        untrack(buf->base);
-        memset(buf, 0, sizeof(*buf));
         return 0;
 }
 
 /**
- * devmem_free_all() - zero every live allocation, wait once, free them all.
- * Return: 0, GPU_E_CUDA, GPU_E_TIMEOUT (nothing freed then: the caller
- * exits, and the process's death frees the memory).
+ * devmem_free() - zero the whole allocation (guards included), move it to
+ * the pool, and clear @buf. A zeroed DevBuf is accepted. The zeroing is
+ * queued on the worker's stream, not waited for: everything that can touch
+ * the memory later is queued behind it. Only when the pool must shrink
+ * does this wait (pool_trim()).
+ * Return: 0; GPU_E_CUDA when the zeroing cannot be queued (the buffer stays
+ * live); GPU_E_CUDA or GPU_E_TIMEOUT from shrinking the pool (@buf has
+ * been released all the same).
+ */
+int devmem_free(DevBuf *buf)
+{
+        size_t total;
+        int r;
+
+        if (!buf || !buf->base)
+                return 0;
+        if ((r = gpu_memset8(buf->base, 0, buf->total)))
+                return r;
+        total = untrack(buf->base);
+        r = pool_return(buf->base, total ? total : buf->total);
+        memset(buf, 0, sizeof(*buf));
+        return r;
+}
+
+/**
+ * devmem_free_all() - zero every live allocation, wait once (so that a
+ * failure or a timeout of anything queued before shows here), and move
+ * them all to the pool. Return: 0, GPU_E_CUDA, GPU_E_TIMEOUT (nothing
+ * released when the zeroing or the wait failed: the caller exits, and the
+ * process's death frees the memory; an error while shrinking the pool
+ * leaves the live table empty).
  */
 int devmem_free_all(void)
 {
@@ -215,18 +405,21 @@ int devmem_free_all(void)
         if ((r = gpu_stream_wait()))
                 return r;
         while (n_live > 0) {
-                if ((r = gpu_free(live[n_live - 1].base)))
+                DevBuf *b = &live[n_live - 1];
+                if (pool_put(b->base, b->total) < 0 && (r = gpu_free(b->base)))
                         return r;
                 n_live--;
         }
-        return 0;
+        return pool_trim(pool_limit, DEVMEM_POOL_ENTRIES_MAX);
 }
 
+/** devmem_live_count() - allocations of the current job (the pool not included). */
 size_t devmem_live_count(void)
 {
         return n_live;
 }
 
+/** devmem_live_bytes() - bytes of the current job's allocations (the pool not included). */
 uint64_t devmem_live_bytes(void)
 {
         uint64_t s = 0;

@@ -1,12 +1,30 @@
 /*
  * devmem - the GPU worker's device memory: every buffer of a job is
  * allocated here, tracked, surrounded (for candidate buffers) by canary
- * guard bands, and zeroed before it is freed, so that no later job can read
+ * guard bands, and zeroed when it is freed, so that no later job can read
  * what this one left behind (cuMemAlloc does not zero). The trusted device
  * helpers (worker/device.cu, embedded as a fatbin) are loaded here too, and
  * the functions below that use them are synchronous: they enqueue, wait with
  * the deadline (gpu_deadline_set()), and copy small results back through
  * page-locked memory.
+ *
+ * Buffer pool: a freed allocation is not given back to the driver but kept
+ * for the next devmem_alloc() of the same total size (the same shapes recur
+ * within a job and across the jobs of a task), which saves a cuMemAlloc, a
+ * cuMemFree and a wait for the stream per buffer. Freeing still zeroes the
+ * whole allocation, guards included; the zeroing is queued on the worker's
+ * single stream, so every later use of the memory (by the helpers, cuBLAS,
+ * copies, or a later job's kernels, stray pointers included) is ordered
+ * after it, and devmem_free() need not wait. Pooled memory belongs to no
+ * job: devmem_live_*() do not count it. The pool holds at most
+ * min(device memory / 4, 8 GiB), or KEVALD_DEVMEM_POOL_BYTES bytes when
+ * that is set in the environment (0: no pool, every free waits and calls
+ * cuMemFree as before), and at most DEVMEM_POOL_ENTRIES_MAX allocations;
+ * beyond that the least recently freed go back to the driver. When
+ * cuMemAlloc runs out of memory the whole pool is released and the
+ * allocation tried once more. Memory goes back to the driver only after a
+ * wait for the stream with the deadline (cuMemFree may synchronize the
+ * device, and must not block on a spinning kernel).
  *
  * Return codes are those of gpu.h: 0, GPU_E_CUDA, GPU_E_TIMEOUT.
  */
@@ -37,6 +55,11 @@ typedef struct DevGuardReport {
         uint64_t after_last;    /* offset past the end of the last damaged byte */
 } DevGuardReport;
 
+/* The pool's default size is min(device memory / 4, this); most
+ * allocations it keeps (each is at least 256 bytes). */
+#define DEVMEM_POOL_CAP_BYTES (8ull << 30)
+#define DEVMEM_POOL_ENTRIES_MAX 1024
+
 int devmem_init(const void *fatbin, size_t len, int sms);
 int devmem_warm(void);
 
@@ -45,6 +68,10 @@ int devmem_free(DevBuf *buf);
 int devmem_free_all(void);
 size_t devmem_live_count(void);
 uint64_t devmem_live_bytes(void);
+int devmem_pool_release(void);
+size_t devmem_pool_count(void);
+uint64_t devmem_pool_bytes(void);
+uint64_t devmem_pool_limit(void);
 
 int devmem_generate(const DevBuf *buf, const KvGenParams *params);
 int devmem_poison(const DevBuf *buf, int dtype);

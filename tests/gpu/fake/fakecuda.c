@@ -17,6 +17,18 @@
  *
  * Invariant checked: memory handed to cuMemFree must be all zero (the
  * worker zeroes every allocation before freeing it); otherwise abort().
+ *
+ * For the buffer pool's tests (worker/devmem.c): with FAKECUDA_LOG set to
+ * a file name, every cuMemAlloc and cuMemFree appends a line
+ * "alloc|free <bytes> <bytes in use after>" to it, so a test can count the
+ * calls a job made and what stays allocated. Flavor vadd_mark fills its
+ * output with LEAK_MARK (a wrong answer: the job fails, its buffers are
+ * freed by the cleanup); vadd_mark_scratch is a correct vadd with a fifth
+ * parameter, a scratch buffer, that it stamps with LEAK_MARK (the job
+ * passes, its buffers are freed one by one); flavor vadd_snoop is a correct
+ * vadd that first searches every live allocation for LEAK_MARK and aborts
+ * when it finds one: a later job must never see an earlier job's data,
+ * whether the memory was freed, pooled, or handed out again.
  */
 #include <cuda.h>
 #include <math.h>
@@ -59,6 +71,44 @@ static struct CUctx_st the_ctx;
 static CUresult sticky;
 static int spinning;
 static unsigned long long mem_used;
+
+/* every live cuMemAlloc block (its user pointer), for vadd_snoop */
+static unsigned char **blocks;
+static size_t n_blocks, cap_blocks;
+
+#define LEAK_MARK "kevald-leak-mark"
+
+static void mem_log(const char *what, size_t bytes)
+{
+        static FILE *f;
+        static int opened;
+        const char *path;
+
+        if (!opened) {
+                opened = 1;
+                if ((path = getenv("FAKECUDA_LOG")) && *path) {
+                        f = fopen(path, "a");
+                        if (f)
+                                setvbuf(f, NULL, _IOLBF, 0);
+                }
+        }
+        if (f)
+                fprintf(f, "%s %zu %llu\n", what, bytes, mem_used);
+}
+
+static void snoop(void)
+{
+        static const char mark[] = LEAK_MARK;
+
+        for (size_t i = 0; i < n_blocks; i++) {
+                size_t bytes = ((size_t *)(void *)blocks[i])[-2];
+                if (memmem(blocks[i], bytes, mark, sizeof(mark) - 1)) {
+                        fprintf(stderr, "fakecuda: vadd_snoop found an earlier job's marker in a block of %zu bytes\n",
+                                bytes);
+                        abort();
+                }
+        }
+}
 
 static double now_ms(void)
 {
@@ -201,6 +251,8 @@ static void k_vadd(struct CUmod_st *m, void **p)
          * then skips every other launch: only revalidation can see it */
         if (strcmp(f, "vadd_lazy") == 0 && epoch >= 12 && (epoch & 1))
                 return;
+        if (strcmp(f, "vadd_snoop") == 0)
+                snoop();
 
         for (int i = 0; i < n; i++) {
                 if (strcmp(f, "vadd_partial") == 0 && i >= n / 2)
@@ -223,6 +275,11 @@ static void k_vadd(struct CUmod_st *m, void **p)
                 spinning = 1;
         if (strcmp(f, "vadd_crash") == 0)
                 abort(); /* the worker dies mid-job (for the runner's own tests) */
+        if (strcmp(f, "vadd_mark") == 0)
+                for (size_t i = 0; i + 16 <= (size_t)n * sizeof(float); i += 16)
+                        memcpy((char *)y + i, LEAK_MARK, 16);
+        if (strcmp(f, "vadd_mark_scratch") == 0)
+                memcpy(PTR(char *, 4), LEAK_MARK, 16);
 }
 
 static void k_axpy(struct CUmod_st *m, void **p)
@@ -348,6 +405,7 @@ static const KDef kernels[] = {
         { "ref", "vadd_ref", k_vadd, 4, { 8, 8, 8, 4 } },
         { "ref", "axpy_ref", k_axpy, 4, { 4, 8, 8, 4 } },
         { "ref", "copy4", k_copy4, 3, { 8, 8, 4 } },
+        { "vadd_mark_scratch", "vadd", k_vadd, 5, { 8, 8, 8, 4, 8 } },
         { NULL, "vadd", k_vadd, 4, { 8, 8, 8, 4 } },
         { NULL, "axpy", k_axpy, 4, { 4, 8, 8, 4 } },
         { NULL, "zero4", k_copy4, 3, { 8, 8, 4 } },
@@ -602,12 +660,22 @@ CUresult cuMemAlloc(CUdeviceptr *p, size_t bytes)
                 return CUDA_ERROR_INVALID_VALUE;
         if (mem_used + bytes > FAKE_MEM_TOTAL)
                 return CUDA_ERROR_OUT_OF_MEMORY;
+        if (n_blocks == cap_blocks) {
+                size_t cap = cap_blocks ? cap_blocks * 2 : 256;
+                unsigned char **n = realloc(blocks, cap * sizeof(*n));
+                if (!n)
+                        return CUDA_ERROR_OUT_OF_MEMORY;
+                blocks = n;
+                cap_blocks = cap;
+        }
         h = malloc(bytes + 16);
         if (!h)
                 return CUDA_ERROR_OUT_OF_MEMORY;
         h[0] = bytes;
         memset(h + 2, 0x5A, bytes); /* cuMemAlloc does not zero: leave something visible */
         mem_used += bytes;
+        blocks[n_blocks++] = (unsigned char *)(h + 2);
+        mem_log("alloc", bytes);
         *p = (CUdeviceptr)(uintptr_t)(h + 2);
         return CUDA_SUCCESS;
 }
@@ -625,7 +693,14 @@ CUresult cuMemFree(CUdeviceptr p)
                         abort();
                 }
         }
+        for (size_t i = 0; i < n_blocks; i++) {
+                if (blocks[i] == b) {
+                        blocks[i] = blocks[--n_blocks];
+                        break;
+                }
+        }
         mem_used -= h[0];
+        mem_log("free", h[0]);
         free(h);
         return CUDA_SUCCESS;
 }

@@ -13,6 +13,7 @@ import json
 import os
 import struct
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -28,7 +29,7 @@ TIMING = {"budget_ms": 30, "target_precision": 0.05, "min_trials": 3, "max_trial
 
 
 def vplan(kernel="vadd", block=256, shared=0, nargs=4, scratch=None):
-    args = ["x", "z", "y", {"type": "i32", "value": "N"}][:nargs]
+    args = ["x", "z", "y", {"type": "i32", "value": "N"}, "s"][:nargs]
     p = {"plan": [{"kernel": kernel, "grid": ["ceil_div(N, %d)" % block], "block": [block], "shared": shared,
                    "args": args}]}
     if scratch:
@@ -155,6 +156,121 @@ def extra_check(kind, task, result, seed):
     return None
 
 
+class MemLog:
+    """The fake's FAKECUDA_LOG: cuMemAlloc/cuMemFree calls since the last look."""
+
+    def __init__(self, path):
+        self.path, self.pos = path, 0
+
+    def since(self):
+        with open(self.path) as f:
+            f.seek(self.pos)
+            lines = f.read().splitlines()
+            self.pos = f.tell()
+        allocs = [l for l in lines if l.startswith("alloc ")]
+        frees = [l for l in lines if l.startswith("free ")]
+        used = int(lines[-1].split()[2]) if lines else None
+        return len(allocs), len(frees), used
+
+
+def one_job(worker, n, taskname, shapes, flavor, plan):
+    task = json.load(open(os.path.join(HERE, "..", "tasks", taskname + ".json")))
+    task["shapes"] = shapes
+    cand = ("FAKE:%s\n" % flavor).encode() + b"\0"
+    ref = b"FAKE:ref\n\0" if task["reference"].get("source_file") else b""
+    job = rs.resolve_job(task, plan, n, "00c0ffee12345678", len(cand), len(ref), {"timing": TIMING})
+    result, _ = worker.run(job, cand + ref, 60)
+    return result
+
+
+# The device-memory pool (worker/devmem.c), each group on a worker of its
+# own with KEVALD_DEVMEM_POOL_BYTES (None: the default, 1/4 of the fake's
+# 512 MiB): name, N, scratch elements (a candidate scratch buffer "s", the
+# kernel's fifth argument), flavor, expect, check(allocs, frees, bytes the
+# worker holds beyond start-up). A vector_add job of one shape set with 3
+# correctness trials has 9 distinct buffers (3 candidate x 2 sets, 3
+# reference) and, without the pool, makes 33 cuMemAlloc calls (9 a trial,
+# 6 for timing).
+V = {"verdict": "correct", "cleanup.allocations_left": 0}
+MIB = 1 << 20
+POOL_GROUPS = [
+    (None, [
+        ("pool_first", 65536, None, "vadd", V, lambda a, f, u: a <= 9 and f == 0 and u > 0),
+        ("pool_again", 65536, None, "vadd", V, lambda a, f, u: a == 0 and f == 0 and u == 0),
+        # leaks: each marker job's buffers go to the pool, sizes the snooper does not reuse;
+        # vadd_snoop aborts the worker if it finds the marker anywhere in device memory
+        ("leak_mark", 5000, None, "vadd_mark", {"verdict": "incorrect", "error.kind": "mismatch",
+                                                "cleanup.allocations_left": 0}, lambda a, f, u: a > 0 and f == 0),
+        ("leak_mark_scratch", 6000, 1000, "vadd_mark_scratch", V, lambda a, f, u: a > 0 and f == 0),
+        ("leak_snoop", 7000, None, "vadd_snoop", V, lambda a, f, u: a > 0),
+    ]),
+    (1 * MIB, [  # bounded: the least recently freed go back (zeroed: the fake's cuMemFree checks)
+        ("pool_bounded", 65536, None, "vadd", V, lambda a, f, u: f > 0 and 0 < u <= 1 * MIB),
+    ]),
+    (0, [  # no pool: every free is a cuMemFree, as before the pool
+        ("pool_off", 65536, None, "vadd", V, lambda a, f, u: a == 33 and f == 33 and u == 0),
+    ]),
+    (400 * MIB, [  # out of memory with a full pool: released, then the allocation retried
+        ("oom_fill", 65536, 100 * MIB // 4, "vadd", V, lambda a, f, u: f == 0 and u >= 200 * MIB),
+        ("oom_retry", 65536, 130 * MIB // 4, "vadd", V, lambda a, f, u: f >= 2 and u >= 260 * MIB),
+    ]),
+]
+
+
+def pool_cases(args, logdir):
+    failed, total = 0, 0
+    for gi, (limit, cases) in enumerate(POOL_GROUPS):
+        path = os.path.join(logdir, "mem-%d.log" % gi)
+        os.environ["FAKECUDA_LOG"] = path
+        if limit is None:
+            os.environ.pop("KEVALD_DEVMEM_POOL_BYTES", None)
+        else:
+            os.environ["KEVALD_DEVMEM_POOL_BYTES"] = str(limit)
+        worker = None
+        try:
+            worker = rs.Worker(args.gpu_bin, ["--no-sandbox"], args.verbose)
+            log = MemLog(path)
+            _, _, base = log.since()
+        except Exception as e:  # noqa: BLE001
+            print("FAIL pool group %d: %s: %s" % (gi, type(e).__name__, e))
+            failed += len(cases)
+            total += len(cases)
+            continue
+        for n, (name, size, scratch, flavor, expect, check) in enumerate(cases):
+            problems, result = [], None
+            total += 1
+            try:
+                plan = vplan(scratch=[{"name": "s", "dtype": "f32", "count": scratch}] if scratch else None,
+                             nargs=5 if flavor == "vadd_mark_scratch" else 4)
+                result = one_job(worker, 1000 + 10 * gi + n, "vector_add", [{"name": "default", "N": size}],
+                                 flavor, plan)
+                problems += rs.check_expect(expect, result)
+                allocs, frees, used = log.since()
+                held = (used if used is not None else base) - base
+                if not check(allocs, frees, held):
+                    problems.append("memory: %d cuMemAlloc, %d cuMemFree, %d bytes held beyond start-up" %
+                                    (allocs, frees, held))
+                elif args.verbose:
+                    print("     %d cuMemAlloc, %d cuMemFree, %d bytes held" % (allocs, frees, held))
+                if not worker.alive_after(0.2):
+                    problems.append("the worker exited (status %r)" % worker.p.returncode)
+            except Exception as e:  # noqa: BLE001
+                problems.append("%s: %s" % (type(e).__name__, e))
+            print("%s %-24s %s" % ("ok  " if not problems else "FAIL", name, "; ".join(problems) or
+                                   (result or {}).get("verdict")), flush=True)
+            if problems or args.verbose:
+                print("     %s" % json.dumps(result, sort_keys=True))
+                print("\n".join("     | " + l for l in worker.log_tail(10)))
+            failed += bool(problems)
+        worker.stop()
+        if worker.p.returncode not in (0, None):
+            print("FAIL pool group %d: worker exit status %r" % (gi, worker.p.returncode))
+            failed += 1
+    os.environ.pop("FAKECUDA_LOG", None)
+    os.environ.pop("KEVALD_DEVMEM_POOL_BYTES", None)
+    return failed, total
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpu-bin", required=True)
@@ -209,7 +325,10 @@ def main():
         if worker.p.returncode not in (0, None):
             print("FAIL shutdown: worker exit status %r" % worker.p.returncode)
             failed += 1
-    print("gpu-worker-fake: %d of %d cases passed" % (len(CASES) - failed, len(CASES)))
+    with tempfile.TemporaryDirectory(prefix="kevald-fake-") as logdir:
+        pf, pt = pool_cases(args, logdir)
+    failed += pf
+    print("gpu-worker-fake: %d of %d cases passed" % (len(CASES) + pt - failed, len(CASES) + pt))
     return 0 if failed == 0 else 1
 
 
