@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""
+A fake kevald-gpu for the dispatcher's scheduling tests (no GPU needed).
+
+It speaks the real child protocol (common/frame.h: a 16-byte header "KVF1",
+type, JSON length, blob length, little-endian u32 each; then the JSON and the
+blob) on fds 0 and 1: HELLO as worker/gpu_main.c sends it, then one RESULT
+per JOB until end of input or SHUTDOWN.
+
+The supervisor scrubs the environment of its children, so everything the test
+controls lives next to this file's path as it was executed (the libexec
+folder the test makes, where this script is copied as `kevald-gpu`):
+
+  fake_gpu.log   one JSON object per line, appended (O_APPEND, one write):
+                 {"ev": "hello", "pid", "gpu", "t"}
+                 {"ev": "job", "pid", "gpu", "id", "start", "end", "verdict",
+                  "exiting", "kernels", "launch_timeout_ms", "launch_factor",
+                  "launch_floor_ms", "has_launch_factor", "has_launch_floor",
+                  "blob_ok", "job_keys"}
+                 (and {"ev": "start", "pid", "gpu", "id", "t"} on receipt: a
+                 worker killed mid-job leaves only that line)
+                 {"ev": "late_frame", "pid", "gpu", "t", "type", "id"}  (a frame
+                 received after an exiting RESULT, while waiting to exit)
+                 {"ev": "exit", "pid", "gpu", "t", "code"}   (just before _exit)
+                 {"ev": "eof"|"shutdown", "pid", "gpu", "t"}
+                 times are time.monotonic() (CLOCK_MONOTONIC: one clock for
+                 every process of the machine).
+  fake_gpu.json  optional knobs: {"work_s": 0.05, "exit_delay_s": 0.3}
+
+The verdict comes from the candidate's kernel name (the only part of the
+source a JOB carries besides the CUBIN): a name containing
+`FAKEV_<marker>` picks
+  correct (default)     "correct", with timing.speedup 1.0
+  exiting_false         "correct" with an explicit "exiting": false (and no exit)
+  incorrect             "incorrect"
+  runtime_error_exit    "runtime_error", "exiting": "sticky", exit 3 after exit_delay_s
+  timeout_exit          "timeout", "exiting": "timeout", exit 4 after exit_delay_s
+  timeout_exitnow       "timeout", "exiting": "timeout", exit 4 at once (like the
+                        real worker's _exit right after its RESULT)
+  legacy_exit           "runtime_error", "exiting": true, exit 3 after exit_delay_s
+  bogus                 an invalid verdict "bogus" (the supervisor must kill us)
+The GPU index is CUDA_VISIBLE_DEVICES (the supervisor pins each worker to
+one device that way); the RESULT's "gpu" says which fake process ran the job.
+"""
+import json
+import os
+import select
+import struct
+import sys
+import time
+
+MAGIC = 0x3146564B  # "KVF1"
+HELLO, JOB, RESULT, PROGRESS, SHUTDOWN = 1, 2, 3, 4, 5
+HERE = os.path.dirname(os.path.abspath(sys.argv[0]))
+LOG = os.path.join(HERE, "fake_gpu.log")
+PID = os.getpid()
+GPU = int(os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("KEVALD_GPU_INDEX") or 0)
+
+
+def knobs():
+    try:
+        with open(os.path.join(HERE, "fake_gpu.json")) as f:
+            k = json.load(f)
+    except FileNotFoundError:
+        k = {}
+    return {"work_s": float(k.get("work_s", 0.05)), "exit_delay_s": float(k.get("exit_delay_s", 0.3))}
+
+
+def log(**ev):
+    ev.setdefault("pid", PID)
+    ev.setdefault("gpu", GPU)
+    line = (json.dumps(ev, sort_keys=True) + "\n").encode()
+    fd = os.open(LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def read_exact(fd, n):
+    """n bytes from fd, or None at a clean end of input before any byte."""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            if not buf:
+                return None
+            raise EOFError(f"truncated frame ({len(buf)} of {n} bytes)")
+        buf += chunk
+    return bytes(buf)
+
+
+def read_frame(fd):
+    h = read_exact(fd, 16)
+    if h is None:
+        return None
+    magic, ftype, jlen, blen = struct.unpack("<4I", h)
+    if magic != MAGIC:
+        raise ValueError(f"bad magic {magic:#x}")
+    js = read_exact(fd, jlen) if jlen else b""
+    blob = read_exact(fd, blen) if blen else b""
+    return ftype, json.loads(js), blob
+
+
+def write_frame(fd, ftype, obj, blob=b""):
+    js = json.dumps(obj).encode()
+    data = struct.pack("<4I", MAGIC, ftype, len(js), len(blob)) + js + blob
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def hello():
+    return {
+        "role": "gpu", "pid": PID, "ok": True, "device": 0, "name": "Fake GPU (kevald tests)",
+        "cc": "9.0", "arch": "sm_90a", "driver": "fake", "cuda_driver": 13000, "sms": 132,
+        "memory_bytes": 85 << 30, "l2_bytes": 50 << 20, "max_shared_optin": 232448,
+        "max_threads_per_block": 1024, "max_threads_per_sm": 2048, "cublas": "fake",
+        "layers": {"sandbox": {"active": False, "detail": "fake GPU worker (tests/integration)"}},
+        "worker": {"printf_fifo_bytes": 1 << 20, "l2_flush_bytes": 100 << 20, "guard_bytes": 65536},
+    }
+
+
+def candidate_kernels(job):
+    names = []
+    for shape in job.get("shapes") or []:
+        for step in (shape.get("candidate") or {}).get("plan") or []:
+            if "kernel" in step:
+                names.append(step["kernel"])
+    return names
+
+
+def marker(kernels):
+    for k in kernels:
+        if "FAKEV_" in k:
+            return k.split("FAKEV_", 1)[1]
+    return "correct"
+
+
+def blob_ok(job, blob):
+    """The blob is the candidate CUBIN then the reference CUBIN, as `cubins` says."""
+    c = (job.get("cubins") or {}).get("candidate") or {}
+    r = (job.get("cubins") or {}).get("reference") or {}
+    co, cs, ro, rs = c.get("offset"), c.get("size"), r.get("offset", 0), r.get("size", 0)
+    if not isinstance(cs, int) or cs <= 0 or co != 0 or ro != cs or co + cs + rs != len(blob):
+        return False
+    return blob[co:co + 4] == b"\x7fELF" and (rs == 0 or blob[ro:ro + 4] == b"\x7fELF")
+
+
+# marker: (verdict, the RESULT's "exiting", exit status, wait exit_delay_s before exiting).
+# The real worker (worker/gpu_main.c) says "timeout" (work may still run on the
+# GPU until the process is gone) or "sticky" (the context is dead); `true` is
+# the older, unspecific form.
+EXITS = {
+    "runtime_error_exit": ("runtime_error", "sticky", 3, True),
+    "timeout_exit": ("timeout", "timeout", 4, True),
+    "timeout_exitnow": ("timeout", "timeout", 4, False),
+    "legacy_exit": ("runtime_error", True, 3, True),
+}
+
+
+def result_for(job, mark, t0, t1):
+    base = {"id": job.get("id"), "seed": job.get("seed"), "gpu_busy_ms": (t1 - t0) * 1000,
+            "wall_ms": (t1 - t0) * 1000, "cleanup": {"allocations_left": 0},
+            "gpu": {"name": "Fake GPU (kevald tests)", "index": GPU, "fake_pid": PID},
+            "resources": None}
+    if mark in ("correct", "exiting_false"):
+        if mark == "exiting_false":
+            base["exiting"] = False  # said explicitly: this process goes on
+        base.update(verdict="correct", correctness={"passed": True, "shapes": []},
+                    timing={"speedup": 1.0, "candidate_ms": 1.0, "reference_ms": 1.0, "shapes": []})
+    elif mark == "incorrect":
+        base.update(verdict="incorrect", correctness={"passed": False, "shapes": []}, timing=None,
+                    error={"kind": "mismatch", "message": f"fake: job {job.get('id')} mismatched"})
+    elif mark in EXITS:
+        verdict, exiting, _, _ = EXITS[mark]
+        base.update(verdict=verdict, timing=None, exiting=exiting,
+                    error={"kind": verdict, "message": f"fake: {mark} in job {job.get('id')}"})
+    elif mark == "bogus":
+        base.update(verdict="bogus")
+    else:
+        base.update(verdict="internal_error", error={"kind": "internal", "message": f"fake: unknown marker {mark!r}"})
+    return base
+
+
+def late_frames(seconds):
+    """Wait @seconds before exiting, logging any frame the supervisor still sends (it must send
+    none: a process that said it exits gets no further job)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        ready, _, _ = select.select([0], [], [], left)
+        if not ready:
+            return
+        try:
+            fr = read_frame(0)
+        except (EOFError, ValueError):
+            fr = None
+        if fr is None:
+            time.sleep(max(0.0, deadline - time.monotonic()))
+            return
+        job = fr[1] if isinstance(fr[1], dict) else {}
+        log(ev="late_frame", t=time.monotonic(), type=fr[0], id=job.get("id"))
+
+
+def main():
+    out_fd = os.dup(1)  # frames on a private descriptor, as the real worker does
+    k = knobs()
+    log(ev="hello", t=time.monotonic(), argv=sys.argv[1:])
+    write_frame(out_fd, HELLO, hello())
+    while True:
+        fr = read_frame(0)
+        if fr is None:
+            log(ev="eof", t=time.monotonic())
+            return 0
+        ftype, job, blob = fr
+        if ftype == SHUTDOWN:
+            log(ev="shutdown", t=time.monotonic())
+            return 0
+        if ftype != JOB:
+            log(ev="unexpected_frame", t=time.monotonic(), type=ftype)
+            return 2
+        start = time.monotonic()
+        kernels = candidate_kernels(job)
+        mark = marker(kernels)
+        log(ev="start", id=job.get("id"), t=start)  # a job killed mid-way has this line only
+        write_frame(out_fd, PROGRESS, {"id": job.get("id"), "phase": "correctness", "shape": "fake"})
+        time.sleep(k["work_s"])
+        end = time.monotonic()
+        res = result_for(job, mark, start, end)
+        log(ev="job", id=job.get("id"), start=start, end=end, verdict=res["verdict"],
+            exiting=res.get("exiting", False), kernels=kernels,
+            launch_timeout_ms=job.get("launch_timeout_ms"), launch_factor=job.get("launch_factor"),
+            launch_floor_ms=job.get("launch_floor_ms"), has_launch_factor="launch_factor" in job,
+            has_launch_floor="launch_floor_ms" in job, deadline_ms=job.get("deadline_ms"),
+            blob_ok=blob_ok(job, blob), job_keys=sorted(job))
+        write_frame(out_fd, RESULT, res)
+        if mark in EXITS:
+            _, _, code, wait = EXITS[mark]
+            if wait:
+                late_frames(k["exit_delay_s"])  # a context teardown / a spinning kernel
+            log(ev="exit", t=time.monotonic(), code=code, id=job.get("id"))
+            os._exit(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,364 @@
+"""
+The dispatcher's GPU-worker scheduling (server/dispatch.c), end to end with
+the real `kevald serve` and the real kevald-compile, and a fake kevald-gpu
+(fake_gpu_worker.py) that speaks the real frame protocol and logs, per JOB,
+its pid, GPU index, job id, [start, end] (CLOCK_MONOTONIC) and the launch_*
+fields it received.
+
+What must hold (docs/configuration.md gpu_workers_per_gpu, dispatch.c's
+theory of operation):
+  * W worker processes per GPU, and only one runs a job at a time: the
+    [start, end] intervals of jobs on one GPU never overlap;
+  * after a RESULT with "exiting": true, the GPU stays reserved until that
+    process is gone; the next job runs on the standby worker, never before
+    the exiting process's last breath; the exiting worker is restarted;
+  * GPUs run in parallel;
+  * the JOB carries launch_timeout_ms, launch_factor and launch_floor_ms
+    (launch_factor absent with --launch-factor 0);
+  * /readyz has one entry per GPU, aggregated over its workers.
+
+Each server gets its own libexec folder: a symlink to the build's
+kevald-compile, and a copy of the fake as kevald-gpu, which writes its log
+(fake_gpu.log) and reads its knobs (fake_gpu.json) beside itself, the only
+place a child can find (the supervisor scrubs the environment).
+"""
+import copy
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import LIBEXEC, SLOW, VECADD_PLAN, VECADD_SOURCE, VECADD_TASK, Server, compile_sub, wait_done
+
+FAKE = Path(__file__).resolve().parent / "fake_gpu_worker.py"
+
+
+class FakeGpuServer:
+    """A `kevald serve` whose GPU workers are the fake; the fake's log is read back as events."""
+
+    def __init__(self, workdir, gpus="0", per_gpu=2, knobs=None, args=()):
+        self.dir = Path(workdir)
+        self.libexec = self.dir / "libexec"
+        self.libexec.mkdir(parents=True)
+        compile_bin = LIBEXEC / "kevald-compile"
+        if not compile_bin.exists():
+            pytest.fail(f"no kevald-compile at {compile_bin} (build first)")
+        os.symlink(compile_bin, self.libexec / "kevald-compile")
+        shutil.copy(FAKE, self.libexec / "kevald-gpu")
+        os.chmod(self.libexec / "kevald-gpu", 0o755)
+        (self.libexec / "fake_gpu.json").write_text(json.dumps(knobs or {}))
+        self.log = self.libexec / "fake_gpu.log"
+        self.n_gpus = len(gpus.split(","))
+        self.per_gpu = per_gpu
+        # conftest's Server puts "--gpus none" first; a later flag overrides it.
+        self.server = Server(self.dir / "srv", ["--libexec", str(self.libexec), "--gpus", gpus,
+                                                "--gpu-workers-per-gpu", str(per_gpu), *args])
+
+    def start(self):
+        self.server.start()
+        self.server.wait_ready()
+        self.wait_gpus_ready()
+        return self
+
+    def stop(self):
+        return self.server.stop()
+
+    def readyz(self):
+        with self.server.client() as c:
+            r = c.get("/readyz")
+        assert r.status_code in (200, 503), r.text
+        return r.json()
+
+    def wait_gpus_ready(self, timeout=30.0):
+        """Until every worker of every GPU said HELLO (and /readyz says so)."""
+        deadline = time.monotonic() + timeout * SLOW
+        body = None
+        while time.monotonic() < deadline:
+            body = self.readyz()
+            gpus = body.get("gpus") or []
+            hellos = {e["pid"] for e in self.events("hello")}
+            if (len(gpus) == self.n_gpus and all(g.get("workers_ready") == self.per_gpu for g in gpus)
+                    and len(hellos) >= self.n_gpus * self.per_gpu):
+                return body
+            time.sleep(0.05)
+        pytest.fail(f"GPU workers not ready within {timeout}s: {body}\n{self.server.log_tail()}")
+
+    def events(self, kind=None):
+        try:
+            lines = self.log.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+        evs = [json.loads(line) for line in lines if line.strip()]
+        return [e for e in evs if kind is None or e["ev"] == kind]
+
+    def jobs(self, ids=None):
+        """The fake's job events (for @ids only, when given), in start order."""
+        js = [e for e in self.events("job") if ids is None or e["id"] in ids]
+        return sorted(js, key=lambda e: e["start"])
+
+    def submit(self, subs):
+        with self.server.client() as c:
+            r = c.post("/v1/submissions", json={"submissions": subs})
+        assert r.status_code == 202, r.text
+        return r.json()["ids"]
+
+    def wait_all(self, ids, timeout=60.0):
+        with self.server.client() as c:
+            return {sid: wait_done(c, sid, timeout=timeout) for sid in ids}
+
+
+def full(marker=None, tag=None):
+    """A full-mode submission over an inline vector-add task; @marker picks the fake's verdict."""
+    name = "vecadd" if marker is None else f"vecadd_FAKEV_{marker}"
+    plan = copy.deepcopy(VECADD_PLAN)
+    plan[0]["kernel"] = name
+    sub = {"mode": "full", "task_spec": copy.deepcopy(VECADD_TASK), "plan": plan,
+           "source": VECADD_SOURCE.replace("void vecadd(", f"void {name}(")}
+    if tag is not None:
+        sub["tags"] = {"sample": tag}
+    return sub
+
+
+def warm_cache(fs, markers):
+    """Compile every candidate (and the reference) first, so a later batch is all cache hits
+    and reaches the run stage at once, in id order."""
+    subs = [full(None)] + [compile_sub(full(m)["source"]) for m in markers]
+    ids = fs.submit(subs)
+    done = fs.wait_all(ids)
+    for sid, body in done.items():
+        assert body["verdict"] in ("correct", "compiled"), body
+    return done[ids[0]]["attempts"]  # of a full job that never went back to a queue
+
+
+def assert_no_overlap(jobs, where):
+    """No two [start, end] intervals of @jobs overlap (they are in start order)."""
+    for a, b in zip(jobs, jobs[1:]):
+        assert b["start"] >= a["end"], (
+            f"{where}: job {b['id']} (pid {b['pid']}) started at {b['start']:.4f} while job {a['id']} "
+            f"(pid {a['pid']}) ran until {a['end']:.4f}: two jobs ran on one GPU at once")
+
+
+def overlaps(a, b):
+    return a["start"] < b["end"] and b["start"] < a["end"]
+
+
+@pytest.fixture(scope="module")
+def one_gpu(tmp_module):
+    fs = FakeGpuServer(tmp_module / "one_gpu", gpus="0", per_gpu=2,
+                       knobs={"work_s": 0.05, "exit_delay_s": 0.6}).start()
+    yield fs
+    rc = fs.stop()
+    assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
+
+
+@pytest.fixture(scope="module")
+def two_gpus(tmp_module):
+    fs = FakeGpuServer(tmp_module / "two_gpus", gpus="0,1", per_gpu=2, knobs={"work_s": 0.15},
+                       args=["--launch-factor", "0"]).start()
+    yield fs
+    rc = fs.stop()
+    assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
+
+
+def test_one_job_at_a_time_per_gpu(one_gpu):
+    fs = one_gpu
+    hellos = {e["pid"] for e in fs.events("hello") if e["gpu"] == 0}
+    assert len(hellos) == 2, f"2 workers per GPU: HELLO from {hellos}"
+    ids = fs.submit([full(tag=i) for i in range(12)])
+    done = fs.wait_all(ids)
+    for sid, body in done.items():
+        assert body["verdict"] == "correct", body
+        assert body["result"]["gpu"]["name"] == "Fake GPU (kevald tests)", body["result"]
+    jobs = fs.jobs(set(ids))
+    assert sorted(j["id"] for j in jobs) == sorted(ids), "each job ran exactly once"
+    assert all(j["gpu"] == 0 and j["blob_ok"] for j in jobs), jobs
+    # the result recorded is the one the fake process that ran the job sent
+    by_id = {j["id"]: j for j in jobs}
+    for sid, body in done.items():
+        assert body["result"]["gpu"]["fake_pid"] == by_id[sid]["pid"], (body["result"], by_id[sid])
+    assert_no_overlap(jobs, "GPU 0")
+
+
+def test_job_carries_launch_limits(one_gpu):
+    fs = one_gpu
+    ids = fs.submit([full()])
+    fs.wait_all(ids)
+    (job,) = fs.jobs(set(ids))
+    assert job["has_launch_factor"] and job["launch_factor"] == 100, job
+    assert job["has_launch_floor"] and job["launch_floor_ms"] == 250, job
+    assert job["launch_timeout_ms"] == 10000, job
+
+
+EXIT_MARKERS = {  # marker: (the fake's verdict, the "exiting" it sends; see fake_gpu_worker.py)
+    "legacy_exit": ("runtime_error", True),
+    "runtime_error_exit": ("runtime_error", "sticky"),
+    "timeout_exit": ("timeout", "timeout"),
+    "timeout_exitnow": ("timeout", "timeout"),
+}
+
+
+def test_exiting_worker(one_gpu):
+    """After a RESULT with "exiting", the process gets no further frame; the next job runs on
+    the standby: not before the process is gone when the GPU may still be busy ("timeout", or
+    the unspecific true), at once after a sticky fault (the context is dead); the exiting
+    worker is restarted. No job is re-queued on the way."""
+    fs = one_gpu
+    pids_before = {e["pid"] for e in fs.events("hello")}
+    attempts = warm_cache(fs, list(EXIT_MARKERS))
+    order = []
+    for m in EXIT_MARKERS:
+        order += [None, None, m]
+    order += [None, None]
+    ids = fs.submit([full(m) for m in order])
+    kinds = dict(zip(ids, order))
+    done = fs.wait_all(ids)
+    for sid in ids:
+        want = EXIT_MARKERS[kinds[sid]][0] if kinds[sid] else "correct"
+        assert done[sid]["verdict"] == want, done[sid]
+        if kinds[sid]:
+            assert f"fake: {kinds[sid]} in job {sid}" in done[sid]["result"]["error"]["message"], done[sid]
+        assert done[sid]["attempts"] == attempts, f"job {sid} was re-queued: {done[sid]}"
+    late = fs.events("late_frame")
+    assert not late, f"frames sent to a worker after it said it exits: {late}"
+
+    jobs = fs.jobs(set(ids))
+    assert sorted(j["id"] for j in jobs) == sorted(ids), "each job ran exactly once"
+    assert_no_overlap(jobs, "GPU 0")
+    exits = {e["pid"]: e for e in fs.events("exit")}
+    checked = set()
+    for i, j in enumerate(jobs):
+        if not kinds[j["id"]]:
+            continue
+        assert j["exiting"] == EXIT_MARKERS[kinds[j["id"]]][1], j
+        assert j["pid"] in exits, f"the fake {j['pid']} said exiting but logged no exit"
+        gone = exits[j["pid"]]["t"]
+        nxt = jobs[i + 1] if i + 1 < len(jobs) else None
+        if nxt is None:
+            continue
+        checked.add(kinds[j["id"]])
+        assert nxt["pid"] != j["pid"], f"job {nxt['id']} ran on the process that said it exits ({j['pid']})"
+        if j["exiting"] == "sticky":
+            assert nxt["start"] < gone, (
+                f"job {nxt['id']} waited for pid {j['pid']} to exit ({gone:.4f}) after a sticky fault "
+                f"(started {nxt['start']:.4f}): the standby should have started at once")
+        else:
+            assert nxt["start"] >= gone, (
+                f"job {nxt['id']} started at {nxt['start']:.4f} on pid {nxt['pid']}, before pid {j['pid']} "
+                f"(exiting {j['exiting']!r} after job {j['id']}) was gone at {gone:.4f}: the GPU was not kept "
+                f"reserved")
+    assert checked == set(EXIT_MARKERS), f"not every exit kind was followed by a job: {checked}"
+
+    # every exiting worker was restarted: new pids said HELLO, /readyz is back to 2 ready workers
+    deadline = time.monotonic() + 30 * SLOW
+    new = set()
+    while time.monotonic() < deadline:
+        new = {e["pid"] for e in fs.events("hello")} - pids_before
+        if len(new) >= len(EXIT_MARKERS):
+            break
+        time.sleep(0.05)
+    assert len(new) >= len(EXIT_MARKERS), f"not every exiting worker was restarted: new pids {new}"
+    body = fs.wait_gpus_ready()
+    assert body["gpus"][0]["restarts"] >= len(EXIT_MARKERS), body
+
+
+@pytest.mark.xfail(strict=True, reason="dispatch.c worker_on_frame(): `if (w->job && json_object_get(msg, \"exiting\"))` "
+                   "takes a present \"exiting\": false as exiting (GPU held 10 s, worker killed)")
+def test_exiting_false_is_not_exiting(one_gpu):
+    """"exiting": false says the process goes on: it keeps its jobs, its GPU is not held."""
+    fs = one_gpu
+    warm_cache(fs, ["exiting_false"])
+    ids = fs.submit([full(), full("exiting_false"), full(), full()])
+    done = fs.wait_all(ids)
+    assert all(b["verdict"] == "correct" for b in done.values()), done
+    jobs = fs.jobs(set(ids))
+    assert sorted(j["id"] for j in jobs) == sorted(ids), "each job ran exactly once"
+    assert_no_overlap(jobs, "GPU 0")
+    i = next(i for i, j in enumerate(jobs) if j["id"] == ids[1])
+    said = jobs[i]
+    assert said["exiting"] is False, said
+    assert i + 1 < len(jobs), f"no job ran after it: {[j['id'] for j in jobs]}"
+    gap = jobs[i + 1]["start"] - said["end"]
+    assert gap < 2.0 * SLOW, f"the next job waited {gap:.2f}s after a RESULT with \"exiting\": false"
+    assert said["pid"] not in {e["pid"] for e in fs.events("exit")}, "the fake never exits on its own here"
+    assert "did not exit after saying it would" not in fs.server.log_tail(400), fs.server.log_tail()
+
+
+def test_gpus_run_in_parallel(two_gpus):
+    fs = two_gpus
+    ids = fs.submit([full(tag=i) for i in range(16)])
+    done = fs.wait_all(ids)
+    assert all(b["verdict"] == "correct" for b in done.values()), done
+    jobs = fs.jobs(set(ids))
+    assert sorted(j["id"] for j in jobs) == sorted(ids), "each job ran exactly once"
+    per = {g: [j for j in jobs if j["gpu"] == g] for g in (0, 1)}
+    assert per[0] and per[1], f"jobs ran on both GPUs: {[(j['id'], j['gpu']) for j in jobs]}"
+    for g, js in per.items():
+        assert_no_overlap(js, f"GPU {g}")
+    assert any(overlaps(a, b) for a in per[0] for b in per[1]), "the two GPUs never ran jobs at the same time"
+    hellos = {}
+    for e in fs.events("hello"):
+        hellos.setdefault(e["gpu"], set()).add(e["pid"])
+    assert {g: len(p) for g, p in hellos.items()} == {0: 2, 1: 2}, hellos
+
+
+def test_launch_factor_zero_leaves_it_out(two_gpus):
+    fs = two_gpus
+    ids = fs.submit([full()])
+    fs.wait_all(ids)
+    (job,) = fs.jobs(set(ids))
+    assert not job["has_launch_factor"], job
+    assert job["launch_timeout_ms"] == 10000, job
+
+
+def test_readyz_one_entry_per_gpu(one_gpu, two_gpus):
+    for fs in (one_gpu, two_gpus):
+        body = fs.wait_gpus_ready()
+        gpus = body["gpus"]
+        assert sorted(g["index"] for g in gpus) == list(range(fs.n_gpus)), gpus
+        for g in gpus:
+            assert g["workers"] == 2 and g["workers_ready"] == 2, g
+            assert g["state"] in ("ready", "busy"), g
+            assert g["name"] == "Fake GPU (kevald tests)" and g["arch"] == "sm_90a", g
+            assert isinstance(g["restarts"], int) and isinstance(g["busy_s"], (int, float)), g
+        assert body["gpus_available"] == fs.n_gpus and body["mode"] == "full", body
+        assert body["layers"]["gpu"]["sandbox"]["detail"].startswith("fake GPU worker"), body["layers"]
+    # a GPU that ran jobs has its workers' busy time
+    for fs in (one_gpu, two_gpus):
+        ran = {j["gpu"] for j in fs.jobs()}
+        for g in fs.readyz()["gpus"]:
+            assert (g["busy_s"] > 0) == (g["index"] in ran), (g, ran)
+
+
+@pytest.mark.xfail(strict=True, reason="dispatch.c worker_on_frame() hands the worker its next job (run_one) "
+                   "before gpu_done() kills it for the invalid verdict; gpu_done() re-queues that job with no "
+                   "max_attempts check")
+def test_invalid_verdict_does_not_hurt_the_next_job(tmp_path):
+    """A RESULT without a valid verdict kills its worker; the job after it must not pay for that,
+    and the offending job ends (internal_error) within max_attempts instead of cycling forever."""
+    fs = FakeGpuServer(tmp_path, gpus="0", per_gpu=2, knobs={"work_s": 0.02}).start()
+    try:
+        warm_cache(fs, ["bogus"])
+        ids = fs.submit([full("bogus")] + [full(tag=i) for i in range(4)])
+        bogus, innocent = ids[0], ids[1:]
+        done = fs.wait_all(innocent, timeout=30)
+        jobs = fs.jobs(set(ids))
+        starts = [e for e in fs.events("start") if e["id"] in ids]
+        for j in jobs:
+            if j["verdict"] != "bogus":
+                continue
+            later = [k for k in starts if k["pid"] == j["pid"] and k["t"] > j["start"]]
+            assert not later, (f"job {later[0]['id']} was sent to pid {j['pid']} after it answered job {j['id']} "
+                               f"with an invalid verdict (and was being killed for it)")
+        for sid in innocent:
+            assert done[sid]["verdict"] == "correct", (done[sid]["verdict"], done[sid]["result"]["error"])
+        with fs.server.client() as c:
+            end = wait_done(c, bogus, timeout=30)
+        assert end["verdict"] == "internal_error", end
+        runs = [j for j in fs.jobs({bogus})]
+        assert len(runs) <= 3, f"the invalid-verdict job ran {len(runs)} times (max_attempts 3)"
+    finally:
+        rc = fs.stop()
+    assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
