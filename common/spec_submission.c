@@ -28,13 +28,14 @@ static const char *const priorities[] = { "bulk", "interactive", NULL };
 static int parse_timing(json_t *doc, json_t **ret, SpecError *err)
 {
         static const char *const fields[] = { "budget_ms", "target_precision", "max_trials",
-                                              "min_trials", "warmup", NULL };
+                                              "min_trials", "warmup", "shapes", NULL };
         static const char *const presets[] = { "fast", "precise", NULL };
+        static const char *const which[] = { "first", "all", NULL };
         json_t *t = json_object_get(doc, "timing");
         int64_t budget = TIMING_BUDGET_MS_DEFAULT, maxt = TIMING_MAX_TRIALS_DEFAULT,
                 mint = TIMING_MIN_TRIALS_DEFAULT, warmup = TIMING_WARMUP_DEFAULT;
         double prec = TIMING_PRECISION_DEFAULT;
-        int preset = -1, r;
+        int preset = -1, shapes = 0, r;
 
         if (json_is_string(t)) {
                 if ((r = jsonutil_get_enum(doc, "", "timing", true, presets, &preset, err)))
@@ -56,7 +57,8 @@ static int parse_timing(json_t *doc, json_t **ret, SpecError *err)
                     (r = jsonutil_get_int(t, "/timing", "min_trials", false, 1,
                                           LIMIT_TIMING_TRIALS_MAX, &mint, err)) ||
                     (r = jsonutil_get_int(t, "/timing", "warmup", false, 0, TIMING_WARMUP_MAX,
-                                          &warmup, err)))
+                                          &warmup, err)) ||
+                    (r = jsonutil_get_enum(t, "/timing", "shapes", false, which, &shapes, err)))
                         return r;
                 if (!(prec > 0 && prec <= 1))
                         return jsonutil_fail(err, "/timing/target_precision",
@@ -68,9 +70,10 @@ static int parse_timing(json_t *doc, json_t **ret, SpecError *err)
                                              "'min_trials' (%lld) exceeds 'max_trials' (%lld)",
                                              (long long)mint, (long long)maxt);
         }
-        *ret = json_pack("{s:I, s:f, s:I, s:I, s:I}", "budget_ms", (json_int_t)budget,
+        *ret = json_pack("{s:I, s:f, s:I, s:I, s:I, s:s}", "budget_ms", (json_int_t)budget,
                          "target_precision", prec, "max_trials", (json_int_t)maxt, "min_trials",
-                         (json_int_t)mint, "warmup", (json_int_t)warmup);
+                         (json_int_t)mint, "warmup", (json_int_t)warmup, "shapes",
+                         shapes < 0 ? "first" : which[shapes]);
         return *ret ? 0 : -ENOMEM;
 }
 

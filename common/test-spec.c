@@ -402,10 +402,20 @@ static void test_submissions(void)
         CHECK(json_integer_value(json_object_get(t, "max_trials")) == 1000);
         CHECK(json_integer_value(json_object_get(t, "min_trials")) == 10);
         CHECK(json_integer_value(json_object_get(t, "warmup")) == 3);
+        CHECK_STR(json_string_value(json_object_get(t, "shapes")), "first");
         CHECK(json_array_size(json_object_get(norm, "scratch")) == 0);
         CHECK(json_array_size(json_object_get(norm, "options")) == 0);
         CHECK(json_integer_value(json_object_get(json_array_get(json_object_get(norm, "plan"), 0),
                                                  "shared")) == 0);
+        json_decref(norm);
+        norm = NULL;
+
+        /* every shape set timed on request */
+        set_ptr(doc, "/timing", js("{\"shapes\": \"all\", \"budget_ms\": 50}"));
+        CHECK(spec_submission_validate(doc, task, &norm, &err) == 0);
+        t = json_object_get(norm, "timing");
+        CHECK_STR(json_string_value(json_object_get(t, "shapes")), "all");
+        CHECK(json_integer_value(json_object_get(t, "budget_ms")) == 50);
         json_decref(norm);
         norm = NULL;
 
@@ -419,6 +429,7 @@ static void test_submissions(void)
         t = json_object_get(norm, "timing");
         CHECK(json_integer_value(json_object_get(t, "budget_ms")) == 300);
         CHECK(json_real_value(json_object_get(t, "target_precision")) == 0.05);
+        CHECK_STR(json_string_value(json_object_get(t, "shapes")), "first");
         CHECK(json_integer_value(json_object_get(json_object_get(norm, "tags"), "parent")) == 41);
         CHECK(json_array_size(json_object_get(norm, "options")) == 2);
         CHECK_STR(json_string_value(json_object_get(norm, "priority")), "interactive");
@@ -533,6 +544,8 @@ static void test_submissions(void)
                 "'min_trials' (6) exceeds 'max_trials' (5)");
         SUB_BAD("/timing", "{\"target_precision\": 0}", "/timing/target_precision",
                 "'target_precision' must be in (0, 1]");
+        SUB_BAD("/timing", "{\"shapes\": \"largest\"}", "/timing/shapes",
+                "'shapes' is 'largest'; it must be one of: first, all");
         SUB_BAD("/tags", "{\"parent\": 0}", "/tags/parent", "'parent' is 0; it must be in [1, 9223372036854775807]");
         SUB_BAD("/tags", "{\"step\": -1}", "/tags/step", "'step' is -1; it must be in [0, 9223372036854775807]");
         SUB_BAD("/tags", "{\"run_id\": 5}", "/tags/run_id", "'run_id' must be a string, not integer");

@@ -12,9 +12,10 @@
  *               process exits); when its process exits it is restarted
  *               with exponential backoff (a clean exit after a sticky CUDA
  *               error restarts at once). Of the W workers of one GPU only
- *               one is BUSY or EXITING at a time (gpu_reserved()); the
- *               others stand by warm, so the restart after a sticky error
- *               or a timeout happens while the next job already runs.
+ *               one is BUSY (or EXITING after a timeout) at a time
+ *               (gpu_reserved()); the others stand by warm, so the restart
+ *               after a sticky error or a timeout happens while the next
+ *               job already runs.
  *   compiles    compile requests keyed by the cache key; identical requests
  *               are coalesced, so a rollout of 4,096 kernels for one task
  *               compiles the reference once.
@@ -66,10 +67,11 @@
 #define WATCHDOG_GRACE_MS 5000
 #define REF_CACHE_SLOTS 64
 
-/* W_EXITING: a GPU worker sent its RESULT with "exiting" (sticky error or
- * timeout) and is on its way out; its GPU stays reserved until the process
- * is gone, so the next job's timing never overlaps a spinning kernel or a
- * context teardown. */
+/* W_EXITING: a GPU worker sent its RESULT with "exiting" and is on its way
+ * out. After a timeout ("exiting": "timeout") its GPU stays reserved until
+ * the process is gone, so the next job never overlaps a spinning kernel;
+ * after a sticky fault ("sticky") the context is dead and the standby may
+ * start at once. */
 typedef enum { W_STOPPED, W_STARTING, W_IDLE, W_BUSY, W_EXITING } WorkerState;
 typedef enum { SLOT_CAND = 0, SLOT_REF = 1 } Slot;
 
@@ -100,6 +102,7 @@ typedef struct Worker {
         Job *job;               /* GPU worker: job in flight */
         uint64_t sent_at_ms, deadline_ms;
         bool killed_by_watchdog, result_seen, malformed;
+        bool holds_gpu;         /* W_EXITING: the GPU stays reserved until the process is gone */
         int failures;           /* consecutive failed starts or crashes */
         int restarts;
         uint64_t restart_at_ms;
@@ -719,9 +722,13 @@ static void worker_on_frame(Worker *w, Frame *f)
                 w->failures = 0;
                 w->state = W_IDLE;
                 w->busy_s += (double)(now_ms(d) - w->sent_at_ms) / 1000.0;
-                if (w->job && json_is_true(json_object_get(msg, "exiting"))) {
+                if (w->job && json_object_get(msg, "exiting")) {
                         w->state = W_EXITING;
                         w->deadline_ms = now_ms(d) + EXIT_GRACE_MS;
+                        /* after a sticky fault the context is dead and nothing of
+                         * it runs: the standby may start at once; otherwise (a
+                         * spinning kernel) the GPU waits for the process to go */
+                        w->holds_gpu = strcmp(jsonutil_str(msg, "exiting", ""), "sticky") != 0;
                 }
                 if (w->req) {
                         CompileReq *req = w->req;
@@ -1083,7 +1090,8 @@ static bool gpu_reserved(Dispatcher *d, int index)
 {
         for (int i = 0; i < d->n_workers; i++) {
                 const Worker *w = &d->workers[i];
-                if (w->spec->role == PROC_GPU && w->index == index && (w->state == W_BUSY || w->state == W_EXITING))
+                if (w->spec->role == PROC_GPU && w->index == index &&
+                    (w->state == W_BUSY || (w->state == W_EXITING && w->holds_gpu)))
                         return true;
         }
         return false;

@@ -589,6 +589,13 @@ int gpu_job_parse(json_t *doc, size_t blob_len, GpuJob **ret_job, char *err, siz
                         goto out;
                 }
                 snprintf(c.path, sizeof(c.path), "/timing");
+                json_t *which = json_object_get(timing, "shapes");
+                if (which && (!json_is_string(which) || (strcmp(json_string_value(which), "first") != 0 &&
+                                                         strcmp(json_string_value(which), "all") != 0))) {
+                        r = fail(&c, "'shapes' must be \"first\" or \"all\"");
+                        goto out;
+                }
+                job->time_first_only = which && strcmp(json_string_value(which), "first") == 0;
                 if ((r = get_num(&c, timing, "budget_ms", false, &job->budget_ms)) ||
                     (r = get_num(&c, timing, "target_precision", false, &job->target_precision)) ||
                     (r = get_int(&c, timing, "min_trials", false, 1, LIMIT_TIMING_TRIALS_MAX, &job->min_trials)) ||

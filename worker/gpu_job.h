@@ -101,6 +101,7 @@ typedef struct GpuJob {
         uint64_t seed;
         char seed_text[32];
         double budget_ms, target_precision;
+        bool time_first_only;       /* timing.shapes "first": time the first shape set only */
         int64_t min_trials, max_trials, warmup;
         int64_t deadline_ms;        /* the whole job */
         int64_t launch_timeout_ms;  /* one plan execution (default 10000); the ceiling when derived */

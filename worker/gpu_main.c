@@ -300,9 +300,12 @@ int main(int argc, char **argv)
                 judge_run(&env, job, f.blob, f.blob_len, &oc);
                 json_decref(job);
                 frame_clear(&f);
-                /* the supervisor keeps this GPU reserved until the process is gone */
+                /* "timeout": work may still be running on the GPU until this
+                 * process is gone, so the supervisor keeps the GPU reserved
+                 * until then; "sticky": the context is dead, nothing runs */
                 if (oc.must_exit || gpu_is_sticky())
-                        json_object_set_new(oc.result, "exiting", json_true());
+                        json_object_set_new(oc.result, "exiting",
+                                            json_string(oc.exit_code == 4 ? "timeout" : "sticky"));
                 r = send_json(FRAME_RESULT, oc.result);
                 json_decref(oc.result);
                 if (r < 0) {

@@ -101,16 +101,37 @@ CASES = [
      None, {"verdict": "incorrect", "error.kind": "mismatch"}, "stays", "oracle"),
     ("oracle_int", "copy_int", "zero4", json.load(open(os.path.join(HERE, "..", "cases", "zero4.plan.json"))),
      None, {"verdict": "incorrect", "error.kind": "mismatch"}, "stays", "oracle"),
+    ("time_first", "vector_add", "vadd", vplan(), {"timing": {"shapes": "first"}}, {"verdict": "correct",
+     "timing.shapes.0.shape": "default", "correctness.shapes.0.revalidated": True,
+     "correctness.shapes.1.revalidated": None, "correctness.shapes.1.passed": True}, "stays", "time_first"),
     ("illegal_address", "vector_add", "vadd_illegal", vplan(), None, {"verdict": "runtime_error",
-     "error.name": "CUDA_ERROR_ILLEGAL_ADDRESS", "error.sticky": True, "error.launch": 0, "error.phase": "correctness"},
-     "exits", None),
+     "error.name": "CUDA_ERROR_ILLEGAL_ADDRESS", "error.sticky": True, "error.launch": 0, "error.phase": "correctness",
+     "exiting": "sticky"}, "exits", None),
     ("spin", "vector_add", "vadd_spin", vplan(), {"launch_timeout_ms": 300}, {"verdict": "timeout",
-     "error.kind": "timeout", "error.phase": "correctness", "error.launch": 0}, "exits", None),
-    ("after_spin", "vector_add", "vadd", vplan(), None, {"verdict": "correct"}, "stays", None),
+     "error.kind": "timeout", "error.phase": "correctness", "error.launch": 0, "exiting": "timeout",
+     "error.launch_limit_ms": 300}, "exits", None),
+    ("after_spin", "vector_add", "vadd", vplan(), None, {"verdict": "correct", "correctness.shapes.0.launch_limit_ms": 10000},
+     "stays", None),
+    # the per-launch limit derived from the reference's own (near-zero) time: the floor, not the 60 s ceiling
+    ("spin_derived", "vector_add", "vadd_spin", vplan(), {"launch_timeout_ms": 60000, "launch_factor": 100,
+     "launch_floor_ms": 400}, {"verdict": "timeout", "error.kind": "timeout", "error.launch_limit_ms": 400,
+     "correctness.shapes.0.launch_limit_ms": 400, "exiting": "timeout"}, "exits", "derived_limit"),
+    ("derived_correct", "vector_add", "vadd", vplan(), {"launch_factor": 100, "launch_floor_ms": 400},
+     {"verdict": "correct", "correctness.shapes.0.launch_limit_ms": 400, "correctness.shapes.1.launch_limit_ms": 400},
+     "stays", None),
 ]
 
 
 def extra_check(kind, task, result, seed):
+    if kind == "time_first":
+        if len((result.get("timing") or {}).get("shapes") or []) != 1:
+            return "timing.shapes: %r (want the first shape set only)" % (result.get("timing") or {}).get("shapes")
+    if kind == "derived_limit":
+        e = result.get("error") or {}
+        if "the reference's" not in e.get("message", "") or not (e.get("reference_ms", -1) >= 0):
+            return "derived-limit message: %r" % e
+        if not result.get("wall_ms", 1e9) < 5000:
+            return "the derived limit did not cut the wait short: wall_ms %r" % result.get("wall_ms")
     if kind == "timing":
         t = result.get("timing") or {}
         s = t.get("shapes") or []
@@ -285,7 +306,8 @@ def main():
         task["shapes"] = SHRINK.get(taskname, task["shapes"])
         cand = ("FAKE:%s\n" % flavor).encode() + b"\0"
         ref = b"FAKE:ref\n\0" if task["reference"].get("source_file") else b""
-        job = rs.resolve_job(task, plan, n + 1, seed, len(cand), len(ref), dict(over or {}, timing=TIMING))
+        job = rs.resolve_job(task, plan, n + 1, seed, len(cand), len(ref),
+                             dict(over or {}, timing=dict(TIMING, **(over or {}).get("timing", {}))))
         problems = []
         result = None
         try:
