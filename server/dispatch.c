@@ -455,6 +455,7 @@ static void pump(Dispatcher *d);
 static void compile_done(Dispatcher *d, CompileReq *req, json_t *result, const uint8_t *cubin, size_t len,
                          bool cacheable);
 static void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result);
+static bool gpu_verdict_valid(const char *verdict);
 static int run_one(Dispatcher *d, Worker *w);
 
 typedef struct WriteReq {
@@ -722,7 +723,8 @@ static void worker_on_frame(Worker *w, Frame *f)
                 w->failures = 0;
                 w->state = W_IDLE;
                 w->busy_s += (double)(now_ms(d) - w->sent_at_ms) / 1000.0;
-                if (w->job && json_object_get(msg, "exiting")) {
+                if (w->job && (json_is_true(json_object_get(msg, "exiting")) ||
+                               json_is_string(json_object_get(msg, "exiting")))) {
                         w->state = W_EXITING;
                         w->deadline_ms = now_ms(d) + EXIT_GRACE_MS;
                         /* after a sticky fault the context is dead and nothing of
@@ -748,7 +750,8 @@ static void worker_on_frame(Worker *w, Frame *f)
                          * takes the next job once the process is gone). */
                         Job *done = w->job;
                         w->job = NULL;
-                        if (!d->stopping && w->state == W_IDLE)
+                        if (!d->stopping && w->state == W_IDLE &&
+                            gpu_verdict_valid(json_string_value(json_object_get(msg, "verdict"))))
                                 run_one(d, w);
                         gpu_done(d, w, done, msg);
                 }
@@ -1153,6 +1156,17 @@ static Artifact *artifact_by_hex(Dispatcher *d, const char *hex)
         return artifact_lookup(d, key, false);
 }
 
+static bool gpu_verdict_valid(const char *verdict)
+{
+        static const char *const allowed[] = { "correct", "incorrect", "runtime_error", "timeout", "rejected",
+                                               "internal_error" };
+
+        for (size_t i = 0; verdict && i < sizeof(allowed) / sizeof(allowed[0]); i++)
+                if (strcmp(verdict, allowed[i]) == 0)
+                        return true;
+        return false;
+}
+
 /* Hand one compiled job to an idle GPU worker. Return: 1 sent, 0 nothing to do, <0 error. */
 static int run_one(Dispatcher *d, Worker *w)
 {
@@ -1233,17 +1247,20 @@ static int run_one(Dispatcher *d, Worker *w)
 static void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result)
 {
         const char *verdict = json_string_value(json_object_get(result, "verdict"));
-        static const char *const allowed[] = { "correct", "incorrect", "runtime_error", "timeout", "rejected",
-                                               "internal_error" };
-        bool ok = false;
         json_t *res;
 
-        for (size_t i = 0; verdict && i < sizeof(allowed) / sizeof(allowed[0]); i++)
-                ok |= strcmp(verdict, allowed[i]) == 0;
-        if (!ok) {
+        if (!gpu_verdict_valid(verdict)) {
                 w->malformed = true;
                 worker_kill(w, "sent a RESULT without a valid verdict");
-                store_requeue(d->store, j->sj->id, d->owner, STAGE_RUN);
+                if (j->sj->attempts >= d->cfg.max_attempts) {
+                        json_t *err = pipeline_error("internal", "the GPU worker answered without a valid verdict "
+                                                     "%d times for this job", j->sj->attempts);
+                        res = pipeline_result(job_task_name(j), "internal_error", NULL, NULL, err, j->seed);
+                        json_decref(err);
+                        finish(d, j->sj->id, "internal_error", res);
+                } else {
+                        store_requeue(d->store, j->sj->id, d->owner, STAGE_RUN);
+                }
                 job_free(j);
                 return;
         }

@@ -264,8 +264,6 @@ def test_exiting_worker(one_gpu):
     assert body["gpus"][0]["restarts"] >= len(EXIT_MARKERS), body
 
 
-@pytest.mark.xfail(strict=True, reason="dispatch.c worker_on_frame(): `if (w->job && json_object_get(msg, \"exiting\"))` "
-                   "takes a present \"exiting\": false as exiting (GPU held 10 s, worker killed)")
 def test_exiting_false_is_not_exiting(one_gpu):
     """"exiting": false says the process goes on: it keeps its jobs, its GPU is not held."""
     fs = one_gpu
@@ -332,9 +330,6 @@ def test_readyz_one_entry_per_gpu(one_gpu, two_gpus):
             assert (g["busy_s"] > 0) == (g["index"] in ran), (g, ran)
 
 
-@pytest.mark.xfail(strict=True, reason="dispatch.c worker_on_frame() hands the worker its next job (run_one) "
-                   "before gpu_done() kills it for the invalid verdict; gpu_done() re-queues that job with no "
-                   "max_attempts check")
 def test_invalid_verdict_does_not_hurt_the_next_job(tmp_path):
     """A RESULT without a valid verdict kills its worker; the job after it must not pay for that,
     and the offending job ends (internal_error) within max_attempts instead of cycling forever."""
