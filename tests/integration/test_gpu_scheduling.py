@@ -330,12 +330,15 @@ def test_readyz_one_entry_per_gpu(one_gpu, two_gpus):
             assert (g["busy_s"] > 0) == (g["index"] in ran), (g, ran)
 
 
+@pytest.mark.xfail(strict=True, reason="dispatch.c: a worker that worker_kill() has signalled stays W_IDLE until "
+                   "on_exit_cb(), so pump()/idle_worker() hands it the next job (here, right after gpu_done() kills "
+                   "it for the invalid verdict), and that job is re-queued as 'its GPU worker died'")
 def test_invalid_verdict_does_not_hurt_the_next_job(tmp_path):
     """A RESULT without a valid verdict kills its worker; the job after it must not pay for that,
     and the offending job ends (internal_error) within max_attempts instead of cycling forever."""
     fs = FakeGpuServer(tmp_path, gpus="0", per_gpu=2, knobs={"work_s": 0.02}).start()
     try:
-        warm_cache(fs, ["bogus"])
+        attempts = warm_cache(fs, ["bogus"])
         ids = fs.submit([full("bogus")] + [full(tag=i) for i in range(4)])
         bogus, innocent = ids[0], ids[1:]
         done = fs.wait_all(innocent, timeout=30)
@@ -349,6 +352,7 @@ def test_invalid_verdict_does_not_hurt_the_next_job(tmp_path):
                                f"with an invalid verdict (and was being killed for it)")
         for sid in innocent:
             assert done[sid]["verdict"] == "correct", (done[sid]["verdict"], done[sid]["result"]["error"])
+            assert done[sid]["attempts"] == attempts, f"job {sid} was re-queued: {done[sid]}"
         with fs.server.client() as c:
             end = wait_done(c, bogus, timeout=30)
         assert end["verdict"] == "internal_error", end
