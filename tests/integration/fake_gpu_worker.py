@@ -38,6 +38,7 @@ source a JOB carries besides the CUBIN): a name containing
   timeout_exitnow       "timeout", "exiting": "timeout", exit 4 at once (like the
                         real worker's _exit right after its RESULT)
   legacy_exit           "runtime_error", "exiting": true, exit 3 after exit_delay_s
+  timeout_hang          "timeout", "exiting": "timeout", and never exits
   bogus                 an invalid verdict "bogus" (the supervisor must kill us)
 The GPU index is CUDA_VISIBLE_DEVICES (the supervisor pins each worker to
 one device that way); the RESULT's "gpu" says which fake process ran the job.
@@ -157,6 +158,7 @@ EXITS = {
     "timeout_exit": ("timeout", "timeout", 4, True),
     "timeout_exitnow": ("timeout", "timeout", 4, False),
     "legacy_exit": ("runtime_error", True, 3, True),
+    "timeout_hang": ("timeout", "timeout", 4, None),  # says it exits, never does (killed)
 }
 
 
@@ -240,7 +242,9 @@ def main():
         write_frame(out_fd, RESULT, res)
         if mark in EXITS:
             _, _, code, wait = EXITS[mark]
-            if wait:
+            if wait is None:
+                late_frames(3600)  # the supervisor must kill us (EXIT_GRACE_MS)
+            elif wait:
                 late_frames(k["exit_delay_s"])  # a context teardown / a spinning kernel
             log(ev="exit", t=time.monotonic(), code=code, id=job.get("id"))
             os._exit(code)

@@ -264,6 +264,33 @@ def test_exiting_worker(one_gpu):
     assert body["gpus"][0]["restarts"] >= len(EXIT_MARKERS), body
 
 
+def test_exiting_worker_that_stays_is_killed(one_gpu):
+    """A worker that says it exits ("timeout") but stays is killed after the grace (EXIT_GRACE_MS,
+    10 s); its GPU stays reserved until then, and the next job runs on the standby."""
+    fs = one_gpu
+    warm_cache(fs, ["timeout_hang"])
+    ids = fs.submit([full(), full("timeout_hang"), full(), full()])
+    done = fs.wait_all(ids, timeout=60)
+    assert done[ids[1]]["verdict"] == "timeout", done[ids[1]]
+    assert all(done[sid]["verdict"] == "correct" for sid in ids if sid != ids[1]), done
+    jobs = fs.jobs(set(ids))
+    assert_no_overlap(jobs, "GPU 0")
+    i = next(i for i, j in enumerate(jobs) if j["id"] == ids[1])
+    hung, nxt = jobs[i], jobs[i + 1] if i + 1 < len(jobs) else None
+    assert nxt is not None, f"no job ran after it: {[j['id'] for j in jobs]}"
+    assert nxt["pid"] != hung["pid"], nxt
+    waited = nxt["start"] - hung["end"]
+    assert 9.9 <= waited < 10 + 10 * SLOW, f"the next job started {waited:.2f}s after the RESULT (want the 10 s grace)"
+    assert not fs.events("late_frame"), fs.events("late_frame")
+    assert f"(pid {hung['pid']}): did not exit after saying it would" in fs.server.log_tail(1000), fs.server.log_tail()
+    deadline = time.monotonic() + 30 * SLOW
+    while hung["pid"] in {e["pid"] for e in fs.events("hello")} and time.monotonic() < deadline:
+        if len({e["pid"] for e in fs.events("hello") if e["t"] > hung["end"]}) >= 1:
+            break
+        time.sleep(0.05)
+    assert {e["pid"] for e in fs.events("hello") if e["t"] > hung["end"]}, "the killed worker was not restarted"
+
+
 def test_exiting_false_is_not_exiting(one_gpu):
     """"exiting": false says the process goes on: it keeps its jobs, its GPU is not held."""
     fs = one_gpu
@@ -281,7 +308,7 @@ def test_exiting_false_is_not_exiting(one_gpu):
     gap = jobs[i + 1]["start"] - said["end"]
     assert gap < 2.0 * SLOW, f"the next job waited {gap:.2f}s after a RESULT with \"exiting\": false"
     assert said["pid"] not in {e["pid"] for e in fs.events("exit")}, "the fake never exits on its own here"
-    assert "did not exit after saying it would" not in fs.server.log_tail(400), fs.server.log_tail()
+    assert f"(pid {said['pid']}): did not exit" not in fs.server.log_tail(1000), "it was killed for not exiting"
 
 
 def test_gpus_run_in_parallel(two_gpus):
