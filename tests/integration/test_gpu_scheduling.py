@@ -9,9 +9,14 @@ What must hold (docs/configuration.md gpu_workers_per_gpu, dispatch.c's
 theory of operation):
   * W worker processes per GPU, and only one runs a job at a time: the
     [start, end] intervals of jobs on one GPU never overlap;
-  * after a RESULT with "exiting": true, the GPU stays reserved until that
-    process is gone; the next job runs on the standby worker, never before
-    the exiting process's last breath; the exiting worker is restarted;
+  * a process whose RESULT says "exiting" gets no further frame and is
+    restarted; the next job runs on the standby worker: after "timeout" (or
+    the unspecific true) not before the exiting process is gone (work may
+    still spin on the GPU), after "sticky" at once (the context is dead); a
+    process that says it exits and stays is killed after 10 s, its GPU held
+    until then; "exiting": false is not exiting;
+  * a RESULT without a valid verdict kills its worker, costs the jobs after
+    it nothing, and its job ends as internal_error within max_attempts;
   * GPUs run in parallel;
   * the JOB carries launch_timeout_ms, launch_factor and launch_floor_ms
     (launch_factor absent with --launch-factor 0);
@@ -148,7 +153,7 @@ def overlaps(a, b):
 @pytest.fixture(scope="module")
 def one_gpu(tmp_module):
     fs = FakeGpuServer(tmp_module / "one_gpu", gpus="0", per_gpu=2,
-                       knobs={"work_s": 0.05, "exit_delay_s": 0.6}).start()
+                       knobs={"work_s": 0.05, "exit_delay_s": 1.0}).start()
     yield fs
     rc = fs.stop()
     assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
