@@ -39,6 +39,7 @@ source a JOB carries besides the CUBIN): a name containing
                         real worker's _exit right after its RESULT)
   legacy_exit           "runtime_error", "exiting": true, exit 3 after exit_delay_s
   timeout_hang          "timeout", "exiting": "timeout", and never exits
+  hang                  no RESULT at all (only the "start" line is logged)
   bogus                 an invalid verdict "bogus" (the supervisor must kill us)
 The GPU index is CUDA_VISIBLE_DEVICES (the supervisor pins each worker to
 one device that way); the RESULT's "gpu" says which fake process ran the job.
@@ -230,6 +231,9 @@ def main():
         mark = marker(kernels)
         log(ev="start", id=job.get("id"), t=start)  # a job killed mid-way has this line only
         write_frame(out_fd, PROGRESS, {"id": job.get("id"), "phase": "correctness", "shape": "fake"})
+        if mark == "hang":
+            late_frames(3600)  # a kernel that never ends: the supervisor's watchdog must kill us
+            return 1
         time.sleep(k["work_s"])
         end = time.monotonic()
         res = result_for(job, mark, start, end)

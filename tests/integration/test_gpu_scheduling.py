@@ -362,6 +362,32 @@ def test_readyz_one_entry_per_gpu(one_gpu, two_gpus):
             assert (g["busy_s"] > 0) == (g["index"] in ran), (g, ran)
 
 
+def test_watchdog_kill_holds_the_gpu(tmp_path):
+    """A job that never answers: the watchdog (job_timeout_s + 5 s grace) kills its worker, the
+    verdict is timeout, and the GPU stays reserved until that process is gone."""
+    fs = FakeGpuServer(tmp_path, gpus="0", per_gpu=2, knobs={"work_s": 0.02}, args=["--job-timeout-s", "1"]).start()
+    try:
+        attempts = warm_cache(fs, ["hang"])
+        ids = fs.submit([full("hang"), full(), full()])
+        done = fs.wait_all(ids, timeout=60)
+        hang = done[ids[0]]
+        assert hang["verdict"] == "timeout", hang
+        assert "did not finish within" in hang["result"]["error"]["message"], hang["result"]["error"]
+        for sid in ids:
+            assert done[sid]["attempts"] == attempts, f"job {sid} was re-queued: {done[sid]}"
+        assert all(done[sid]["verdict"] == "correct" for sid in ids[1:]), done
+        (started,) = [e for e in fs.events("start") if e["id"] == ids[0]]
+        jobs = fs.jobs(set(ids[1:]))
+        assert all(j["pid"] != started["pid"] for j in jobs), (started, jobs)
+        first = jobs[0]["start"] - started["t"]
+        assert first >= 5.9, f"a job started {first:.2f}s after the hung one, before its worker was killed (6 s)"
+        assert not fs.events("late_frame"), fs.events("late_frame")
+        assert f"(pid {started['pid']}): watchdog" in fs.server.log_tail(1000), fs.server.log_tail()
+    finally:
+        rc = fs.stop()
+    assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
+
+
 @pytest.mark.xfail(strict=True, reason="dispatch.c: a worker that worker_kill() has signalled stays W_IDLE until "
                    "on_exit_cb(), so pump()/idle_worker() hands it the next job (here, right after gpu_done() kills "
                    "it for the invalid verdict), and that job is re-queued as 'its GPU worker died'")
