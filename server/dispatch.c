@@ -311,7 +311,7 @@ static void gpu_status_add(json_t *gpus, const Worker *w)
 static void status_rebuild(Dispatcher *d)
 {
         json_t *st = json_object(), *gpus = json_array(), *layers = json_object();
-        int c_ready = 0, c_busy = 0, c_restarts = 0, g_ready = 0;
+        int c_ready = 0, c_busy = 0, c_restarts = 0, c_failed = 0, g_ready = 0;
         bool ready;
 
         for (int i = 0; i < d->n_workers; i++) {
@@ -323,6 +323,7 @@ static void status_rebuild(Dispatcher *d)
                         c_ready += w->state == W_IDLE || w->state == W_BUSY;
                         c_busy += w->state == W_BUSY;
                         c_restarts += w->restarts;
+                        c_failed += strcmp(worker_state_name(w), "failed") == 0;
                 } else {
                         gpu_status_add(gpus, w);
                 }
@@ -333,8 +334,8 @@ static void status_rebuild(Dispatcher *d)
         }
         ready = c_ready > 0 && !d->stopping;
         json_object_set_new(st, "compile_workers",
-                            json_pack("{s:i, s:i, s:i, s:i}", "configured", d->n_compile, "ready", c_ready, "busy",
-                                      c_busy, "restarts", c_restarts));
+                            json_pack("{s:i, s:i, s:i, s:i, s:i}", "configured", d->n_compile, "ready", c_ready, "busy",
+                                      c_busy, "restarts", c_restarts, "failed", c_failed));
         json_object_set_new(st, "gpus", gpus);
         json_object_set_new(st, "gpu_ready", json_integer(g_ready));
         json_object_set_new(st, "layers", layers);
@@ -834,6 +835,7 @@ static void worker_start(Worker *w)
         proctab_env_free(env);
         if (r < 0) {
                 log_error("dispatch: starting %s failed: %s", path, uv_strerror(r));
+                d->status_dirty = true;
                 w->failures++;
                 w->state = W_STOPPED;
                 w->restarts++;
@@ -1531,7 +1533,10 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
                 d->cfg.gpu_workers_per_gpu = 2;
         if (d->cfg.gpu_workers_per_gpu > 4)
                 d->cfg.gpu_workers_per_gpu = 4;
-        d->libexec_dir = strdup(cfg->libexec_dir ? cfg->libexec_dir : ".");
+        /* absolute: the workers start in "/" (a relative folder would name nothing there) */
+        d->libexec_dir = realpath(cfg->libexec_dir ? cfg->libexec_dir : ".", NULL);
+        if (!d->libexec_dir)
+                d->libexec_dir = strdup(cfg->libexec_dir ? cfg->libexec_dir : ".");
         d->arch = strdup(cfg->arch ? cfg->arch : "sm_90a");
         d->verdicts = json_object();
         d->cfg.libexec_dir = d->libexec_dir;

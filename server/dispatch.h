@@ -48,7 +48,7 @@ int dispatch_stop(Dispatcher *d, double grace_s);
 void dispatch_free(Dispatcher *d);
 /*
  * Thread-safe snapshot for /readyz, /metrics and /v1/stats; new reference:
- * {"compile_workers": {"configured": n, "ready": n, "busy": n, "restarts": n},
+ * {"compile_workers": {"configured": n, "ready": n, "busy": n, "restarts": n, "failed": n},
  *  "gpus": [{"index": 0, "name": ..., "state": "ready|busy|starting|restarting|failed", "restarts": n,
  *            "busy_s": x, "workers": n, "workers_ready": n}],   (one entry per GPU)
  *  "layers": {"compile": {...}, "gpu": {...}},

@@ -410,16 +410,21 @@ int cmd_eval(int argc, char **argv)
                         }
                         json_decref(cur);
                 }
-                if (!compile_only && tick % 100 == 0) {
-                        /* Give up when every GPU worker keeps failing to start. */
-                        json_t *st = dispatch_status(d), *g;
+                if (tick % 100 == 0) {
+                        /* Give up when every GPU worker, or the compile worker, keeps failing to start. */
+                        json_t *st = dispatch_status(d), *g, *cw = json_object_get(st, "compile_workers");
                         size_t i, failed = 0;
+                        bool gpus_failed, compile_failed;
                         json_array_foreach(json_object_get(st, "gpus"), i, g)
                                 failed += strcmp(jsonutil_str(g, "state", ""), "failed") == 0;
-                        bool all_failed = failed > 0 && failed == json_array_size(json_object_get(st, "gpus"));
+                        gpus_failed = !compile_only && failed > 0 && failed == json_array_size(json_object_get(st, "gpus"));
+                        compile_failed = json_integer_value(json_object_get(cw, "failed")) > 0 &&
+                                         json_integer_value(json_object_get(cw, "failed")) ==
+                                                 json_integer_value(json_object_get(cw, "configured"));
                         json_decref(st);
-                        if (all_failed) {
-                                fprintf(stderr, "kevald eval: the GPU worker keeps failing to start (see the log above)\n");
+                        if (gpus_failed || compile_failed) {
+                                fprintf(stderr, "kevald eval: the %s worker keeps failing to start (see the log above)\n",
+                                        gpus_failed ? "GPU" : "compile");
                                 break;
                         }
                 }

@@ -3,7 +3,13 @@ Compile mode end to end: a real NVRTC compile in a real (sandboxed)
 kevald-compile worker, the verdict and compile report in the stored result,
 and the compile cache.
 """
-from conftest import accepted, compile_sub, unique, wait_done, BROKEN_KERNEL, GOOD_KERNEL
+import json
+import os
+import subprocess
+import time
+
+from conftest import (accepted, compile_sub, unique, wait_done, BROKEN_KERNEL, GOOD_KERNEL, KEVALD, LIBEXEC, SLOW,
+                      SOURCE_ROOT)
 
 TEMPLATE_KERNEL = r'''
 template <typename T, int B>
@@ -81,3 +87,26 @@ def test_include_of_host_file_fails_safely(client):
     assert done["verdict"] in ("compile_error", "rejected"), done
     log = done["result"].get("compile", {}).get("log", "")
     assert "root:" not in log, "NVRTC must not echo a host file into the log"
+
+
+VADD = SOURCE_ROOT / "tests" / "gpu" / "cases" / "vadd_correct.cu"
+
+
+def test_eval_with_a_relative_libexec(tmp_path):
+    """`kevald eval --libexec build/worker` from another folder: the workers
+    start in "/", so the dispatcher must resolve the folder first."""
+    rel = os.path.relpath(LIBEXEC, tmp_path)
+    p = subprocess.run([str(KEVALD), "eval", "--compile", "--libexec", rel, "--source", str(VADD)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120 * SLOW)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert json.loads(p.stdout)["verdict"] == "compiled"
+
+
+def test_eval_gives_up_when_the_compile_worker_cannot_start(tmp_path):
+    """No compile worker at --libexec: a clear error within seconds, not a wait for ever."""
+    t0 = time.monotonic()
+    p = subprocess.run([str(KEVALD), "eval", "--compile", "--libexec", str(tmp_path / "nowhere"), "--source",
+                        str(VADD)], capture_output=True, text=True, timeout=60 * SLOW)
+    assert p.returncode != 0
+    assert "compile worker keeps failing to start" in p.stderr
+    assert time.monotonic() - t0 < 30 * SLOW
