@@ -44,14 +44,14 @@ if not rows:
     sys.exit(1)
 base = rows[0][1]["corpus"]["evals_per_min"] if rows[0][0] == 1 else None
 base_s = rows[0][1]["corpus"].get("evals_per_min_steady") if rows[0][0] == 1 else None
-print("| GPUs | evaluations/min | per GPU | vs linear | steady-state evals/min | vs linear | GPU busy | worker occupied | restarts | finished | wall s |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+print("| GPUs | evaluations/min | per GPU | vs linear | steady-state evals/min | vs linear | GPU busy (active) | plan time | worker occupied | restarts | finished | wall s |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for n, r in rows:
     c = r["corpus"]
     eff = ("%.2f×" % (c["evals_per_min"] / (base * n))) if base else "-"
     st = c.get("evals_per_min_steady")
     eff_s = ("%.2f×" % (st / (base_s * n))) if base_s and st else "-"
-    print("| %d | %.0f | %.0f | %s | %s | %s | %s%% | %s%% | %s | %d/%d | %.1f |" % (
-        n, c["evals_per_min"], c["evals_per_min"] / n, eff, st, eff_s, r.get("gpu_busy_pct"),
+    print("| %d | %.0f | %.0f | %s | %s | %s | %s%% | %s%% | %s%% | %s | %d/%d | %.1f |" % (
+        n, c["evals_per_min"], c["evals_per_min"] / n, eff, st, eff_s, r.get("gpu_active_pct"), r.get("gpu_busy_pct"),
         r.get("gpu_occupied_pct"), r.get("gpu_worker_restarts"), c["finished"], c["submissions"], c["wall_s"]))
 PY
