@@ -103,6 +103,7 @@ typedef struct Worker {
         uint64_t sent_at_ms, deadline_ms;
         bool killed_by_watchdog, result_seen, malformed;
         bool holds_gpu;         /* W_EXITING: the GPU stays reserved until the process is gone */
+        bool dying;             /* SIGKILL sent: no new request; a GPU stays reserved until the exit */
         int failures;           /* consecutive failed starts or crashes */
         int restarts;
         uint64_t restart_at_ms;
@@ -520,6 +521,7 @@ static void worker_kill(Worker *w, const char *why)
 {
         if (w->state == W_STOPPED)
                 return;
+        w->dying = true;
         if (w->d->stopping)
                 log_info("dispatch: stopping %s worker %d (pid %d)", w->spec->name, w->index, w->proc.pid);
         else
@@ -829,7 +831,7 @@ static void worker_start(Worker *w)
         opt.stdio = stdio;
         opt.exit_cb = on_exit_cb;
         frame_decoder_init(&w->dec);
-        w->killed_by_watchdog = w->result_seen = w->malformed = false;
+        w->killed_by_watchdog = w->result_seen = w->malformed = w->dying = false;
         w->handles_open = 3;
         r = uv_spawn(&d->loop, &w->proc, &opt);
         proctab_env_free(env);
@@ -1095,8 +1097,8 @@ static bool gpu_reserved(Dispatcher *d, int index)
 {
         for (int i = 0; i < d->n_workers; i++) {
                 const Worker *w = &d->workers[i];
-                if (w->spec->role == PROC_GPU && w->index == index &&
-                    (w->state == W_BUSY || (w->state == W_EXITING && w->holds_gpu)))
+                if (w->spec->role == PROC_GPU && w->index == index && w->state != W_STOPPED &&
+                    (w->state == W_BUSY || (w->state == W_EXITING && w->holds_gpu) || w->dying))
                         return true;
         }
         return false;
@@ -1107,7 +1109,8 @@ static Worker *idle_worker(Dispatcher *d, ProcRole role)
 {
         for (int i = 0; i < d->n_workers; i++) {
                 Worker *w = &d->workers[i];
-                if (w->spec->role == role && w->state == W_IDLE && (role != PROC_GPU || !gpu_reserved(d, w->index)))
+                if (w->spec->role == role && w->state == W_IDLE && !w->dying &&
+                    (role != PROC_GPU || !gpu_reserved(d, w->index)))
                         return w;
         }
         return NULL;
@@ -1530,7 +1533,7 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         if (d->cfg.launch_floor_ms <= 0)
                 d->cfg.launch_floor_ms = 250;
         if (d->cfg.gpu_workers_per_gpu <= 0)
-                d->cfg.gpu_workers_per_gpu = 2;
+                d->cfg.gpu_workers_per_gpu = 3;
         if (d->cfg.gpu_workers_per_gpu > 4)
                 d->cfg.gpu_workers_per_gpu = 4;
         /* absolute: the workers start in "/" (a relative folder would name nothing there) */

@@ -33,7 +33,7 @@ typedef struct DispatchConfig {
                                      * at least launch_floor_ms, at most launch_timeout_ms
                                      * (0: default 100; negative: off, the ceiling for every launch) */
         int launch_floor_ms;        /* default 250 */
-        int gpu_workers_per_gpu;    /* worker processes per GPU, one running at a time (0: default 2) */
+        int gpu_workers_per_gpu;    /* worker processes per GPU, one running at a time (0: default 3) */
         int compile_timeout_ms;     /* deadline of one compile (default LIMIT_COMPILE_WALL_MS) */
         const char *dump_dir;       /* `kevald eval --dump`: write reference-side buffers here */
         bool has_fixed_seed;        /* `kevald eval --seed`: reproduce a result; never set by serve */

@@ -68,7 +68,7 @@ static int pool_limit_from_env(uint64_t *ret_limit)
  *         aligned memory for the loader)
  * @sms: multiprocessor count, to size helper grids
  *
- * Also sizes the buffer pool: min(device memory / 4, 8 GiB), or
+ * Also sizes the buffer pool: min(device memory / 16, 4 GiB), or
  * KEVALD_DEVMEM_POOL_BYTES from the environment (0 turns the pool off).
  *
  * Return: 0, GPU_E_CUDA, GPU_E_NOT_FOUND (the fatbin lacks a helper: a
@@ -126,7 +126,7 @@ int devmem_init(const void *fatbin, size_t len, int sms)
         if (from_env == 1) {
                 if ((r = gpu_mem_info(&mem_free, &mem_total)))
                         return r;
-                limit = mem_total / 4 < DEVMEM_POOL_CAP_BYTES ? mem_total / 4 : DEVMEM_POOL_CAP_BYTES;
+                limit = mem_total / 16 < DEVMEM_POOL_CAP_BYTES ? mem_total / 16 : DEVMEM_POOL_CAP_BYTES;
         }
         pool_limit = limit;
         log_info("devmem: buffer pool holds up to %llu bytes", (unsigned long long)pool_limit);

@@ -17,7 +17,7 @@
  * copies, or a later job's kernels, stray pointers included) is ordered
  * after it, and devmem_free() need not wait. Pooled memory belongs to no
  * job: devmem_live_*() do not count it. The pool holds at most
- * min(device memory / 4, 8 GiB), or KEVALD_DEVMEM_POOL_BYTES bytes when
+ * min(device memory / 16, 4 GiB), or KEVALD_DEVMEM_POOL_BYTES bytes when
  * that is set in the environment (0: no pool, every free waits and calls
  * cuMemFree as before), and at most DEVMEM_POOL_ENTRIES_MAX allocations;
  * beyond that the least recently freed go back to the driver. When
@@ -55,9 +55,10 @@ typedef struct DevGuardReport {
         uint64_t after_last;    /* offset past the end of the last damaged byte */
 } DevGuardReport;
 
-/* The pool's default size is min(device memory / 4, this); most
+/* The pool's default size is min(device memory / 16, this; every worker
+ * process of a GPU, standbys included, keeps its own pool); most
  * allocations it keeps (each is at least 256 bytes). */
-#define DEVMEM_POOL_CAP_BYTES (8ull << 30)
+#define DEVMEM_POOL_CAP_BYTES (4ull << 30)
 #define DEVMEM_POOL_ENTRIES_MAX 1024
 
 int devmem_init(const void *fatbin, size_t len, int sms);

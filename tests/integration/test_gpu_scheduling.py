@@ -389,9 +389,6 @@ def test_watchdog_kill_holds_the_gpu(tmp_path):
     assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
 
 
-@pytest.mark.xfail(strict=True, reason="dispatch.c: a worker that worker_kill() has signalled stays W_IDLE until "
-                   "on_exit_cb(), so pump()/idle_worker() hands it the next job (here, right after gpu_done() kills "
-                   "it for the invalid verdict), and that job is re-queued as 'its GPU worker died'")
 def test_invalid_verdict_does_not_hurt_the_next_job(tmp_path):
     """A RESULT without a valid verdict kills its worker; the job after it must not pay for that,
     and the offending job ends (internal_error) within max_attempts instead of cycling forever."""
