@@ -450,6 +450,7 @@ def main():
     ap.add_argument("--token", default=os.environ.get("KEVALD_TOKEN"), help="bearer token (default $KEVALD_TOKEN)")
     ap.add_argument("--corpus", default="corpus.json", help="corpus file from make_corpus.py")
     ap.add_argument("--limit", type=int, default=0, help="use only the first N corpus items (0: all)")
+    ap.add_argument("--only-expect", help="use only the items generated to get these verdicts (comma list, e.g. correct)")
     ap.add_argument("--mode", choices=["full", "compile"], default="full", help="full (default) or compile-only")
     ap.add_argument("--shapes", choices=["small", "library"], default="small",
                     help="small: inline tasks without the KernelBench default shape set (default); library: task by name")
@@ -490,7 +491,10 @@ def main():
         corpus = json.load(open(args.corpus))
     except (OSError, ValueError) as e:
         ap.error("--corpus %s: %s" % (args.corpus, e))
-    items = corpus["items"][:args.limit] if args.limit else corpus["items"]
+    items = corpus["items"]
+    if args.only_expect:
+        items = [it for it in items if it["expect"] in args.only_expect.split(",")]
+    items = items[:args.limit] if args.limit else items
 
     server = None
     tmp = None

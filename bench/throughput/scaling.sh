@@ -6,7 +6,7 @@
 #   bash bench/throughput/scaling.sh            # OUT=/tmp/out, KEVALD_BUILD=build
 # Environment: KEVALD_BUILD, OUT, CORPUS_COUNT (default 2000: enough work that
 #   4 GPUs are busy for ~50 s at the target rate), SHAPES (small|library, default small),
-#   DEADLINE (seconds per run, default 240).
+#   DEADLINE (seconds per run, default 240), TIMING (run.py --timing; empty: the corpus's fast).
 set -u
 cd "$(dirname "$0")/../.."
 KEVALD_BUILD=${KEVALD_BUILD:-build}
@@ -14,6 +14,7 @@ OUT=${OUT:-/tmp/out}
 CORPUS_COUNT=${CORPUS_COUNT:-2000}
 SHAPES=${SHAPES:-small}
 DEADLINE=${DEADLINE:-240}
+TIMING=${TIMING:-}   # empty: the corpus's own (fast); default: the server's default budget; or fast/precise/JSON
 KEVALD=$KEVALD_BUILD/server/kevald
 mkdir -p "$OUT"
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
@@ -28,6 +29,7 @@ for LIST in 0 0,1 0,1,2,3; do
         echo "== $N GPU(s): --gpus $LIST" >&2
         timeout -k 10 $(( DEADLINE + 60 )) python3 bench/throughput/run.py --kevald "$KEVALD" --gpus "$LIST" \
                 --corpus "$OUT/corpus_scaling.json" --shapes "$SHAPES" --batch 256 --latency 0 \
+                ${TIMING:+--timing "$TIMING"} \
                 --deadline "$DEADLINE" --label "scaling $N GPU" \
                 --json "$OUT/scaling_${N}gpu.json" --md "$OUT/scaling_${N}gpu.md" 2>&1 | tee "$OUT/scaling_${N}gpu.log"
 done
