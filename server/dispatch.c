@@ -1275,6 +1275,9 @@ static void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result)
                 job_free(j);
                 return;
         }
+        /* the worker sees its GPU as device 0 (CUDA_VISIBLE_DEVICES): say which one of the host it was */
+        if (json_is_object(json_object_get(result, "gpu")))
+                json_object_set_new(json_object_get(result, "gpu"), "index", json_integer(w->index));
         res = pipeline_result(job_task_name(j), verdict, json_object_get(j->sj->compile, "candidate"), result, NULL,
                               j->seed);
         finish(d, j->sj->id, verdict, res);

@@ -468,6 +468,7 @@ def main():
                     help="timing of the latency probes (JSON; default a tiny budget)")
     ap.add_argument("--json", dest="json_out", help="write the full report as JSON here")
     ap.add_argument("--md", help="write the markdown table here")
+    ap.add_argument("--keep-log", help="with --kevald: copy the server's log here when done")
     ap.add_argument("--label", default="", help="free text stored in the report")
     args = ap.parse_args()
     if not 1 <= args.batch <= 16384:
@@ -569,6 +570,8 @@ def main():
     finally:
         if server:
             server.stop()
+            if args.keep_log and tmp:
+                shutil.copy(os.path.join(tmp, "server.log"), args.keep_log)
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
 

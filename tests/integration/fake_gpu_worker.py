@@ -166,7 +166,8 @@ EXITS = {
 def result_for(job, mark, t0, t1):
     base = {"id": job.get("id"), "seed": job.get("seed"), "gpu_busy_ms": (t1 - t0) * 1000,
             "wall_ms": (t1 - t0) * 1000, "cleanup": {"allocations_left": 0},
-            "gpu": {"name": "Fake GPU (kevald tests)", "index": GPU, "fake_pid": PID},
+            # "index" 0 like kevald-gpu: under CUDA_VISIBLE_DEVICES its GPU is device 0
+            "gpu": {"name": "Fake GPU (kevald tests)", "index": 0, "fake_pid": PID},
             "resources": None}
     if mark in ("correct", "exiting_false"):
         if mark == "exiting_false":

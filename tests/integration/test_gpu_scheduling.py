@@ -326,6 +326,9 @@ def test_gpus_run_in_parallel(two_gpus):
     assert sorted(j["id"] for j in jobs) == sorted(ids), "each job ran exactly once"
     per = {g: [j for j in jobs if j["gpu"] == g] for g in (0, 1)}
     assert per[0] and per[1], f"jobs ran on both GPUs: {[(j['id'], j['gpu']) for j in jobs]}"
+    # the worker sees its GPU as device 0; the supervisor reports the host's index
+    assert all(done[j["id"]]["result"]["gpu"]["index"] == j["gpu"] for j in jobs), \
+        [(j["id"], j["gpu"], done[j["id"]]["result"]["gpu"]) for j in jobs]
     for g, js in per.items():
         assert_no_overlap(js, f"GPU {g}")
     assert any(overlaps(a, b) for a in per[0] for b in per[1]), "the two GPUs never ran jobs at the same time"
