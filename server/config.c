@@ -85,7 +85,7 @@ static const KeyDef keys[] = {
             "per shape set, a plan execution may take this many times the reference's own time "
             "(at least launch_floor_ms, at most launch_timeout_ms); 0: always the ceiling"),
         INT("launch_floor_ms", launch_floor_ms, "250", 1, 600000, "lower bound of the derived launch limit"),
-        INT("gpu_workers_per_gpu", gpu_workers_per_gpu, "3", 1, 4,
+        INT("gpu_workers_per_gpu", gpu_workers_per_gpu, "3", 1, 8,
             "GPU worker processes per GPU, one running a job at a time; the others stand by warm, "
             "so a restart after a sticky error or a timeout costs no GPU time"),
         NUM("auth_cache_s", auth_cache_s, "1", 0, 60,

@@ -1537,8 +1537,8 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
                 d->cfg.launch_floor_ms = 250;
         if (d->cfg.gpu_workers_per_gpu <= 0)
                 d->cfg.gpu_workers_per_gpu = 3;
-        if (d->cfg.gpu_workers_per_gpu > 4)
-                d->cfg.gpu_workers_per_gpu = 4;
+        if (d->cfg.gpu_workers_per_gpu > 8)
+                d->cfg.gpu_workers_per_gpu = 8;
         /* absolute: the workers start in "/" (a relative folder would name nothing there) */
         d->libexec_dir = realpath(cfg->libexec_dir ? cfg->libexec_dir : ".", NULL);
         if (!d->libexec_dir)

@@ -123,6 +123,28 @@ static void hello_fail(json_t *layers, const char *what, int rc)
         json_decref(h);
 }
 
+/* Start-up phases, in ms: where a restart's time goes (HELLO "startup_ms"). */
+static const char *const phase_names[] = { "sandbox", "cuda_init", "helpers", "cublas", "flush", "lock" };
+static double phase_ms[6];
+static int64_t phase_t0;
+
+static void phase_done(int i)
+{
+        int64_t now = gpu_now_ns();
+
+        phase_ms[i] = (double)(now - phase_t0) / 1e6;
+        phase_t0 = now;
+}
+
+static json_t *startup_json(void)
+{
+        json_t *o = json_object();
+
+        for (size_t i = 0; i < sizeof(phase_ms) / sizeof(phase_ms[0]); i++)
+                json_object_set_new(o, phase_names[i], json_real(phase_ms[i]));
+        return o;
+}
+
 static json_t *hello_json(const GpuInfo *info, json_t *layers, size_t flush_bytes)
 {
         char cc[16];
@@ -182,6 +204,7 @@ int main(int argc, char **argv)
                 }
         }
         signal(SIGPIPE, SIG_IGN);
+        phase_t0 = gpu_now_ns();
         if ((r = protect_stdout()) < 0) {
                 log_error("gpu: cannot move the protocol off fd 1: %s", strerror(-r));
                 return 1;
@@ -205,10 +228,12 @@ int main(int argc, char **argv)
                 hello_fail(layers, "KEVALD_GPU_INDEX", -EINVAL);
                 return 1;
         }
+        phase_done(0);
         if ((r = gpu_init(index, &info))) {
                 hello_fail(layers, "gpu_init", r);
                 return 1;
         }
+        phase_done(1);
         snprintf(info.driver, sizeof(info.driver), "%s", driver);
         if ((r = gpu_limit_printf_fifo(LIMIT_PRINTF_FIFO_BYTES))) {
                 hello_fail(layers, "printf_fifo", r);
@@ -222,10 +247,12 @@ int main(int argc, char **argv)
                 hello_fail(layers, "warm_launch", r);
                 return 1;
         }
+        phase_done(2);
         if ((r = blas_init(gpu_stream_handle())) || (r = blas_warm())) {
                 hello_fail(layers, "cublas", r);
                 return 1;
         }
+        phase_done(3);
         /* the L2 flush buffer: at least twice the L2, at least 64 MiB */
         flush_bytes = (size_t)info.l2_bytes * 2;
         if (flush_bytes < (64u << 20))
@@ -236,6 +263,7 @@ int main(int argc, char **argv)
                 hello_fail(layers, "l2_flush_buffer", r);
                 return 1;
         }
+        phase_done(4);
 #ifdef KEVALD_HAVE_SANDBOX
         r = sandbox_lock(sandbox ? SANDBOX_PROFILE_GPU : SANDBOX_PROFILE_NONE, &report);
         json_decref(layers);
@@ -245,8 +273,11 @@ int main(int argc, char **argv)
                 return 1;
         }
 #endif
+        phase_done(5);
         {
                 json_t *h = hello_json(&info, layers, flush_bytes);
+                if (h)
+                        json_object_set_new(h, "startup_ms", startup_json());
                 r = h ? send_json(FRAME_HELLO, h) : -ENOMEM;
                 json_decref(h);
                 if (r < 0) {
@@ -254,8 +285,10 @@ int main(int argc, char **argv)
                         return 1;
                 }
         }
-        log_info("gpu: ready on device %d (%s, cc %d.%d, %d SMs, driver %s)", info.index, info.name, info.cc_major,
-                 info.cc_minor, info.sms, info.driver[0] ? info.driver : "?");
+        log_info("gpu: ready on device %d (%s, cc %d.%d, %d SMs, driver %s); start-up ms: sandbox %.0f, cuda_init %.0f, "
+                 "helpers %.0f, cublas %.0f, flush %.0f, lock %.0f",
+                 info.index, info.name, info.cc_major, info.cc_minor, info.sms, info.driver[0] ? info.driver : "?",
+                 phase_ms[0], phase_ms[1], phase_ms[2], phase_ms[3], phase_ms[4], phase_ms[5]);
 
         memset(&env, 0, sizeof(env));
         env.info = &info;
