@@ -46,7 +46,9 @@ def perturb_check(task, params, ins, ref, atol, rtol, gen):
         x = ins[b["name"]]
         n = x.numel()
         hit = False
-        for _ in range(8):
+        # up to 64 random elements: a strided or dilated operation leaves most inputs unread
+        # (l1_86 small reads a quarter of x; 8 tries all missed it once, p = 0.75^8 = 0.1)
+        for _ in range(64):
             idx = int(torch.randint(0, n, (1,), generator=gen).item())
             trials = []
             v = x.reshape(-1)[idx].item()
