@@ -206,18 +206,30 @@ static GpuPtr pool_take(size_t total)
         return 0;
 }
 
+/* @arr (holding @n of @*cap elements of @elem bytes) with room for one more:
+ * the same array, or a doubled one (64 at first). NULL: out of memory, @arr intact. */
+static void *room_for_one(void *arr, size_t n, size_t *cap, size_t elem)
+{
+        size_t c = *cap ? *cap * 2 : 64;
+        void *p;
+
+        if (n < *cap)
+                return arr;
+        if (!(p = realloc(arr, c * elem)))
+                return NULL;
+        *cap = c;
+        return p;
+}
+
 /* Append a zeroed (or zeroing-queued) allocation as the newest entry.
  * Return: 0, -ENOMEM (not pooled: the caller frees it). */
 static int pool_put(GpuPtr base, size_t total)
 {
-        if (n_pool == cap_pool) {
-                size_t cap = cap_pool ? cap_pool * 2 : 64;
-                PoolEntry *n = realloc(pool, cap * sizeof(*n));
-                if (!n)
-                        return -ENOMEM;
-                pool = n;
-                cap_pool = cap;
-        }
+        PoolEntry *grown = room_for_one(pool, n_pool, &cap_pool, sizeof(*pool));
+
+        if (!grown)
+                return -ENOMEM;
+        pool = grown;
         pool[n_pool].base = base;
         pool[n_pool].total = total;
         n_pool++;
@@ -323,13 +335,11 @@ int devmem_alloc(size_t bytes, size_t guard, DevBuf *ret_buf)
         b.total = 2 * guard + bytes;
         if (b.total < 256)
                 b.total = 256;
-        if (n_live == cap_live) {
-                size_t cap = cap_live ? cap_live * 2 : 64;
-                DevBuf *n = realloc(live, cap * sizeof(*n));
-                if (!n)
+        {
+                DevBuf *grown = room_for_one(live, n_live, &cap_live, sizeof(*live));
+                if (!grown)
                         return -ENOMEM;
-                live = n;
-                cap_live = cap;
+                live = grown;
         }
         if (!(b.base = pool_take(b.total))) {
                 r = gpu_alloc(b.total, &b.base);

@@ -122,6 +122,17 @@ CASES = [
 ]
 
 
+def report(name, problems, result, worker, verbose):
+    """Print one case's line (and its result and worker log when it failed). Return 1 if it failed."""
+    print("%s %-24s %s" % ("ok  " if not problems else "FAIL", name, "; ".join(problems) or
+                           (result or {}).get("verdict")), flush=True)
+    if problems or verbose:
+        print("     %s" % json.dumps(result, sort_keys=True))
+        if worker is not None:
+            print("\n".join("     | " + l for l in worker.log_tail(10)))
+    return int(bool(problems))
+
+
 def extra_check(kind, task, result, seed):
     if kind == "time_first":
         if len((result.get("timing") or {}).get("shapes") or []) != 1:
@@ -277,12 +288,7 @@ def pool_cases(args, logdir):
                     problems.append("the worker exited (status %r)" % worker.p.returncode)
             except Exception as e:  # noqa: BLE001
                 problems.append("%s: %s" % (type(e).__name__, e))
-            print("%s %-24s %s" % ("ok  " if not problems else "FAIL", name, "; ".join(problems) or
-                                   (result or {}).get("verdict")), flush=True)
-            if problems or args.verbose:
-                print("     %s" % json.dumps(result, sort_keys=True))
-                print("\n".join("     | " + l for l in worker.log_tail(10)))
-            failed += bool(problems)
+            failed += report(name, problems, result, worker, args.verbose)
         worker.stop()
         if worker.p.returncode not in (0, None):
             print("FAIL pool group %d: worker exit status %r" % (gi, worker.p.returncode))
@@ -335,13 +341,7 @@ def main():
                 problems.append("the worker exited (status %r)" % worker.p.returncode)
         except Exception as e:  # noqa: BLE001
             problems.append("%s: %s" % (type(e).__name__, e))
-        print("%s %-24s %s" % ("ok  " if not problems else "FAIL", name, "; ".join(problems) or
-                               (result or {}).get("verdict")), flush=True)
-        if problems or args.verbose:
-            print("     %s" % json.dumps(result, sort_keys=True))
-            if worker is not None:
-                print("\n".join("     | " + l for l in worker.log_tail(10)))
-        failed += bool(problems)
+        failed += report(name, problems, result, worker, args.verbose)
     if worker is not None:
         worker.stop()
         if worker.p.returncode not in (0, None):
