@@ -55,9 +55,9 @@ typedef struct Run {
         uint32_t salt;
         uint32_t flush_counter;
         double busy_ms;
-        int64_t limit_ms;      /* per plan execution, for the shape set being judged */
-        double limit_ref_ms;   /* the reference's time it was derived from (0: not derived) */
-        int64_t shape_limit_ms[LIMIT_TASK_SHAPES_MAX]; /* both, per shape set (calibrate_limit()) */
+        /* per shape set: the limit of one plan execution (launch_limit()), and
+         * the reference's time it was derived from (0: not derived) */
+        int64_t shape_limit_ms[LIMIT_TASK_SHAPES_MAX];
         double shape_ref_ms[LIMIT_TASK_SHAPES_MAX];
         /* where we are */
         const char *phase;
@@ -154,6 +154,17 @@ __attribute__((format(printf, 5, 6))) static int fail_with(Run *r, const char *v
 
 #define fail(r, verdict, kind, ...) fail_with((r), (verdict), (kind), NULL, __VA_ARGS__)
 
+/* The limit of one plan execution for the shape set being judged (the
+ * ceiling outside one); @ret_ref_ms: the reference time it came from, or 0. */
+static int64_t launch_limit(const Run *r, double *ret_ref_ms)
+{
+        bool in_shape = r->shape >= 0 && r->shape < r->job->n_shapes;
+
+        if (ret_ref_ms)
+                *ret_ref_ms = in_shape ? r->shape_ref_ms[r->shape] : 0;
+        return in_shape ? r->shape_limit_ms[r->shape] : r->job->launch_timeout_ms;
+}
+
 /* Turn a gpu.h/devmem.h return code into the job's verdict. */
 static int fail_gpu(Run *r, int rc)
 {
@@ -164,23 +175,24 @@ static int fail_gpu(Run *r, int rc)
         if (rc < 0)
                 return fail(r, "internal_error", "internal", "worker failure: %s", strerror(-rc));
         if (rc == GPU_E_TIMEOUT) {
+                double ref_ms = 0;
+                int64_t limit = r->launch_limit_hit ? launch_limit(r, &ref_ms) : 0;
                 r->must_exit = true;
                 r->exit_code = 4;
-                if (r->launch_limit_hit && r->limit_ref_ms > 0)
+                if (r->launch_limit_hit && ref_ms > 0)
                         return fail_with(r, "timeout", "timeout",
-                                         json_pack("{s:I, s:f}", "launch_limit_ms", (json_int_t)r->limit_ms,
-                                                   "reference_ms", r->limit_ref_ms),
+                                         json_pack("{s:I, s:f}", "launch_limit_ms", (json_int_t)limit,
+                                                   "reference_ms", ref_ms),
                                          "the GPU work did not finish within the launch time limit of %" PRId64
                                          " ms per plan execution (%g x the reference's %.3f ms on this shape set, "
                                          "at least %" PRId64 " ms; phase %s)",
-                                         r->limit_ms, r->job->launch_factor, r->limit_ref_ms,
-                                         r->job->launch_floor_ms, r->phase);
+                                         limit, r->job->launch_factor, ref_ms, r->job->launch_floor_ms, r->phase);
                 if (r->launch_limit_hit)
                         return fail_with(r, "timeout", "timeout",
-                                         json_pack("{s:I}", "launch_limit_ms", (json_int_t)r->limit_ms),
+                                         json_pack("{s:I}", "launch_limit_ms", (json_int_t)limit),
                                          "the GPU work did not finish within the launch time limit (%" PRId64
                                          " ms per plan execution; phase %s)",
-                                         r->limit_ms, r->phase);
+                                         limit, r->phase);
                 return fail(r, "timeout", "timeout",
                             "the job's deadline of %" PRId64 " ms passed while the GPU was busy (phase %s)",
                             r->job ? r->job->deadline_ms : 0, r->phase);
@@ -517,7 +529,7 @@ static int run_plan(Run *r, int si, int side_idx, const BufSet *set, bool wait_e
                 TRY_GPU(r, launch_step(r, s, side, r->kern[si][side_idx][j], &side->steps[j], set));
                 if (wait_each) {
                         TRY_GPU(r, gpu_event_record(ev_b));
-                        TRY_GPU(r, wait_bounded(r, ev_b, r->limit_ms));
+                        TRY_GPU(r, wait_bounded(r, ev_b, launch_limit(r, NULL)));
                         TRY_GPU(r, gpu_event_elapsed_ms(ev_a, ev_b, &ms));
                         r->busy_ms += ms;
                 }
@@ -821,8 +833,6 @@ static int calibrate_limit(Run *r, int si)
         double before = r->busy_ms, ms, lim;
         int rc;
 
-        r->limit_ms = r->shape_limit_ms[si] = job->launch_timeout_ms;
-        r->limit_ref_ms = r->shape_ref_ms[si] = 0;
         if (job->launch_factor <= 0)
                 return 0;
         if (!(set = calloc(1, sizeof(*set))))
@@ -838,10 +848,8 @@ static int calibrate_limit(Run *r, int si)
                 lim = (double)job->launch_floor_ms;
         if (lim > (double)job->launch_timeout_ms)
                 lim = (double)job->launch_timeout_ms;
-        r->limit_ms = (int64_t)lim;
-        r->limit_ref_ms = ms > 0 ? ms : 1e-6;
-        r->shape_limit_ms[si] = r->limit_ms;
-        r->shape_ref_ms[si] = r->limit_ref_ms;
+        r->shape_limit_ms[si] = (int64_t)lim;
+        r->shape_ref_ms[si] = ms > 0 ? ms : 1e-6;
 out:
         r->trial = -1;
         free(set);
@@ -866,7 +874,7 @@ static int correctness_shape(Run *r, int si, json_t *shapes_out)
                 rc = correctness_trial(r, si, t, rep);
         {
                 json_t *o = shape_report_json(s, rep, rc == 0);
-                json_object_set_new(o, "launch_limit_ms", json_integer((json_int_t)r->limit_ms));
+                json_object_set_new(o, "launch_limit_ms", json_integer((json_int_t)r->shape_limit_ms[si]));
                 json_array_append_new(shapes_out, o);
         }
         for (int i = 0; i < LIMIT_TASK_BUFFERS_MAX; i++)
@@ -1122,8 +1130,6 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
         memset(&rep, 0, sizeof(rep));
         r->shape = si;
         r->phase = "timing";
-        r->limit_ms = r->shape_limit_ms[si];
-        r->limit_ref_ms = r->shape_ref_ms[si];
         if (r->env->progress)
                 r->env->progress(r->env->progress_userdata, job->id, "timing", s->name);
         if (!ts)
@@ -1144,7 +1150,7 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
                         goto out;
         }
         r->side = SIDE_CAND; /* a fault surfacing here comes from a candidate run */
-        if ((rc = gpu_event_record(ev_b)) || (rc = wait_bounded(r, ev_b, r->limit_ms * (2 * job->warmup + 1)))) {
+        if ((rc = gpu_event_record(ev_b)) || (rc = wait_bounded(r, ev_b, launch_limit(r, NULL) * (2 * job->warmup + 1)))) {
                 rc = fail_gpu(r, rc);
                 goto out;
         }
@@ -1164,7 +1170,7 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
                 r->side = SIDE_CAND;
                 r->launch = -1;
                 r->kernel = NULL;
-                if ((rc = wait_bounded(r, ev_pool[4 * (b - 1) + 3], r->limit_ms * (int64_t)(2 * b)))) {
+                if ((rc = wait_bounded(r, ev_pool[4 * (b - 1) + 3], launch_limit(r, NULL) * (int64_t)(2 * b)))) {
                         rc = fail_gpu(r, rc);
                         goto out;
                 }
@@ -1287,7 +1293,8 @@ int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t
                 goto done;
         }
         r->job = job;
-        r->limit_ms = job->launch_timeout_ms;
+        for (int si = 0; si < job->n_shapes; si++)
+                r->shape_limit_ms[si] = job->launch_timeout_ms; /* until calibrate_limit() */
         (void)gpu_activity_take(); /* what came before this job is not its activity */
         r->salt = (uint32_t)kv_mix64(job->seed ^ 0x6775617264ull);
         gpu_deadline_set(t0 + job->deadline_ms * 1000000LL);
