@@ -501,7 +501,8 @@ int gpu_event_record(GpuEvent *event)
 {
         int r;
 
-        gpu_activity_begin();
+        /* a marker, not work: it opens no activity segment (an idle
+         * gpu_stream_wait() then costs no extra event) */
         if ((r = CHECK(cuEventRecord((CUevent)event, stream))) == 0) {
                 seg_last = (CUevent)event;
                 seg_dirty = false;
