@@ -127,10 +127,10 @@ def main():
         ",".join(k for k, v in sorted((h.get("layers") or {}).items()) if isinstance(v, dict) and v.get("active"))))
     rows, failures, record = [], 0, {}
     kid = 0
-    todo = kernels(h.get("sms") or 132)
+    to_run = kernels(h.get("sms") or 132)
     if args.fake:  # the CPU double holds 512 MiB and runs kernels on one core
-        todo = [k for k in todo if k[4] <= (1 << 23) and k[1] != "bt_gemm"]
-    for name, kernel, grid, block, n_in, n_out, kargs, spec in todo:
+        to_run = [k for k in to_run if k[4] <= (1 << 23) and k[1] != "bt_gemm"]
+    for name, kernel, grid, block, n_in, n_out, kargs, spec in to_run:
         meds, precs = [], []
         for _ in range(args.repeats):
             kid += 1
