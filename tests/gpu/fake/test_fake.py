@@ -112,11 +112,12 @@ CASES = [
      "error.launch_limit_ms": 300}, "exits", None),
     ("after_spin", "vector_add", "vadd", vplan(), None, {"verdict": "correct", "correctness.shapes.0.launch_limit_ms": 10000},
      "stays", None),
-    # the per-launch limit derived from the reference's own (near-zero) time: the floor, not the 60 s ceiling
-    ("spin_derived", "vector_add", "vadd_spin", vplan(), {"launch_timeout_ms": 60000, "launch_factor": 100,
+    # the per-launch limit derived from the reference's own time: the floor, not the 60 s ceiling (factor 1,
+    # so that factor x the fake reference stays below the floor even on a slow sanitized build)
+    ("spin_derived", "vector_add", "vadd_spin", vplan(), {"launch_timeout_ms": 60000, "launch_factor": 1,
      "launch_floor_ms": 400}, {"verdict": "timeout", "error.kind": "timeout", "error.launch_limit_ms": 400,
      "correctness.shapes.0.launch_limit_ms": 400, "exiting": "timeout"}, "exits", "derived_limit"),
-    ("derived_correct", "vector_add", "vadd", vplan(), {"launch_factor": 100, "launch_floor_ms": 400},
+    ("derived_correct", "vector_add", "vadd", vplan(), {"launch_factor": 1, "launch_floor_ms": 400},
      {"verdict": "correct", "correctness.shapes.0.launch_limit_ms": 400, "correctness.shapes.1.launch_limit_ms": 400},
      "stays", None),
 ]
