@@ -738,8 +738,18 @@ out:
 int http_server_start(const HttpServerConfig *cfg, HttpServer **ret_server, int *ret_port)
 {
         HttpServer *s;
-        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                         MHD_USE_ERROR_LOG;
+        /*
+         * poll(), not epoll: libmicrohttpd 0.9.75 (Debian 12) races with
+         * itself when a thread-pool epoll daemon is quiesced. MHD_quiesce_daemon()
+         * and a pool thread both remove the listening socket from the thread's
+         * epoll set; the loser gets ENOENT and MHD_PANIC() aborts the process
+         * (seen in CI as "daemon.c:5531: Failed to remove listen FD from epoll
+         * set" on SIGTERM). With poll() quiesce only signals each thread through
+         * its ITC, and nothing is removed twice. test-http's quiesce loop
+         * aborts within a few hundred cycles with MHD_USE_EPOLL.
+         */
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
+                         MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
         bool v6 = false;
         int port = 0, r;
 
