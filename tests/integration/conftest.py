@@ -1,165 +1,34 @@
 """
 Integration harness: the real `kevald` binary on port 0 with a real SQLite
-file in a temporary folder, compile workers from the build tree, no GPU.
-
-KEVALD_BUILD_ROOT (the meson build dir) and KEVALD_SOURCE_ROOT come from the
-meson test environment; run by hand, they default to ../../build-apitest and
-the checkout. A Server is started with `kevald serve --listen 127.0.0.1:0
---db DIR/k.db --port-file DIR/port --gpus none`, waited for through the port
-file, and stopped with SIGTERM; the fixtures assert that it exits 0 (the
-graceful-shutdown contract). Its stderr goes to DIR/server.log, printed when a
-test fails.
+file in a temporary folder, compile workers from the build tree, no GPU
+(tests/pylib/kevaldserver.py), plus the request builders the tests share.
 """
 import json
-import os
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 
-HERE = Path(__file__).resolve().parent
-SOURCE_ROOT = Path(os.environ.get("KEVALD_SOURCE_ROOT", HERE.parent.parent))
-BUILD_ROOT = Path(os.environ.get("KEVALD_BUILD_ROOT", SOURCE_ROOT / "build-apitest"))
-KEVALD = BUILD_ROOT / "server" / "kevald"
-LIBEXEC = BUILD_ROOT / "worker"
-SANITIZED = bool(os.environ.get("ASAN_OPTIONS") or os.environ.get("UBSAN_OPTIONS"))
-# Sanitized builds are several times slower; scale waits with this.
-SLOW = 4.0 if SANITIZED else 1.0
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "pylib"))
+from kevaldserver import (BUILD_ROOT, FIXTURE_TASKS, KEVALD, LIBEXEC, PROJECT_TASKS, SANITIZED, SLOW,  # noqa: E402,F401
+                          SOURCE_ROOT, Server, assert_stopped_cleanly, client, make_server,
+                          pytest_runtest_makereport, tmp_module)
 
+HERE = Path(__file__).resolve().parent
 PROBLEM_JSON = "application/problem+json"
 
 
 def task_dir():
     """The task library the servers load: the project's, else the test fixtures."""
-    lib = SOURCE_ROOT / "tasks"
-    if lib.is_dir() and any(lib.rglob("*.json")):
-        return lib
-    return SOURCE_ROOT / "tests" / "fixtures" / "tasks"
+    if PROJECT_TASKS.is_dir() and any(PROJECT_TASKS.rglob("*.json")):
+        return PROJECT_TASKS
+    return FIXTURE_TASKS
 
 
-class Server:
-    """One `kevald serve` process. Not thread-safe; tests drive it from one thread."""
-
-    def __init__(self, workdir, args=(), db=None, env=None):
-        self.dir = Path(workdir)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.db = Path(db) if db else self.dir / "k.db"
-        self.args = list(args)
-        self.env = env
-        self.proc = None
-        self.port = None
-        self.log_path = self.dir / "server.log"
-        self.starts = 0
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout=30.0):
-        if not KEVALD.exists():
-            pytest.fail(f"no kevald binary at {KEVALD} (build first)")
-        port_file = self.dir / "port"
-        if port_file.exists():
-            port_file.unlink()
-        argv = [str(KEVALD), "serve", "--listen", "127.0.0.1:0", "--db", str(self.db),
-                "--port-file", str(port_file), "--gpus", "none"]
-        if not any(a == "--tasks" or a.startswith("--tasks=") for a in self.args):
-            argv += ["--tasks", str(task_dir())]
-        if not any(a.startswith("--libexec") for a in self.args) and LIBEXEC.is_dir():
-            argv += ["--libexec", str(LIBEXEC)]
-        if not any(a.startswith("--compile-workers") for a in self.args):
-            argv += ["--compile-workers", "1"]
-        argv += self.args
-        env = dict(os.environ)
-        if self.env:
-            env.update(self.env)
-        self.starts += 1
-        log = open(self.log_path, "ab")
-        log.write(f"==== start {self.starts}: {' '.join(argv)}\n".encode())
-        log.flush()
-        self.proc = subprocess.Popen(argv, stdout=log, stderr=log, env=env, cwd=self.dir)
-        log.close()
-        deadline = time.monotonic() + timeout * SLOW
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"kevald exited {self.proc.returncode} at start:\n{self.log_tail()}")
-            try:
-                text = port_file.read_text().strip()
-                if text:
-                    self.port = int(text)
-                    return self
-            except (FileNotFoundError, ValueError):
-                pass
-            time.sleep(0.02)
-        self.proc.kill()
-        self.proc.wait()
-        pytest.fail(f"kevald wrote no port file within {timeout}s:\n{self.log_tail()}")
-
-    def wait_ready(self, timeout=30.0):
-        """Wait until /readyz says ready (a compile worker said HELLO)."""
-        deadline = time.monotonic() + timeout * SLOW
-        last = None
-        while time.monotonic() < deadline:
-            try:
-                r = httpx.get(self.url + "/readyz", timeout=5)
-                last = r
-                if r.status_code == 200:
-                    return r
-            except httpx.HTTPError as e:
-                last = e
-            time.sleep(0.05)
-        pytest.fail(f"not ready within {timeout}s: {last!r} {getattr(last, 'text', '')}\n{self.log_tail()}")
-
-    def stop(self, sig=signal.SIGTERM, timeout=60.0):
-        """Signal the server and wait; return its exit status (None if not running)."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=timeout * SLOW)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                rc = "timeout"
-                self.proc = None
-                return rc
-        rc = self.proc.returncode
-        self.proc = None
-        return rc
-
-    def kill9(self):
-        return self.stop(signal.SIGKILL)
-
-    def client(self, **kw):
-        kw.setdefault("timeout", 30.0 * SLOW)
-        return httpx.Client(base_url=self.url, **kw)
-
-    def log_tail(self, n=60):
-        try:
-            lines = self.log_path.read_text(errors="replace").splitlines()
-        except FileNotFoundError:
-            return "(no log)"
-        return "\n".join(lines[-n:])
-
-    def kevald(self, *args, check=True):
-        """Run another kevald subcommand against this server's db; return stdout."""
-        p = subprocess.run([str(KEVALD), *args], capture_output=True, text=True, timeout=60)
-        if check and p.returncode != 0:
-            raise AssertionError(f"kevald {' '.join(args)} exited {p.returncode}: {p.stderr}")
-        return p
-
-
-@pytest.fixture(scope="module")
-def tmp_module():
-    with tempfile.TemporaryDirectory(prefix="kevald-it-") as d:
-        yield Path(d)
+Server.tasks = task_dir()
+Server.tmp_prefix = "kevald-it-"
 
 
 @pytest.fixture(scope="module")
@@ -168,43 +37,7 @@ def server(tmp_module):
     s = Server(tmp_module / "default").start()
     s.wait_ready()
     yield s
-    rc = s.stop()
-    assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{s.log_tail()}"
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    with server.client() as c:
-        yield c
-
-
-@pytest.fixture
-def make_server(tmp_path):
-    """Factory: make_server(args...) starts a dedicated server, stopped (and asserted 0) at teardown."""
-    started = []
-
-    def make(*args, db=None, ready=True, name=None):
-        s = Server(tmp_path / (name or f"s{len(started)}"), args, db=db).start()
-        started.append(s)
-        if ready:
-            s.wait_ready()
-        return s
-
-    yield make
-    for s in started:
-        rc = s.stop()
-        assert rc in (0, None), f"kevald exited {rc} on SIGTERM:\n{s.log_tail()}"
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    out = yield
-    rep = out.get_result()
-    if rep.failed:
-        for name in ("server", "make_server"):
-            s = item.funcargs.get(name) if hasattr(item, "funcargs") else None
-            if isinstance(s, Server):
-                rep.sections.append(("kevald log", s.log_tail()))
+    assert_stopped_cleanly(s)
 
 
 # ---- request builders ------------------------------------------------------

@@ -1,12 +1,10 @@
 """
 Harness for the client tests: the real `kevald serve` (port 0, a real SQLite
-file, real compile workers, --gpus none) started through the integration
-suite's Server class (tests/integration/conftest.py, loaded under another
-module name), so compile-mode submissions complete and full-mode ones stay
-queued. The `kevald` package is imported from clients/python (PYTHONPATH is
+file, real compile workers, --gpus none) started through the test suites'
+shared Server class (tests/pylib/kevaldserver.py), so compile-mode
+submissions complete and full-mode ones stay queued. The `kevald` package is imported from clients/python (PYTHONPATH is
 set by meson; set here too for runs by hand).
 """
-import importlib.util
 import os
 import subprocess
 import sys
@@ -22,14 +20,11 @@ SOURCE_ROOT = Path(os.environ.get("KEVALD_SOURCE_ROOT", PKG_ROOT.parent.parent))
 os.environ.setdefault("KEVALD_SOURCE_ROOT", str(SOURCE_ROOT))
 os.environ.setdefault("KEVALD_BUILD_ROOT", str(SOURCE_ROOT / "build"))
 sys.path.insert(0, str(PKG_ROOT))
+sys.path.insert(0, str(SOURCE_ROOT / "tests" / "pylib"))
+from kevaldserver import (KEVALD, SLOW, Server, assert_stopped_cleanly, make_server,  # noqa: E402,F401
+                          pytest_runtest_makereport)
 
-_spec = importlib.util.spec_from_file_location("kevald_it_harness",
-                                               SOURCE_ROOT / "tests" / "integration" / "conftest.py")
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
-Server = harness.Server
-KEVALD = harness.KEVALD
-SLOW = harness.SLOW
+Server.tasks = SOURCE_ROOT / "tasks"
 EXAMPLES = SOURCE_ROOT / "clients" / "examples"
 
 GOOD = r'''
@@ -75,25 +70,7 @@ def server():
         s = Server(Path(d) / "default").start()
         s.wait_ready()
         yield s
-        rc = s.stop()
-        assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{s.log_tail()}"
-
-
-@pytest.fixture
-def make_server(tmp_path):
-    started = []
-
-    def make(*args, db=None, ready=True):
-        s = Server(tmp_path / f"s{len(started)}", args, db=db).start()
-        started.append(s)
-        if ready:
-            s.wait_ready()
-        return s
-
-    yield make
-    for s in started:
-        rc = s.stop()
-        assert rc in (0, None), f"kevald exited {rc} on SIGTERM:\n{s.log_tail()}"
+        assert_stopped_cleanly(s)
 
 
 def token_create(db, name, *extra):
@@ -102,12 +79,3 @@ def token_create(db, name, *extra):
     assert p.returncode == 0, p.stderr
     return p.stdout.strip().split()[-1]
 
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    out = yield
-    rep = out.get_result()
-    if rep.failed and hasattr(item, "funcargs"):
-        s = item.funcargs.get("server")
-        if isinstance(s, Server):
-            rep.sections.append(("kevald log", s.log_tail()))
