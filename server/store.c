@@ -85,6 +85,28 @@ enum {
         Q__MAX
 };
 
+/*
+ * Claim the next job waiting in state FROM, moving it to TO. Highest
+ * priority first; within it, round robin between tokens (the one this stage
+ * served longest ago, token_service.SERVED), oldest job first. The tokens
+ * with waiting work are enumerated by a skip-scan of the index (state,
+ * priority, token_id, id): a claim costs O(tokens x log n), not a pass over
+ * every waiting row.
+ */
+#define CLAIM_SQL(TO, FROM, SERVED)                                                                           \
+        "UPDATE submissions SET state = '" TO "', lease_owner = ?1, lease_expires = ?2, "                    \
+        "attempts = attempts + 1, stage_attempts = stage_attempts + 1, "                                      \
+        "started_at = coalesce(started_at, ?3) "                                                              \
+        "WHERE id = (WITH RECURSIVE p(pri) AS (SELECT max(priority) FROM submissions WHERE state = '" FROM "'), " \
+        "t(tok) AS (SELECT (SELECT min(token_id) FROM submissions WHERE state = '" FROM "' "                 \
+        "AND priority = (SELECT pri FROM p)) UNION ALL SELECT (SELECT min(token_id) FROM submissions "         \
+        "WHERE state = '" FROM "' AND priority = (SELECT pri FROM p) AND token_id > t.tok) FROM t "            \
+        "WHERE t.tok IS NOT NULL) SELECT (SELECT min(id) FROM submissions WHERE state = '" FROM "' "          \
+        "AND priority = (SELECT pri FROM p) AND token_id = t.tok) AS id FROM t "                              \
+        "LEFT JOIN token_service ts ON ts.token_id = t.tok WHERE t.tok IS NOT NULL "                          \
+        "ORDER BY coalesce(ts." SERVED ", 0), id LIMIT 1) "                                                   \
+        "RETURNING id, stage_attempts, priority, token_id, task, mode, cache_key"
+
 static const char *const queries[Q__MAX] = {
         [Q_BEGIN] = "BEGIN IMMEDIATE",
         [Q_COMMIT] = "COMMIT",
@@ -105,37 +127,8 @@ static const char *const queries[Q__MAX] = {
         [Q_INSERT_SUB] = "INSERT INTO submissions(state, task, mode, priority, token_id, run_id, "
                          "created_at, tags) VALUES ('queued', ?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         [Q_INSERT_REQ] = "INSERT INTO submission_requests(id, request) VALUES (?1, ?2)",
-        /* Highest priority first; within it, round robin between tokens
-         * (the one this stage served longest ago), oldest job first. The
-         * tokens with waiting work are enumerated by a skip-scan of the
-         * index (state, priority, token_id, id): a claim costs O(tokens x
-         * log n), not a pass over every waiting row. */
-        [Q_CLAIM_COMPILE] =
-                "UPDATE submissions SET state = 'compiling', lease_owner = ?1, lease_expires = ?2, "
-                "attempts = attempts + 1, stage_attempts = stage_attempts + 1, "
-                "started_at = coalesce(started_at, ?3) "
-"WHERE id = (WITH RECURSIVE p(pri) AS (SELECT max(priority) FROM submissions WHERE state = 'queued'), "
-                "t(tok) AS (SELECT (SELECT min(token_id) FROM submissions WHERE state = 'queued' "
-                "AND priority = (SELECT pri FROM p)) UNION ALL SELECT (SELECT min(token_id) FROM submissions "
-                "WHERE state = 'queued' AND priority = (SELECT pri FROM p) AND token_id > t.tok) FROM t "
-                "WHERE t.tok IS NOT NULL) SELECT (SELECT min(id) FROM submissions WHERE state = 'queued' "
-                "AND priority = (SELECT pri FROM p) AND token_id = t.tok) AS id FROM t "
-                "LEFT JOIN token_service ts ON ts.token_id = t.tok WHERE t.tok IS NOT NULL "
-                "ORDER BY coalesce(ts.compile_at, 0), id LIMIT 1) "
-                "RETURNING id, stage_attempts, priority, token_id, task, mode, cache_key",
-        [Q_CLAIM_RUN] =
-                "UPDATE submissions SET state = 'running', lease_owner = ?1, lease_expires = ?2, "
-                "attempts = attempts + 1, stage_attempts = stage_attempts + 1, "
-                "started_at = coalesce(started_at, ?3) "
-"WHERE id = (WITH RECURSIVE p(pri) AS (SELECT max(priority) FROM submissions WHERE state = 'compiled'), "
-                "t(tok) AS (SELECT (SELECT min(token_id) FROM submissions WHERE state = 'compiled' "
-                "AND priority = (SELECT pri FROM p)) UNION ALL SELECT (SELECT min(token_id) FROM submissions "
-                "WHERE state = 'compiled' AND priority = (SELECT pri FROM p) AND token_id > t.tok) FROM t "
-                "WHERE t.tok IS NOT NULL) SELECT (SELECT min(id) FROM submissions WHERE state = 'compiled' "
-                "AND priority = (SELECT pri FROM p) AND token_id = t.tok) AS id FROM t "
-                "LEFT JOIN token_service ts ON ts.token_id = t.tok WHERE t.tok IS NOT NULL "
-                "ORDER BY coalesce(ts.run_at, 0), id LIMIT 1) "
-                "RETURNING id, stage_attempts, priority, token_id, task, mode, cache_key",
+        [Q_CLAIM_COMPILE] = CLAIM_SQL("compiling", "queued", "compile_at"),
+        [Q_CLAIM_RUN] = CLAIM_SQL("running", "compiled", "run_at"),
         [Q_SERVED_COMPILE] = "INSERT INTO token_service(token_id, compile_at) VALUES (?1, ?2) "
                              "ON CONFLICT(token_id) DO UPDATE SET compile_at = excluded.compile_at",
         [Q_SERVED_RUN] = "INSERT INTO token_service(token_id, run_at) VALUES (?1, ?2) "
