@@ -6,17 +6,7 @@
 
 #include "common/expr.h"
 #include "common/limits.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                     \
-        do {                                                                            \
-                if (!(cond)) {                                                          \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                                #cond);                                                 \
-                        failures++;                                                     \
-                }                                                                       \
-        } while (0)
+#include "common/testcheck.h"
 
 static json_t *params;
 

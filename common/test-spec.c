@@ -14,18 +14,9 @@
 #include "common/spec.h"
 #include "common/spec_internal.h"
 #include "common/tasklib.h"
+#include "common/testcheck.h"
 
-static int failures;
 static char root[2048];
-
-#define CHECK(cond)                                                                     \
-        do {                                                                            \
-                if (!(cond)) {                                                          \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                                #cond);                                                 \
-                        failures++;                                                     \
-                }                                                                       \
-        } while (0)
 
 #define CHECK_STR(got, want)                                                               \
         do {                                                                               \
@@ -910,7 +901,6 @@ static void test_resolve_others(void)
         spec_task_free(gather);
         spec_task_free(rn);
 }
-
 
 /* ---- every field replaced by every kind of wrong value: no crash, a clean answer ---- */
 

@@ -12,17 +12,7 @@
 
 #include "common/log.h"
 #include "common/tasklib.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                     \
-        do {                                                                            \
-                if (!(cond)) {                                                          \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                                #cond);                                                 \
-                        failures++;                                                     \
-                }                                                                       \
-        } while (0)
+#include "common/testcheck.h"
 
 static void write_file(const char *dir, const char *name, const char *text)
 {

@@ -12,16 +12,7 @@
 
 #include "common/limits.h"
 #include "server/config.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                  \
-        do {                                                                         \
-                if (!(cond)) {                                                       \
-                        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-                        failures++;                                                  \
-                }                                                                    \
-        } while (0)
+#include "common/testcheck.h"
 
 static char *write_tmp(const char *text)
 {

@@ -17,18 +17,10 @@
 #include <unistd.h>
 
 #include "server/http.h"
+#include "common/testcheck.h"
 
-static int failures;
 static int port;
 static Waiters *waiters;
-
-#define CHECK(cond)                                                                  \
-        do {                                                                         \
-                if (!(cond)) {                                                       \
-                        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-                        failures++;                                                  \
-                }                                                                    \
-        } while (0)
 
 static double now_s(void)
 {

@@ -8,16 +8,7 @@
 #include <string.h>
 
 #include "server/problem.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                  \
-        do {                                                                         \
-                if (!(cond)) {                                                       \
-                        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-                        failures++;                                                  \
-                }                                                                    \
-        } while (0)
+#include "common/testcheck.h"
 
 int main(void)
 {

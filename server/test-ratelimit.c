@@ -7,17 +7,9 @@
 #include <stdio.h>
 
 #include "server/ratelimit.h"
+#include "common/testcheck.h"
 
-static int failures;
 static double fake_now = 1000.0;
-
-#define CHECK(cond)                                                                  \
-        do {                                                                         \
-                if (!(cond)) {                                                       \
-                        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-                        failures++;                                                  \
-                }                                                                    \
-        } while (0)
 
 static double fake_clock(void *ctx)
 {

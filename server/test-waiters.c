@@ -13,16 +13,7 @@
 #include <time.h>
 
 #include "server/waiters.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                  \
-        do {                                                                         \
-                if (!(cond)) {                                                       \
-                        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-                        failures++;                                                  \
-                }                                                                    \
-        } while (0)
+#include "common/testcheck.h"
 
 typedef struct Rec {
         atomic_int calls;

@@ -36,17 +36,7 @@
 #include "common/frame.h"
 #include "common/limits.h"
 #include "worker/compile.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                     \
-        do {                                                                            \
-                if (!(cond)) {                                                          \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                                #cond);                                                 \
-                        failures++;                                                     \
-                }                                                                       \
-        } while (0)
+#include "common/testcheck.h"
 
 static Compiler *comp;
 

@@ -13,17 +13,7 @@
 
 #include "worker/compile.h"
 #include "worker/cubin.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                     \
-        do {                                                                            \
-                if (!(cond)) {                                                          \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                                #cond);                                                 \
-                        failures++;                                                     \
-                }                                                                       \
-        } while (0)
+#include "common/testcheck.h"
 
 static const char source[] =
         "struct S { double a; int b; char c[12]; };\n"             /* 24 bytes, align 8 */

@@ -10,16 +10,7 @@
 #include <string.h>
 
 #include "worker/devrng.h"
-
-static int failures;
-
-#define CHECK(cond)                                                              \
-        do {                                                                     \
-                if (!(cond)) {                                                   \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-                        failures++;                                              \
-                }                                                                \
-        } while (0)
+#include "common/testcheck.h"
 
 static void test_philox(void)
 {

@@ -9,16 +9,7 @@
 
 #include "worker/devrng.h"
 #include "worker/gpu_elf.h"
-
-static int failures;
-
-#define CHECK(cond)                                                              \
-        do {                                                                     \
-                if (!(cond)) {                                                   \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-                        failures++;                                              \
-                }                                                                \
-        } while (0)
+#include "common/testcheck.h"
 
 static const GpuElfGlobal *find(const GpuElfGlobals *g, const char *name)
 {

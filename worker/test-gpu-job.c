@@ -9,16 +9,7 @@
 #include <string.h>
 
 #include "worker/gpu_job.h"
-
-static int failures;
-
-#define CHECK(cond)                                                              \
-        do {                                                                     \
-                if (!(cond)) {                                                   \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-                        failures++;                                              \
-                }                                                                \
-        } while (0)
+#include "common/testcheck.h"
 
 static const char *valid =
         "{\"id\": 7, \"seed\": \"9f1c2e0a5b7d3c11\","

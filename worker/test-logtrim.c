@@ -10,17 +10,7 @@
 #include <string.h>
 
 #include "worker/logtrim.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                     \
-        do {                                                                            \
-                if (!(cond)) {                                                          \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                                #cond);                                                 \
-                        failures++;                                                     \
-                }                                                                       \
-        } while (0)
+#include "common/testcheck.h"
 
 static const char *const trusted[] = { "/usr/local/cuda/include/", "/usr/local/cuda-13.0/targets/x86_64-linux/include/" };
 

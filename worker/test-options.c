@@ -9,17 +9,7 @@
 
 #include "common/limits.h"
 #include "common/options.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                     \
-        do {                                                                            \
-                if (!(cond)) {                                                          \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                                #cond);                                                 \
-                        failures++;                                                     \
-                }                                                                       \
-        } while (0)
+#include "common/testcheck.h"
 
 static void allowed(const char *opt)
 {

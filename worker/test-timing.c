@@ -8,16 +8,7 @@
 #include <stdlib.h>
 
 #include "worker/timing.h"
-
-static int failures;
-
-#define CHECK(cond)                                                              \
-        do {                                                                     \
-                if (!(cond)) {                                                   \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-                        failures++;                                              \
-                }                                                                \
-        } while (0)
+#include "common/testcheck.h"
 
 #define NEAR(a, b) (fabs((double)(a) - (double)(b)) <= 1e-12 * (1 + fabs((double)(b))))
 

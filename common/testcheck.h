@@ -1,0 +1,21 @@
+/*
+ * testcheck.h - CHECK() for the C unit tests: a failed condition is printed
+ * with its file and line and counted in `failures`; the test's main() exits
+ * non-zero when any failed. Include it once, from the test's .c file only.
+ */
+#ifndef KEVALD_COMMON_TESTCHECK_H
+#define KEVALD_COMMON_TESTCHECK_H
+
+#include <stdio.h>
+
+static int failures;
+
+#define CHECK(cond)                                                                              \
+        do {                                                                                     \
+                if (!(cond)) {                                                                   \
+                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+                        failures++;                                                              \
+                }                                                                                \
+        } while (0)
+
+#endif
