@@ -81,10 +81,14 @@ static const KeyDef keys[] = {
             LIMIT_COMPILE_WALL_MS, "wall-clock limit of one compile; the worker is killed past it"),
         INT("launch_timeout_ms", launch_timeout_ms, "10000", 100, 600000,
             "ceiling of one plan execution on the GPU; a kernel still running past it is a timeout"),
-        NUM("launch_factor", launch_factor, "100", 0, 1e6,
+        NUM("launch_factor", launch_factor, "1000", 0, 1e6,
             "per shape set, a plan execution may take this many times the reference's own time "
-            "(at least launch_floor_ms, at most launch_timeout_ms); 0: always the ceiling"),
+            "(at least launch_floor_ms, at most launch_timeout_ms) before it counts as hung; "
+            "a slower kernel that completes is judged and timed; 0: always the ceiling"),
         INT("launch_floor_ms", launch_floor_ms, "250", 1, 600000, "lower bound of the derived launch limit"),
+        INT("fault_grace_ms", fault_grace_ms, "1000", 0, 60000,
+            "after a launch limit passes, how long to wait for a fault the driver reports late "
+            "before the kernel counts as hung (runtime_error, not timeout)"),
         INT("gpu_workers_per_gpu", gpu_workers_per_gpu, "3", 1, 8,
             "GPU worker processes per GPU, one running a job at a time; the others stand by warm, "
             "so a restart after a sticky error or a timeout costs no GPU time"),

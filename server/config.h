@@ -51,6 +51,7 @@ typedef struct Config {
         int64_t launch_timeout_ms;
         double launch_factor;
         int64_t launch_floor_ms;
+        int64_t fault_grace_ms;
         int64_t gpu_workers_per_gpu;
         double auth_cache_s;
 } Config;

@@ -1223,6 +1223,7 @@ static int run_one(Dispatcher *d, Worker *w)
                                       (json_int_t)j->art[SLOT_REF]->cubin_len));
         json_object_set_new(gjob, "deadline_ms", json_integer((json_int_t)(d->cfg.job_timeout_s * 1000)));
         json_object_set_new(gjob, "launch_timeout_ms", json_integer(d->cfg.launch_timeout_ms));
+        json_object_set_new(gjob, "fault_grace_ms", json_integer(d->cfg.fault_grace_ms));
         if (d->cfg.launch_factor > 0) {
                 json_object_set_new(gjob, "launch_factor", json_real(d->cfg.launch_factor));
                 json_object_set_new(gjob, "launch_floor_ms", json_integer(d->cfg.launch_floor_ms));
@@ -1532,7 +1533,11 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         if (d->cfg.launch_timeout_ms <= 0)
                 d->cfg.launch_timeout_ms = 10000;
         if (d->cfg.launch_factor == 0)
-                d->cfg.launch_factor = 100;
+                d->cfg.launch_factor = 1000;
+        if (d->cfg.fault_grace_ms == 0)
+                d->cfg.fault_grace_ms = 1000;
+        if (d->cfg.fault_grace_ms < 0)
+                d->cfg.fault_grace_ms = 0;
         if (d->cfg.launch_floor_ms <= 0)
                 d->cfg.launch_floor_ms = 250;
         if (d->cfg.gpu_workers_per_gpu <= 0)

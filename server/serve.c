@@ -191,6 +191,7 @@ int cmd_serve(int argc, char **argv)
         dc.launch_timeout_ms = (int)cfg.launch_timeout_ms;
         dc.launch_factor = cfg.launch_factor > 0 ? cfg.launch_factor : -1;
         dc.launch_floor_ms = (int)cfg.launch_floor_ms;
+        dc.fault_grace_ms = cfg.fault_grace_ms > 0 ? (int)cfg.fault_grace_ms : -1;
         dc.gpu_workers_per_gpu = (int)cfg.gpu_workers_per_gpu;
         r = dispatch_start(&dc, &api.dispatcher);
         if (r != 0) {

@@ -22,11 +22,14 @@
 #define BLOCK 256
 #define RESULT_BYTES 4096
 #define STAGING_BYTES (64u << 10)
+#define TALLY_BYTES (DEVMEM_TALLY_SLOTS * sizeof(KvCmpStats))
+_Static_assert(TALLY_BYTES <= STAGING_BYTES, "the tally is read back through the staging buffer");
 
 static GpuModule *helpers;
 static GpuKernel *k_warm, *k_generate, *k_canary_fill, *k_canary_check, *k_diff_init, *k_compare_bits,
         *k_cmp_init, *k_compare_tol, *k_mismatch_from;
 static GpuPtr results;        /* RESULT_BYTES of device memory for helper results */
+static GpuPtr tally;          /* DEVMEM_TALLY_SLOTS comparison results (devmem_tally_*) */
 static unsigned char *staging; /* STAGING_BYTES, page-locked */
 static unsigned char *chunk;   /* DEVMEM_CHUNK_BYTES, page-locked */
 static unsigned max_blocks = 1024;
@@ -113,7 +116,7 @@ int devmem_init(const void *fatbin, size_t len, int sms)
                         return r;
                 }
         }
-        if ((r = gpu_alloc(RESULT_BYTES, &results)))
+        if ((r = gpu_alloc(RESULT_BYTES, &results)) || (r = gpu_alloc(TALLY_BYTES, &tally)))
                 return r;
         if ((r = gpu_host_alloc(STAGING_BYTES, &host)))
                 return r;
@@ -552,6 +555,34 @@ int devmem_compare_tol(GpuPtr got, GpuPtr want, const KvCmpParams *params, KvCmp
         if ((r = launch1(k_cmp_init, init_args)) || (r = launch(k_compare_tol, p.count, args)))
                 return r;
         return fetch(ret_stats, results, sizeof(*ret_stats));
+}
+
+/**
+ * devmem_tally_compare() - tolerance comparison of @got against @want into
+ * tally slot @slot (asynchronous: nothing waits; devmem_tally_fetch() reads
+ * the slots back). Return: also -EINVAL for a slot out of range.
+ */
+int devmem_tally_compare(unsigned slot, GpuPtr got, GpuPtr want, const KvCmpParams *params)
+{
+        KvCmpParams p = *params;
+        GpuPtr s = tally + (GpuPtr)slot * sizeof(KvCmpStats);
+        void *init_args[] = { &s };
+        void *args[] = { &p, &got, &want, &s };
+        int r;
+
+        if (slot >= DEVMEM_TALLY_SLOTS)
+                return -EINVAL;
+        if ((r = launch1(k_cmp_init, init_args)))
+                return r;
+        return p.count ? launch(k_compare_tol, p.count, args) : 0;
+}
+
+/** devmem_tally_fetch() - wait, then copy tally slots [0, @n) to @ret (waits). */
+int devmem_tally_fetch(unsigned n, KvCmpStats *ret)
+{
+        if (n > DEVMEM_TALLY_SLOTS)
+                return -EINVAL;
+        return n ? fetch(ret, tally, n * sizeof(KvCmpStats)) : 0;
 }
 
 /**

@@ -81,6 +81,11 @@ int devmem_guard_fill(const DevBuf *buf, uint32_t salt);
 int devmem_guard_check(const DevBuf *buf, uint32_t salt, DevGuardReport *ret_report);
 int devmem_compare_bits(GpuPtr a, GpuPtr b, size_t bytes, KvDiff *ret_diff);
 int devmem_compare_tol(GpuPtr got, GpuPtr want, const KvCmpParams *params, KvCmpStats *ret_stats);
+/* Comparisons queued without waiting and read back together (the timing
+ * loop checks every timed run this way); fits in the staging buffer. */
+#define DEVMEM_TALLY_SLOTS 1024u
+int devmem_tally_compare(unsigned slot, GpuPtr got, GpuPtr want, const KvCmpParams *params);
+int devmem_tally_fetch(unsigned n, KvCmpStats *ret);
 int devmem_mismatch_from(GpuPtr got, GpuPtr want, const KvCmpParams *params, uint64_t start,
                          uint64_t *ret_index);
 int devmem_read(GpuPtr src, void *dst, size_t bytes);

@@ -570,6 +570,7 @@ int gpu_job_parse(json_t *doc, size_t blob_len, GpuJob **ret_job, char *err, siz
         job->deadline_ms = 120000;
         job->launch_timeout_ms = 10000;
         job->launch_floor_ms = 250;
+        job->fault_grace_ms = GPU_JOB_FAULT_GRACE_MS;
         job->trials = 3;
         if (!json_is_object(doc)) {
                 r = fail(&c, "the job must be an object");
@@ -620,6 +621,7 @@ int gpu_job_parse(json_t *doc, size_t blob_len, GpuJob **ret_job, char *err, siz
         job->trials = (int)v;
         if ((r = get_int(&c, doc, "launch_timeout_ms", false, 1, 3600000, &job->launch_timeout_ms)) ||
             (r = get_int(&c, doc, "launch_floor_ms", false, 1, 3600000, &job->launch_floor_ms)) ||
+            (r = get_int(&c, doc, "fault_grace_ms", false, 0, 60000, &job->fault_grace_ms)) ||
             (r = get_num(&c, doc, "launch_factor", false, &job->launch_factor)) ||
             (r = get_bool(&c, doc, "dump", &job->dump)))
                 goto out;

@@ -108,12 +108,21 @@ typedef struct GpuJob {
         double launch_factor;       /* > 0: per shape set, the limit is launch_factor x the reference's
                                      * own time there, at least launch_floor_ms (default 0: off) */
         int64_t launch_floor_ms;    /* default 250 */
+        int64_t fault_grace_ms;     /* after a launch limit: how long a fault may take to surface */
         int trials;             /* correctness trials */
         bool dump;              /* kevald eval --dump: stream the reference side's buffers first */
         size_t cand_off, cand_size, ref_off, ref_size; /* ref_size 0: no reference CUBIN */
         JobShape *shapes;
         int n_shapes;
 } GpuJob;
+
+/* The driver reports a kernel fault (illegal or misaligned address, trap,
+ * assert) up to a few hundred milliseconds after the kernel stopped
+ * (bench/faults, BENCHMARKS.md): when a launch limit expires the judge waits
+ * this much longer before it calls the kernel hung, so that a fault is named
+ * as the fault it is, and a kernel that completes meanwhile is slow, not
+ * hung. */
+#define GPU_JOB_FAULT_GRACE_MS 1000
 
 int gpu_job_parse(json_t *doc, size_t blob_len, GpuJob **ret_job, char *err, size_t err_len);
 void gpu_job_free(GpuJob *job);

@@ -70,6 +70,7 @@ typedef struct Run {
         int exit_code;
         bool suspicious;
         bool launch_limit_hit; /* the last timeout was the per-launch limit, not the job deadline */
+        int late_runs;         /* waits that outlasted the launch limit and completed within the grace */
         GpuElfGlobals cand_globals; /* the candidate's __device__ variables, zeroed before unloading */
         int globals_zeroed, globals_missed;
 } Run;
@@ -181,18 +182,23 @@ static int fail_gpu(Run *r, int rc)
                 r->exit_code = 4;
                 if (r->launch_limit_hit && ref_ms > 0)
                         return fail_with(r, "timeout", "timeout",
-                                         json_pack("{s:I, s:f}", "launch_limit_ms", (json_int_t)limit,
-                                                   "reference_ms", ref_ms),
+                                         json_pack("{s:I, s:f, s:I}", "launch_limit_ms", (json_int_t)limit,
+                                                   "reference_ms", ref_ms, "fault_grace_ms",
+                                                   (json_int_t)r->job->fault_grace_ms),
                                          "the GPU work did not finish within the launch time limit of %" PRId64
                                          " ms per plan execution (%g x the reference's %.3f ms on this shape set, "
-                                         "at least %" PRId64 " ms; phase %s)",
-                                         limit, r->job->launch_factor, ref_ms, r->job->launch_floor_ms, r->phase);
+                                         "at least %" PRId64 " ms), nor in the %" PRId64 " ms after it in which a "
+                                         "fault would have been reported: it hangs (phase %s)",
+                                         limit, r->job->launch_factor, ref_ms, r->job->launch_floor_ms,
+                                         r->job->fault_grace_ms, r->phase);
                 if (r->launch_limit_hit)
                         return fail_with(r, "timeout", "timeout",
-                                         json_pack("{s:I}", "launch_limit_ms", (json_int_t)limit),
+                                         json_pack("{s:I, s:I}", "launch_limit_ms", (json_int_t)limit, "fault_grace_ms",
+                                                   (json_int_t)r->job->fault_grace_ms),
                                          "the GPU work did not finish within the launch time limit (%" PRId64
-                                         " ms per plan execution; phase %s)",
-                                         limit, r->phase);
+                                         " ms per plan execution), nor in the %" PRId64 " ms after it in which a "
+                                         "fault would have been reported: it hangs (phase %s)",
+                                         limit, r->job->fault_grace_ms, r->phase);
                 return fail(r, "timeout", "timeout",
                             "the job's deadline of %" PRId64 " ms passed while the GPU was busy (phase %s)",
                             r->job ? r->job->deadline_ms : 0, r->phase);
@@ -223,18 +229,31 @@ static int fail_gpu(Run *r, int rc)
 
 /*
  * Wait for @ev, giving the GPU at most @allowed_ms (and never past the job's
- * deadline). Return: as gpu_event_wait().
+ * deadline). When that limit passes, wait fault_grace_ms more: the driver
+ * reports a fault up to a few hundred milliseconds late, and a fault must
+ * be named as one (runtime_error with the CUDA error), not as a timeout; a
+ * kernel that completes within the grace is slow, and goes on to be judged.
+ * Return: as gpu_event_wait(); r->launch_limit_hit says whether a timeout
+ * came from the launch limit (and its grace) rather than the job deadline.
  */
 static int wait_bounded(Run *r, GpuEvent *ev, int64_t allowed_ms)
 {
         int64_t saved = gpu_deadline_get(), lim = gpu_now_ns() + allowed_ms * 1000000LL;
         int rc;
 
+        r->launch_limit_hit = false;
         if (lim < saved)
                 gpu_deadline_set(lim);
         rc = gpu_event_wait(ev);
+        if (rc == GPU_E_TIMEOUT && lim < saved) {
+                int64_t grace = lim + r->job->fault_grace_ms * 1000000LL;
+                gpu_deadline_set(grace < saved ? grace : saved);
+                rc = gpu_event_wait(ev);
+                r->launch_limit_hit = rc == GPU_E_TIMEOUT && grace < saved;
+                if (rc == 0)
+                        r->late_runs++;
+        }
         gpu_deadline_set(saved);
-        r->launch_limit_hit = rc == GPU_E_TIMEOUT && lim < saved;
         return rc;
 }
 
@@ -447,9 +466,10 @@ static int set_free(Run *r, BufSet *set)
         return 0;
 }
 
-/* Inputs from @seed, candidate outputs poisoned (reference outputs zeroed),
- * scratch zeroed, canaries filled when the set has guards. Asynchronous. */
-static int set_prepare(Run *r, const JobShape *s, const JobSide *side, BufSet *set, uint64_t seed, bool cand)
+/* Inputs (in and inout) from @seed; a candidate set's outputs poisoned and
+ * its scratch zeroed. A reference set's outputs and scratch are left as
+ * they are (zeroed at set_prepare() and by every wipe). Asynchronous. */
+static int set_inputs(Run *r, const JobShape *s, const JobSide *side, BufSet *set, uint64_t seed, bool cand)
 {
         int total = s->n_buffers + side->n_scratch;
 
@@ -463,11 +483,27 @@ static int set_prepare(Run *r, const JobShape *s, const JobSide *side, BufSet *s
                         p.count = b->count;
                         p.dtype = b->dtype;
                         TRY_GPU(r, devmem_generate(&set->b[i], &p));
-                } else if (b->role == JOB_ROLE_OUT && cand) {
+                } else if (cand && b->role == JOB_ROLE_OUT) {
                         TRY_GPU(r, devmem_poison(&set->b[i], b->dtype));
-                } else {
+                } else if (cand) {
                         TRY_GPU(r, devmem_zero(&set->b[i]));
                 }
+        }
+        return 0;
+}
+
+/* Inputs from @seed, candidate outputs poisoned (reference outputs zeroed),
+ * scratch zeroed, canaries filled when the set has guards. Asynchronous. */
+static int set_prepare(Run *r, const JobShape *s, const JobSide *side, BufSet *set, uint64_t seed, bool cand)
+{
+        int total = s->n_buffers + side->n_scratch, rc;
+
+        if ((rc = set_inputs(r, s, side, set, seed, cand)))
+                return rc;
+        for (int i = 0; i < total; i++) {
+                const JobBuffer *b = gpu_job_side_buffer(s, side, i);
+                if (!cand && !b->has_init)
+                        TRY_GPU(r, devmem_zero(&set->b[i]));
                 TRY_GPU(r, devmem_guard_fill(&set->b[i], r->salt));
         }
         return 0;
@@ -1003,44 +1039,40 @@ static json_t *stats_json(const TimingStats *st)
                          jfinite(st->max), "trials", (json_int_t)st->n, "precision", jfinite(st->precision));
 }
 
+/*
+ * Timed runs. Every plan execution of the timing phase, warm-up included,
+ * runs on inputs generated just before from its own seed (timing_seed(): a
+ * run number that only grows), so no two timed runs see the same values
+ * and no per-content cache can hit; the reference of the same pair runs on
+ * the same inputs in its own buffers. A trial is one event pair around
+ * `per` plan executions on `per` buffer sets (so pointers rotate too); its
+ * sample is the pair's time divided by `per`. All sets are generated before
+ * the L2 flush, so each execution reads inputs that are not in the L2, as a
+ * single launch after a flush does; `per` is chosen after the warm-up so
+ * that a trial lasts about TRIAL_TARGET_MS, which takes the event and launch
+ * overhead out of short kernels' times. The output of every execution is
+ * compared on the device with the reference's on the same inputs (queued
+ * without a wait, read back per batch by check_tally()): every timed run
+ * is checked, not a sample of them.
+ */
+#define TIMING_SETS_MAX 16
+#define TRIAL_TARGET_MS 0.2
+#define TRIAL_MAX_MS 25.0
+#define TIMING_SETS_BYTES (512ull << 20)
+#define TIMING_SEED_SALT 0x74696d696e67ull /* "timing" */
+
 typedef struct TimingState {
-        BufSet cand, ref;
-        DevBuf pristine[LIMIT_TASK_BUFFERS_MAX]; /* inout buffers as generated */
-        double *cs, *rs;                         /* samples */
+        BufSet cand[TIMING_SETS_MAX], ref[TIMING_SETS_MAX];
+        int n_sets;    /* buffer sets allocated */
+        int per;       /* plan executions per trial, <= n_sets */
+        uint32_t runs; /* executions per side so far: the next seed */
+        uint32_t checked;
+        double *cs, *rs; /* samples, ms per execution */
 } TimingState;
 
-/* Before a timed run: inout buffers back to their generated state, outputs
- * poisoned (candidate), scratch zeroed. Asynchronous. */
-static int prep_run(Run *r, const JobShape *s, TimingState *ts, int side_idx)
+static uint64_t timing_seed(const Run *r, int si, uint32_t run)
 {
-        const JobSide *side = side_idx == SIDE_CAND ? &s->cand : &s->ref;
-        BufSet *set = side_idx == SIDE_CAND ? &ts->cand : &ts->ref;
-
-        r->side = SIDE_HELPER;
-        for (int i = 0; i < s->n_buffers; i++) {
-                const JobBuffer *b = &s->buffers[i];
-                if (b->role == JOB_ROLE_INOUT)
-                        TRY_GPU(r, gpu_copy_dtod(set->b[i].ptr, ts->pristine[i].ptr, b->bytes));
-                else if (b->role == JOB_ROLE_OUT && side_idx == SIDE_CAND)
-                        TRY_GPU(r, devmem_poison(&set->b[i], b->dtype));
-        }
-        for (int i = 0; i < side->n_scratch; i++)
-                TRY_GPU(r, devmem_zero(&set->b[s->n_buffers + i]));
-        return 0;
-}
-
-/* After a reference run: its answers leave memory before the candidate runs. */
-static int wipe_ref_outputs(Run *r, const JobShape *s, TimingState *ts)
-{
-        r->side = SIDE_HELPER;
-        for (int i = 0; i < s->n_buffers; i++)
-                if (s->buffers[i].role != JOB_ROLE_IN)
-                        TRY_GPU(r, devmem_zero(&ts->ref.b[i]));
-        for (int i = 0; i < s->ref.n_scratch; i++)
-                TRY_GPU(r, devmem_zero(&ts->ref.b[s->n_buffers + i]));
-        if (side_has_gemm(&s->ref))
-                TRY_GPU(r, blas_wipe());
-        return 0;
+        return kv_trial_seed(r->job->seed ^ TIMING_SEED_SALT, (uint32_t)si, run);
 }
 
 static int flush_l2(Run *r)
@@ -1050,64 +1082,211 @@ static int flush_l2(Run *r)
         return 0;
 }
 
-/* One timed run of a side: prep, flush, event, plan, event. */
-static int timed_run(Run *r, int si, TimingState *ts, int side_idx, GpuEvent *e0, GpuEvent *e1)
+/* After the reference's runs: its answers leave memory before the candidate runs again. */
+static int wipe_ref_outputs(Run *r, const JobShape *s, BufSet *sets, int n)
 {
-        const JobShape *s = &r->job->shapes[si];
-        int rc;
-
-        if ((rc = prep_run(r, s, ts, side_idx)) || (rc = flush_l2(r)))
-                return rc;
-        r->side = side_idx;
-        TRY_GPU(r, gpu_event_record(e0));
-        if ((rc = run_plan(r, si, side_idx, side_idx == SIDE_CAND ? &ts->cand : &ts->ref, false)))
-                return rc;
-        r->side = side_idx;
-        TRY_GPU(r, gpu_event_record(e1));
-        if (side_idx == SIDE_REF)
-                return wipe_ref_outputs(r, s, ts);
-        return 0;
-}
-
-static int revalidate(Run *r, int si, TimingState *ts, BufAgg *agg)
-{
-        const JobShape *s = &r->job->shapes[si];
-        int rc;
-
-        r->phase = "revalidation";
-        if ((rc = prep_run(r, s, ts, SIDE_REF)) || (rc = run_plan(r, si, SIDE_REF, &ts->ref, true)) ||
-            (rc = check_outputs(r, s, &ts->cand, &ts->ref, agg)) || (rc = wipe_ref_outputs(r, s, ts)))
-                return rc;
-        r->phase = "timing";
-        return 0;
-}
-
-static int timing_setup(Run *r, int si, TimingState *ts)
-{
-        const JobShape *s = &r->job->shapes[si];
-        uint64_t seed = kv_trial_seed(r->job->seed, (uint32_t)si, (uint32_t)(r->job->trials - 1));
-        int rc;
-
-        r->trial = r->job->trials - 1;
-        if ((rc = set_alloc(r, s, &s->cand, true, &ts->cand)) || (rc = set_prepare(r, s, &s->cand, &ts->cand, seed, true)) ||
-            (rc = set_alloc(r, s, &s->ref, false, &ts->ref)) || (rc = set_prepare(r, s, &s->ref, &ts->ref, seed, false)))
-                return rc;
         r->side = SIDE_HELPER;
-        for (int i = 0; i < s->n_buffers; i++) {
-                const JobBuffer *b = &s->buffers[i];
-                KvGenParams p;
-                if (b->role != JOB_ROLE_INOUT)
-                        continue;
-                p = b->init;
-                p.seed = seed;
-                p.stream = (uint32_t)i;
-                p.count = b->count;
-                p.dtype = b->dtype;
-                TRY_GPU(r, devmem_alloc(b->bytes, 0, &ts->pristine[i]));
-                TRY_GPU(r, devmem_generate(&ts->pristine[i], &p));
+        for (int j = 0; j < n; j++) {
+                for (int i = 0; i < s->n_buffers; i++)
+                        if (s->buffers[i].role != JOB_ROLE_IN)
+                                TRY_GPU(r, devmem_zero(&sets[j].b[i]));
+                for (int i = 0; i < s->ref.n_scratch; i++)
+                        TRY_GPU(r, devmem_zero(&sets[j].b[s->n_buffers + i]));
         }
-        r->trial = -1;
-        return wait_all(r);
+        if (side_has_gemm(&s->ref))
+                TRY_GPU(r, blas_wipe());
+        return 0;
+}
+
+static int out_buffers(const JobShape *s)
+{
+        int n = 0;
+
+        for (int i = 0; i < s->n_buffers; i++)
+                n += s->buffers[i].role != JOB_ROLE_IN;
+        return n;
+}
+
+/*
+ * Queue one pair: fresh inputs into every set of both sides, the timed
+ * candidate trial (ev[0], ev[1]) and reference trial (ev[2], ev[3]), the
+ * comparison of every set's outputs into tally slots from *@slot on, and
+ * the wipe of the reference's outputs. Nothing waits.
+ */
+static int timed_pair(Run *r, int si, TimingState *ts, GpuEvent *const *ev, unsigned *slot)
+{
+        const JobShape *s = &r->job->shapes[si];
+        int rc;
+
+        for (int j = 0; j < ts->per; j++) {
+                uint64_t seed = timing_seed(r, si, ts->runs++);
+                if ((rc = set_inputs(r, s, &s->cand, &ts->cand[j], seed, true)) ||
+                    (rc = set_inputs(r, s, &s->ref, &ts->ref[j], seed, false)))
+                        return rc;
+        }
+        for (int side = SIDE_CAND; side <= SIDE_REF; side++) {
+                const BufSet *sets = side == SIDE_CAND ? ts->cand : ts->ref;
+                if ((rc = flush_l2(r)))
+                        return rc;
+                r->side = side;
+                TRY_GPU(r, gpu_event_record(ev[2 * side]));
+                for (int j = 0; j < ts->per; j++)
+                        if ((rc = run_plan(r, si, side, &sets[j], false)))
+                                return rc;
+                r->side = side;
+                TRY_GPU(r, gpu_event_record(ev[2 * side + 1]));
+        }
+        r->side = SIDE_HELPER;
+        for (int j = 0; j < ts->per; j++) {
+                for (int i = 0; i < s->n_buffers; i++) {
+                        const JobBuffer *b = &s->buffers[i];
+                        KvCmpParams p = { .count = b->count, .dtype = b->dtype, .atol = b->atol, .rtol = b->rtol };
+                        if (b->role == JOB_ROLE_IN)
+                                continue;
+                        TRY_GPU(r, devmem_tally_compare((*slot)++, ts->cand[j].b[i].ptr, ts->ref[j].b[i].ptr, &p));
+                }
+        }
+        return wipe_ref_outputs(r, s, ts->ref, ts->per);
+}
+
+/*
+ * Read back @n_slots tally slots, filled by pairs whose first execution was
+ * run @first_run; the first disagreement fails the job (phase
+ * "revalidation": a timed run's output is checked after the fact).
+ */
+static int check_tally(Run *r, int si, TimingState *ts, unsigned n_slots, uint32_t first_run)
+{
+        const JobShape *s = &r->job->shapes[si];
+        int n_out = out_buffers(s), rc = 0;
+        KvCmpStats *st = calloc(n_slots ? n_slots : 1, sizeof(*st));
+
+        if (!st)
+                return fail_gpu(r, -ENOMEM);
+        r->side = SIDE_HELPER;
+        if ((rc = devmem_tally_fetch(n_slots, st))) {
+                free(st);
+                return fail_gpu(r, rc);
+        }
+        for (unsigned k = 0; k < n_slots && n_out > 0; k++) {
+                uint32_t run = first_run + k / (unsigned)n_out;
+                const JobBuffer *b = NULL;
+                double max_abs, max_rel;
+                for (int i = 0, o = 0; i < s->n_buffers; i++)
+                        if (s->buffers[i].role != JOB_ROLE_IN && o++ == (int)(k % (unsigned)n_out))
+                                b = &s->buffers[i];
+                if (!b || (st[k].mismatches == 0 && st[k].nan_inf == 0))
+                        continue;
+                memcpy(&max_abs, &st[k].max_abs_bits, sizeof(max_abs));
+                memcpy(&max_rel, &st[k].max_rel_bits, sizeof(max_rel));
+                r->phase = "revalidation";
+                rc = fail_with(r, "incorrect", "mismatch",
+                               json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "buffer", b->name, "mismatches",
+                                         (json_int_t)st[k].mismatches, "nan_inf_mismatches",
+                                         (json_int_t)st[k].nan_inf, "count", (json_int_t)b->count, "timed_run",
+                                         (json_int_t)run, "first_index", (json_int_t)st[k].first, "max_abs",
+                                         jfinite(max_abs), "max_rel", jfinite(max_rel)),
+                               "timed run %" PRIu32 " (fresh inputs from its own seed): output '%s' disagrees with the "
+                               "reference on the same inputs: %llu of %" PRIu64 " elements outside atol=%g rtol=%g, "
+                               "%llu NaN/Inf disagreements (max abs error %g, max rel error %g), first at index %llu; "
+                               "the kernel passed the correctness trials but not this run",
+                               run, b->name, st[k].mismatches, b->count, b->atol, b->rtol, st[k].nan_inf, max_abs,
+                               max_rel, st[k].first);
+                break;
+        }
+        if (rc == 0)
+                ts->checked += n_out > 0 ? n_slots / (unsigned)n_out : 0;
+        free(st);
+        return rc;
+}
+
+/* Bytes of one candidate set (guards included) and one reference set. */
+static uint64_t pair_set_bytes(const JobShape *s)
+{
+        uint64_t total = 0;
+
+        for (int i = 0; i < s->n_buffers + s->cand.n_scratch; i++)
+                total += gpu_job_side_buffer(s, &s->cand, i)->bytes + 2 * DEVMEM_GUARD_BYTES;
+        for (int i = 0; i < s->n_buffers + s->ref.n_scratch; i++)
+                total += gpu_job_side_buffer(s, &s->ref, i)->bytes;
+        return total;
+}
+
+/* Executions per trial for the times of one execution of each side. */
+static int choose_per(const JobShape *s, double cand_ms, double ref_ms)
+{
+        double fast = fmin(cand_ms, ref_ms), slow = fmax(cand_ms, ref_ms);
+        uint64_t bytes = pair_set_bytes(s);
+        int per;
+
+        if (!(fast > 0))
+                return 1;
+        per = (int)fmin(floor(TRIAL_TARGET_MS / fast), TIMING_SETS_MAX);
+        while (per > 1 && ((double)per * slow > TRIAL_MAX_MS || (uint64_t)per * bytes > TIMING_SETS_BYTES))
+                per--;
+        return per < 1 ? 1 : per;
+}
+
+static int grow_sets(Run *r, const JobShape *s, TimingState *ts, int want)
+{
+        int rc;
+
+        while (ts->n_sets < want) {
+                BufSet *c = &ts->cand[ts->n_sets], *f = &ts->ref[ts->n_sets];
+                /* the seed is overwritten before any run; this fills guards, poison and zeros */
+                if ((rc = set_alloc(r, s, &s->cand, true, c)) || (rc = set_prepare(r, s, &s->cand, c, 0, true)) ||
+                    (rc = set_alloc(r, s, &s->ref, false, f)) || (rc = set_prepare(r, s, &s->ref, f, 0, false)))
+                        return rc;
+                ts->n_sets++;
+        }
+        return 0;
+}
+
+static int free_sets(Run *r, TimingState *ts)
+{
+        int rc;
+
+        for (int j = 0; j < ts->n_sets; j++)
+                if ((rc = set_free(r, &ts->cand[j])) || (rc = set_free(r, &ts->ref[j])))
+                        return rc;
+        ts->n_sets = 0;
+        return 0;
+}
+
+/*
+ * Queue @b pairs (events from ev_pool), wait for them within the launch
+ * limits, collect their samples and check their outputs. @slot_base: tally
+ * slots are used from 0; the caller keeps b * per * outputs <= the tally.
+ */
+static int timed_batch(Run *r, int si, TimingState *ts, size_t b, bool record, size_t *n)
+{
+        const GpuJob *job = r->job;
+        uint32_t first_run = ts->runs;
+        unsigned slot = 0;
+        int rc;
+
+        for (size_t p = 0; p < b; p++)
+                if ((rc = timed_pair(r, si, ts, &ev_pool[4 * p], &slot)))
+                        return rc;
+        r->side = SIDE_CAND; /* a fault surfacing while waiting comes from a candidate run */
+        r->launch = -1;
+        r->kernel = NULL;
+        if ((rc = wait_bounded(r, ev_pool[4 * (b - 1) + 3], launch_limit(r, NULL) * (int64_t)(2 * b * (size_t)ts->per))))
+                return fail_gpu(r, rc);
+        for (size_t p = 0; p < b; p++) {
+                double c = 0, f = 0;
+                r->side = SIDE_HELPER;
+                if ((rc = gpu_event_elapsed_ms(ev_pool[4 * p], ev_pool[4 * p + 1], &c)) ||
+                    (rc = gpu_event_elapsed_ms(ev_pool[4 * p + 2], ev_pool[4 * p + 3], &f)))
+                        return fail_gpu(r, rc);
+                r->busy_ms += c + f;
+                if (record) {
+                        ts->cs[*n] = c / ts->per;
+                        ts->rs[*n] = f / ts->per;
+                        (*n)++;
+                }
+        }
+        (void)job;
+        return check_tally(r, si, ts, slot, first_run);
 }
 
 static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, double *ret_speedup)
@@ -1119,94 +1298,80 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
         TimingState *ts = calloc(1, sizeof(*ts));
         TimingStats cst, rst;
         TimingStop stop = TIMING_GO_ON;
-        size_t n = 0;
+        size_t n = 0, pair_slots, max_b;
         double pair_ms = 0, elapsed = 0, min_ms, speedup;
         int64_t t_start;
-        ShapeReport rep;
         int rc;
 
         memset(&cst, 0, sizeof(cst));
         memset(&rst, 0, sizeof(rst));
-        memset(&rep, 0, sizeof(rep));
         r->shape = si;
         r->phase = "timing";
         if (r->env->progress)
                 r->env->progress(r->env->progress_userdata, job->id, "timing", s->name);
         if (!ts)
                 return fail_gpu(r, -ENOMEM);
+        ts->per = 1;
         ts->cs = malloc((size_t)job->max_trials * sizeof(double));
         ts->rs = malloc((size_t)job->max_trials * sizeof(double));
         if (!ts->cs || !ts->rs) {
                 rc = fail_gpu(r, -ENOMEM);
                 goto out;
         }
-        if ((rc = timing_setup(r, si, ts)))
+        if ((rc = grow_sets(r, s, ts, 1)) || (rc = wait_all(r)))
                 goto out;
-        /* warm-up: both plans, untimed; also estimates the cost of a pair */
+        /* warm-up: one execution per trial, untimed but checked; its last
+         * pair's times choose the executions per trial */
         t_start = gpu_now_ns();
-        for (int64_t w = 0; w < job->warmup; w++) {
-                if ((rc = timed_run(r, si, ts, SIDE_CAND, ev_pool[0], ev_pool[1])) ||
-                    (rc = timed_run(r, si, ts, SIDE_REF, ev_pool[2], ev_pool[3])))
+        for (int64_t w = 0; w < job->warmup; w++)
+                if ((rc = timed_batch(r, si, ts, 1, false, &n)))
                         goto out;
-        }
-        r->side = SIDE_CAND; /* a fault surfacing here comes from a candidate run */
-        if ((rc = gpu_event_record(ev_b)) || (rc = wait_bounded(r, ev_b, launch_limit(r, NULL) * (2 * job->warmup + 1)))) {
-                rc = fail_gpu(r, rc);
-                goto out;
-        }
-        if (job->warmup > 0)
+        if (job->warmup > 0) {
+                double c = 0, f = 0;
                 pair_ms = (double)(gpu_now_ns() - t_start) / 1e6 / (double)job->warmup;
+                r->side = SIDE_HELPER;
+                if ((rc = gpu_event_elapsed_ms(ev_pool[0], ev_pool[1], &c)) ||
+                    (rc = gpu_event_elapsed_ms(ev_pool[2], ev_pool[3], &f))) {
+                        rc = fail_gpu(r, rc);
+                        goto out;
+                }
+                ts->per = choose_per(s, c, f);
+                if (ts->per > 1) {
+                        if ((rc = grow_sets(r, s, ts, ts->per)) || (rc = timed_batch(r, si, ts, 1, false, &n)))
+                                goto out;
+                        pair_ms *= ts->per;
+                }
+        }
+        pair_slots = (size_t)ts->per * (size_t)out_buffers(s);
+        max_b = pair_slots ? DEVMEM_TALLY_SLOTS / pair_slots : EV_PAIRS;
+        if (max_b > EV_PAIRS)
+                max_b = EV_PAIRS;
+        if (max_b < 1)
+                max_b = 1; /* per * outputs <= 16 * 32 < the tally */
         t_start = gpu_now_ns();
         while (stop == TIMING_GO_ON) {
                 size_t b = timing_batch_size(&pol, n, elapsed, pair_ms);
                 int64_t t_batch = gpu_now_ns();
-                if (b > EV_PAIRS)
-                        b = EV_PAIRS;
-                for (size_t p = 0; p < b; p++) {
-                        if ((rc = timed_run(r, si, ts, SIDE_CAND, ev_pool[4 * p], ev_pool[4 * p + 1])) ||
-                            (rc = timed_run(r, si, ts, SIDE_REF, ev_pool[4 * p + 2], ev_pool[4 * p + 3])))
-                                goto out;
-                }
-                r->side = SIDE_CAND;
-                r->launch = -1;
-                r->kernel = NULL;
-                if ((rc = wait_bounded(r, ev_pool[4 * (b - 1) + 3], launch_limit(r, NULL) * (int64_t)(2 * b)))) {
-                        rc = fail_gpu(r, rc);
+                if (b > max_b)
+                        b = max_b;
+                if ((rc = timed_batch(r, si, ts, b, true, &n)))
                         goto out;
-                }
-                for (size_t p = 0; p < b; p++) {
-                        double c = 0, f = 0;
-                        r->side = SIDE_HELPER;
-                        if ((rc = gpu_event_elapsed_ms(ev_pool[4 * p], ev_pool[4 * p + 1], &c)) ||
-                            (rc = gpu_event_elapsed_ms(ev_pool[4 * p + 2], ev_pool[4 * p + 3], &f))) {
-                                rc = fail_gpu(r, rc);
-                                goto out;
-                        }
-                        ts->cs[n] = c;
-                        ts->rs[n] = f;
-                        r->busy_ms += c + f;
-                        n++;
-                }
                 pair_ms = (double)(gpu_now_ns() - t_batch) / 1e6 / (double)b;
                 elapsed = (double)(gpu_now_ns() - t_start) / 1e6;
                 if (timing_stats_compute(ts->cs, n, &cst) || timing_stats_compute(ts->rs, n, &rst)) {
                         rc = fail_gpu(r, -ENOMEM);
                         goto out;
                 }
-                stop = timing_should_stop(&pol, n, elapsed, cst.precision, rst.precision);
+                stop = timing_should_stop(&pol, n, elapsed, cst.precision, rst.precision, cst.median, rst.median);
                 if (gpu_now_ns() > gpu_deadline_get() && stop == TIMING_GO_ON)
                         stop = TIMING_STOP_BUDGET;
-                /* Revalidation at every batch boundary (untimed): the candidate's
-                 * output of its latest timed run against a fresh reference run on
-                 * the same inputs. Outputs are poisoned before every timed run, so
-                 * a kernel that skips work on some launches is caught here; the
-                 * last batch's check is the final revalidation. */
-                if ((rc = revalidate(r, si, ts, rep.agg)))
-                        goto out;
         }
         r->phase = "timing";
-        if ((rc = check_guards(r, s, &s->cand, &ts->cand)) || (rc = check_inputs(r, s, &ts->cand, &ts->ref)))
-                goto out;
+        r->trial = -1;
+        for (int j = 0; j < ts->n_sets; j++)
+                if ((rc = check_guards(r, s, &s->cand, &ts->cand[j])) ||
+                    (rc = check_inputs(r, s, &ts->cand[j], &ts->ref[j])))
+                        goto out;
         min_ms = roofline_min_ms(r, s);
         speedup = cst.median > 0 ? rst.median / cst.median : 0;
         {
@@ -1215,23 +1380,17 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
                                          "suspicious", sus);
                 if (sus)
                         r->suspicious = true;
-                json_array_append_new(shapes_out, json_pack("{s:s, s:o, s:o, s:o, s:s, s:o}", "shape", s->name, "candidate",
-                                                            stats_json(&cst), "reference", stats_json(&rst), "speedup",
-                                                            jfinite(speedup > 0 ? speedup : NAN), "stop",
-                                                            timing_stop_name(stop), "roofline", roof));
+                json_array_append_new(shapes_out,
+                                      json_pack("{s:s, s:o, s:o, s:o, s:s, s:o, s:i, s:I, s:s}", "shape", s->name,
+                                                "candidate", stats_json(&cst), "reference", stats_json(&rst),
+                                                "speedup", jfinite(speedup > 0 ? speedup : NAN), "stop",
+                                                timing_stop_name(stop), "roofline", roof, "launches_per_trial",
+                                                ts->per, "runs_checked", (json_int_t)ts->checked, "inputs",
+                                                "fresh per run"));
         }
         *ret_speedup = speedup;
-        if ((rc = set_free(r, &ts->cand)) || (rc = set_free(r, &ts->ref)))
-                goto out;
-        for (int i = 0; i < s->n_buffers; i++)
-                if (ts->pristine[i].base && (rc = devmem_free(&ts->pristine[i]))) {
-                        rc = fail_gpu(r, rc);
-                        goto out;
-                }
-        rc = 0;
+        rc = free_sets(r, ts);
 out:
-        for (int i = 0; i < LIMIT_TASK_BUFFERS_MAX; i++)
-                json_decref(rep.agg[i].first);
         if (ts) {
                 free(ts->cs);
                 free(ts->rs);
@@ -1415,6 +1574,7 @@ done:
                                                          r->globals_zeroed, "globals_missed", r->globals_missed));
         gpu_elf_globals_clear(&r->cand_globals);
         json_object_set_new(result, "wall_ms", json_real((double)(gpu_now_ns() - t0) / 1e6));
+        json_object_set_new(result, "late_waits", json_integer(r->late_runs));
         if (job)
                 json_object_set_new(result, "seed", json_string(job->seed_text));
         ret_outcome->result = result;

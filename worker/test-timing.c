@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "worker/timing.h"
 #include "common/testcheck.h"
@@ -83,13 +84,19 @@ static void test_stop(void)
 {
         TimingPolicy p = { .budget_ms = 100, .target_precision = 0.01, .min_trials = 10, .max_trials = 50, .warmup = 3 };
 
-        CHECK(timing_should_stop(&p, 5, 1, 0.001, 0.001) == TIMING_GO_ON);        /* below min_trials */
-        CHECK(timing_should_stop(&p, 10, 1, 0.001, 0.001) == TIMING_STOP_PRECISION);
-        CHECK(timing_should_stop(&p, 10, 1, 0.001, 0.02) == TIMING_GO_ON);       /* reference not yet */
-        CHECK(timing_should_stop(&p, 20, 100, 0.5, 0.5) == TIMING_STOP_BUDGET);
-        CHECK(timing_should_stop(&p, 2, 1000, 0.5, 0.5) == TIMING_GO_ON);        /* at least 3 pairs */
-        CHECK(timing_should_stop(&p, 50, 1, 0.5, 0.5) == TIMING_STOP_TRIALS);
-        CHECK(timing_should_stop(&p, 10, 1, INFINITY, INFINITY) == TIMING_GO_ON);
+        CHECK(timing_should_stop(&p, 5, 1, 0.001, 0.001, 1, 1) == TIMING_GO_ON);        /* below min_trials */
+        CHECK(timing_should_stop(&p, 10, 1, 0.001, 0.001, 1, 1) == TIMING_STOP_PRECISION);
+        CHECK(timing_should_stop(&p, 10, 1, 0.001, 0.02, 1, 1) == TIMING_GO_ON);       /* reference not yet */
+        CHECK(timing_should_stop(&p, 20, 100, 0.5, 0.5, 1, 1) == TIMING_STOP_BUDGET);
+        CHECK(timing_should_stop(&p, 2, 1000, 0.5, 0.5, 1, 1) == TIMING_GO_ON);        /* at least 3 pairs */
+        CHECK(timing_should_stop(&p, 50, 1, 0.5, 0.5, 1, 1) == TIMING_STOP_TRIALS);
+        CHECK(timing_should_stop(&p, 10, 1, INFINITY, INFINITY, 1, 1) == TIMING_GO_ON);
+        /* too slow: a speedup under 0.1 after 3 pairs, not before, and not at 0.1 or above */
+        CHECK(timing_should_stop(&p, 3, 1, INFINITY, INFINITY, 10.0, 0.5) == TIMING_STOP_TOO_SLOW);
+        CHECK(timing_should_stop(&p, 2, 1, INFINITY, INFINITY, 10.0, 0.5) == TIMING_GO_ON);
+        CHECK(timing_should_stop(&p, 3, 1, INFINITY, INFINITY, 10.0, 1.0) == TIMING_GO_ON);
+        CHECK(timing_should_stop(&p, 50, 1, 0.5, 0.5, 10.0, 0.5) == TIMING_STOP_TRIALS);
+        CHECK(strcmp(timing_stop_name(TIMING_STOP_TOO_SLOW), "too_slow") == 0);
 }
 
 static void test_batch(void)

@@ -81,14 +81,21 @@ int timing_stats_compute(const double *samples, size_t n, TimingStats *ret_stats
  * timing_should_stop() - the stopping rule of the timing loop
  * @trials: completed (candidate, reference) pairs
  * @elapsed_ms: wall time spent in the loop
- * Order: max_trials, then min_trials (never stop before it, except for the
- * budget once at least 3 pairs exist), then precision, then budget.
+ * @cand_median, @ref_median: the medians so far (ms)
+ * Order: max_trials, then too slow (at least TIMING_TOO_SLOW_TRIALS pairs and
+ * a speedup below TIMING_TOO_SLOW_SPEEDUP), then min_trials (never stop
+ * before it, except for the budget once at least 3 pairs exist), then
+ * precision, then budget.
  */
 TimingStop timing_should_stop(const TimingPolicy *policy, size_t trials, double elapsed_ms,
-                              double cand_precision, double ref_precision)
+                              double cand_precision, double ref_precision, double cand_median,
+                              double ref_median)
 {
         if ((int64_t)trials >= policy->max_trials)
                 return TIMING_STOP_TRIALS;
+        if (trials >= TIMING_TOO_SLOW_TRIALS && cand_median > 0 && ref_median >= 0 &&
+            ref_median < TIMING_TOO_SLOW_SPEEDUP * cand_median)
+                return TIMING_STOP_TOO_SLOW;
         if ((int64_t)trials >= policy->min_trials && cand_precision <= policy->target_precision &&
             ref_precision <= policy->target_precision)
                 return TIMING_STOP_PRECISION;
@@ -151,6 +158,7 @@ const char *timing_stop_name(TimingStop stop)
         case TIMING_STOP_PRECISION: return "precision";
         case TIMING_STOP_BUDGET: return "budget";
         case TIMING_STOP_TRIALS: return "max_trials";
+        case TIMING_STOP_TOO_SLOW: return "too_slow";
         default: return "running";
         }
 }

@@ -35,12 +35,20 @@ typedef enum {
         TIMING_STOP_PRECISION = 1, /* both medians known well enough */
         TIMING_STOP_BUDGET = 2,    /* the wall-time budget is spent */
         TIMING_STOP_TRIALS = 3,    /* max_trials reached */
+        TIMING_STOP_TOO_SLOW = 4,  /* the candidate is known to be far slower than the reference */
 } TimingStop;
+
+/* A candidate slower than this speedup (reference median / candidate
+ * median) after TIMING_TOO_SLOW_TRIALS pairs is not timed further: its
+ * reward is already near zero, and more trials would only spend the GPU. */
+#define TIMING_TOO_SLOW_SPEEDUP 0.1
+#define TIMING_TOO_SLOW_TRIALS 3
 
 int timing_stats_compute(const double *samples, size_t n, TimingStats *ret_stats);
 void timing_ci_ranks(size_t n, size_t *ret_lo, size_t *ret_hi);
 TimingStop timing_should_stop(const TimingPolicy *policy, size_t trials, double elapsed_ms,
-                              double cand_precision, double ref_precision);
+                              double cand_precision, double ref_precision, double cand_median,
+                              double ref_median);
 size_t timing_batch_size(const TimingPolicy *policy, size_t trials, double elapsed_ms,
                          double pair_ms);
 double timing_geomean(const double *values, size_t n);

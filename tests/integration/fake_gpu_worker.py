@@ -16,7 +16,7 @@ folder the test makes, where this script is copied as `kevald-gpu`):
                  {"ev": "job", "pid", "gpu", "id", "start", "end", "verdict",
                   "exiting", "kernels", "launch_timeout_ms", "launch_factor",
                   "launch_floor_ms", "has_launch_factor", "has_launch_floor",
-                  "blob_ok", "job_keys"}
+                  "fault_grace_ms", "blob_ok", "job_keys"}
                  (and {"ev": "start", "pid", "gpu", "id", "t"} on receipt: a
                  worker killed mid-job leaves only that line)
                  {"ev": "late_frame", "pid", "gpu", "t", "type", "id"}  (a frame
@@ -32,6 +32,9 @@ source a JOB carries besides the CUBIN): a name containing
 `FAKEV_<marker>` picks
   correct (default)     "correct", with timing.speedup 1.0
   exiting_false         "correct" with an explicit "exiting": false (and no exit)
+  suspicious            "correct" with timing.speedup 40.0 faster than the roofline
+                        allows: timing.suspicious true, a note, and shape
+                        "default" with roofline.suspicious true (as worker/judge.c)
   incorrect             "incorrect"
   runtime_error_exit    "runtime_error", "exiting": "sticky", exit 3 after exit_delay_s
   timeout_exit          "timeout", "exiting": "timeout", exit 4 after exit_delay_s
@@ -174,6 +177,14 @@ def result_for(job, mark, t0, t1):
             base["exiting"] = False  # said explicitly: this process goes on
         base.update(verdict="correct", correctness={"passed": True, "shapes": []},
                     timing={"speedup": 1.0, "candidate_ms": 1.0, "reference_ms": 1.0, "shapes": []})
+    elif mark == "suspicious":
+        base.update(verdict="correct", correctness={"passed": True, "shapes": []},
+                    timing={"speedup": 40.0, "suspicious": True,
+                            "note": "the candidate ran faster than half the roofline bound (fake)",
+                            "shapes": [{"shape": "default", "speedup": 40.0, "stop": "precision",
+                                        "candidate": {"median_ms": 0.001, "trials": 10},
+                                        "reference": {"median_ms": 0.04, "trials": 10},
+                                        "roofline": {"min_ms": 0.01, "suspicious": True}}]})
     elif mark == "incorrect":
         base.update(verdict="incorrect", correctness={"passed": False, "shapes": []}, timing=None,
                     error={"kind": "mismatch", "message": f"fake: job {job.get('id')} mismatched"})
@@ -243,6 +254,7 @@ def main():
             launch_timeout_ms=job.get("launch_timeout_ms"), launch_factor=job.get("launch_factor"),
             launch_floor_ms=job.get("launch_floor_ms"), has_launch_factor="launch_factor" in job,
             has_launch_floor="launch_floor_ms" in job, deadline_ms=job.get("deadline_ms"),
+            fault_grace_ms=job.get("fault_grace_ms"),
             blob_ok=blob_ok(job, blob), job_keys=sorted(job))
         write_frame(out_fd, RESULT, res)
         if mark in EXITS:

@@ -71,6 +71,11 @@ CASES = [
     ("lazy_while_timed", "vector_add", "vadd_lazy", vplan(), None, {"verdict": "incorrect", "error.kind": "mismatch",
      "error.phase": "revalidation", "error.nan_inf_mismatches": 65536, "correctness.shapes.0.revalidated": False,
      "correctness.shapes.0.trials": 3}, "stays", None),
+    # every timed run (warm-up included) on inputs never seen before: a kernel that answers wrongly
+    # whenever an input recurs after the correctness phase stays correct (with one input set for all
+    # timed runs it failed at the first timed run)
+    ("fresh_inputs", "vector_add", "vadd_replay", vplan(), {"timing": {"shapes": "all"}}, {"verdict": "correct",
+     "timing.shapes.0.inputs": "fresh per run"}, "stays", "fresh"),
     ("block_too_large", "vector_add", "vadd", vplan(block=2048), None, {"verdict": "runtime_error",
      "error.kind": "cuda", "error.name": "CUDA_ERROR_INVALID_VALUE", "error.sticky": False, "error.launch": 0,
      "error.kernel": "vadd", "error.phase": "correctness", "cleanup.allocations_left": 0}, "stays", None),
@@ -117,6 +122,18 @@ CASES = [
     ("spin_derived", "vector_add", "vadd_spin", vplan(), {"launch_timeout_ms": 60000, "launch_factor": 1,
      "launch_floor_ms": 400}, {"verdict": "timeout", "error.kind": "timeout", "error.launch_limit_ms": 400,
      "correctness.shapes.0.launch_limit_ms": 400, "exiting": "timeout"}, "exits", "derived_limit"),
+    # slow is not hung: every launch completes 150 ms after it starts, past the 100 ms limit but within the
+    # fault grace: judged correct, timed, and the timing stops early as too slow
+    ("slow_not_hung", "vector_add", "vadd_slow", vplan(), {"launch_factor": 1, "launch_floor_ms": 100,
+     "fault_grace_ms": 1000, "timing": {"shapes": "first"}}, {"verdict": "correct", "timing.shapes.0.stop": "too_slow",
+     "timing.shapes.0.launches_per_trial": 1, "correctness.shapes.0.launch_limit_ms": 100}, "stays", "slow"),
+    # a fault the driver reports 300 ms late, after the 100 ms launch limit: a runtime error with its name...
+    ("late_fault", "vector_add", "vadd_late_fault", vplan(), {"launch_factor": 1, "launch_floor_ms": 100,
+     "fault_grace_ms": 1000}, {"verdict": "runtime_error", "error.kind": "cuda",
+     "error.name": "CUDA_ERROR_ILLEGAL_ADDRESS", "error.phase": "correctness", "exiting": "sticky"}, "exits", None),
+    # ...and without the grace it would have been called a timeout
+    ("late_fault_no_grace", "vector_add", "vadd_late_fault", vplan(), {"launch_factor": 1, "launch_floor_ms": 100,
+     "fault_grace_ms": 0}, {"verdict": "timeout", "error.kind": "timeout", "error.fault_grace_ms": 0}, "exits", None),
     ("derived_correct", "vector_add", "vadd", vplan(), {"launch_factor": 1, "launch_floor_ms": 400},
      {"verdict": "correct", "correctness.shapes.0.launch_limit_ms": 400, "correctness.shapes.1.launch_limit_ms": 400},
      "stays", None),
@@ -135,6 +152,18 @@ def report(name, problems, result, worker, verbose):
 
 
 def extra_check(kind, task, result, seed):
+    if kind == "fresh":
+        for sh in result["timing"]["shapes"]:
+            per = sh["launches_per_trial"]
+            if sh["runs_checked"] < sh["candidate"]["trials"] * per or per < 1:
+                return "runs_checked %r < trials %r x %r" % (sh["runs_checked"], sh["candidate"]["trials"], per)
+    if kind == "slow":
+        if not result.get("late_waits", 0) > 0:
+            return "late_waits %r: the launches should have outlasted the limit" % result.get("late_waits")
+        sh = result["timing"]["shapes"][0]
+        # (the fake's reference takes ~0 ms here: its events land on the slow kernel's end)
+        if not (sh["speedup"] or 0) < 0.1 or sh["candidate"]["trials"] != 3:
+            return "too_slow timing: %r" % sh
     if kind == "time_first":
         if len((result.get("timing") or {}).get("shapes") or []) != 1:
             return "timing.shapes: %r (want the first shape set only)" % (result.get("timing") or {}).get("shapes")
