@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,25 @@ static void value_text(json_t *v, char *out, size_t len)
                 snprintf(out, len, "%.9g", json_number_value(v));
 }
 
+/*
+ * Whether a GPU worker's timing section says the candidate ran faster than
+ * half the roofline bound: timing.suspicious, or any timing.shapes[].roofline
+ * .suspicious (a RESULT that carries only the per-shape flags).
+ */
+static bool timing_suspicious(json_t *timing)
+{
+        size_t i;
+        json_t *s;
+
+        if (json_is_true(json_object_get(timing, "suspicious")))
+                return true;
+        json_array_foreach(json_object_get(timing, "shapes"), i, s) {
+                if (json_is_true(json_object_get(json_object_get(s, "roofline"), "suspicious")))
+                        return true;
+        }
+        return false;
+}
+
 static char *feedback_text(const char *verdict, json_t *result)
 {
         json_t *error = json_object_get(result, "error");
@@ -145,22 +165,27 @@ static char *feedback_text(const char *verdict, json_t *result)
         } else if (strcmp(verdict, "correct") == 0) {
                 double sp = json_number_value(json_object_get(timing, "speedup"));
                 size_t shapes = json_array_size(json_object_get(corr, "shapes"));
+                bool sus = timing_suspicious(timing);
                 r = asprintf(&text, "Correct on %zu shape set(s); %.3gx %s than the reference (geometric mean of medians).",
                              shapes, sp >= 1 ? sp : (sp > 0 ? 1 / sp : 0), sp >= 1 ? "faster" : "slower");
-                if (r >= 0) {
+                if (r >= 0 && sus) {
+                        const char *shape = NULL;
                         size_t i;
-                        json_t *s;
+                        json_t *s, *rf;
+                        char *t2 = NULL;
                         json_array_foreach(json_object_get(timing, "shapes"), i, s) {
-                                json_t *rf = json_object_get(s, "roofline");
+                                rf = json_object_get(s, "roofline");
                                 if (json_is_true(json_object_get(rf, "suspicious"))) {
-                                        char *t2 = NULL;
-                                        if (asprintf(&t2, "%s Warning: shape '%s' ran faster than the hardware allows; this result is flagged.",
-                                                     text, json_string_value(json_object_get(s, "shape"))) >= 0) {
-                                                free(text);
-                                                text = t2;
-                                        }
+                                        shape = json_string_value(json_object_get(s, "shape"));
                                         break;
                                 }
+                        }
+                        if (asprintf(&t2, "%s Warning: %s%s%s ran faster than the hardware allows (under half the "
+                                     "roofline bound); the speedup is withheld from the reward until the timing "
+                                     "is explained.", text, shape ? "shape '" : "a shape set", shape ? shape : "",
+                                     shape ? "'" : "") >= 0) {
+                                free(text);
+                                text = t2;
                         }
                 }
         } else if (strcmp(verdict, "incorrect") == 0) {
@@ -224,6 +249,7 @@ json_t *pipeline_result(const char *task, const char *verdict, json_t *compile, 
         char seedhex[17];
         char *fb;
         double speedup = 0;
+        bool suspicious;
 
         json_object_set_new(res, "verdict", json_string(verdict));
         json_object_set_new(res, "task", task ? json_string(task) : json_null());
@@ -240,13 +266,17 @@ json_t *pipeline_result(const char *task, const char *verdict, json_t *compile, 
                 json_object_set(res, "error", error);
         if (!json_object_get(res, "error"))
                 json_object_set_new(res, "error", json_null());
+        /* A time under half the roofline bound is not believed: the verdict
+         * and timing.speedup stay as measured, the reward gets no speedup. */
         timing = json_object_get(res, "timing");
-        if (strcmp(verdict, "correct") == 0 && json_is_number(json_object_get(timing, "speedup")))
+        suspicious = timing_suspicious(timing);
+        if (strcmp(verdict, "correct") == 0 && !suspicious && json_is_number(json_object_get(timing, "speedup")))
                 speedup = json_number_value(json_object_get(timing, "speedup"));
         json_object_set_new(res, "reward_fields",
-                            json_pack("{s:b, s:b, s:o}", "compiled", json_is_true(json_object_get(compile, "ok")),
+                            json_pack("{s:b, s:b, s:o, s:b}", "compiled", json_is_true(json_object_get(compile, "ok")),
                                       "correct", strcmp(verdict, "correct") == 0,
-                                      "speedup", speedup > 0 && isfinite(speedup) ? json_real(speedup) : json_null()));
+                                      "speedup", speedup > 0 && isfinite(speedup) ? json_real(speedup) : json_null(),
+                                      "suspicious", suspicious));
         fb = feedback_text(verdict, res);
         json_object_set_new(res, "feedback", json_string(fb ? fb : verdict));
         free(fb);

@@ -29,6 +29,13 @@ json_t *pipeline_compile_section(json_t *compile_result, int cache_hit);
  *           timing, resources, error and gpu parts are copied)
  * @error:   an error object for verdicts decided by the supervisor, or NULL; borrowed
  * @seed:    the job's seed (reported so any result can be reproduced)
+ *
+ * reward_fields is {compiled, correct, speedup, suspicious}: suspicious is
+ * true when the timing ran faster than half the roofline bound
+ * (timing.suspicious or any timing.shapes[].roofline.suspicious), false
+ * without timing; speedup is timing.speedup for a correct verdict, and null
+ * otherwise or when suspicious (timing.speedup keeps the measured number).
+ *
  * Return: a new result object with reward_fields and feedback filled in.
  */
 json_t *pipeline_result(const char *task, const char *verdict, json_t *compile, json_t *gpu,

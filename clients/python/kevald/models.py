@@ -118,8 +118,11 @@ class ShapeTiming(_Lenient):
 
 @dataclass
 class Timing(_Lenient):
+    """`suspicious`: some shape set ran faster than half its roofline bound (`note` says so too)."""
     speedup: Optional[float] = None
     shapes: List[ShapeTiming] = field(default_factory=list)
+    suspicious: Optional[bool] = None
+    note: Optional[str] = None
     raw: dict = field(default_factory=dict, repr=False)
     _nested = {"shapes": ("list", ShapeTiming)}
 
@@ -214,10 +217,29 @@ class Result(_Lenient):
         return self.verdict not in ("compile_error", None)
 
     @property
+    def suspicious(self):
+        """
+        True when the candidate ran faster than half the roofline bound: the
+        server then withholds the speedup from reward_fields (the verdict stays
+        correct; the measured number is still in .timing.speedup).
+        reward_fields.suspicious, else (a server that predates it)
+        timing.suspicious or any shape's roofline.suspicious.
+        """
+        rf = self.reward_fields or {}
+        if isinstance(rf.get("suspicious"), bool):
+            return rf["suspicious"]
+        t = self.timing
+        if t is None:
+            return False
+        return t.suspicious is True or any(isinstance(sh.roofline, dict) and sh.roofline.get("suspicious") is True
+                                           for sh in t.shapes)
+
+    @property
     def speedup(self):
+        """reward_fields.speedup (else timing.speedup); None when there is none or it is withheld as suspicious."""
         rf = self.reward_fields or {}
         s = rf.get("speedup")
-        if s is None and self.timing is not None:
+        if s is None and self.timing is not None and not self.suspicious:
             s = self.timing.speedup
         return s if isinstance(s, (int, float)) else None
 
@@ -247,3 +269,8 @@ class Submission(_Lenient):
     @property
     def feedback(self):
         return self.result.feedback if self.result else None
+
+    @property
+    def suspicious(self):
+        """The result's .suspicious (False while there is no result)."""
+        return self.result.suspicious if self.result else False

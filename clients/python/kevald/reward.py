@@ -10,6 +10,11 @@ entry of `penalties` (0 by default; set negatives to punish compile errors,
 say): compile_error, runtime_error, timeout, incorrect, rejected, and
 compiled (a compile-mode result: it says nothing about correctness).
 
+A correct result whose timing is suspicious (faster than half the roofline
+bound: `reward_fields.suspicious`, see `Result.suspicious`) gets
+`penalties["suspicious"]` (0 by default) instead: the server withholds its
+speedup, and neither the bonus nor a speedup is paid for the impossible.
+
 `internal_error` and `cancelled` give None: an infrastructure fault (or a
 withdrawn submission) says nothing about the kernel, so drop the sample
 rather than train on it. A submission that is not done also gives None.
@@ -25,7 +30,7 @@ NO_REWARD = ("internal_error", "cancelled")
 
 def _default_penalties():
     return {"compile_error": 0.0, "runtime_error": 0.0, "timeout": 0.0, "incorrect": 0.0, "rejected": 0.0,
-            "compiled": 0.0}
+            "compiled": 0.0, "suspicious": 0.0}
 
 
 @dataclass
@@ -55,6 +60,8 @@ def reward(x, config=None, **overrides):
     """
     The reward of @x (a Submission, Result, or their JSON dict), or None
     when there is none to train on (internal_error, cancelled, not done).
+    A correct result with a suspicious timing gets penalties["suspicious"]
+    (default 0.0), not a speedup-based reward.
     @config: a RewardConfig; keyword @overrides replace its fields
     (penalties are merged into the defaults).
     """
@@ -68,6 +75,8 @@ def reward(x, config=None, **overrides):
         return None
     if res.verdict != "correct":
         return float(cfg.penalties.get(res.verdict, 0.0))
+    if res.suspicious:
+        return float(cfg.penalties.get("suspicious", 0.0))
     s = res.speedup
     s = 0.0 if s is None or not math.isfinite(s) or s < 0 else float(s)
     if cfg.speedup_cap is not None:

@@ -50,6 +50,73 @@ def test_configurable():
         reward.reward(42)
 
 
+def suspicious_res(**rf_extra):
+    """A correct result whose timing ran faster than the roofline allows, as the server sends it."""
+    d = res("correct", None, timing={"speedup": 40.0, "suspicious": True, "note": "faster than the roofline", "shapes": [
+        {"shape": "default", "speedup": 40.0, "roofline": {"min_ms": 0.01, "suspicious": True}}]})
+    d["reward_fields"]["suspicious"] = True
+    d["reward_fields"].update(rf_extra)
+    return d
+
+
+def test_suspicious_gets_the_penalty():
+    sus = suspicious_res()
+    # the default penalty is 0: no bonus and no speedup, though the verdict is correct
+    assert reward.reward(sus) == 0.0
+    assert reward.DEFAULT.penalties["suspicious"] == 0.0
+    assert reward.reward(sus, penalties={"suspicious": -1.0}) == -1.0
+    cfg = reward.RewardConfig(correct_bonus=1.0, log_speedup=True, penalties={"suspicious": -0.25})
+    assert reward.reward(sus, cfg) == -0.25
+    # a config whose penalties leave "suspicious" out falls back to 0
+    assert reward.reward(sus, reward.RewardConfig(penalties={"incorrect": -1.0})) == 0.0
+    # even a speedup left in reward_fields (a server that did not withhold it) is not paid
+    assert reward.reward(suspicious_res(speedup=40.0)) == 0.0
+    # on typed objects too
+    assert reward.reward(kevald.Result.from_dict(sus), penalties={"suspicious": -2.0}) == -2.0
+    sub = {"id": 9, "state": "done", "verdict": "correct", "speedup": None, "result": sus}
+    assert reward.reward(sub, penalties={"suspicious": -0.5}) == -0.5
+    assert reward.reward(kevald.Submission.from_dict(sub)) == 0.0
+
+
+def test_suspicious_penalty_leaves_the_rest_alone():
+    pen = {"suspicious": -1.0}
+    assert reward.reward(res("correct", 2.0), penalties=pen) == pytest.approx(2.3)
+    ok = res("correct", 2.0, timing={"speedup": 2.0, "suspicious": False, "shapes": [
+        {"shape": "default", "speedup": 2.0, "roofline": {"min_ms": 0.001, "suspicious": False}}]})
+    ok["reward_fields"]["suspicious"] = False
+    assert reward.reward(ok, penalties=pen) == pytest.approx(2.3)
+    assert reward.reward(ok, speedup_cap=1.5, penalties=pen) == pytest.approx(1.8)
+    for v in ("incorrect", "compile_error", "timeout"):
+        assert reward.reward(res(v), penalties=pen) == 0.0
+    assert reward.reward(res("internal_error"), penalties=pen) is None
+    # the penalty applies to correct results only: a flagged timing on another verdict changes nothing
+    inc = suspicious_res()
+    inc["verdict"], inc["reward_fields"]["correct"] = "incorrect", False
+    assert reward.reward(inc, penalties={"suspicious": -1.0, "incorrect": -0.5}) == -0.5
+
+
+def test_suspicious_properties():
+    r = kevald.Result.from_dict(suspicious_res())
+    assert r.suspicious is True and r.correct
+    assert r.speedup is None                       # withheld; not taken from timing
+    assert r.timing.speedup == 40.0 and r.timing.suspicious is True and r.timing.note
+    s = kevald.Submission.from_dict({"id": 1, "state": "done", "speedup": None, "result": suspicious_res()})
+    assert s.suspicious is True and s.speedup is None
+    plain = kevald.Result.from_dict(res("correct", 1.5, timing={"speedup": 1.5, "shapes": []}))
+    assert plain.suspicious is False and plain.speedup == 1.5
+    assert kevald.Submission.from_dict({"id": 2, "state": "queued"}).suspicious is False
+    assert kevald.Result.from_dict(res("compiled")).suspicious is False
+    # a server that predates reward_fields.suspicious: read from the timing
+    old = suspicious_res()
+    del old["reward_fields"]["suspicious"]
+    old["reward_fields"]["speedup"] = 40.0
+    assert kevald.Result.from_dict(old).suspicious is True and reward.reward(old) == 0.0
+    del old["timing"]["suspicious"]
+    assert kevald.Result.from_dict(old).suspicious is True        # a shape's roofline flag
+    old["timing"]["shapes"][0]["roofline"]["suspicious"] = False
+    assert kevald.Result.from_dict(old).suspicious is False and reward.reward(old) == pytest.approx(10.3)
+
+
 FULL_INCORRECT = res("incorrect", correctness={"passed": False, "shapes": [
     {"shape": "default", "passed": True, "buffers": [{"name": "y", "mismatches": 0, "count": 100}]},
     {"shape": "tiny", "passed": False, "trials": 2, "guard_ok": True, "inputs_intact": True,
