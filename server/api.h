@@ -1,8 +1,8 @@
 /*
  * api - the v1 routes of `kevald serve` and the state they share. serve.c
  * builds one Api, hands api_routes() to the HTTP server with api_gate() as
- * its gate, and the handlers in api_submissions.c, api_tasks.c and
- * api_ops.c find the Api through http_request_app(). Every member is
+ * its gate, and the handlers in api_submissions.c, api_tasks.c, api_ops.c
+ * and api_dashboard.c find the Api through http_request_app(). Every member is
  * created before the server starts and freed after it stops, so handlers
  * use them without locks (each is thread-safe on its own).
  */
@@ -54,6 +54,15 @@ int api_ops_stats(HttpRequest *req);
 int api_ops_metrics(HttpRequest *req);
 int api_ops_livez(HttpRequest *req);
 int api_ops_readyz(HttpRequest *req);
+/* The dashboard (api_dashboard.c, docs/dashboard.md). */
+int api_dashboard_page(HttpRequest *req);           /* GET / */
+int api_dashboard_asset(HttpRequest *req);          /* GET /assets/{name} */
+int api_dashboard_now(HttpRequest *req);            /* GET /v1/dashboard/now */
+int api_dashboard_runs(HttpRequest *req);           /* GET /v1/dashboard/runs */
+int api_dashboard_run(HttpRequest *req);            /* GET /v1/dashboard/run?id= */
+int api_dashboard_tasks(HttpRequest *req);          /* GET /v1/dashboard/tasks */
+int api_dashboard_task(HttpRequest *req);           /* GET /v1/dashboard/tasks/{name} */
+int api_dashboard_submission(HttpRequest *req);     /* GET /v1/dashboard/submissions/{id} */
 
 /*
  * Helpers shared by the handlers. api_parse_wait() reads ?wait=S into

@@ -1,7 +1,8 @@
 /*
  * api_ops - the route table, the gate (auth and rate limit) and the
  * operational routes: /v1/stats, /metrics, /livez, /readyz. /metrics,
- * /livez and /readyz are public (no token), as monitoring expects.
+ * /livez and /readyz are public (no token), as monitoring expects; so are
+ * the dashboard page and its assets (api_dashboard.c), which hold no data.
  */
 #include <errno.h>
 #include <math.h>
@@ -24,6 +25,15 @@ static const HttpRoute routes[] = {
         { "/metrics", HTTP_M(HTTP_GET), api_ops_metrics, true },
         { "/livez", HTTP_M(HTTP_GET), api_ops_livez, true },
         { "/readyz", HTTP_M(HTTP_GET), api_ops_readyz, true },
+        { "/v1/dashboard/now", HTTP_M(HTTP_GET), api_dashboard_now, false },
+        { "/v1/dashboard/runs", HTTP_M(HTTP_GET), api_dashboard_runs, false },
+        { "/v1/dashboard/run", HTTP_M(HTTP_GET), api_dashboard_run, false },
+        { "/v1/dashboard/tasks", HTTP_M(HTTP_GET), api_dashboard_tasks, false },
+        { "/v1/dashboard/tasks/{name}", HTTP_M(HTTP_GET), api_dashboard_task, false },
+        { "/v1/dashboard/submissions/{id}", HTTP_M(HTTP_GET), api_dashboard_submission, false },
+        /* The page and its assets hold no data: public, so that the page can ask for a token. */
+        { "/", HTTP_M(HTTP_GET), api_dashboard_page, true },
+        { "/assets/{name}", HTTP_M(HTTP_GET), api_dashboard_asset, true },
 };
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -210,12 +220,15 @@ int api_ops_metrics(HttpRequest *req)
         store = storepool_get(api->pool);
         src.stats = recent_stats(store);
         src.have_queue = store_queue_depth(store, &src.queue[0], &src.queue[1], &src.queue[2]) == 0;
+        if (store_dashboard_rows(store, STORE_DASH_HISTOGRAMS, NULL, &src.histograms) != 0)
+                log_warn("api: metrics: the duration histograms could not be read");
         storepool_put(api->pool, store);
         if (api->dispatcher)
                 src.dispatch = dispatch_status(api->dispatcher);
         text = metrics_render(api->metrics, &src, &len);
         json_decref(src.stats);
         json_decref(src.dispatch);
+        json_decref(src.histograms);
         if (!text)
                 return http_respond_error(req, PROBLEM_INTERNAL, NULL, "out of memory");
         r = http_respond_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);

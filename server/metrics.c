@@ -278,6 +278,68 @@ static void render_dispatch(json_t *d, Buf *b)
         }
 }
 
+/* The job duration histograms the store keeps (migrations/006_dashboard.sql). */
+static const struct {
+        const char *metric;       /* v_metric_histograms.metric; exposed as kevald_<metric> */
+        const char *label;        /* the name of its label, or NULL */
+        const char *help;
+} job_histograms[] = {
+        { "submission_latency_seconds", "mode",
+          "Time from acceptance to the stored result, by mode (cancelled submissions excluded)." },
+        { "compile_duration_seconds", NULL, "Compile time of each job that compiled (compile cache misses)." },
+        { "job_gpu_busy_seconds", NULL, "Event-timed GPU time of each GPU job's plan executions." },
+};
+
+static void render_job_histograms(json_t *rows, Buf *b)
+{
+        char e[128], pre[192] = "", lab[192] = "";
+
+        for (size_t h = 0; h < sizeof(job_histograms) / sizeof(job_histograms[0]); h++) {
+                const char *name = job_histograms[h].metric, *prev = NULL;
+                json_t *row, *last = NULL;
+                uint64_t cum = 0;
+
+                pre[0] = lab[0] = 0;
+                bprintf(b, "# HELP kevald_%s %s\n# TYPE kevald_%s histogram\n", name, job_histograms[h].help, name);
+                for (size_t i = 0; i <= json_array_size(rows); i++) {
+                        const char *metric, *label = NULL;
+                        json_t *le;
+
+                        row = json_array_get(rows, i);
+                        if (row) {
+                                metric = json_string_value(json_object_get(row, "metric"));
+                                label = json_string_value(json_object_get(row, "label"));
+                                if (!metric || strcmp(metric, name) || !label)
+                                        continue;
+                        }
+                        /* A series ends: its sum and count. */
+                        if (last && (!row || strcmp(label, prev))) {
+                                bprintf(b, "kevald_%s_sum%s %.6f\nkevald_%s_count%s %lld\n", name, lab,
+                                        json_number_value(json_object_get(last, "sum")), name, lab,
+                                        (long long)jint(last, "count"));
+                                cum = 0;
+                        }
+                        if (!row)
+                                break;
+                        if (job_histograms[h].label) {
+                                esc(label, e, sizeof(e));
+                                snprintf(pre, sizeof(pre), "%s=\"%s\",", job_histograms[h].label, e);
+                                snprintf(lab, sizeof(lab), "{%s=\"%s\"}", job_histograms[h].label, e);
+                        }
+                        cum += (uint64_t)jint(row, "n");
+                        le = json_object_get(row, "le");
+                        if (json_is_number(le))
+                                bprintf(b, "kevald_%s_bucket{%sle=\"%g\"} %llu\n", name, pre, json_number_value(le),
+                                        (unsigned long long)cum);
+                        else
+                                bprintf(b, "kevald_%s_bucket{%sle=\"+Inf\"} %llu\n", name, pre,
+                                        (unsigned long long)cum);
+                        prev = label;
+                        last = row;
+                }
+        }
+}
+
 /**
  * metrics_render() - see metrics.h.
  */
@@ -309,6 +371,8 @@ char *metrics_render(Metrics *m, const MetricsSources *src, size_t *ret_len)
                         (long long)src->queue[0], (long long)src->queue[1], (long long)src->queue[2]);
         }
         render_http(m, &b);
+        if (src && src->histograms)
+                render_job_histograms(src->histograms, &b);
         if (src && src->dispatch)
                 render_dispatch(src->dispatch, &b);
         if (b.failed || !b.s) {

@@ -1,8 +1,9 @@
 /*
  * metrics - Prometheus text exposition (format 0.0.4) for GET /metrics:
  * HTTP counters and latency histograms kept here with atomics (no lock on
- * the request path), and gauges and counters read from the store and the
- * dispatcher snapshot at scrape time.
+ * the request path), and gauges, counters and the job duration histograms
+ * (end-to-end latency, compile time, GPU time per job; kept by the store's
+ * triggers) read from the store and the dispatcher snapshot at scrape time.
  */
 #pragma once
 
@@ -32,6 +33,8 @@ typedef struct MetricsSources {
         json_t *stats;            /* store_stats(): "by_verdict" is read */
         int64_t queue[3];         /* queued, compiled, running */
         int have_queue;
+        json_t *histograms;       /* rows of v_metric_histograms (migrations/006): metric, label,
+                                   * le (null: +Inf), n (per bucket), count, sum; ordered */
 } MetricsSources;
 
 /**

@@ -82,7 +82,8 @@ enum {
         Q_COUNTER_ADD,
         Q_CACHE_PUT,
         Q_TOKEN_LOOKUP,
-        Q__MAX
+        Q_DASH_FIRST,                   /* STORE_DASH_* follow in order */
+        Q__MAX = Q_DASH_FIRST + STORE_DASH__COUNT
 };
 
 /*
@@ -171,6 +172,41 @@ static const char *const queries[Q__MAX] = {
                         "VALUES (?1, ?2, ?3, 0, ?4, ?4) ON CONFLICT(key) DO UPDATE SET "
                         "compile = excluded.compile, cubin = excluded.cubin, last_used_at = excluded.last_used_at",
         [Q_TOKEN_LOOKUP] = "SELECT id, limits FROM tokens WHERE hash = ?1 AND revoked_at IS NULL",
+        /* Dashboards: over the views of migrations/006_dashboard.sql (docs/dashboard.md). */
+        [Q_DASH_FIRST + STORE_DASH_QUEUE] = "SELECT state, jobs, oldest_created_at FROM v_queue_depth",
+        [Q_DASH_FIRST + STORE_DASH_ACTIVITY] = "SELECT minute_start, verdict, n, latency_sum_s, compiles, "
+                "compile_ms_sum, cache_hits, cache_misses FROM v_activity_minutely WHERE minute_start >= ?1 "
+                "ORDER BY minute_start",
+        [Q_DASH_FIRST + STORE_DASH_GPU_BUSY] = "SELECT minute_start, gpu, jobs, busy_ms, busy_fraction "
+                "FROM v_gpu_busy_minutely WHERE minute_start >= ?1 ORDER BY minute_start, gpu",
+        [Q_DASH_FIRST + STORE_DASH_RUNS] = "SELECT * FROM v_run_summary WHERE ?1 IS NULL OR instr(run_id, ?1) > 0 "
+                "ORDER BY last_finished_at DESC, run_id LIMIT ?2 OFFSET ?3",
+        [Q_DASH_FIRST + STORE_DASH_RUN] = "SELECT * FROM v_run_summary WHERE run_id = ?1",
+        [Q_DASH_FIRST + STORE_DASH_RUN_STEPS] = "SELECT * FROM v_run_steps WHERE run_id = ?1 "
+                "AND coalesce(step, -1) BETWEEN ?2 AND ?3 ORDER BY coalesce(step, -1)",
+        [Q_DASH_FIRST + STORE_DASH_RUN_SPEEDUPS] = "SELECT step, bucket, speedup_lo, speedup_hi, n "
+                "FROM v_run_step_speedups WHERE run_id = ?1 AND coalesce(step, -1) BETWEEN ?2 AND ?3 "
+                "ORDER BY coalesce(step, -1), bucket",
+        [Q_DASH_FIRST + STORE_DASH_RUN_TASKS] = "SELECT task, step, evaluated, compiled, correct, best_speedup, "
+                "best_id FROM v_run_step_tasks WHERE run_id = ?1 AND coalesce(step, -1) BETWEEN ?2 AND ?3 "
+                "ORDER BY task, coalesce(step, -1)",
+        [Q_DASH_FIRST + STORE_DASH_TASKS] = "SELECT * FROM v_task_summary WHERE ?1 IS NULL OR instr(task, ?1) > 0 "
+                "ORDER BY submissions DESC, task LIMIT ?2 OFFSET ?3",
+        [Q_DASH_FIRST + STORE_DASH_TASK] = "SELECT * FROM v_task_summary WHERE task = ?1",
+        [Q_DASH_FIRST + STORE_DASH_TASK_VERDICTS] = "SELECT verdict, n FROM v_task_verdicts WHERE task = ?1 "
+                "ORDER BY n DESC, verdict",
+        [Q_DASH_FIRST + STORE_DASH_TASK_SPEEDUPS] = "SELECT bucket, speedup_lo, speedup_hi, n "
+                "FROM v_task_speedup_hist WHERE task = ?1 ORDER BY bucket",
+        [Q_DASH_FIRST + STORE_DASH_LEADERBOARD] = "SELECT id, speedup, run_id, step, sample, turn, finished_at "
+                "FROM v_task_leaderboard WHERE task = ?1 ORDER BY speedup DESC, id LIMIT ?2 OFFSET ?3",
+        [Q_DASH_FIRST + STORE_DASH_TURN] = "SELECT id, parent, turn, run_id, step, sample, task, state, verdict, "
+                "speedup, token_id, created_at FROM v_submission_turns WHERE id = ?1",
+        [Q_DASH_FIRST + STORE_DASH_CHILDREN] = "SELECT id, parent, turn, run_id, step, sample, task, state, verdict, "
+                "speedup, token_id, created_at FROM v_submission_turns WHERE parent = ?1 "
+                "AND (?2 < 0 OR token_id = ?2) ORDER BY id LIMIT ?3",
+        [Q_DASH_FIRST + STORE_DASH_REQUEST] = "SELECT request FROM submission_requests WHERE id = ?1",
+        [Q_DASH_FIRST + STORE_DASH_HISTOGRAMS] = "SELECT metric, label, le, n, count, sum FROM v_metric_histograms "
+                "ORDER BY metric, label, le IS NULL, le",
 };
 
 struct Store {
@@ -2292,6 +2328,63 @@ int store_query_view(Store *store, const char *view, int limit, json_t **ret_row
         }
         *ret_rows = rows;
         return 0;
+}
+
+/**
+ * store_dashboard_rows() - see store.h.
+ */
+int store_dashboard_rows(Store *store, StoreDash q, json_t *args, json_t **ret_rows)
+{
+        sqlite3_stmt *st = NULL;
+        json_t *rows = NULL, *v;
+        size_t i;
+        int r, rc;
+
+        if ((unsigned)q >= STORE_DASH__COUNT || (args && !json_is_array(args)))
+                return -EINVAL;
+        r = stmt_get(store, Q_DASH_FIRST + (int)q, &st);
+        if (r < 0)
+                return r;
+        json_array_foreach(args, i, v) {
+                int k = (int)i + 1;
+
+                if (json_is_integer(v))
+                        rc = sqlite3_bind_int64(st, k, json_integer_value(v));
+                else if (json_is_real(v))
+                        rc = sqlite3_bind_double(st, k, json_real_value(v));
+                else if (json_is_string(v))
+                        rc = sqlite3_bind_text(st, k, json_string_value(v), (int)json_string_length(v),
+                                               SQLITE_STATIC);
+                else if (json_is_null(v))
+                        rc = sqlite3_bind_null(st, k);
+                else
+                        rc = SQLITE_MISMATCH;
+                if (rc != SQLITE_OK) {
+                        r = -EINVAL;
+                        goto out;
+                }
+        }
+        rows = json_array();
+        if (!rows) {
+                r = -ENOMEM;
+                goto out;
+        }
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                r = row_object(st, rows);
+                if (r < 0)
+                        goto out;
+        }
+        if (rc != SQLITE_DONE) {
+                r = fail(store, rc, "dashboard query");
+                goto out;
+        }
+        *ret_rows = rows;
+        rows = NULL;
+        r = 0;
+out:
+        stmt_done(st);
+        json_decref(rows);
+        return r;
 }
 
 /**

@@ -124,6 +124,41 @@ int store_queue_depth(Store *store, int64_t *ret_queued, int64_t *ret_compiled, 
 int store_query_view(Store *store, const char *view, int limit, json_t **ret_rows);
 int store_schema_version(Store *store, int *ret_version);
 
+/*
+ * Dashboard reads (docs/dashboard.md): named queries over the v_* views of
+ * migrations/006_dashboard.sql, so that the built-in page shows what SQL and
+ * Grafana users read. Arguments are bound in order (?1, ?2, ...); each
+ * query's comment in store.c lists them.
+ */
+typedef enum {
+        STORE_DASH_QUEUE = 0,      /* (): v_queue_depth */
+        STORE_DASH_ACTIVITY,       /* (since): v_activity_minutely from minute_start since */
+        STORE_DASH_GPU_BUSY,       /* (since): v_gpu_busy_minutely */
+        STORE_DASH_RUNS,           /* (substring|null, limit, offset): v_run_summary, latest first */
+        STORE_DASH_RUN,            /* (run_id): v_run_summary */
+        STORE_DASH_RUN_STEPS,      /* (run_id, from_step, to_step): v_run_steps */
+        STORE_DASH_RUN_SPEEDUPS,   /* (run_id, from_step, to_step): v_run_step_speedups */
+        STORE_DASH_RUN_TASKS,      /* (run_id, from_step, to_step): v_run_step_tasks by task, step */
+        STORE_DASH_TASKS,          /* (substring|null, limit, offset): v_task_summary, busiest first */
+        STORE_DASH_TASK,           /* (task): v_task_summary */
+        STORE_DASH_TASK_VERDICTS,  /* (task): v_task_verdicts */
+        STORE_DASH_TASK_SPEEDUPS,  /* (task): v_task_speedup_hist */
+        STORE_DASH_LEADERBOARD,    /* (task, limit, offset): v_task_leaderboard, fastest first */
+        STORE_DASH_TURN,           /* (id): v_submission_turns */
+        STORE_DASH_CHILDREN,       /* (parent, token_id or -1 for all, limit): v_submission_turns */
+        STORE_DASH_REQUEST,        /* (id): the stored request (source inside) */
+        STORE_DASH_HISTOGRAMS,     /* (): v_metric_histograms */
+        STORE_DASH__COUNT,
+} StoreDash;
+
+/**
+ * store_dashboard_rows() - run dashboard query @q
+ * @args:     array of values to bind (string, integer, real or null), or NULL; borrowed
+ * @ret_rows: on success, a new array of objects keyed by column name
+ * Return: 0, -EINVAL for a bad query or argument, or a negative errno.
+ */
+int store_dashboard_rows(Store *store, StoreDash q, json_t *args, json_t **ret_rows);
+
 /* Compile cache (key = sha256 of language, source, options, arch, name expressions, nvrtc version). */
 int store_cache_get(Store *store, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
                     size_t *ret_cubin_len);

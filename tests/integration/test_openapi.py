@@ -130,6 +130,19 @@ def test_every_route_answers_as_documented(api, reg, client):
     # operations
     for p in ("/v1/stats", "/metrics", "/livez", "/readyz"):
         ck.check("get", p)
+    # the dashboard (docs/dashboard.md)
+    run = client.post("/v1/submissions?wait=30", json=compile_sub(unique(GOOD_KERNEL), tags={"run_id": "oa", "step": 1}))
+    assert run.status_code == 200, run.text
+    for p in ("/", "/assets/app.js", "/assets/uPlot.min.css", "/assets/LICENSE", "/assets/nope.js", "/?x=1",
+              "/v1/dashboard/now", "/v1/dashboard/now?window=1", "/v1/dashboard/runs?limit=5",
+              "/v1/dashboard/runs?limit=0", "/v1/dashboard/run?id=oa&k=1,2", "/v1/dashboard/run?id=no-such-run",
+              "/v1/dashboard/run", "/v1/dashboard/tasks", "/v1/dashboard/tasks?offset=-1",
+              "/v1/dashboard/tasks/nope_nope", f"/v1/dashboard/submissions/{bad}",
+              f"/v1/dashboard/submissions/{run.json()['id']}", "/v1/dashboard/submissions/987654321",
+              f"/v1/dashboard/submissions/{bad}?x=1"):
+        ck.check("get", p)
+    if tasks:
+        ck.check("get", f"/v1/dashboard/tasks/{tasks[0]['name']}")
 
     assert not ck.failures, "\n".join(ck.failures)
     # Every documented operation was exercised.

@@ -1,0 +1,742 @@
+/*
+ * kevald dashboard (docs/dashboard.md). A hash-routed page over the
+ * /v1/dashboard/* JSON routes; links are shareable (#/run/r17?from=3).
+ * Charts are uPlot. Every figure shown carries data-fig="name" so the
+ * browser suite (tests/browser/) can compare it with the API's JSON.
+ *
+ * Everything that comes from the server (run ids, task names, sources,
+ * logs) is inserted as text, never as HTML. A token, when the server wants
+ * one, lives in sessionStorage and travels as an Authorization header only.
+ */
+(function () {
+  "use strict";
+
+  var TOKEN_KEY = "kevald-token";
+  var REFRESH_MS = 10000;
+  var VERDICT_COLORS = {
+    correct: "#1f9d55", incorrect: "#e07b24", compile_error: "#d64545", runtime_error: "#8e44ad",
+    timeout: "#8c6d46", rejected: "#667085", internal_error: "#1d2430", compiled: "#2f6fde",
+    cancelled: "#b0b7c3"
+  };
+  var PALETTE = ["#2f6fde", "#e07b24", "#1f9d55", "#d64545", "#8e44ad", "#8c6d46", "#0e9aa7", "#c2185b"];
+
+  var view = document.getElementById("view");
+  var charts = [];
+  var timer = null;
+  var generation = 0;
+
+  /* ---- formatting (tests/browser/test_dashboard.py mirrors these) ---- */
+
+  function fmtInt(v) { return v === null || v === undefined ? "–" : String(Math.round(v)); }
+  function fmtPct(v) { return v === null || v === undefined ? "–" : (v * 100).toFixed(1) + "%"; }
+  function fmtX(v) { return v === null || v === undefined ? "–" : Number(v).toFixed(2) + "×"; }
+  function fmtMs(v) {
+    if (v === null || v === undefined) return "–";
+    return (v < 0.1 ? Number(v).toFixed(4) : v < 10 ? Number(v).toFixed(3) : Number(v).toFixed(1)) + " ms";
+  }
+  function fmtNum(v, d) { return v === null || v === undefined ? "–" : Number(v).toFixed(d); }
+  function fmtTime(t) {
+    if (t === null || t === undefined) return "–";
+    var d = typeof t === "number" ? new Date(t * 1000) : new Date(t);
+    return d.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+  }
+  function fmtAge(t, now) {
+    if (t === null || t === undefined) return "–";
+    var s = Math.max(0, now - t);
+    return s < 120 ? s.toFixed(0) + " s" : s < 7200 ? (s / 60).toFixed(0) + " min" : (s / 3600).toFixed(1) + " h";
+  }
+  function stepText(s) { return s === null || s === undefined ? "(none)" : String(s); }
+  function taskText(t) { return t === null || t === undefined || t === "" ? "(no task)" : t; }
+
+  /* ---- DOM ---- */
+
+  function h(tag, attrs) {
+    var el = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) {
+        var v = attrs[k];
+        if (v === null || v === undefined || v === false) return;
+        if (k === "text") el.textContent = v;
+        else if (k === "cls") el.className = v;
+        else if (k.slice(0, 2) === "on") el.addEventListener(k.slice(2), v);
+        else el.setAttribute(k, v === true ? "" : v);
+      });
+    }
+    for (var i = 2; i < arguments.length; i++) add(el, arguments[i]);
+    return el;
+  }
+  function add(el, c) {
+    if (c === null || c === undefined || c === false) return;
+    if (Array.isArray(c)) { c.forEach(function (x) { add(el, x); }); return; }
+    el.appendChild(typeof c === "string" || typeof c === "number" ? document.createTextNode(String(c)) : c);
+  }
+  function fig(name, text, tag) { return h(tag || "span", { "data-fig": name, text: text }); }
+  function tile(label, name, text, note) {
+    return h("div", { cls: "tile" }, h("div", { cls: "label", text: label }),
+      h("div", { cls: "value", "data-fig": name, text: text }), note ? h("div", { cls: "note", text: note }) : null);
+  }
+  function card(title, body, extra) { return h("section", { cls: "card" + (extra ? " " + extra : "") }, h("h2", { text: title }), body); }
+  function badge(verdict) { return h("span", { cls: "badge v-" + (verdict || "pending"), text: verdict || "pending" }); }
+  function link(href, text, attrs) { var a = h("a", attrs || {}); a.href = href; a.textContent = text; return a; }
+  function subLink(id) { return link("#/submission/" + id, "#" + id); }
+  function runLink(id) { return link("#/run/" + encodeURIComponent(id), id); }
+  function taskLink(t) { return t ? link("#/task/" + encodeURIComponent(t), t) : h("span", { text: "(no task)" }); }
+  function table(head, rows, attrs) {
+    return h("table", attrs || {}, h("thead", null, h("tr", null, head.map(function (c) {
+      return typeof c === "string" ? h("th", { text: c }) : h("th", { cls: c.cls, text: c.text });
+    }))), h("tbody", null, rows));
+  }
+  function td(content, cls, figName) {
+    var el = h("td", { cls: cls });
+    if (figName) el.setAttribute("data-fig", figName);
+    add(el, content);
+    return el;
+  }
+  function empty(text) { return h("p", { cls: "empty", text: text }); }
+
+  /* ---- API ---- */
+
+  function ApiError(status, body) {
+    this.status = status;
+    this.body = body;
+    this.message = (body && (body.detail || body.title)) || ("HTTP " + status);
+  }
+
+  function api(path, params) {
+    var url = new URL(path, location.origin);
+    Object.keys(params || {}).forEach(function (k) {
+      var v = params[k];
+      if (v !== null && v !== undefined && v !== "") url.searchParams.set(k, v);
+    });
+    var headers = { Accept: "application/json" };
+    var tok = sessionStorage.getItem(TOKEN_KEY);
+    if (tok) headers.Authorization = "Bearer " + tok;
+    return fetch(url.toString(), { headers: headers }).then(function (r) {
+      return r.json().catch(function () { return null; }).then(function (body) {
+        if (r.status === 401) {
+          showAuth(tok ? "The token was refused: " + ((body && body.detail) || "401") : "");
+          throw new ApiError(401, body);
+        }
+        if (!r.ok) throw new ApiError(r.status, body);
+        return body;
+      });
+    });
+  }
+
+  function showAuth(msg) {
+    document.getElementById("auth").hidden = false;
+    document.getElementById("auth-error").textContent = msg || "";
+    document.getElementById("auth-token").focus();
+  }
+
+  document.getElementById("auth-form").addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    var v = document.getElementById("auth-token").value.trim();
+    if (!v) return;
+    sessionStorage.setItem(TOKEN_KEY, v);
+    document.getElementById("auth-token").value = "";
+    document.getElementById("auth").hidden = true;
+    route();
+  });
+
+  document.getElementById("goto").addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    var v = document.getElementById("goto-id").value.trim();
+    if (/^[1-9][0-9]*$/.test(v)) location.hash = "#/submission/" + v;
+  });
+
+  /* ---- charts ---- */
+
+  function chart(el, opts, data) {
+    var width = Math.max(320, el.clientWidth || (view.clientWidth - 40));
+    var o = Object.assign({ width: width, height: 220, legend: { live: true } }, opts);
+    var u = new uPlot(o, data, el);
+    charts.push(u);
+    return u;
+  }
+
+  function chartBox(name) { return h("div", { cls: "chart", "data-chart": name }); }
+
+  function lineSeries(label, color, extra) {
+    return Object.assign({ label: label, stroke: color, width: 2, points: { show: false }, spanGaps: false }, extra || {});
+  }
+
+  function barSeries(label, color, extra) {
+    return Object.assign({ label: label, stroke: color, fill: color, width: 0,
+      paths: uPlot.paths.bars({ size: [0.7, 60] }), points: { show: false } }, extra || {});
+  }
+
+  window.addEventListener("resize", function () {
+    charts.forEach(function (u) {
+      var w = u.root.parentNode ? u.root.parentNode.clientWidth : 0;
+      if (w > 0) u.setSize({ width: w, height: u.height });
+    });
+  });
+
+  /* ---- router ---- */
+
+  function parseHash() {
+    var hsh = location.hash.replace(/^#\/?/, "");
+    var q = hsh.indexOf("?");
+    var path = q < 0 ? hsh : hsh.slice(0, q);
+    var params = new URLSearchParams(q < 0 ? "" : hsh.slice(q + 1));
+    return { parts: path.split("/").filter(Boolean).map(decodeURIComponent), params: params };
+  }
+
+  function hashWith(base, params) {
+    var sp = new URLSearchParams();
+    Object.keys(params).forEach(function (k) {
+      if (params[k] !== null && params[k] !== undefined && params[k] !== "") sp.set(k, params[k]);
+    });
+    var s = sp.toString();
+    return base + (s ? "?" + s : "");
+  }
+
+  function route() {
+    var r = parseHash();
+    var name = r.parts[0] || "now";
+    var gen = ++generation;
+    if (timer) { clearTimeout(timer); timer = null; }
+    document.querySelectorAll("[data-nav]").forEach(function (a) {
+      var n = a.getAttribute("data-nav");
+      a.classList.toggle("active", n === name || (n === "runs" && name === "run") || (n === "tasks" && name === "task"));
+    });
+    document.body.removeAttribute("data-ready");
+    document.body.setAttribute("data-view", name);
+    document.body.setAttribute("data-hash", location.hash);
+    var p;
+    if (name === "now") p = viewNow(r);
+    else if (name === "runs") p = viewRuns(r);
+    else if (name === "run" && r.parts[1]) p = viewRun(r);
+    else if (name === "tasks") p = viewTasks(r);
+    else if (name === "task" && r.parts[1]) p = viewTask(r);
+    else if (name === "submission" && r.parts[1]) p = viewSubmission(r);
+    else p = Promise.reject(new ApiError(404, { detail: "no such view: #/" + r.parts.join("/") }));
+    p.then(function (content) {
+      if (gen !== generation) return;
+      render(content.el);
+      if (content.after) content.after();
+      document.getElementById("updated").textContent = "updated " + fmtTime(Date.now() / 1000);
+      document.body.setAttribute("data-ready", "1");
+      if (content.refresh) timer = setTimeout(function () { if (gen === generation) route(); }, REFRESH_MS);
+    }).catch(function (e) {
+      if (gen !== generation) return;
+      if (!(e instanceof ApiError)) { console.error(e); e = new ApiError(0, { detail: String(e) }); }
+      render(h("div", { cls: "card" }, h("h1", { text: e.status === 401 ? "A token is needed" : "Nothing to show" }),
+        h("p", { cls: "error", "data-fig": "error", text: e.message })));
+      document.body.setAttribute("data-ready", "error");
+    });
+  }
+
+  function render(el) {
+    charts.forEach(function (u) { u.destroy(); });
+    charts = [];
+    view.replaceChildren(el);
+  }
+
+  window.addEventListener("hashchange", route);
+
+  /* ---- Now ---- */
+
+  function viewNow(r) {
+    var win = r.params.get("window") || "60";
+    return api("/v1/dashboard/now", { window: win }).then(function (d) {
+      var s = d.series, q = d.queue, gpus = d.workers.gpus || [], cw = d.workers.compile || {};
+      var evTotal = s.evaluations.reduce(function (a, b) { return a + b; }, 0);
+      var gpuRestarts = gpus.reduce(function (a, g) { return a + (g.restarts || 0); }, 0);
+      var el = h("div", null,
+        h("h1", { text: "Now" }),
+        h("p", { cls: "sub" }, "Queue, workers and the last ", fig("window", String(d.window_minutes)), " minutes. ",
+          windowPicker(win)),
+        h("div", { cls: "tiles" },
+          tile("Queued", "queue.queued", fmtInt(q.queued)),
+          tile("Compiling", "queue.compiling", fmtInt(q.compiling)),
+          tile("Waiting for a GPU", "queue.compiled", fmtInt(q.compiled)),
+          tile("Running", "queue.running", fmtInt(q.running)),
+          tile("Oldest waiting", "queue.oldest", fmtAge(q.oldest_created_at, d.now)),
+          tile("Evaluations / min", "evaluations.per_min", fmtNum(evTotal / d.window_minutes, 1),
+            fmtInt(evTotal) + " in the window"),
+          tile("Cache hit rate", "cache.hit_rate", fmtPct(d.cache.hit_rate),
+            fmtInt(d.cache.hits) + " hits, " + fmtInt(d.cache.misses) + " misses"),
+          tile("Worker restarts", "restarts.total", fmtInt((cw.restarts || 0) + gpuRestarts),
+            "compile " + fmtInt(cw.restarts || 0) + ", GPU " + fmtInt(gpuRestarts)),
+          tile("Submissions", "totals.submissions", fmtInt(d.totals.submissions))),
+        h("div", { cls: "grid" },
+          card("Evaluations per minute, by verdict", chartBox("verdicts")),
+          card("GPU busy per GPU", gpus.length || Object.keys(s.gpu_busy_fraction).length ? chartBox("gpu")
+            : empty("No GPU on this host: compile-only.")),
+          card("Compile cache hit rate", chartBox("cache")),
+          card("Mean latency (accepted to result)", chartBox("latency"))),
+        h("div", { cls: "grid" },
+          card("GPUs", gpus.length ? table(["GPU", "name", "state", { text: "workers", cls: "num" },
+            { text: "restarts", cls: "num" }, { text: "busy (s)", cls: "num" }], gpus.map(function (g) {
+              return h("tr", { "data-gpu": String(g.index) }, td(String(g.index)), td(g.name || "–"), td(g.state),
+                td(fmtInt(g.workers), "num"), td(fmtInt(g.restarts), "num", "gpu.restarts"),
+                td(fmtNum(g.busy_s, 1), "num"));
+            })) : empty("none")),
+          card("Verdicts (all time)", verdictBars(d.totals.by_verdict))));
+      return { el: el, refresh: true, after: function () { nowCharts(d); } };
+    });
+  }
+
+  function windowPicker(cur) {
+    var sel = h("select", { "aria-label": "window" }, ["15", "60", "360", "1440"].map(function (w) {
+      var o = h("option", { value: w, text: w === "1440" ? "1 day" : w === "360" ? "6 hours" : w + " min" });
+      if (w === cur) o.selected = true;
+      return o;
+    }));
+    sel.addEventListener("change", function () { location.hash = hashWith("#/now", { window: sel.value }); });
+    return sel;
+  }
+
+  function verdictBars(byVerdict) {
+    var keys = Object.keys(byVerdict || {}).sort(function (a, b) { return byVerdict[b] - byVerdict[a]; });
+    if (!keys.length) return empty("No finished submission yet.");
+    var max = Math.max.apply(null, keys.map(function (k) { return byVerdict[k]; }));
+    return table(["verdict", { text: "n", cls: "num" }, ""], keys.map(function (k) {
+      var bar = h("span", { cls: "bar" });
+      bar.style.width = Math.max(2, 240 * byVerdict[k] / max) + "px";
+      bar.style.background = VERDICT_COLORS[k] || "#98a2b3";
+      return h("tr", { "data-verdict": k }, td(badge(k)), td(fmtInt(byVerdict[k]), "num", "verdict.n"), td(bar));
+    }));
+  }
+
+  function nowCharts(d) {
+    var s = d.series, x = s.minute_start;
+    var names = Object.keys(s.verdicts).sort();
+    // Stacked bars: draw the running totals, largest first, so each verdict shows as its own band.
+    var raw = names.map(function (n) { return s.verdicts[n]; });
+    var cum = [], acc = x.map(function () { return 0; });
+    raw.forEach(function (arr) { acc = acc.map(function (a, i) { return a + arr[i]; }); cum.push(acc.slice()); });
+    var order = names.map(function (n, i) { return i; }).reverse();
+    var el = view.querySelector('[data-chart="verdicts"]');
+    if (el) {
+      chart(el, {
+        series: [{}].concat(order.map(function (i) {
+          return barSeries(names[i], VERDICT_COLORS[names[i]] || "#98a2b3", {
+            value: function (u, v, si, di) { return di === null || di === undefined ? "–" : fmtInt(raw[i][di]); }
+          });
+        })),
+        axes: [{}, { label: "per minute" }], scales: { y: { range: function (u, mn, mx) { return [0, Math.max(1, mx)]; } } }
+      }, [x].concat(order.map(function (i) { return cum[i]; })));
+    }
+    el = view.querySelector('[data-chart="gpu"]');
+    if (el) {
+      var gk = Object.keys(s.gpu_busy_fraction).sort();
+      chart(el, {
+        series: [{}].concat(gk.map(function (g, i) {
+          return lineSeries("GPU " + g, PALETTE[i % PALETTE.length], { points: { show: true, size: 5 }, value: function (u, v) { return fmtPct(v); } });
+        })),
+        scales: { y: { range: [0, 1] } },
+        axes: [{}, { values: function (u, vs) { return vs.map(function (v) { return (v * 100).toFixed(0) + "%"; }); } }]
+      }, [x].concat(gk.map(function (g) { return s.gpu_busy_fraction[g]; })));
+    }
+    el = view.querySelector('[data-chart="cache"]');
+    chart(el, {
+      series: [{}, lineSeries("hit rate", PALETTE[2], { points: { show: true, size: 5 }, value: function (u, v) { return fmtPct(v); } })],
+      scales: { y: { range: [0, 1] } },
+      axes: [{}, { values: function (u, vs) { return vs.map(function (v) { return (v * 100).toFixed(0) + "%"; }); } }]
+    }, [x, s.cache_hit_rate]);
+    el = view.querySelector('[data-chart="latency"]');
+    chart(el, {
+      series: [{}, lineSeries("mean latency (s)", PALETTE[0], { points: { show: true, size: 5 }, value: function (u, v) { return fmtNum(v, 3); } }),
+        lineSeries("mean compile (ms)", PALETTE[1], { scale: "ms", points: { show: true, size: 5 }, value: function (u, v) { return fmtNum(v, 1); } })],
+      axes: [{}, { label: "s" }, { scale: "ms", side: 1, label: "ms", grid: { show: false } }]
+    }, [x, s.latency_mean_s, s.compile_ms_mean]);
+  }
+
+  /* ---- Runs ---- */
+
+  function pager(base, params, offset, limit, nextOffset) {
+    var prev = h("button", { cls: "plain", text: "‹ newer" });
+    var next = h("button", { cls: "plain", text: "older ›" });
+    prev.disabled = offset <= 0;
+    next.disabled = nextOffset === null || nextOffset === undefined;
+    prev.addEventListener("click", function () {
+      location.hash = hashWith(base, Object.assign({}, params, { offset: Math.max(0, offset - limit) || "" }));
+    });
+    next.addEventListener("click", function () {
+      location.hash = hashWith(base, Object.assign({}, params, { offset: nextOffset }));
+    });
+    return h("div", { cls: "pager" }, prev, next, h("span", { text: "rows " + (offset + 1) + "–" }));
+  }
+
+  function searchForm(base, q, placeholder) {
+    var input = h("input", { name: "q", placeholder: placeholder, value: q || "" });
+    var f = h("form", { cls: "filters" }, h("label", { text: "filter" }), input, h("button", { type: "submit", text: "Apply" }));
+    f.addEventListener("submit", function (ev) { ev.preventDefault(); location.hash = hashWith(base, { q: input.value.trim() }); });
+    return f;
+  }
+
+  function viewRuns(r) {
+    var q = r.params.get("q") || "", offset = parseInt(r.params.get("offset") || "0", 10) || 0, limit = 50;
+    return api("/v1/dashboard/runs", { q: q, limit: limit, offset: offset }).then(function (d) {
+      var el = h("div", null, h("h1", { text: "Runs" }),
+        h("p", { cls: "sub", text: "RL runs (tags.run_id), latest first. Internal errors are left out of the rates." }),
+        searchForm("#/runs", q, "run id contains…"),
+        h("section", { cls: "card" }, d.items.length ? table(["run", { text: "evaluated", cls: "num" },
+          { text: "correct", cls: "num" }, { text: "correct rate", cls: "num" }, { text: "steps", cls: "num" },
+          "last result"], d.items.map(function (x) {
+            return h("tr", { "data-run": x.run_id }, td(runLink(x.run_id)), td(fmtInt(x.evaluated), "num", "run.evaluated"),
+              td(fmtInt(x.correct), "num", "run.correct"), td(fmtPct(x.correct_rate), "num", "run.correct_rate"),
+              td(x.min_step === null ? "–" : x.min_step + "–" + x.max_step, "num"), td(fmtTime(x.last_finished_at)));
+          })) : empty("No run yet: tag submissions with tags.run_id."),
+          pager("#/runs", { q: q }, offset, limit, d.next_offset)));
+      return { el: el };
+    });
+  }
+
+  function viewRun(r) {
+    var id = r.parts[1], from = r.params.get("from") || "", to = r.params.get("to") || "", k = r.params.get("k") || "";
+    var cursor = r.params.get("cursor") || "";
+    return Promise.all([
+      api("/v1/dashboard/run", { id: id, from_step: from, to_step: to, k: k }),
+      api("/v1/submissions", { run_id: id, limit: 20, cursor: cursor })
+    ]).then(function (res) {
+      var d = res[0], subs = res[1], run = d.run;
+      var base = "#/run/" + encodeURIComponent(id);
+      var fFrom = h("input", { name: "from", size: 6, placeholder: "first", value: from });
+      var fTo = h("input", { name: "to", size: 6, placeholder: "last", value: to });
+      var fK = h("input", { name: "k", size: 10, placeholder: "1,5,10", value: k });
+      var form = h("form", { cls: "filters" }, h("label", { text: "steps from" }), fFrom, h("label", { text: "to" }), fTo,
+        h("label", { text: "pass@k, k =" }), fK, h("button", { type: "submit", text: "Apply" }));
+      form.addEventListener("submit", function (ev) {
+        ev.preventDefault();
+        location.hash = hashWith(base, { from: fFrom.value.trim(), to: fTo.value.trim(), k: fK.value.trim() });
+      });
+      var ks = d.k;
+      var el = h("div", null,
+        h("h1", null, "Run ", fig("run.id", run.run_id)),
+        h("p", { cls: "sub", text: "Reward = speedup when correct, else 0. Distributions are read from histograms " +
+          "with 8 buckets per doubling (within ~5%)." }),
+        form,
+        h("div", { cls: "tiles" },
+          tile("Evaluated", "run.evaluated", fmtInt(run.evaluated)),
+          tile("Correct", "run.correct", fmtInt(run.correct)),
+          tile("Correct rate", "run.correct_rate", fmtPct(run.correct_rate)),
+          tile("Compiled", "run.compiled", fmtInt(run.compiled)),
+          tile("Steps", "run.steps", run.min_step === null ? "–" : run.min_step + "–" + run.max_step),
+          tile("Internal errors", "run.internal_errors", fmtInt(run.internal_errors), "not counted in rates")),
+        h("div", { cls: "grid" },
+          card("Correct rate per step", chartBox("correct")),
+          card("Reward per step (median, 25–75 %, 10–90 %, mean)", chartBox("reward")),
+          card("Speedup of correct kernels per step (log scale)", chartBox("speedup")),
+          card("Steps", stepTable(d.steps))),
+        card("Tasks: pass@k over the samples, best kernel so far", d.tasks.length ? table(["task",
+          { text: "samples", cls: "num" }, { text: "correct", cls: "num" }].concat(ks.map(function (x) {
+            return { text: "pass@" + x, cls: "num" };
+          })).concat([{ text: "best", cls: "num" }, { text: "at step", cls: "num" }, "kernel"]), d.tasks.map(function (t) {
+            return h("tr", { "data-task": t.task === null ? "" : t.task }, td(taskLink(t.task)),
+              td(fmtInt(t.samples), "num", "task.samples"), td(fmtInt(t.correct), "num", "task.correct"),
+              ks.map(function (x) { return td(fmtPct(t.pass_at_k[String(x)]), "num", "pass@" + x); }),
+              td(fmtX(t.best_speedup), "num", "task.best"), td(stepText(t.best_step), "num"),
+              td(t.best_id ? subLink(t.best_id) : "–"));
+          })) : empty("No task in these steps.")),
+        h("div", { cls: "grid" }, card("Submissions of this run (newest first)", submissionList(subs, base,
+          { from: from, to: to, k: k }, cursor))));
+      return { el: el, after: function () { runCharts(d); } };
+    });
+  }
+
+  function stepTable(steps) {
+    if (!steps.length) return empty("No step.");
+    var rows = steps.slice(-12).reverse().map(function (s) {
+      return h("tr", { "data-step": s.step === null ? "" : String(s.step) }, td(stepText(s.step), "num"),
+        td(fmtInt(s.evaluated), "num", "step.evaluated"), td(fmtPct(s.correct_rate), "num", "step.correct_rate"),
+        td(fmtNum(s.mean_reward, 3), "num", "step.mean_reward"), td(fmtX(s.geomean_speedup), "num"),
+        td(fmtX(s.best_so_far), "num"));
+    });
+    return h("div", null, table([{ text: "step", cls: "num" }, { text: "evaluated", cls: "num" },
+      { text: "correct", cls: "num" }, { text: "mean reward", cls: "num" }, { text: "geomean speedup", cls: "num" },
+      { text: "best so far", cls: "num" }], rows),
+      steps.length > 12 ? h("p", { cls: "legend-note", text: "latest 12 of " + steps.length + " steps" }) : null);
+  }
+
+  function submissionList(subs, base, params, cursor) {
+    var rows = subs.items.map(function (s) {
+      return h("tr", { "data-id": String(s.id) }, td(subLink(s.id)), td(badge(s.verdict || s.state)),
+        td(taskLink(s.task)), td(stepText(s.tags && s.tags.step), "num"), td(fmtX(s.speedup), "num"),
+        td(fmtTime(s.finished_at || s.created_at)));
+    });
+    var next = h("button", { cls: "plain", text: "older ›" });
+    next.disabled = subs.next_cursor === null;
+    next.addEventListener("click", function () {
+      location.hash = hashWith(base, Object.assign({}, params, { cursor: subs.next_cursor }));
+    });
+    var first = h("button", { cls: "plain", text: "« newest" });
+    first.disabled = !cursor;
+    first.addEventListener("click", function () { location.hash = hashWith(base, params); });
+    return h("div", null, rows.length ? table(["id", "verdict", "task", { text: "step", cls: "num" },
+      { text: "speedup", cls: "num" }, "finished"], rows) : empty("none"), h("div", { cls: "pager" }, first, next));
+  }
+
+  function q(s, key, p) { return s.map(function (x) { return x[key] ? x[key][p] : null; }); }
+
+  function runCharts(d) {
+    var st = d.steps.filter(function (s) { return s.step !== null; });
+    if (!st.length) {
+      ["correct", "reward", "speedup"].forEach(function (n) {
+        var el = view.querySelector('[data-chart="' + n + '"]');
+        if (el) el.replaceWith(empty("These submissions carry no tags.step."));
+      });
+      return;
+    }
+    var x = st.map(function (s) { return s.step; });
+    var xs = { x: { time: false } };
+    var stepAxis = { label: "step", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] };
+    chart(view.querySelector('[data-chart="correct"]'), {
+      scales: Object.assign({ y: { range: [0, 1] } }, xs),
+      series: [{ label: "step" }, lineSeries("correct rate", VERDICT_COLORS.correct, { value: function (u, v) { return fmtPct(v); } }),
+        lineSeries("compiled rate", VERDICT_COLORS.compiled, { dash: [5, 4], value: function (u, v) { return fmtPct(v); } })],
+      axes: [stepAxis, { values: function (u, vs) { return vs.map(function (v) { return (v * 100).toFixed(0) + "%"; }); } }]
+    }, [x, st.map(function (s) { return s.correct_rate; }), st.map(function (s) { return s.evaluated ? s.compiled / s.evaluated : null; })]);
+    var band = function (key, color) {
+      return {
+        series: [{ label: "step" }, lineSeries("p10", color, { width: 0 }), lineSeries("p90", color, { width: 0 }),
+          lineSeries("p25", color, { width: 0 }), lineSeries("p75", color, { width: 0 }),
+          lineSeries("median", color, { width: 2 })],
+        bands: [{ series: [2, 1], fill: color + "22" }, { series: [4, 3], fill: color + "44" }]
+      };
+    };
+    var rw = band("reward", PALETTE[0]);
+    rw.series.push(lineSeries("mean", PALETTE[1], { dash: [4, 4] }));
+    rw.scales = xs;
+    rw.axes = [stepAxis, { label: "reward" }];
+    chart(view.querySelector('[data-chart="reward"]'), rw, [x, q(st, "reward", "p10"), q(st, "reward", "p90"),
+      q(st, "reward", "p25"), q(st, "reward", "p75"), q(st, "reward", "p50"), st.map(function (s) { return s.mean_reward; })]);
+    var sp = band("speedup", PALETTE[2]);
+    sp.series.push(lineSeries("best so far", PALETTE[3], { width: 2 }));
+    sp.scales = Object.assign({ y: { distr: 3, log: 2 } }, xs);
+    sp.axes = [stepAxis, { label: "speedup ×" }];
+    var pos = function (arr) { return arr.map(function (v) { return v > 0 ? v : null; }); };
+    chart(view.querySelector('[data-chart="speedup"]'), sp, [x, pos(q(st, "speedup", "p10")), pos(q(st, "speedup", "p90")),
+      pos(q(st, "speedup", "p25")), pos(q(st, "speedup", "p75")), pos(q(st, "speedup", "p50")),
+      pos(st.map(function (s) { return s.best_so_far; }))]);
+  }
+
+  /* ---- Tasks ---- */
+
+  function viewTasks(r) {
+    var q = r.params.get("q") || "", offset = parseInt(r.params.get("offset") || "0", 10) || 0, limit = 50;
+    return api("/v1/dashboard/tasks", { q: q, limit: limit, offset: offset }).then(function (d) {
+      var el = h("div", null, h("h1", { text: "Tasks" }),
+        h("p", { cls: "sub", text: "Tasks with submissions, busiest first." }),
+        searchForm("#/tasks", q, "task name contains…"),
+        h("section", { cls: "card" }, d.items.length ? table(["task", { text: "submissions", cls: "num" },
+          { text: "done", cls: "num" }, { text: "correct", cls: "num" }, { text: "compile errors", cls: "num" },
+          { text: "pass rate", cls: "num" }], d.items.map(function (t) {
+            return h("tr", { "data-task": t.task }, td(taskLink(t.task)), td(fmtInt(t.submissions), "num", "task.submissions"),
+              td(fmtInt(t.done), "num"), td(fmtInt(t.correct), "num", "task.correct"), td(fmtInt(t.compile_errors), "num"),
+              td(fmtPct(t.correct_rate), "num", "task.correct_rate"));
+          })) : empty("No submission yet."), pager("#/tasks", { q: q }, offset, limit, d.next_offset)));
+      return { el: el };
+    });
+  }
+
+  function viewTask(r) {
+    var name = r.parts[1], offset = parseInt(r.params.get("offset") || "0", 10) || 0, limit = 20;
+    return api("/v1/dashboard/tasks/" + encodeURIComponent(name), { limit: limit, offset: offset }).then(function (d) {
+      var s = d.summary, info = d.info;
+      var el = h("div", null,
+        h("h1", null, "Task ", fig("task.name", d.task)),
+        h("p", { cls: "sub", text: info ? (info.title + " · level " + info.level + " · " + (info.category || "")) : "inline task (not in the library)" }),
+        h("div", { cls: "tiles" },
+          tile("Submissions", "task.submissions", fmtInt(s.submissions)),
+          tile("Done", "task.done", fmtInt(s.done)),
+          tile("Correct", "task.correct", fmtInt(s.correct)),
+          tile("Pass rate", "task.correct_rate", fmtPct(s.correct_rate)),
+          tile("Compile errors", "task.compile_errors", fmtInt(s.compile_errors)),
+          tile("Median speedup", "task.median_speedup", fmtX(d.median_speedup), "of correct kernels")),
+        h("div", { cls: "grid" },
+          card("Speedup distribution of correct kernels", d.speedup_hist.length ? chartBox("hist") : empty("No correct kernel yet.")),
+          card("Verdicts", verdictBars(d.verdicts.reduce(function (o, v) { o[v.verdict] = v.n; return o; }, {})))),
+        card("Leaderboard: fastest correct kernels", d.leaderboard.length ? h("div", null, table([{ text: "rank", cls: "num" },
+          "submission", { text: "speedup", cls: "num" }, "run", { text: "step", cls: "num" }, { text: "turn", cls: "num" },
+          "finished"], d.leaderboard.map(function (x, i) {
+            return h("tr", { "data-id": String(x.id) }, td(String(offset + i + 1), "num"), td(subLink(x.id)),
+              td(fmtX(x.speedup), "num", "leader.speedup"), td(x.run_id ? runLink(x.run_id) : "–"),
+              td(stepText(x.step), "num"), td(x.turn === null ? "–" : String(x.turn), "num"), td(fmtTime(x.finished_at)));
+          })), pager("#/task/" + encodeURIComponent(name), {}, offset, limit, d.next_offset)) : empty("No correct kernel yet.")));
+      return { el: el, after: function () { taskChart(d); } };
+    });
+  }
+
+  function taskChart(d) {
+    var el = view.querySelector('[data-chart="hist"]');
+    if (!el) return;
+    var x = d.speedup_hist.map(function (b) { return b.bucket; });
+    chart(el, {
+      scales: { x: { time: false } },
+      series: [{ label: "speedup", value: function (u, v) { return v === null || v === undefined ? "–" : fmtX(Math.pow(2, v / 8)) + "–" + fmtX(Math.pow(2, (v + 1) / 8)); } },
+        barSeries("correct kernels", PALETTE[2])],
+      axes: [{ label: "speedup ×", values: function (u, vs) { return vs.map(function (v) { return Math.pow(2, v / 8).toFixed(2); }); } },
+        { label: "kernels" }]
+    }, [x, d.speedup_hist.map(function (b) { return b.n; })]);
+  }
+
+  /* ---- Submission ---- */
+
+  function viewSubmission(r) {
+    var id = r.parts[1];
+    return api("/v1/dashboard/submissions/" + encodeURIComponent(id)).then(function (d) {
+      var s = d.submission, res = s.result || {}, req = d.request || {}, comp = res.compile || {};
+      var gpu = res.gpu || null;
+      var log = comp.log || "";
+      var marked = errorLines(log);
+      var el = h("div", null,
+        h("h1", null, "Submission #", fig("sub.id", String(s.id)), " ", h("span", { "data-fig": "sub.verdict" }, badge(s.verdict || s.state)),
+          gpu && gpu.standin ? h("span", { cls: "badge standin", "data-fig": "sub.standin", text: "stand-in result: no GPU ran this" }) : null),
+        h("p", { cls: "sub" }, "task ", taskLink(s.task), s.tags && s.tags.run_id ? [" · run ", runLink(s.tags.run_id)] : null,
+          s.tags && s.tags.step !== undefined ? " · step " + s.tags.step : "", " · mode " + s.mode,
+          " · created " + fmtTime(s.created_at), " · attempts " + s.attempts),
+        res.feedback ? h("p", { cls: "feedback", "data-fig": "sub.feedback", text: res.feedback }) : null,
+        h("div", { cls: "tiles" },
+          tile("Verdict", "sub.verdict_text", s.verdict || s.state),
+          tile("Speedup", "sub.speedup", fmtX(s.speedup)),
+          tile("Compile", "sub.compile_ms", comp.compile_ms !== undefined ? fmtMs(comp.compile_ms) : "–",
+            comp.cache_hit ? "cache hit" : comp.ok === false ? "failed" : ""),
+          tile("GPU time", "sub.gpu_busy", res.gpu_busy_ms !== undefined ? fmtMs(res.gpu_busy_ms) : "–",
+            gpu ? (gpu.name || "") : "not run on a GPU")),
+        turnsCard(d.turns, s),
+        h("div", { cls: "grid" },
+          card("Source", sourceBlock(req.source || "", marked.sourceLines)),
+          card("Compile log (" + marked.count + " error line" + (marked.count === 1 ? "" : "s") + ")",
+            log ? logBlock(log) : empty(comp.ok ? "Clean: nothing logged." : "No compile log."))),
+        correctnessCard(res),
+        h("div", { cls: "grid" },
+          card("Timing trials", res.timing && res.timing.shapes && res.timing.shapes.length ? h("div", null, chartBox("timing"), timingTable(res.timing)) : empty("Not timed.")),
+          card("Resources", resourcesTable(res.resources || comp.kernels))),
+        res.error ? card("Error", h("pre", { cls: "mono", "data-fig": "sub.error", text: JSON.stringify(res.error, null, 2) })) : null,
+        card("Request", h("dl", { cls: "kv" }, h("dt", { text: "options" }), h("dd", { cls: "mono", text: (req.options || []).join(" ") || "–" }),
+          h("dt", { text: "plan" }), h("dd", null, h("pre", { cls: "mono", text: req.plan ? JSON.stringify(req.plan, null, 1) : "–" })),
+          h("dt", { text: "tags" }), h("dd", { cls: "mono", text: JSON.stringify(s.tags) }),
+          h("dt", { text: "seed" }), h("dd", { cls: "mono", text: res.seed || "–" }))));
+      return { el: el, after: function () { timingChart(res.timing); } };
+    });
+  }
+
+  /* Compile log lines that are errors, and the source lines they point at (kernel.cu(N): error ...). */
+  function errorLines(log) {
+    var out = { count: 0, sourceLines: {} };
+    log.split("\n").forEach(function (line) {
+      if (/\berror\b/.test(line) && !/^\d+ errors? detected/.test(line)) {
+        out.count++;
+        var m = /kernel\.cu\((\d+)\)/.exec(line) || /^\s*(?:kernel\.cu|\S+\.ptx):(\d+)/.exec(line);
+        if (m) out.sourceLines[m[1]] = true;
+      }
+    });
+    return out;
+  }
+
+  function logBlock(log) {
+    return h("div", { cls: "log", "data-fig": "sub.log" }, log.replace(/\n$/, "").split("\n").map(function (line) {
+      var err = /\berror\b/.test(line) && !/^\d+ errors? detected/.test(line);
+      return h("div", { cls: err ? "err" : /\bwarning\b/.test(line) ? "warn" : null, "data-err": err ? "1" : null, text: line || " " });
+    }));
+  }
+
+  function sourceBlock(src, marks) {
+    if (!src) return empty("No source.");
+    var lines = src.replace(/\n$/, "").split("\n");
+    return h("div", { cls: "code", "data-fig": "sub.source" }, h("table", null, h("tbody", null, lines.map(function (l, i) {
+      var n = String(i + 1);
+      return h("tr", { cls: marks[n] ? "mark" : null, "data-line": n }, h("td", { cls: "ln", text: n }), h("td", { text: l || " " }));
+    }))));
+  }
+
+  function turnsCard(turns, s) {
+    var anc = (turns && turns.ancestors) || [], ch = (turns && turns.children) || [];
+    if (!anc.length && !ch.length) return null;
+    var chip = function (t, self) {
+      return h("span", { cls: "turn" + (self ? " self" : ""), "data-turn": String(t.id) },
+        self ? "#" + t.id : subLink(t.id), " ", badge(t.verdict || t.state), t.speedup ? " " + fmtX(t.speedup) : "",
+        t.turn !== null && t.turn !== undefined ? " · turn " + t.turn : "");
+    };
+    return card("Turns (parent → this → children)", h("div", { cls: "turns" },
+      anc.map(function (t) { return [chip(t, false), " → "]; }),
+      chip({ id: s.id, verdict: s.verdict, state: s.state, speedup: s.speedup, turn: s.tags ? s.tags.turn : null }, true),
+      ch.length ? " → " : null, ch.map(function (t, i) { return [i ? ", " : "", chip(t, false)]; })));
+  }
+
+  function correctnessCard(res) {
+    var c = res.correctness;
+    if (!c || !c.shapes || !c.shapes.length) return null;
+    var yn = function (v) { return v === true ? "yes" : v === false ? "NO" : "–"; };
+    var mism = [];
+    var rows = c.shapes.map(function (sh) {
+      (sh.buffers || []).forEach(function (b) {
+        (b.first_mismatches || []).forEach(function (m) { mism.push([sh.shape, b.name, m]); });
+      });
+      return h("tr", { "data-shape": sh.shape }, td(sh.shape), td(yn(sh.passed)), td(fmtInt(sh.trials), "num"),
+        td(yn(sh.guard_ok)), td(yn(sh.inputs_intact)), td(yn(sh.deterministic)), td(yn(sh.revalidated)),
+        td((sh.buffers || []).map(function (b) {
+          return h("div", null, b.name + ": max abs " + fmtNum(b.max_abs, 6) + ", max rel " + fmtNum(b.max_rel, 6) +
+            ", " + fmtInt(b.mismatches) + " of " + fmtInt(b.count) + " outside tolerance");
+        })));
+    });
+    return card("Correctness", h("div", null, table(["shape", "passed", { text: "trials", cls: "num" }, "guards", "inputs intact",
+      "deterministic", "revalidated", "buffers"], rows),
+      mism.length ? h("div", null, h("h2", { text: "First mismatches" }), table(["shape", "buffer", { text: "index", cls: "num" },
+        { text: "got", cls: "num" }, { text: "expected", cls: "num" }], mism.map(function (m) {
+          return h("tr", { "data-mismatch": m[2].index }, td(m[0]), td(m[1]), td(fmtInt(m[2].index), "num"),
+            td(String(m[2].got), "num", "mismatch.got"), td(String(m[2].want), "num", "mismatch.want"));
+        }))) : null));
+  }
+
+  function timingTable(t) {
+    var rows = [];
+    t.shapes.forEach(function (sh) {
+      ["candidate", "reference"].forEach(function (side) {
+        var x = sh[side] || {};
+        rows.push(h("tr", { "data-shape": sh.shape, "data-side": side }, td(sh.shape), td(side),
+          td(fmtMs(x.median_ms), "num", "timing.median"), td(fmtMs(x.mean_ms), "num"), td(fmtMs(x.stdev_ms), "num"),
+          td(fmtMs(x.min_ms), "num"), td(fmtMs(x.max_ms), "num"), td(fmtInt(x.trials), "num", "timing.trials"),
+          td(side === "candidate" ? fmtX(sh.speedup) : "", "num")));
+      });
+    });
+    return table(["shape", "side", { text: "median", cls: "num" }, { text: "mean", cls: "num" }, { text: "stdev", cls: "num" },
+      { text: "min", cls: "num" }, { text: "max", cls: "num" }, { text: "trials", cls: "num" }, { text: "speedup", cls: "num" }], rows);
+  }
+
+  /* Per shape set: candidate and reference medians as bars, each with its fastest and slowest trial. */
+  function timingChart(t) {
+    var el = view.querySelector('[data-chart="timing"]');
+    if (!el || !t || !t.shapes) return;
+    var sh = t.shapes, x = [], cand = [], ref = [], mins = [], maxs = [];
+    sh.forEach(function (s, i) {
+      var c = s.candidate || {}, r = s.reference || {};
+      x.push(i - 0.2, i + 0.2);
+      cand.push(c.median_ms === undefined ? null : c.median_ms, null);
+      ref.push(null, r.median_ms === undefined ? null : r.median_ms);
+      mins.push(c.min_ms === undefined ? null : c.min_ms, r.min_ms === undefined ? null : r.min_ms);
+      maxs.push(c.max_ms === undefined ? null : c.max_ms, r.max_ms === undefined ? null : r.max_ms);
+    });
+    var dots = function (label, fill) {
+      return { label: label, stroke: "#1d2430", paths: function () { return null; },
+        points: { show: true, size: 6, fill: fill }, value: function (u, v) { return fmtMs(v); } };
+    };
+    chart(el, {
+      scales: { x: { time: false, range: [-0.6, sh.length - 0.4] }, y: { range: function (u, mn, mx) { return [0, mx * 1.1]; } } },
+      series: [{ label: "shape", value: function (u, v) { var i = Math.round(v); return sh[i] ? sh[i].shape : "–"; } },
+        barSeries("candidate median", PALETTE[0], { paths: uPlot.paths.bars({ size: [0.9, 90] }), value: function (u, v) { return fmtMs(v); } }),
+        barSeries("reference median", PALETTE[1], { paths: uPlot.paths.bars({ size: [0.9, 90] }), value: function (u, v) { return fmtMs(v); } }),
+        dots("fastest trial", "#fff"), dots("slowest trial", "#1d2430")],
+      axes: [{ incrs: [1], values: function (u, vs) { return vs.map(function (v) { return Number.isInteger(v) && sh[v] ? sh[v].shape : ""; }); } },
+        { label: "ms" }]
+    }, [x, cand, ref, mins, maxs]);
+  }
+
+  function resourcesTable(list) {
+    if (!list || !list.length) return empty("No kernel.");
+    return table(["kernel", { text: "registers", cls: "num" }, { text: "shared (B)", cls: "num" }, { text: "local (B)", cls: "num" },
+      { text: "spills (B)", cls: "num" }, { text: "block", cls: "num" }, { text: "occupancy", cls: "num" }], list.map(function (k) {
+        var occ = k.occupancy ? fmtPct(k.occupancy.fraction) : "–";
+        return h("tr", { "data-kernel": k.kernel || k.name }, td(h("code", { text: k.kernel || k.name })),
+          td(fmtInt(k.registers), "num", "res.registers"), td(fmtInt((k.shared_static || 0) + (k.shared_dynamic || 0)), "num"),
+          td(fmtInt(k.local), "num"), td(fmtInt((k.spill_stores || 0) + (k.spill_loads || 0)), "num"),
+          td(k.block === undefined ? "–" : fmtInt(k.block), "num"), td(occ, "num"));
+      }));
+  }
+
+  route();
+})();
