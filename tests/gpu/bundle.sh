@@ -18,7 +18,8 @@ for b in server/kevald worker/kevald-compile; do
         [ -x "$build/$b" ] && cp "$build/$b" "$out/bin/"
 done
 cp "$build"/tests/gpu/*.fatbin "$out/fatbin/"
-cp -r "$src/tests/gpu/run_suite.py" "$src/tests/gpu/cases.json" "$src/tests/gpu/cases" "$src/tests/gpu/tasks" \
+cp -r "$src/tests/gpu/run_suite.py" "$src/tests/gpu/cases.json" "$src/tests/gpu/exploits.json" \
+        "$src/tests/gpu/cases" "$src/tests/gpu/tasks" \
         "$out/tests/gpu/"
 cp "$src"/bench/timing/*.py "$src"/bench/timing/*.cu "$out/bench/timing/" 2>/dev/null || true
 [ -d "$build/bench/timing" ] && cp "$build"/bench/timing/*.fatbin "$out/fatbin/" 2>/dev/null || true

@@ -13,8 +13,17 @@ Two ways to run each case:
   eval (--kevald PATH): each case through `kevald eval` (NVRTC compile, the
       dispatcher, a fresh worker per case).
 
+The cases of cases.json run first, then the exploit suite of exploits.json
+(kernels that try to game the reward, each with the verdict the judge must
+give; --only picks from both). An exploit case may carry "class" (what it
+tries) and "score_at_most": {"twin": CASE, "factor": F}: when its verdict is
+"correct", its timing.speedup must not exceed F x the speedup of the honest
+twin CASE, which ran earlier.
+
 Prints a table "case | expected | got | detail | ms" and exits 0 when every
-case passed, 1 otherwise, 77 when this host has no GPU. Python 3 stdlib only.
+case passed, 1 otherwise, 77 when this host has no GPU. --check resolves
+every case into its JOB without a GPU (and, given --fatbins or --build-root,
+checks that every fatbin is there). Python 3 stdlib only.
 """
 import argparse
 import ast
@@ -384,6 +393,99 @@ def detail_of(result):
     return ("%s: %s" % ("/".join(bits), msg))[:110]
 
 
+MANIFESTS = ("cases.json", "exploits.json")
+
+
+def load_cases():
+    """Every case of MANIFESTS in order, each with "_file" (its manifest's name)."""
+    cases = []
+    for fname in MANIFESTS:
+        path = os.path.join(HERE, fname)
+        if fname != MANIFESTS[0] and not os.path.exists(path):
+            continue
+        for c in json.load(open(path))["cases"]:
+            cases.append(dict(c, _file=fname))
+    return cases
+
+
+def check_score(case, result, results):
+    """The "score_at_most" check of @case: (problems, note for the detail column).
+
+    Only a "correct" verdict has a speedup to compare; a twin that did not run
+    (--only) leaves the check undone, which the note says."""
+    rule = case.get("score_at_most")
+    if not rule or not result or result.get("verdict") != "correct":
+        return [], None
+    twin, factor = rule["twin"], float(rule.get("factor", 1.10))
+    got = lookup(result, "timing.speedup")
+    if twin not in results:
+        return [], "speedup %s; not compared: twin %s did not run" % (_fmt(got), twin)
+    want = lookup(results[twin] or {}, "timing.speedup")
+    if not isinstance(got, (int, float)) or not isinstance(want, (int, float)) or want <= 0:
+        return ["score_at_most: speedup %s against twin %s's %s (verdict %s): nothing to compare" %
+                (_fmt(got), twin, _fmt(want), (results[twin] or {}).get("verdict"))], None
+    cmp = "speedup %s %s %.2f x twin %s's %s" % (_fmt(got), "<=" if got <= factor * want else ">", factor,
+                                                   twin, _fmt(want))
+    if got > factor * want:
+        return ["score_at_most: " + cmp + ": the trick paid off"], cmp
+    return [], cmp
+
+
+def _fmt(v):
+    return "%.3g" % v if isinstance(v, (int, float)) else repr(v)
+
+
+def check_manifests(args):
+    """--check: resolve every case's JOB without a GPU; 0 when all resolve, else 1."""
+    bad, seen = 0, {}
+    for n, case in enumerate(load_cases()):
+        name, src = case["name"], case.get("source", case["name"])
+        problems = []
+        try:
+            task = json.load(open(os.path.join(HERE, "tasks", case["task"] + ".json")))
+            plan = json.load(open(os.path.join(HERE, "cases", src + ".plan.json")))
+            if not os.path.exists(os.path.join(HERE, "cases", src + ".cu")):
+                problems.append("no cases/%s.cu" % src)
+            ref_src = task["reference"].get("source_file")
+            if ref_src and not os.path.exists(os.path.join(HERE, "tasks", ref_src)):
+                problems.append("no tasks/%s" % ref_src)
+            job = resolve_job(task, plan, n + 1, args.seed, 1, 1 if ref_src else 0, case.get("job"))
+            if args.fatbins:
+                for fb in ["case_%s.fatbin" % src] + (["task_%s.fatbin" % ref_src[:-3]] if ref_src else []):
+                    if not os.path.exists(os.path.join(args.fatbins, fb)):
+                        problems.append("no %s in %s" % (fb, args.fatbins))
+            if name in seen:
+                problems.append("a second case of this name")
+            if "verdict" not in case.get("expect", {}) or case.get("worker") not in ("stays", "exits"):
+                problems.append("expect.verdict and worker (stays/exits) are required")
+            if case["_file"] != MANIFESTS[0] and not case.get("class"):
+                problems.append("an exploit case needs a class")
+            rule = case.get("score_at_most")
+            if rule:
+                twin = seen.get(rule.get("twin"))
+                if twin is None:
+                    problems.append("score_at_most: twin %r is not an earlier case" % rule.get("twin"))
+                elif twin["task"] != case["task"]:
+                    problems.append("score_at_most: twin %s is of task %s" % (twin["name"], twin["task"]))
+                if not isinstance(rule.get("factor", 1.10), (int, float)):
+                    problems.append("score_at_most: factor must be a number")
+            for dep in (case.get("same_worker_as"),):
+                if dep and dep not in seen:
+                    problems.append("same_worker_as %s: not an earlier case" % dep)
+            steps = sum(len(s["candidate"]["plan"]) for s in job["shapes"])
+        except Exception as e:  # noqa: BLE001
+            problems.append("%s: %s" % (type(e).__name__, e))
+            steps = 0
+        seen[name] = case
+        bad += bool(problems)
+        print("%s %-24s %-14s %-18s %d shape sets, %d candidate steps%s" %
+              ("ok  " if not problems else "FAIL", name, case["_file"], case["task"],
+               len(task.get("shapes", [])) if not problems else 0, steps,
+               ("  " + "; ".join(problems)) if problems else ""))
+    print("gpu suite: --check: %d of %d cases resolve" % (len(seen) - bad, len(seen)))
+    return 1 if bad else 0
+
+
 def start_worker(args, extra):
     """Start kevald-gpu and print its HELLO; None when it does not come up."""
     try:
@@ -419,22 +521,25 @@ def main():
     ap.add_argument("--seed", default="5eed0fca5e5eed01", help="job seed in direct mode (16 hex digits)")
     ap.add_argument("--out", help="write every result JSON to this file")
     ap.add_argument("-v", "--verbose", action="store_true", help="print PROGRESS frames and every result")
+    ap.add_argument("--check", action="store_true", help="resolve every case without a GPU, then exit")
     args = ap.parse_args()
 
+    if args.build_root:
+        args.fatbins = args.fatbins or os.path.join(args.build_root, "tests", "gpu")
+    if args.check:
+        return check_manifests(args)
     ok, why = gpu_present()
     if not ok:
         print("gpu suite: skipped: %s" % why)
         return 77
     if args.build_root:
         args.gpu_bin = args.gpu_bin or os.path.join(args.build_root, "worker", "kevald-gpu")
-        args.fatbins = args.fatbins or os.path.join(args.build_root, "tests", "gpu")
-    manifest = json.load(open(os.path.join(HERE, "cases.json")))
-    cases = [c for c in manifest["cases"] if not args.only or c["name"] in args.only]
+    cases = [c for c in load_cases() if not args.only or c["name"] in args.only]
     eval_mode = bool(args.kevald)
     if not eval_mode and not (args.gpu_bin and args.fatbins):
         ap.error("direct mode needs --gpu-bin and --fatbins (or --build-root); eval mode needs --kevald")
 
-    rows, all_results, failed = [], {}, 0
+    rows, all_results, suite_of, failed = [], {}, {}, 0
     sandbox_failure = None
     worker, worker_of = None, {}
     extra = ["--no-sandbox"] if args.no_sandbox else []
@@ -530,14 +635,24 @@ def main():
                     problems.append("oracle: " + o)
             if result.get("verdict") == "forged":
                 problems.append("a forged frame from device printf reached the protocol stream")
+        score_problems, score_note = check_score(case, result, all_results)
+        problems += score_problems
         all_results[name] = result
+        if result is not None and (case.get("class") or case.get("score_at_most")):
+            # kept for --out (a copy: all_results feeds later twin comparisons as is)
+            suite_of[name] = {"file": case["_file"], "class": case.get("class"),
+                              "score_at_most": case.get("score_at_most"), "score": score_note}
         exp = case["expect"]["verdict"]
         exp = "|".join(exp) if isinstance(exp, list) else exp
         got = result.get("verdict") if result else "(none)"
         detail = "; ".join(problems) if problems else (detail_of(result) if result else "")
+        if score_note and not problems:
+            detail = score_note
         rows.append((name, exp, got, detail, ms, not problems))
         status = "ok  " if not problems else "FAIL"
         print("%s %-22s %-24s %-15s %8.0f ms  %s" % (status, name, exp, got, ms, detail), flush=True)
+        if case.get("class"):
+            print("     class: %s" % case["class"], flush=True)
         failed += bool(problems)
         if problems or args.verbose:
             print("     result: %s" % json.dumps(result, sort_keys=True), flush=True)
@@ -559,8 +674,10 @@ def main():
         print("gpu suite: FAIL: " + sandbox_failure)
         failed += 1
     if args.out:
+        out = {k: (dict(v, suite=suite_of[k]) if k in suite_of and isinstance(v, dict) else v)
+               for k, v in all_results.items()}
         with open(args.out, "w") as f:
-            json.dump(all_results, f, indent=1, sort_keys=True)
+            json.dump(out, f, indent=1, sort_keys=True)
     return 0 if failed == 0 else 1
 
 
