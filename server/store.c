@@ -173,7 +173,9 @@ static const char *const queries[Q__MAX] = {
                         "compile = excluded.compile, cubin = excluded.cubin, last_used_at = excluded.last_used_at",
         [Q_TOKEN_LOOKUP] = "SELECT id, limits FROM tokens WHERE hash = ?1 AND revoked_at IS NULL",
         /* Dashboards: over the views of migrations/006_dashboard.sql (docs/dashboard.md). */
-        [Q_DASH_FIRST + STORE_DASH_QUEUE] = "SELECT state, jobs, oldest_created_at FROM v_queue_depth",
+        /* The IN list walks the queue index per state; the view's "state != 'done'" alone would scan every done row. */
+        [Q_DASH_FIRST + STORE_DASH_QUEUE] = "SELECT state, jobs, oldest_created_at FROM v_queue_depth "
+                "WHERE state IN ('queued', 'compiling', 'compiled', 'running')",
         [Q_DASH_FIRST + STORE_DASH_ACTIVITY] = "SELECT minute_start, verdict, n, latency_sum_s, compiles, "
                 "compile_ms_sum, cache_hits, cache_misses FROM v_activity_minutely WHERE minute_start >= ?1 "
                 "ORDER BY minute_start",
