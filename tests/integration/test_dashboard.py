@@ -285,3 +285,21 @@ def test_upgrade_rolls_up_history(make_server, tmp_path):
         samples, _ = parse_metrics(c.get("/metrics").text)
         assert total(samples, "kevald_job_gpu_busy_seconds_count") == 3
         assert total(samples, "kevald_compile_duration_seconds_sum") == pytest.approx(0.06)
+
+
+def test_grafana_dashboard_queries_exported_metrics(client, run):
+    """deploy/grafana/kevald.json is valid JSON and queries only metric families /metrics has."""
+    import json
+    import re
+    dash = json.loads((SOURCE_ROOT / "deploy" / "grafana" / "kevald.json").read_text())
+    _, types = parse_metrics(client.get("/metrics").text)
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    assert len(exprs) >= 15
+    used = set()
+    for e in exprs:
+        used |= {m for m in re.findall(r"\b(kevald_[a-z_]+)", e)}
+    for m in sorted(used):
+        base = re.sub(r"_(bucket|sum|count)$", "", m)
+        assert m in types or base in types, f"grafana queries {m}, which /metrics does not export"
+    for name in ("kevald_submission_latency_seconds", "kevald_compile_duration_seconds", "kevald_job_gpu_busy_seconds"):
+        assert f"{name}_bucket" in used
