@@ -347,7 +347,7 @@
 
   /* ---- Runs ---- */
 
-  function pager(base, params, offset, limit, nextOffset) {
+  function pager(base, params, offset, limit, nextOffset, count) {
     var prev = h("button", { cls: "plain", text: "‹ newer" });
     var next = h("button", { cls: "plain", text: "older ›" });
     prev.disabled = offset <= 0;
@@ -358,7 +358,8 @@
     next.addEventListener("click", function () {
       location.hash = hashWith(base, Object.assign({}, params, { offset: nextOffset }));
     });
-    return h("div", { cls: "pager" }, prev, next, h("span", { text: "rows " + (offset + 1) + "–" }));
+    return h("div", { cls: "pager" }, prev, next,
+      h("span", { text: count ? "rows " + (offset + 1) + "–" + (offset + count) : "no rows here" }));
   }
 
   function searchForm(base, q, placeholder) {
@@ -381,7 +382,7 @@
               td(fmtInt(x.correct), "num", "run.correct"), td(fmtPct(x.correct_rate), "num", "run.correct_rate"),
               td(x.min_step === null ? "–" : x.min_step + "–" + x.max_step, "num"), td(fmtTime(x.last_finished_at)));
           })) : empty("No run yet: tag submissions with tags.run_id."),
-          pager("#/runs", { q: q }, offset, limit, d.next_offset)));
+          pager("#/runs", { q: q }, offset, limit, d.next_offset, d.items.length)));
       return { el: el };
     });
   }
@@ -528,7 +529,7 @@
             return h("tr", { "data-task": t.task }, td(taskLink(t.task)), td(fmtInt(t.submissions), "num", "task.submissions"),
               td(fmtInt(t.done), "num"), td(fmtInt(t.correct), "num", "task.correct"), td(fmtInt(t.compile_errors), "num"),
               td(fmtPct(t.correct_rate), "num", "task.correct_rate"));
-          })) : empty("No submission yet."), pager("#/tasks", { q: q }, offset, limit, d.next_offset)));
+          })) : empty("No submission yet."), pager("#/tasks", { q: q }, offset, limit, d.next_offset, d.items.length)));
       return { el: el };
     });
   }
@@ -556,7 +557,7 @@
             return h("tr", { "data-id": String(x.id) }, td(String(offset + i + 1), "num"), td(subLink(x.id)),
               td(fmtX(x.speedup), "num", "leader.speedup"), td(x.run_id ? runLink(x.run_id) : "–"),
               td(stepText(x.step), "num"), td(x.turn === null ? "–" : String(x.turn), "num"), td(fmtTime(x.finished_at)));
-          })), pager("#/task/" + encodeURIComponent(name), {}, offset, limit, d.next_offset)) : empty("No correct kernel yet.")));
+          })), pager("#/task/" + encodeURIComponent(name), {}, offset, limit, d.next_offset, d.leaderboard.length)) : empty("No correct kernel yet.")));
       return { el: el, after: function () { taskChart(d); } };
     });
   }
@@ -566,7 +567,7 @@
     if (!el) return;
     var x = d.speedup_hist.map(function (b) { return b.bucket; });
     chart(el, {
-      scales: { x: { time: false } },
+      scales: { x: { time: false }, y: { range: function (u, mn, mx) { return [0, Math.max(1, mx)]; } } },
       series: [{ label: "speedup", value: function (u, v) { return v === null || v === undefined ? "–" : fmtX(Math.pow(2, v / 8)) + "–" + fmtX(Math.pow(2, (v + 1) / 8)); } },
         barSeries("correct kernels", PALETTE[2])],
       axes: [{ label: "speedup ×", values: function (u, vs) { return vs.map(function (v) { return Math.pow(2, v / 8).toFixed(2); }); } },
