@@ -32,6 +32,7 @@ static int64_t deadline_ns = INT64_MAX;
 static CUevent seg_start_ev;
 static CUevent seg_last;   /* the last event recorded */
 static bool seg_open;
+static bool capturing; /* between gpu_capture_begin() and _end(): nothing runs, nothing to account */
 static bool seg_dirty;     /* work enqueued after seg_last */
 static double active_ms;
 
@@ -378,6 +379,8 @@ int gpu_kernel_occupancy(GpuKernel *kernel, int block_threads, size_t dynamic_sh
  */
 void gpu_activity_begin(void)
 {
+        if (capturing)
+                return;
         if (!seg_open && stream && cuEventRecord(seg_start_ev, stream) == CUDA_SUCCESS)
                 seg_open = true;
         seg_dirty = true;
@@ -421,6 +424,55 @@ int gpu_launch(GpuKernel *kernel, const unsigned grid[3], const unsigned block[3
         gpu_activity_begin();
         return CHECK(cuLaunchKernel((CUfunction)kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                     shared, stream, params, NULL));
+}
+
+/**
+ * gpu_capture_begin() - record the launches enqueued from now on into a
+ * graph instead of running them (cuStreamBeginCapture on the worker's
+ * stream). Only gpu_launch() may be called until gpu_capture_end().
+ * Return: 0, GPU_E_CUDA.
+ */
+int gpu_capture_begin(void)
+{
+        int r = CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+
+        capturing = r == 0;
+        return r;
+}
+
+/**
+ * gpu_capture_end() - end the capture; with @ret_graph, instantiate what was
+ * recorded (NULL: discard it, e.g. after a failed launch).
+ * Return: 0, GPU_E_CUDA (the capture was invalidated, or instantiation failed).
+ */
+int gpu_capture_end(GpuGraph **ret_graph)
+{
+        CUgraph g = NULL;
+        CUgraphExec exec = NULL;
+        int r;
+
+        capturing = false;
+        r = CHECK(cuStreamEndCapture(stream, &g));
+        if (r == 0 && ret_graph)
+                r = CHECK(cuGraphInstantiate(&exec, g, 0));
+        if (g)
+                cuGraphDestroy(g);
+        if (r == 0 && ret_graph)
+                *ret_graph = (GpuGraph *)exec;
+        return r;
+}
+
+/** gpu_graph_launch() - run an instantiated graph on the stream. Return: 0, GPU_E_CUDA. */
+int gpu_graph_launch(GpuGraph *graph)
+{
+        gpu_activity_begin();
+        return CHECK(cuGraphLaunch((CUgraphExec)graph, stream));
+}
+
+void gpu_graph_destroy(GpuGraph *graph)
+{
+        if (graph)
+                cuGraphExecDestroy((CUgraphExec)graph);
 }
 
 /** gpu_alloc() - device memory (not zeroed). Return: 0, GPU_E_CUDA (CUDA_ERROR_OUT_OF_MEMORY). */

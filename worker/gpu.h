@@ -26,6 +26,7 @@ typedef uint64_t GpuPtr;
 typedef struct GpuModule GpuModule; /* a CUmodule */
 typedef struct GpuKernel GpuKernel; /* a CUfunction */
 typedef struct GpuEvent GpuEvent;   /* a CUevent */
+typedef struct GpuGraph GpuGraph;   /* an instantiated CUgraphExec */
 
 enum {
         GPU_E_CUDA = 1,    /* a CUDA (or cuBLAS) call failed; see gpu_error_last() */
@@ -92,6 +93,11 @@ int gpu_kernel_set_max_dynamic_shared(GpuKernel *kernel, int bytes);
 int gpu_kernel_occupancy(GpuKernel *kernel, int block_threads, size_t dynamic_shared, int *ret_blocks);
 int gpu_launch(GpuKernel *kernel, const unsigned grid[3], const unsigned block[3], unsigned shared,
                void **params);
+
+int gpu_capture_begin(void);
+int gpu_capture_end(GpuGraph **ret_graph);
+int gpu_graph_launch(GpuGraph *graph);
+void gpu_graph_destroy(GpuGraph *graph);
 
 int gpu_alloc(size_t bytes, GpuPtr *ret_ptr);
 int gpu_free(GpuPtr ptr);

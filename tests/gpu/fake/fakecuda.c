@@ -843,3 +843,47 @@ CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
         *ms = (float)(b->t - a->t);
         return CUDA_SUCCESS;
 }
+
+/* Stream capture is not emulated: the judge falls back to plain launches,
+ * which is the path these tests then take (the GPU suite takes the other). */
+CUresult cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode)
+{
+        (void)s;
+        (void)mode;
+        STICKY();
+        return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cuStreamEndCapture(CUstream s, CUgraph *g)
+{
+        (void)s;
+        *g = NULL;
+        return CUDA_ERROR_ILLEGAL_STATE;
+}
+
+CUresult cuGraphInstantiate(CUgraphExec *e, CUgraph g, unsigned long long flags)
+{
+        (void)g;
+        (void)flags;
+        *e = NULL;
+        return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
+{
+        (void)e;
+        (void)s;
+        return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cuGraphDestroy(CUgraph g)
+{
+        (void)g;
+        return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec e)
+{
+        (void)e;
+        return CUDA_SUCCESS;
+}
