@@ -496,57 +496,29 @@ static void add_step_distributions(json_t *steps, json_t *hist)
         }
 }
 
-/* Fold the (task, step) rows (ordered by task, step) into one row per task with pass@k. */
-static json_t *task_rows(json_t *in, const int64_t *ks, size_t nk)
+/* Add pass@k (and the correct rate) to the per-task rows of STORE_DASH_RUN_TASKS. */
+static void add_pass_at_k(json_t *tasks, const int64_t *ks, size_t nk)
 {
-        json_t *out = json_array(), *cur = NULL, *row;
-        int64_t n = 0, c = 0, compiled = 0;
-        double best = 0;
         size_t i;
+        json_t *row;
 
-        for (i = 0; out && i <= json_array_size(in); i++) {
-                row = json_array_get(in, i);
-                if (cur && (!row || !json_equal(json_object_get(row, "task"), json_object_get(cur, "task")))) {
-                        json_t *pk = json_object();
+        json_array_foreach(tasks, i, row) {
+                int64_t n = (int64_t)num(row, "samples"), c = (int64_t)num(row, "correct");
+                json_t *pk = json_object();
 
-                        for (size_t k = 0; pk && k < nk; k++) {
-                                char key[24];
+                for (size_t k = 0; pk && k < nk; k++) {
+                        char key[24];
 
-                                snprintf(key, sizeof(key), "%lld", (long long)ks[k]);
-                                json_object_set_new(pk, key, ks[k] <= n ? json_real(pass_at_k(n, c, ks[k]))
-                                                                        : json_null());
-                        }
-                        json_object_set_new(cur, "samples", json_integer(n));
-                        json_object_set_new(cur, "compiled", json_integer(compiled));
-                        json_object_set_new(cur, "correct", json_integer(c));
-                        json_object_set_new(cur, "correct_rate", n > 0 ? json_real((double)c / (double)n)
-                                                                       : json_null());
-                        json_object_set_new(cur, "pass_at_k", pk ? pk : json_object());
-                        json_array_append_new(out, cur);
-                        cur = NULL;
+                        snprintf(key, sizeof(key), "%lld", (long long)ks[k]);
+                        json_object_set_new(pk, key, ks[k] <= n ? json_real(pass_at_k(n, c, ks[k])) : json_null());
                 }
-                if (!row)
-                        break;
-                if (!cur) {
-                        cur = json_pack("{s:O, s:n, s:n, s:n}", "task", json_object_get(row, "task"), "best_speedup",
-                                        "best_id", "best_step");
-                        n = c = compiled = 0;
-                        best = 0;
-                        if (!cur)
-                                break;
-                }
-                n += (int64_t)num(row, "evaluated");
-                c += (int64_t)num(row, "correct");
-                compiled += (int64_t)num(row, "compiled");
-                if (num(row, "best_speedup") > best) {
-                        best = num(row, "best_speedup");
-                        json_object_set(cur, "best_speedup", json_object_get(row, "best_speedup"));
-                        json_object_set(cur, "best_id", json_object_get(row, "best_id"));
-                        json_object_set(cur, "best_step", json_object_get(row, "step"));
+                json_object_set_new(row, "correct_rate", n > 0 ? json_real((double)c / (double)n) : json_null());
+                json_object_set_new(row, "pass_at_k", pk ? pk : json_object());
+                if (json_is_null(json_object_get(row, "best_speedup"))) {
+                        json_object_set_new(row, "best_id", json_null());
+                        json_object_set_new(row, "best_step", json_null());
                 }
         }
-        json_decref(cur);
-        return out;
 }
 
 /**
@@ -588,14 +560,14 @@ int api_dashboard_run(HttpRequest *req)
                 goto out;
         }
         add_step_distributions(steps, hist);
+        add_pass_at_k(tasks, ks, nk);
         kl = json_array();
         for (size_t k = 0; kl && k < nk; k++)
                 json_array_append_new(kl, json_integer(ks[k]));
-        http_respond_json(req, 200, json_pack("{s:O, s:I, s:o, s:o, s:O, s:o, s:o}", "run", json_array_get(summary, 0),
+        http_respond_json(req, 200, json_pack("{s:O, s:I, s:o, s:O, s:O, s:o}", "run", json_array_get(summary, 0),
                                               "from_step", (json_int_t)from,
                                               "to_step", to == INT64_MAX ? json_null() : json_integer(to),
-                                              "steps", json_incref(steps), "speedup_hist", hist,
-                                              "tasks", task_rows(tasks, ks, nk), "k", kl ? kl : json_array()));
+                                              "steps", steps, "tasks", tasks, "k", kl ? kl : json_array()));
 out:
         json_decref(summary);
         json_decref(steps);

@@ -189,9 +189,11 @@ static const char *const queries[Q__MAX] = {
         [Q_DASH_FIRST + STORE_DASH_RUN_SPEEDUPS] = "SELECT step, bucket, speedup_lo, speedup_hi, n "
                 "FROM v_run_step_speedups WHERE run_id = ?1 AND coalesce(step, -1) BETWEEN ?2 AND ?3 "
                 "ORDER BY coalesce(step, -1), bucket",
-        [Q_DASH_FIRST + STORE_DASH_RUN_TASKS] = "SELECT task, step, evaluated, compiled, correct, best_speedup, "
-                "best_id FROM v_run_step_tasks WHERE run_id = ?1 AND coalesce(step, -1) BETWEEN ?2 AND ?3 "
-                "ORDER BY task, coalesce(step, -1)",
+        /* best_id and best_step are bare columns: SQLite takes them from the row with max(best_speedup). */
+        [Q_DASH_FIRST + STORE_DASH_RUN_TASKS] = "SELECT task, sum(evaluated) AS samples, sum(compiled) AS compiled, "
+                "sum(correct) AS correct, max(best_speedup) AS best_speedup, best_id, step AS best_step "
+                "FROM v_run_step_tasks WHERE run_id = ?1 AND coalesce(step, -1) BETWEEN ?2 AND ?3 "
+                "GROUP BY task ORDER BY task",
         [Q_DASH_FIRST + STORE_DASH_TASKS] = "SELECT * FROM v_task_summary WHERE ?1 IS NULL OR instr(task, ?1) > 0 "
                 "ORDER BY submissions DESC, task LIMIT ?2 OFFSET ?3",
         [Q_DASH_FIRST + STORE_DASH_TASK] = "SELECT * FROM v_task_summary WHERE task = ?1",

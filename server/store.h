@@ -138,7 +138,7 @@ typedef enum {
         STORE_DASH_RUN,            /* (run_id): v_run_summary */
         STORE_DASH_RUN_STEPS,      /* (run_id, from_step, to_step): v_run_steps */
         STORE_DASH_RUN_SPEEDUPS,   /* (run_id, from_step, to_step): v_run_step_speedups */
-        STORE_DASH_RUN_TASKS,      /* (run_id, from_step, to_step): v_run_step_tasks by task, step */
+        STORE_DASH_RUN_TASKS,      /* (run_id, from_step, to_step): v_run_step_tasks summed per task */
         STORE_DASH_TASKS,          /* (substring|null, limit, offset): v_task_summary, busiest first */
         STORE_DASH_TASK,           /* (task): v_task_summary */
         STORE_DASH_TASK_VERDICTS,  /* (task): v_task_verdicts */
