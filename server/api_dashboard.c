@@ -218,19 +218,87 @@ static void series_add(json_t *series, const char *key, size_t n, size_t i, doub
         json_array_set_new(a, i, count ? json_integer((json_int_t)llround(v)) : json_real(v));
 }
 
+/* Per-minute sums of v_activity_minutely rows. */
+typedef struct Minute {
+        double evaluations, latency_s, compile_ms, compiles, cache_hits, cache_lookups;
+} Minute;
+
+/*
+ * The dense per-minute series of the "now" view: @n minutes from @since,
+ * from the rows of v_activity_minutely (@act) and v_gpu_busy_minutely
+ * (@gpu). Return: a new object, or NULL when out of memory.
+ */
+static json_t *now_series(json_t *act, json_t *gpu, int64_t since, size_t n)
+{
+        json_t *series = json_object(), *minutes = json_array(), *verdicts = json_object(), *gpus = json_object();
+        json_t *evals = json_array(), *lat = json_array(), *cmp = json_array(), *hit = json_array(), *row;
+        Minute *mins = calloc(n, sizeof(*mins));
+        size_t i;
+
+        if (!series || !mins || json_object_set_new(series, "minute_start", minutes) ||
+            json_object_set_new(series, "evaluations", evals) || json_object_set_new(series, "verdicts", verdicts) ||
+            json_object_set_new(series, "latency_mean_s", lat) || json_object_set_new(series, "compile_ms_mean", cmp) ||
+            json_object_set_new(series, "cache_hit_rate", hit) ||
+            json_object_set_new(series, "gpu_busy_fraction", gpus)) {
+                json_decref(series);
+                free(mins);
+                return NULL;
+        }
+        json_array_foreach(act, i, row) {
+                int64_t m = (int64_t)num(row, "minute_start");
+                const char *verdict = json_string_value(json_object_get(row, "verdict"));
+                Minute *mi;
+
+                if (m < since || m >= since + (int64_t)n * 60 || !verdict)
+                        continue;
+                mi = &mins[(m - since) / 60];
+                series_add(verdicts, verdict, n, (size_t)((m - since) / 60), num(row, "n"), true);
+                if (strcmp(verdict, "cancelled")) {
+                        mi->evaluations += num(row, "n");
+                        mi->latency_s += num(row, "latency_sum_s");
+                }
+                mi->compile_ms += num(row, "compile_ms_sum");
+                mi->compiles += num(row, "compiles");
+                mi->cache_hits += num(row, "cache_hits");
+                mi->cache_lookups += num(row, "cache_hits") + num(row, "cache_misses");
+        }
+        for (size_t k = 0; k < n; k++) {
+                const Minute *mi = &mins[k];
+
+                json_array_append_new(minutes, json_integer(since + (int64_t)k * 60));
+                json_array_append_new(evals, json_integer((json_int_t)mi->evaluations));
+                json_array_append_new(lat, mi->evaluations > 0 ? json_real(mi->latency_s / mi->evaluations) : json_null());
+                json_array_append_new(cmp, mi->compiles > 0 ? json_real(mi->compile_ms / mi->compiles) : json_null());
+                json_array_append_new(hit, mi->cache_lookups > 0 ? json_real(mi->cache_hits / mi->cache_lookups)
+                                                                  : json_null());
+        }
+        json_array_foreach(gpu, i, row) {
+                int64_t m = (int64_t)num(row, "minute_start");
+                char key[32];
+
+                if (m < since || m >= since + (int64_t)n * 60)
+                        continue;
+                snprintf(key, sizeof(key), "%lld", (long long)num(row, "gpu"));
+                series_add(gpus, key, n, (size_t)((m - since) / 60), num(row, "busy_fraction"), false);
+        }
+        free(mins);
+        return series;
+}
+
 /**
- * api_dashboard_now() - GET /v1/dashboard/now?window=MINUTES
+ * api_dashboard_now() - GET /v1/dashboard/now?window=MINUTES: queue depth
+ * by state, totals, the compile cache, the workers, and per-minute series
+ * over the window (the current minute last)
  * Return: HTTP_DONE.
  */
 int api_dashboard_now(HttpRequest *req)
 {
         static const char *const known[] = { "window", NULL };
         Api *api = http_request_app(req);
-        json_t *stats = NULL, *queue = NULL, *act = NULL, *gpu = NULL, *out = NULL, *series, *minutes, *row,
-               *verdicts, *gpus, *lat, *cmp, *hit, *evals, *q, *cache, *ds = NULL;
-        int64_t window, since, now_min;
+        json_t *stats = NULL, *queue = NULL, *act = NULL, *gpu = NULL, *out, *series, *row, *q, *cache, *ds = NULL;
+        int64_t window, since;
         double now;
-        size_t i, n;
+        size_t i;
         Store *store;
         int r;
 
@@ -238,9 +306,7 @@ int api_dashboard_now(HttpRequest *req)
                                                      &window))
                 return HTTP_DONE;
         now = store_now();
-        now_min = (int64_t)floor(now / 60) * 60;
-        since = now_min - (window - 1) * 60;
-        n = (size_t)window;
+        since = (int64_t)floor(now / 60) * 60 - (window - 1) * 60;
         store = storepool_get(api->pool);
         r = store_stats(store, &stats);
         if (r != 0) {
@@ -253,70 +319,11 @@ int api_dashboard_now(HttpRequest *req)
         storepool_put(api->pool, store);
         if (r)
                 goto out;
-
-        series = json_object();
-        minutes = json_array();
-        verdicts = json_object();
-        gpus = json_object();
-        evals = json_array();
-        lat = json_array();
-        cmp = json_array();
-        hit = json_array();
-        json_object_set_new(series, "minute_start", minutes);
-        json_object_set_new(series, "evaluations", evals);
-        json_object_set_new(series, "verdicts", verdicts);
-        json_object_set_new(series, "latency_mean_s", lat);
-        json_object_set_new(series, "compile_ms_mean", cmp);
-        json_object_set_new(series, "cache_hit_rate", hit);
-        json_object_set_new(series, "gpu_busy_fraction", gpus);
-        {
-                double *lsum = calloc(n, sizeof(double)), *csum = calloc(n, sizeof(double));
-                double *hits = calloc(n, sizeof(double)), *looks = calloc(n, sizeof(double));
-                double *ev = calloc(n, sizeof(double)), *cn = calloc(n, sizeof(double));
-
-                if (!lsum || !csum || !hits || !looks || !ev || !cn) {
-                        free(lsum), free(csum), free(hits), free(looks), free(ev), free(cn);
-                        json_decref(series);
-                        http_respond_error(req, PROBLEM_INTERNAL, NULL, "out of memory");
-                        goto out;
-                }
-                json_array_foreach(act, i, row) {
-                        int64_t m = (int64_t)num(row, "minute_start");
-                        const char *verdict = json_string_value(json_object_get(row, "verdict"));
-                        size_t k;
-
-                        if (m < since || m > now_min || !verdict)
-                                continue;
-                        k = (size_t)((m - since) / 60);
-                        series_add(verdicts, verdict, n, k, num(row, "n"), true);
-                        if (strcmp(verdict, "cancelled")) {
-                                ev[k] += num(row, "n");
-                                lsum[k] += num(row, "latency_sum_s");
-                        }
-                        csum[k] += num(row, "compile_ms_sum");
-                        cn[k] += num(row, "compiles");
-                        hits[k] += num(row, "cache_hits");
-                        looks[k] += num(row, "cache_hits") + num(row, "cache_misses");
-                }
-                for (size_t k = 0; k < n; k++) {
-                        json_array_append_new(minutes, json_integer(since + (int64_t)k * 60));
-                        json_array_append_new(evals, json_integer((json_int_t)ev[k]));
-                        json_array_append_new(lat, ev[k] > 0 ? json_real(lsum[k] / ev[k]) : json_null());
-                        json_array_append_new(cmp, cn[k] > 0 ? json_real(csum[k] / cn[k]) : json_null());
-                        json_array_append_new(hit, looks[k] > 0 ? json_real(hits[k] / looks[k]) : json_null());
-                }
-                free(lsum), free(csum), free(hits), free(looks), free(ev), free(cn);
+        series = now_series(act, gpu, since, (size_t)window);
+        if (!series) {
+                http_respond_error(req, PROBLEM_INTERNAL, NULL, "out of memory");
+                goto out;
         }
-        json_array_foreach(gpu, i, row) {
-                int64_t m = (int64_t)num(row, "minute_start");
-                char key[32];
-
-                if (m < since || m > now_min)
-                        continue;
-                snprintf(key, sizeof(key), "%lld", (long long)num(row, "gpu"));
-                series_add(gpus, key, n, (size_t)((m - since) / 60), num(row, "busy_fraction"), false);
-        }
-
         q = json_pack("{s:i, s:i, s:i, s:i, s:n}", "queued", 0, "compiling", 0, "compiled", 0, "running", 0,
                       "oldest_created_at");
         json_array_foreach(queue, i, row) {
