@@ -9,7 +9,8 @@
 -- the row to 'done', then store its result, exactly once per submission.
 -- That insert copies the few numbers the dashboards need out of the result
 -- JSON into job_metrics (one JSON parse per job); job_metrics' own insert
--- trigger adds them to the rollups.
+-- trigger adds them to the rollups. A result that is not JSON (the store
+-- never writes one) is skipped rather than failing the finish.
 
 -- Tag columns, computed from tags when read (nothing stored, no cost at insert).
 ALTER TABLE submissions ADD COLUMN step INTEGER GENERATED ALWAYS AS (json_extract(tags, '$.step')) VIRTUAL;
@@ -158,7 +159,7 @@ BEGIN
                json_extract(NEW.result, '$.gpu.index'),
                json_extract(NEW.result, '$.gpu_busy_ms'),
                json_extract(NEW.result, '$.wall_ms')
-        FROM submissions s WHERE s.id = NEW.id AND s.state = 'done';
+        FROM submissions s WHERE s.id = NEW.id AND s.state = 'done' AND json_valid(NEW.result);
 END;
 
 CREATE TRIGGER job_metrics_rollup AFTER INSERT ON job_metrics
