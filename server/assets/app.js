@@ -609,7 +609,7 @@
           card("Resources", resourcesTable(res.resources || comp.kernels))),
         res.error ? card("Error", h("pre", { cls: "mono", "data-fig": "sub.error", text: JSON.stringify(res.error, null, 2) })) : null,
         card("Request", h("dl", { cls: "kv" }, h("dt", { text: "options" }), h("dd", { cls: "mono", text: (req.options || []).join(" ") || "–" }),
-          h("dt", { text: "plan" }), h("dd", null, h("pre", { cls: "mono", text: req.plan ? JSON.stringify(req.plan, null, 1) : "–" })),
+          h("dt", { text: "plan" }), h("dd", null, h("pre", { cls: "mono", text: req.plan ? req.plan.map(function (st) { return JSON.stringify(st); }).join("\n") : "–" })),
           h("dt", { text: "tags" }), h("dd", { cls: "mono", text: JSON.stringify(s.tags) }),
           h("dt", { text: "seed" }), h("dd", { cls: "mono", text: res.seed || "–" }))));
       return { el: el, after: function () { timingChart(res.timing); } };
