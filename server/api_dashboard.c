@@ -42,7 +42,7 @@ extern const unsigned long kevald_assets_count;
 #define DASH_WINDOW_DEFAULT_MIN 60
 #define DASH_WINDOW_MAX_MIN 1440          /* a day of minutes */
 #define DASH_PAGE_DEFAULT 50
-#define DASH_PAGE_MAX 1000                /* LIMIT_LIST_PAGE_MAX */
+#define DASH_PAGE_MAX LIMIT_LIST_PAGE_MAX
 #define DASH_OFFSET_MAX 1000000
 #define DASH_K_MAX 8                      /* values in ?k= */
 #define DASH_K_LIMIT 10000
