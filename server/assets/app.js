@@ -325,7 +325,7 @@
       var gk = Object.keys(s.gpu_busy_fraction).sort();
       chart(el, {
         series: [{}].concat(gk.map(function (g, i) {
-          return lineSeries("GPU " + g, PALETTE[i % PALETTE.length], { points: { show: true, size: 5 }, value: function (u, v) { return fmtPct(v); } });
+          return lineSeries("GPU " + g, PALETTE[i % PALETTE.length], { fill: PALETTE[i % PALETTE.length] + "22", value: function (u, v) { return fmtPct(v); } });
         })),
         scales: { y: { range: [0, 1] } },
         axes: [{}, { values: function (u, vs) { return vs.map(function (v) { return (v * 100).toFixed(0) + "%"; }); } }]
