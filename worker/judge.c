@@ -1293,12 +1293,12 @@ static int free_sets(Run *r, TimingState *ts)
 
 /*
  * Queue @b pairs (events from ev_pool), wait for them within the launch
- * limits, collect their samples and check their outputs. @slot_base: tally
- * slots are used from 0; the caller keeps b * per * outputs <= the tally.
+ * limits, collect their samples (when @record) and check their outputs.
+ * Tally slots are used from 0; the caller keeps b * per * outputs within
+ * DEVMEM_TALLY_SLOTS.
  */
 static int timed_batch(Run *r, int si, TimingState *ts, size_t b, bool record, size_t *n)
 {
-        const GpuJob *job = r->job;
         uint32_t first_run = ts->runs;
         unsigned slot = 0;
         int rc;
@@ -1324,7 +1324,6 @@ static int timed_batch(Run *r, int si, TimingState *ts, size_t b, bool record, s
                         (*n)++;
                 }
         }
-        (void)job;
         return check_tally(r, si, ts, slot, first_run);
 }
 
@@ -1390,7 +1389,7 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
         if (max_b > EV_PAIRS)
                 max_b = EV_PAIRS;
         if (max_b < 1)
-                max_b = 1; /* per * outputs <= 16 * 32 < the tally */
+                max_b = 1; /* per * outputs <= 32 * 32 = the tally */
         t_start = gpu_now_ns();
         while (stop == TIMING_GO_ON) {
                 size_t b = timing_batch_size(&pol, n, elapsed, pair_ms);
