@@ -74,5 +74,7 @@ int api_parse_wait(HttpRequest *req, double *ret_s);
  * Return: 0 when all are known, else HTTP_DONE.
  */
 int api_check_query(HttpRequest *req, const char *const *allowed);
+/* Parse a path id: decimal, 1..INT64_MAX. Return: true and *@ret set, or false. */
+bool api_parse_id(const char *s, int64_t *ret);
 /* Answer a store failure (negative errno) as 500/503. Return: HTTP_DONE. */
 int api_respond_store_error(HttpRequest *req, int r, const char *what);

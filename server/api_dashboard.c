@@ -362,13 +362,8 @@ out:
         return HTTP_DONE;
 }
 
-/* ---- GET /v1/dashboard/runs, /v1/dashboard/run ---- */
-
-/**
- * api_dashboard_runs() - GET /v1/dashboard/runs?q=&limit=&offset=: runs, latest first
- * Return: HTTP_DONE.
- */
-int api_dashboard_runs(HttpRequest *req)
+/* A list route of ?q=&limit=&offset= over one statement (runs, tasks). */
+static int searched_page(HttpRequest *req, StoreDash stmt)
 {
         static const char *const known[] = { "q", "limit", "offset", NULL };
         Api *api = http_request_app(req);
@@ -381,12 +376,22 @@ int api_dashboard_runs(HttpRequest *req)
         if (api_check_query(req, known) || query_str(req, "q", &q) || query_page(req, &limit, &offset))
                 return HTTP_DONE;
         store = storepool_get(api->pool);
-        r = rows(req, store, STORE_DASH_RUNS, json_pack("[s?, I, I]", q, (json_int_t)limit, (json_int_t)offset),
-                 &items);
+        r = rows(req, store, stmt, json_pack("[s?, I, I]", q, (json_int_t)limit, (json_int_t)offset), &items);
         storepool_put(api->pool, store);
         if (r)
                 return HTTP_DONE;
         return respond_page(req, items, limit, offset);
+}
+
+/* ---- GET /v1/dashboard/runs, /v1/dashboard/run ---- */
+
+/**
+ * api_dashboard_runs() - GET /v1/dashboard/runs?q=&limit=&offset=: runs, latest first
+ * Return: HTTP_DONE.
+ */
+int api_dashboard_runs(HttpRequest *req)
+{
+        return searched_page(req, STORE_DASH_RUNS);
 }
 
 /* A view's step column: null (no step tag) is -1. */
@@ -591,23 +596,7 @@ out:
  */
 int api_dashboard_tasks(HttpRequest *req)
 {
-        static const char *const known[] = { "q", "limit", "offset", NULL };
-        Api *api = http_request_app(req);
-        const char *q;
-        int64_t limit, offset;
-        json_t *items = NULL;
-        Store *store;
-        int r;
-
-        if (api_check_query(req, known) || query_str(req, "q", &q) || query_page(req, &limit, &offset))
-                return HTTP_DONE;
-        store = storepool_get(api->pool);
-        r = rows(req, store, STORE_DASH_TASKS, json_pack("[s?, I, I]", q, (json_int_t)limit, (json_int_t)offset),
-                 &items);
-        storepool_put(api->pool, store);
-        if (r)
-                return HTTP_DONE;
-        return respond_page(req, items, limit, offset);
+        return searched_page(req, STORE_DASH_TASKS);
 }
 
 /* The median of a speedup histogram (rows ascending by bucket), or null. */
@@ -684,21 +673,6 @@ out:
 
 /* ---- GET /v1/dashboard/submissions/{id} ---- */
 
-static bool parse_id(const char *s, int64_t *ret)
-{
-        int64_t v = 0;
-
-        if (!s || !*s || *s == '0' || strlen(s) > 19)
-                return false;
-        for (; *s; s++) {
-                if (*s < '0' || *s > '9' || v > (INT64_MAX - (*s - '0')) / 10)
-                        return false;
-                v = v * 10 + (*s - '0');
-        }
-        *ret = v;
-        return true;
-}
-
 /* The token whose submissions this request sees, or -1 for all (auth off, admin). */
 static int64_t visible_token(HttpRequest *req)
 {
@@ -735,7 +709,7 @@ int api_dashboard_submission(HttpRequest *req)
 
         if (api_check_query(req, none))
                 return HTTP_DONE;
-        if (!parse_id(http_request_param(req, 0), &id))
+        if (!api_parse_id(http_request_param(req, 0), &id))
                 return http_respond_error(req, PROBLEM_NOT_FOUND, NULL, "no such submission");
         store = storepool_get(api->pool);
         if (rows(req, store, STORE_DASH_TURN, json_pack("[I]", (json_int_t)id), &turn))

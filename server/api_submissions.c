@@ -109,8 +109,8 @@ static bool visible_to_all(HttpRequest *req)
         return !api->auth || http_request_principal(req)->admin;
 }
 
-/* Parse a path id: decimal, 1..INT64_MAX. */
-static bool parse_id(const char *s, int64_t *ret)
+/** api_parse_id() - see api.h. */
+bool api_parse_id(const char *s, int64_t *ret)
 {
         int64_t v = 0;
 
@@ -749,7 +749,7 @@ int api_submissions_item(HttpRequest *req)
 {
         int64_t id;
 
-        if (!parse_id(http_request_param(req, 0), &id))
+        if (!api_parse_id(http_request_param(req, 0), &id))
                 return http_respond_error(req, PROBLEM_NOT_FOUND, NULL, "no submission '%.64s'",
                                           http_request_param(req, 0));
         if (http_request_method(req) == HTTP_DELETE)
