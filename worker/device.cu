@@ -225,3 +225,19 @@ extern "C" __global__ void kv_mismatch_from(KvCmpParams p, const unsigned char *
         if ((threadIdx.x & 31) == 0 && first != ~0ull)
                 atomicMin(ret, first);
 }
+
+/*
+ * Demote to evict_normal every L2 line of the ranges in @r (n of them) that
+ * is in the L2 now. A candidate can mark the lines of its buffers evict_last
+ * (createpolicy, ld/st .L2::cache_hint) so that they outlive the L2 flush:
+ * the timing loop runs this over the candidate's buffer sets before its
+ * flush, which then evicts them like any other line.
+ */
+extern "C" __global__ void kv_l2_normal(const KvRange *r, uint32_t n)
+{
+        for (uint32_t i = 0; i < n; i++) {
+                const unsigned char *p = (const unsigned char *)r[i].ptr;
+                for (uint64_t off = kv_tid() * 128; off < r[i].bytes; off += kv_nthreads() * 128)
+                        asm volatile("applypriority.global.L2::evict_normal [%0], 128;" : : "l"(p + off) : "memory");
+        }
+}

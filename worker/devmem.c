@@ -27,9 +27,13 @@ _Static_assert(TALLY_BYTES <= STAGING_BYTES, "the tally is read back through the
 
 static GpuModule *helpers;
 static GpuKernel *k_warm, *k_generate, *k_canary_fill, *k_canary_check, *k_diff_init, *k_compare_bits,
-        *k_cmp_init, *k_compare_tol, *k_mismatch_from;
+        *k_cmp_init, *k_compare_tol, *k_mismatch_from, *k_l2_normal;
 static GpuPtr results;        /* RESULT_BYTES of device memory for helper results */
 static GpuPtr tally;          /* DEVMEM_TALLY_SLOTS comparison results (devmem_tally_*) */
+static GpuPtr ranges;         /* DEVMEM_L2_RANGES_MAX KvRange for kv_l2_normal */
+static KvRange *ranges_host;  /* page-locked, the upload's source */
+static uint32_t n_ranges;
+static uint64_t ranges_most;  /* the largest range: sizes the grid */
 static unsigned char *staging; /* STAGING_BYTES, page-locked */
 static unsigned char *chunk;   /* DEVMEM_CHUNK_BYTES, page-locked */
 static unsigned max_blocks = 1024;
@@ -93,6 +97,7 @@ int devmem_init(const void *fatbin, size_t len, int sms)
                 { "kv_cmp_init", &k_cmp_init },
                 { "kv_compare_tol", &k_compare_tol },
                 { "kv_mismatch_from", &k_mismatch_from },
+                { "kv_l2_normal", &k_l2_normal },
         };
         void *host = NULL, *copy;
         size_t mem_free, mem_total;
@@ -116,8 +121,12 @@ int devmem_init(const void *fatbin, size_t len, int sms)
                         return r;
                 }
         }
-        if ((r = gpu_alloc(RESULT_BYTES, &results)) || (r = gpu_alloc(TALLY_BYTES, &tally)))
+        if ((r = gpu_alloc(RESULT_BYTES, &results)) || (r = gpu_alloc(TALLY_BYTES, &tally)) ||
+            (r = gpu_alloc(DEVMEM_L2_RANGES_MAX * sizeof(KvRange), &ranges)))
                 return r;
+        if ((r = gpu_host_alloc(DEVMEM_L2_RANGES_MAX * sizeof(KvRange), &host)))
+                return r;
+        ranges_host = host;
         if ((r = gpu_host_alloc(STAGING_BYTES, &host)))
                 return r;
         staging = host;
@@ -575,6 +584,38 @@ int devmem_tally_compare(unsigned slot, GpuPtr got, GpuPtr want, const KvCmpPara
         if ((r = launch1(k_cmp_init, init_args)))
                 return r;
         return p.count ? launch(k_compare_tol, p.count, args) : 0;
+}
+
+/**
+ * devmem_l2_ranges() - the allocations (guards included) that
+ * devmem_l2_normal() demotes from now on: @n buffers of @bufs (waits, once
+ * per timed shape set). Return: also -EINVAL for more than DEVMEM_L2_RANGES_MAX.
+ */
+int devmem_l2_ranges(const DevBuf *const *bufs, size_t n)
+{
+        if (n > DEVMEM_L2_RANGES_MAX)
+                return -EINVAL;
+        ranges_most = 0;
+        for (size_t i = 0; i < n; i++) {
+                ranges_host[i] = (KvRange){ .ptr = bufs[i]->base, .bytes = bufs[i]->total };
+                if (bufs[i]->total > ranges_most)
+                        ranges_most = bufs[i]->total;
+        }
+        n_ranges = (uint32_t)n;
+        if (!n)
+                return 0;
+        int r = gpu_copy_htod(ranges, ranges_host, n * sizeof(KvRange));
+        return r ? r : gpu_stream_wait();
+}
+
+/** devmem_l2_normal() - demote those ranges' L2 lines to evict_normal (asynchronous, one launch). */
+int devmem_l2_normal(void)
+{
+        GpuPtr rp = ranges;
+        uint32_t n = n_ranges;
+        void *args[] = { &rp, &n };
+
+        return n ? launch(k_l2_normal, (ranges_most + 127) / 128, args) : 0;
 }
 
 /** devmem_tally_fetch() - wait, then copy tally slots [0, @n) to @ret (waits). */

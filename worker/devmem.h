@@ -86,6 +86,10 @@ int devmem_compare_tol(GpuPtr got, GpuPtr want, const KvCmpParams *params, KvCmp
 #define DEVMEM_TALLY_SLOTS 1024u
 int devmem_tally_compare(unsigned slot, GpuPtr got, GpuPtr want, const KvCmpParams *params);
 int devmem_tally_fetch(unsigned n, KvCmpStats *ret);
+/* L2 lines a candidate marked evict_last, back to evict_normal before a flush. */
+#define DEVMEM_L2_RANGES_MAX 4096u
+int devmem_l2_ranges(const DevBuf *const *bufs, size_t n);
+int devmem_l2_normal(void);
 int devmem_mismatch_from(GpuPtr got, GpuPtr want, const KvCmpParams *params, uint64_t start,
                          uint64_t *ret_index);
 int devmem_read(GpuPtr src, void *dst, size_t bytes);

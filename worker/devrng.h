@@ -87,6 +87,12 @@ typedef struct KvCmpStats {
         unsigned long long max_rel_bits;
 } KvCmpStats;
 
+/* A device address range (kv_l2_normal()). */
+typedef struct KvRange {
+        uint64_t ptr;
+        uint64_t bytes;
+} KvRange;
+
 /* Device-side result of a byte comparison (canaries, bitwise equality). */
 typedef struct KvDiff {
         unsigned long long count;  /* differing bytes */

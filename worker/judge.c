@@ -1125,6 +1125,9 @@ static int timed_pair(Run *r, int si, TimingState *ts, GpuEvent *const *ev, unsi
                     (rc = set_inputs(r, s, &s->ref, &ts->ref[j], seed, false)))
                         return rc;
         }
+        /* lines the candidate marked evict_last would outlive the flush */
+        r->side = SIDE_HELPER;
+        TRY_GPU(r, devmem_l2_normal());
         for (int side = SIDE_CAND; side <= SIDE_REF; side++) {
                 const BufSet *sets = side == SIDE_CAND ? ts->cand : ts->ref;
                 if ((rc = flush_l2(r)))
@@ -1267,6 +1270,8 @@ static int choose_per(const JobShape *s, double cand_ms, double ref_ms)
 
 static int grow_sets(Run *r, const JobShape *s, TimingState *ts, int want)
 {
+        const DevBuf *bufs[TIMING_SETS_MAX * MAX_SET];
+        size_t n = 0;
         int rc;
 
         while (ts->n_sets < want) {
@@ -1277,6 +1282,12 @@ static int grow_sets(Run *r, const JobShape *s, TimingState *ts, int want)
                         return rc;
                 ts->n_sets++;
         }
+        /* every candidate allocation, for devmem_l2_normal() before each flush */
+        for (int j = 0; j < ts->n_sets; j++)
+                for (int i = 0; i < ts->cand[j].n; i++)
+                        bufs[n++] = &ts->cand[j].b[i];
+        r->side = SIDE_HELPER;
+        TRY_GPU(r, devmem_l2_ranges(bufs, n));
         return 0;
 }
 
@@ -1288,7 +1299,7 @@ static int free_sets(Run *r, TimingState *ts)
                 if ((rc = set_free(r, &ts->cand[j])) || (rc = set_free(r, &ts->ref[j])))
                         return rc;
         ts->n_sets = 0;
-        return 0;
+        return devmem_l2_ranges(NULL, 0);
 }
 
 /*

@@ -225,6 +225,13 @@ static void h_compare_tol(struct CUmod_st *m, void **p)
         memcpy(&s->max_rel_bits, &mr, 8);
 }
 
+/* kv_l2_normal: there is no L2 to demote lines in */
+static void h_l2_normal(struct CUmod_st *m, void **p)
+{
+        (void)m;
+        (void)p;
+}
+
 static void h_mismatch_from(struct CUmod_st *m, void **p)
 {
         const KvCmpParams *c = p[0];
@@ -442,6 +449,7 @@ static const KDef kernels[] = {
         { "helpers", "kv_cmp_init", h_cmp_init, 1, { 8 } },
         { "helpers", "kv_compare_tol", h_compare_tol, 4, { sizeof(KvCmpParams), 8, 8, 8 } },
         { "helpers", "kv_mismatch_from", h_mismatch_from, 5, { sizeof(KvCmpParams), 8, 8, 8, 8 } },
+        { "helpers", "kv_l2_normal", h_l2_normal, 2, { 8, 4 } },
         { "ref", "vadd_ref", k_vadd, 4, { 8, 8, 8, 4 } },
         { "ref", "axpy_ref", k_axpy, 4, { 4, 8, 8, 4 } },
         { "ref", "copy4", k_copy4, 3, { 8, 8, 4 } },
