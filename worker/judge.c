@@ -1485,6 +1485,31 @@ static void mark_revalidated(json_t *corr_shapes, int si, bool ok)
  * @ret_outcome: the RESULT (new) and whether the process must exit
  * Return: 0 (the outcome is always filled, whatever the verdict).
  */
+/*
+ * Where the job's wall time went, in ms: load (modules, plans), correctness,
+ * gate (waiting for the GPU alone), timing (and revalidation), cleanup.
+ * @t: when correctness, the gate, timing and cleanup began (0: never).
+ * A phase the job never reached is absent.
+ */
+static json_t *phases_json(int64_t t0, const int64_t t[4], int64_t gate_ns, int64_t end)
+{
+        json_t *o = json_object();
+        int64_t cleanup = t[3] ? t[3] : end;
+
+#define PHASE(name, from, to) json_object_set_new(o, (name), json_real((double)((to) - (from)) / 1e6))
+        PHASE("load", t0, t[0] ? t[0] : cleanup);
+        if (t[0])
+                PHASE("correctness", t[0], t[1] ? t[1] : cleanup);
+        if (t[1])
+                json_object_set_new(o, "gate", json_real((double)gate_ns / 1e6));
+        if (t[2])
+                PHASE("timing", t[2], cleanup);
+        if (t[3])
+                PHASE("cleanup", t[3], end);
+#undef PHASE
+        return o;
+}
+
 int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t blob_len, JudgeOutcome *ret_outcome)
 {
         Run run;
@@ -1495,6 +1520,7 @@ int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t
         json_t *corr_shapes = json_array(), *timing = json_null(), *resources = json_array(), *result;
         double speedups[LIMIT_TASK_SHAPES_MAX];
         int rc, n_timed = 0;
+        int64_t t_phase[4] = { 0 }, gate_ns = 0; /* correctness, gate, timing, cleanup start */
 
         memset(r, 0, sizeof(*r));
         r->env = env;
@@ -1544,9 +1570,28 @@ int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t
         resources = resources_json(r);
 
         /* correctness */
+        t_phase[0] = gpu_now_ns();
         for (int si = 0; si < job->n_shapes; si++)
                 if (correctness_shape(r, si, corr_shapes))
                         goto cleanup;
+
+        t_phase[1] = gpu_now_ns();
+
+        /* the GPU alone for timing */
+        if (job->gate && env->gate) {
+                int64_t before = gpu_now_ns(), deadline = gpu_deadline_get();
+                r->phase = "gate";
+                if ((rc = env->gate(env->progress_userdata, job->id)) < 0) {
+                        fail(r, "internal_error", "internal", "the supervisor did not let the job time (%s)",
+                             strerror(-rc));
+                        r->must_exit = true;
+                        r->exit_code = 2;
+                        goto cleanup;
+                }
+                gate_ns = gpu_now_ns() - before;
+                gpu_deadline_set(deadline + gate_ns);
+        }
+        t_phase[2] = gpu_now_ns();
 
         /* timing and revalidation */
         {
@@ -1585,6 +1630,7 @@ int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t
         r->verdict = "correct";
 
 cleanup:
+        t_phase[3] = gpu_now_ns();
         r->phase = "cleanup";
         if (!r->must_exit) {
                 /* zero and free everything, then unload; a hang here is fatal */
@@ -1633,6 +1679,7 @@ done:
         gpu_elf_globals_clear(&r->cand_globals);
         json_object_set_new(result, "wall_ms", json_real((double)(gpu_now_ns() - t0) / 1e6));
         json_object_set_new(result, "late_waits", json_integer(r->late_runs));
+        json_object_set_new(result, "phases_ms", phases_json(t0, t_phase, gate_ns, gpu_now_ns()));
         if (job)
                 json_object_set_new(result, "seed", json_string(job->seed_text));
         ret_outcome->result = result;

@@ -231,6 +231,35 @@ def run_corpus(api, subs, items, args):
     return results, submit_t, done_t, t0, t_submitted, t1
 
 
+class Nvml:
+    """GPU utilization as NVML reports it (`nvidia-smi -lms 100`: the percent of each sample period
+    in which a kernel of any process ran), sampled during the corpus run; None without nvidia-smi."""
+
+    def __init__(self):
+        self.p = None
+        self.rows = []
+        if shutil.which("nvidia-smi"):
+            self.p = subprocess.Popen(["nvidia-smi", "--query-gpu=index,utilization.gpu",
+                                       "--format=csv,noheader,nounits", "-lms", "100"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            try:
+                i, u = (int(x) for x in line.split(","))
+            except ValueError:
+                continue
+            self.rows.append((time.time(), i, u))
+
+    def mean(self, t0, t1):
+        if self.p is None:
+            return None
+        self.p.terminate()
+        inside = [u for t, _, u in self.rows if t0 <= t <= t1]
+        return round(statistics.mean(inside), 1) if inside else None
+
+
 def summarize_corpus(items, results, submit_t, done_t, t0, t_submitted, t1, mode):
     wall = t1 - t0
     verdicts = {}
@@ -270,7 +299,10 @@ def summarize_corpus(items, results, submit_t, done_t, t0, t_submitted, t1, mode
         if isinstance(gw, (int, float)):
             gpu_wall += gw
         bv = by_verdict.setdefault(v, {"n": 0, "with_wall_ms": 0, "wall_ms": 0.0, "gpu_busy_ms": 0.0,
-                                       "gpu_active_ms": 0.0})
+                                       "gpu_active_ms": 0.0, "phases_ms": {}})
+        for ph, ms in (res.get("phases_ms") or {}).items():  # the worker's own breakdown (newer builds)
+            if isinstance(ms, (int, float)):
+                bv["phases_ms"][ph] = bv["phases_ms"].get(ph, 0.0) + ms
         if isinstance(ga, (int, float)):
             bv["gpu_active_ms"] += ga
         bv["n"] += 1
@@ -319,7 +351,8 @@ def summarize_corpus(items, results, submit_t, done_t, t0, t_submitted, t1, mode
         "jobs_per_gpu": {str(k): v for k, v in sorted(per_gpu.items())},
         "gpu_worker_time_by_verdict": {k: {"n": v["n"], "with_wall_ms": v["with_wall_ms"],
                                            "wall_ms": round(v["wall_ms"], 1), "gpu_busy_ms": round(v["gpu_busy_ms"], 1),
-                                           "gpu_active_ms": round(v["gpu_active_ms"], 1)}
+                                           "gpu_active_ms": round(v["gpu_active_ms"], 1),
+                                           "phases_ms": {p_: round(x, 1) for p_, x in v["phases_ms"].items()}}
                                        for k, v in by_verdict.items()},
         "latency_s": {"p50": pct(lat, 50), "p90": pct(lat, 90), "p99": pct(lat, 99), "max": max(lat) if lat else None},
         "latency_server_s": {"p50": pct(lat_server, 50), "p99": pct(lat_server, 99)},
@@ -410,7 +443,10 @@ def markdown(rep):
     lines.append("| verdict as generated | %d / %d |" % (c["verdict_as_expected"], c["finished"]))
     if rep["mode"] != "compile":
         lines.append("| **GPU busy** = sum(gpu_active_ms) / (wall × GPUs): all of the worker's GPU work in flight "
-                     "(plans, L2 flushes, input generation, comparisons) | **%s%%** |" % fmt(rep.get("gpu_active_pct")))
+                     "(plans, L2 flushes, input generation, comparisons; concurrent checks count once each, so it "
+                     "can pass 100%%) | **%s%%** |" % fmt(rep.get("gpu_active_pct")))
+        lines.append("| NVML utilization (nvidia-smi, 100 ms samples: a kernel of any process ran), mean over the run "
+                     "| %s%% |" % fmt(rep.get("nvml_util_pct")))
         lines.append("| plan time = sum(gpu_busy_ms) / (wall × GPUs): candidate and reference plan executions only "
                      "| %s%% |" % fmt(rep.get("gpu_busy_pct")))
         lines.append("| worker occupied = sum(wall_ms) / (wall × GPUs) | %s%% |" % fmt(rep.get("gpu_occupied_pct")))
@@ -521,12 +557,15 @@ def main():
         subs = prepare(items, args, specs)
         gpu_before = {g.get("index"): g for g in gpus if isinstance(g, dict)}
         print("submitting %d kernels in batches of %d ..." % (len(subs), args.batch), file=sys.stderr)
+        nvml = Nvml()
         results, submit_t, done_t, t0, t_sub, t1 = run_corpus(api, subs, items, args)
+        nvml_util = nvml.mean(t0, t1)
         c = summarize_corpus(items, results, submit_t, done_t, t0, t_sub, t1, args.mode)
         rep = {"label": args.label, "device": device, "gpus": ngpu, "mode": args.mode, "shapes": args.shapes,
                "timing": args.timing or items[0]["submission"].get("timing") if items else None,
                "batch": args.batch, "tasks": len({it["task"] for it in items}), "corpus": c,
                "compile_workers": (ready.get("compile_workers") or {}).get("configured")}
+        rep["nvml_util_pct"] = nvml_util
         if ngpu and c["wall_s"] > 0:
             rep["evals_per_min_per_gpu"] = round(c["evals_per_min"] / ngpu, 1)
             rep["gpu_busy_pct"] = round(100.0 * c["gpu_busy_ms_sum"] / (c["wall_s"] * 1000.0 * ngpu), 1)
