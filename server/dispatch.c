@@ -1678,11 +1678,11 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         if (d->cfg.launch_floor_ms <= 0)
                 d->cfg.launch_floor_ms = 250;
         if (d->cfg.gpu_workers_per_gpu <= 0)
-                d->cfg.gpu_workers_per_gpu = 6;
+                d->cfg.gpu_workers_per_gpu = 3;
         if (d->cfg.gpu_workers_per_gpu > 8)
                 d->cfg.gpu_workers_per_gpu = 8;
         if (d->cfg.gpu_checks_per_gpu <= 0)
-                d->cfg.gpu_checks_per_gpu = 3;
+                d->cfg.gpu_checks_per_gpu = 1; /* BENCHMARKS.md, issue 13: sharing measured slower */
         if (d->cfg.gpu_checks_per_gpu > d->cfg.gpu_workers_per_gpu)
                 d->cfg.gpu_checks_per_gpu = d->cfg.gpu_workers_per_gpu;
         /* absolute: the workers start in "/" (a relative folder would name nothing there) */

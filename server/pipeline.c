@@ -243,7 +243,8 @@ json_t *pipeline_result(const char *task, const char *verdict, json_t *compile, 
                         json_t *error, uint64_t seed)
 {
         static const char *const from_gpu[] = { "correctness", "timing", "resources", "error", "gpu",
-                                                "gpu_busy_ms", "gpu_active_ms", "wall_ms", "cleanup" };
+                                                "gpu_busy_ms", "gpu_active_ms", "wall_ms", "cleanup",
+                                                "late_waits", "phases_ms" };
         json_t *res = json_object();
         json_t *timing;
         char seedhex[17];

@@ -503,6 +503,7 @@ def main():
     ap.add_argument("--latency-timing", default='{"budget_ms": 20, "target_precision": 0.2, "min_trials": 3, "max_trials": 20, "warmup": 1}',
                     help="timing of the latency probes (JSON; default a tiny budget)")
     ap.add_argument("--json", dest="json_out", help="write the full report as JSON here")
+    ap.add_argument("--results", help="write every submission's verdict, timing and phases_ms here (JSON lines)")
     ap.add_argument("--md", help="write the markdown table here")
     ap.add_argument("--keep-log", help="with --kevald: copy the server's log here when done")
     ap.add_argument("--label", default="", help="free text stored in the report")
@@ -560,6 +561,20 @@ def main():
         nvml = Nvml()
         results, submit_t, done_t, t0, t_sub, t1 = run_corpus(api, subs, items, args)
         nvml_util = nvml.mean(t0, t1)
+        if args.results:
+            with open(args.results, "w") as fh:
+                for it, r in zip(items, results):
+                    res = (r or {}).get("result") or {}
+                    fh.write(json.dumps({"id": it["id"], "category": it["category"], "verdict": (r or {}).get("verdict"),
+                                         "wall_ms": res.get("wall_ms"), "phases_ms": res.get("phases_ms"),
+                                         "gpu_active_ms": res.get("gpu_active_ms"),
+                                         "timing": [{k: sh.get(k) for k in ("shape", "stop", "launches_per_trial",
+                                                                            "launched_as", "runs_checked", "speedup")}
+                                                    | {"trials": (sh.get("candidate") or {}).get("trials"),
+                                                       "cand_ms": (sh.get("candidate") or {}).get("median_ms"),
+                                                       "precision": (sh.get("candidate") or {}).get("precision")}
+                                                    for sh in ((res.get("timing") or {}).get("shapes") or [])]})
+                             + "\n")
         c = summarize_corpus(items, results, submit_t, done_t, t0, t_sub, t1, args.mode)
         rep = {"label": args.label, "device": device, "gpus": ngpu, "mode": args.mode, "shapes": args.shapes,
                "timing": args.timing or items[0]["submission"].get("timing") if items else None,

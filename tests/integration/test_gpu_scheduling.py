@@ -189,7 +189,7 @@ def max_checks_at_once(jobs):
 @pytest.fixture(scope="module")
 def one_gpu(tmp_module):
     fs = FakeGpuServer(tmp_module / "one_gpu", gpus="0", per_gpu=2,
-                       knobs={"work_s": 0.05, "exit_delay_s": 1.0}).start()
+                       knobs={"work_s": 0.05, "exit_delay_s": 1.0}, args=["--gpu-checks-per-gpu", "2"]).start()
     yield fs
     rc = fs.stop()
     assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
@@ -198,7 +198,7 @@ def one_gpu(tmp_module):
 @pytest.fixture(scope="module")
 def two_gpus(tmp_module):
     fs = FakeGpuServer(tmp_module / "two_gpus", gpus="0,1", per_gpu=2, knobs={"work_s": 0.15},
-                       args=["--launch-factor", "0"]).start()
+                       args=["--launch-factor", "0", "--gpu-checks-per-gpu", "2"]).start()
     yield fs
     rc = fs.stop()
     assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
@@ -228,9 +228,8 @@ def test_checks_share_the_gpu_timing_alone(one_gpu):
 
 
 def test_one_check_at_a_time(tmp_path):
-    """--gpu-checks-per-gpu 1: one job at a time on the GPU, whole jobs never overlap."""
-    fs = FakeGpuServer(tmp_path, gpus="0", per_gpu=3, knobs={"work_s": 0.04},
-                       args=["--gpu-checks-per-gpu", "1"]).start()
+    """The default (gpu_checks_per_gpu 1): one job at a time on the GPU, whole jobs never overlap."""
+    fs = FakeGpuServer(tmp_path, gpus="0", per_gpu=3, knobs={"work_s": 0.04}).start()
     try:
         ids = fs.submit([full(tag=i) for i in range(8)])
         done = fs.wait_all(ids)
