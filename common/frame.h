@@ -24,9 +24,7 @@ typedef enum {
         FRAME_RESULT = 3,   /* child -> supervisor: the job's outcome */
         FRAME_PROGRESS = 4, /* child -> supervisor: heartbeat / phase of the job */
         FRAME_SHUTDOWN = 5, /* supervisor -> child: exit after the current job */
-        FRAME_GATE = 6,     /* GPU child -> supervisor: correctness passed, may the job time now? */
-        FRAME_GO = 7,       /* supervisor -> GPU child: the GPU is the job's alone: time */
-        FRAME_TYPE_MAX = 7,
+        FRAME_TYPE_MAX = 5,
 } FrameType;
 
 enum {

@@ -90,12 +90,8 @@ static const KeyDef keys[] = {
             "after a launch limit passes, how long to wait for a fault the driver reports late "
             "before the kernel counts as hung (runtime_error, not timeout)"),
         INT("gpu_workers_per_gpu", gpu_workers_per_gpu, "3", 1, 8,
-            "GPU worker processes per GPU: up to gpu_checks_per_gpu check jobs at once, others wait "
-            "for the GPU alone to time, the rest stand by warm, so a restart after a sticky error or "
-            "a timeout costs no GPU time"),
-        INT("gpu_checks_per_gpu", gpu_checks_per_gpu, "1", 1, 8,
-            "jobs per GPU in their correctness phase at once (each in its own process); timing "
-            "always has the GPU alone; 1: one job at a time (at most gpu_workers_per_gpu)"),
+            "GPU worker processes per GPU, one running a job at a time; the others stand by warm, "
+            "so a restart after a sticky error or a timeout costs no GPU time"),
         NUM("auth_cache_s", auth_cache_s, "1", 0, 60,
             "how long a token lookup is cached (a revoke takes effect within this)"),
 };

@@ -53,7 +53,6 @@ typedef struct Config {
         int64_t launch_floor_ms;
         int64_t fault_grace_ms;
         int64_t gpu_workers_per_gpu;
-        int64_t gpu_checks_per_gpu;
         double auth_cache_s;
 } Config;
 

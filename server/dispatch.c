@@ -13,34 +13,21 @@
  *               with exponential backoff (a clean exit after a sticky CUDA
  *               error restarts at once). Of the W workers of one GPU only
  *               one is BUSY (or EXITING after a timeout) at a time
- *               (see "Sharing a GPU" below); the others stand by warm, so
- *               the restart after a sticky error or a timeout happens while
- *               the next job already runs.
+ *               (gpu_reserved()); the others stand by warm, so the restart
+ *               after a sticky error or a timeout happens while the next
+ *               job already runs.
  *   compiles    compile requests keyed by the cache key; identical requests
  *               are coalesced, so a rollout of 4,096 kernels for one task
  *               compiles the reference once.
  *   jobs        submissions claimed for the compile stage, waiting for their
  *               candidate and reference CUBINs.
  *
- * Sharing a GPU. A GPU job has a correctness phase, which may share the GPU
- * with other jobs' correctness phases (each worker is its own process and
- * CUDA context), and a timing phase, which must have the GPU alone. The
- * worker says GATE when correctness passed and times after GO. Per GPU, up
- * to gpu_checks_per_gpu jobs check at once; GO goes to the oldest waiting
- * job once no job checks and no process that may still run a kernel (after
- * a timeout or a kill) is alive. While a job waits for GO, no new check
- * starts, unless the window is blocked anyway: by such a process, or by
- * checks that have all overrun CHECK_OVERDUE_MS (a fault the driver has yet
- * to report takes 100-500 ms, bench/faults), for at most GATE_STARVE_MS of
- * waiting. So a faulting kernel's surfacing time, and its worker's exit,
- * overlap other jobs' work instead of idling the GPU.
- *
  * A job in the compile stage: claimed (lease) -> its CUBINs come from the
  * compile cache or from compile requests -> plan checked against the real
  * kernel signatures -> done (compile mode, compile_error, rejected) or
  * marked compiled (waiting for a GPU). A job in the run stage is claimed
  * only when a GPU worker is idle, so a job's timing never overlaps another
- * job's timing on the same GPU; its CUBINs come back from the cache by key.
+ * job on the same GPU; its CUBINs come back from the cache by key.
  *
  * Faults: a watchdog kills a worker that overruns its request (SIGKILL to
  * its process group). For a GPU job that is the kernel's fault (verdict
@@ -79,8 +66,6 @@
 #define PUMP_BATCH 256                 /* claims per loop turn before yielding */
 #define WATCHDOG_GRACE_MS 5000
 #define REF_CACHE_SLOTS 64
-#define CHECK_OVERDUE_MS 50            /* a correctness phase longer than this may be a fault surfacing */
-#define GATE_STARVE_MS 1000            /* a job waiting for GO this long stops new checks regardless */
 
 /* W_EXITING: a GPU worker sent its RESULT with "exiting" and is on its way
  * out. After a timeout ("exiting": "timeout") its GPU stays reserved until
@@ -88,8 +73,6 @@
  * after a sticky fault ("sticky") the context is dead and the standby may
  * start at once. */
 typedef enum { W_STOPPED, W_STARTING, W_IDLE, W_BUSY, W_EXITING } WorkerState;
-/* A GPU job's phase (see "Sharing a GPU"): checking (shares the GPU), waiting for GO, timing (alone). */
-typedef enum { G_NONE, G_CHECK, G_WAIT, G_TIME } GatePhase;
 typedef enum { SLOT_CAND = 0, SLOT_REF = 1 } Slot;
 
 typedef struct Dispatcher Dispatcher;
@@ -117,8 +100,6 @@ typedef struct Worker {
         json_t *hello;
         CompileReq *req;        /* compile worker: request in flight */
         Job *job;               /* GPU worker: job in flight */
-        GatePhase gate;         /* GPU worker: the job's phase */
-        uint64_t gate_at_ms;    /* when it sent GATE */
         uint64_t sent_at_ms, deadline_ms;
         bool killed_by_watchdog, result_seen, malformed;
         bool holds_gpu;         /* W_EXITING: the GPU stays reserved until the process is gone */
@@ -160,7 +141,7 @@ struct Dispatcher {
         char *libexec_dir, *arch, *gpus_spec;
         uv_loop_t loop;
         uv_async_t wake, stop_async;
-        uv_timer_t tick, gate_timer;
+        uv_timer_t tick;
         uv_idle_t pump_idle;
         bool idle_active;
         uv_thread_t thread;
@@ -183,7 +164,6 @@ struct Dispatcher {
 
         uint64_t last_heartbeat_ms, last_reap_ms, last_prune_ms;
         bool stopping;
-        bool closed;            /* shutdown_now() ran: the loop's own handles are closing */
         double stop_grace_s;
         uint64_t stop_deadline_ms;
 
@@ -479,7 +459,6 @@ static void compile_done(Dispatcher *d, CompileReq *req, json_t *result, const u
 static void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result);
 static bool gpu_verdict_valid(const char *verdict);
 static int run_one(Dispatcher *d, Worker *w);
-static bool gpu_admits_check(Dispatcher *d, int index);
 
 typedef struct WriteReq {
         uv_write_t req;
@@ -629,7 +608,6 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
         if (w->malformed)
                 w->failures++;
         w->state = W_STOPPED;
-        w->gate = G_NONE;
         w->restarts++;
         json_decref(w->hello);
         w->hello = NULL;
@@ -734,16 +712,6 @@ static void worker_on_frame(Worker *w, Frame *f)
                 }
                 d->status_dirty = true;
                 break;
-        case FRAME_GATE:
-                if (w->spec->role != PROC_GPU || w->state != W_BUSY || !w->job || w->gate != G_CHECK ||
-                    json_integer_value(json_object_get(msg, "id")) != w->job->sj->id) {
-                        w->malformed = true;
-                        worker_kill(w, "sent GATE out of turn");
-                        break;
-                }
-                w->gate = G_WAIT;
-                w->gate_at_ms = now_ms(d);
-                break;
         case FRAME_PROGRESS:
                 if (json_object_get(msg, "dump") && d->cfg.dump_dir && w->job)
                         dump_chunk(d, json_object_get(msg, "dump"), f->blob, f->blob_len);
@@ -757,7 +725,6 @@ static void worker_on_frame(Worker *w, Frame *f)
                 w->result_seen = true;
                 w->failures = 0;
                 w->state = W_IDLE;
-                w->gate = G_NONE;
                 w->busy_s += (double)(now_ms(d) - w->sent_at_ms) / 1000.0;
                 if (w->job && (json_is_true(json_object_get(msg, "exiting")) ||
                                json_is_string(json_object_get(msg, "exiting")))) {
@@ -787,8 +754,7 @@ static void worker_on_frame(Worker *w, Frame *f)
                         Job *done = w->job;
                         w->job = NULL;
                         if (!d->stopping && w->state == W_IDLE &&
-                            gpu_verdict_valid(json_string_value(json_object_get(msg, "verdict"))) &&
-                            gpu_admits_check(d, w->index))
+                            gpu_verdict_valid(json_string_value(json_object_get(msg, "verdict"))))
                                 run_one(d, w);
                         gpu_done(d, w, done, msg);
                 }
@@ -1127,117 +1093,27 @@ static void job_begin_compile(Dispatcher *d, Job *j)
 }
 
 /* Is a worker of GPU @index running a job, or on its way out after one? */
-/* What runs on one GPU now (see "Sharing a GPU"). */
-typedef struct GpuLoad {
-        int checks;             /* jobs in their correctness phase */
-        int overdue;            /* of them, checking for CHECK_OVERDUE_MS or longer */
-        uint64_t next_overdue_ms; /* when the next check becomes overdue (0: none) */
-        bool timing;            /* a job has the GPU alone */
-        bool spinning;          /* a process that may still run a kernel is not gone yet */
-        Worker *waiter;         /* the job waiting longest for GO, or NULL */
-} GpuLoad;
-
-static void gpu_load(Dispatcher *d, int index, uint64_t now, GpuLoad *l)
+static bool gpu_reserved(Dispatcher *d, int index)
 {
-        memset(l, 0, sizeof(*l));
         for (int i = 0; i < d->n_workers; i++) {
-                Worker *w = &d->workers[i];
-                if (w->spec->role != PROC_GPU || w->index != index || w->state == W_STOPPED)
-                        continue;
-                /* after a timeout or a kill, a kernel may spin until the process is gone */
-                if (w->dying || (w->state == W_EXITING && w->holds_gpu)) {
-                        l->spinning = true;
-                        continue;
-                }
-                if (w->state != W_BUSY || !w->job)
-                        continue;
-                if (w->gate == G_CHECK) {
-                        uint64_t due = w->sent_at_ms + CHECK_OVERDUE_MS;
-                        l->checks++;
-                        if (now >= due)
-                                l->overdue++;
-                        else if (!l->next_overdue_ms || due < l->next_overdue_ms)
-                                l->next_overdue_ms = due;
-                } else if (w->gate == G_WAIT) {
-                        if (!l->waiter || w->gate_at_ms < l->waiter->gate_at_ms)
-                                l->waiter = w;
-                } else if (w->gate == G_TIME) {
-                        l->timing = true;
-                }
+                const Worker *w = &d->workers[i];
+                if (w->spec->role == PROC_GPU && w->index == index && w->state != W_STOPPED &&
+                    (w->state == W_BUSY || (w->state == W_EXITING && w->holds_gpu) || w->dying))
+                        return true;
         }
+        return false;
 }
 
-/* May a job start its correctness phase on GPU @index now? */
-static bool gpu_admits_check(Dispatcher *d, int index)
-{
-        uint64_t now = now_ms(d);
-        GpuLoad l;
-
-        gpu_load(d, index, now, &l);
-        if (l.timing || l.checks >= d->cfg.gpu_checks_per_gpu)
-                return false;
-        if (!l.waiter)
-                return true;
-        /* A job waits for the GPU alone: start no check that would delay it,
-         * but use the GPU while its window is blocked anyway - by a process
-         * that may still spin, or by checks that all overran (a fault being
-         * reported, a hang) - for a bounded time. */
-        if (now - l.waiter->gate_at_ms >= GATE_STARVE_MS)
-                return false;
-        return l.spinning || (l.checks > 0 && l.overdue == l.checks);
-}
-
-/* An idle worker of @role; for GPU workers, one whose GPU admits a check. */
+/* An idle worker of @role; for GPU workers, one whose GPU is not reserved. */
 static Worker *idle_worker(Dispatcher *d, ProcRole role)
 {
         for (int i = 0; i < d->n_workers; i++) {
                 Worker *w = &d->workers[i];
                 if (w->spec->role == role && w->state == W_IDLE && !w->dying &&
-                    (role != PROC_GPU || gpu_admits_check(d, w->index)))
+                    (role != PROC_GPU || !gpu_reserved(d, w->index)))
                         return w;
         }
         return NULL;
-}
-
-static void on_gate_timer(uv_timer_t *t);
-
-/*
- * Give the GPU alone to the job that waited longest, on every GPU whose
- * window is free; arm the gate timer for the moment a check becomes overdue
- * while a job waits (new checks may start then).
- */
-static void gpu_grant(Dispatcher *d)
-{
-        uint64_t now = now_ms(d), wake = 0;
-
-        for (int i = d->n_compile; i < d->n_workers; i++) {
-                Worker *w = &d->workers[i];
-                GpuLoad l;
-                json_t *msg;
-                bool seen = false;
-                for (int k = d->n_compile; k < i && !seen; k++)
-                        seen = d->workers[k].index == w->index;
-                if (seen)
-                        continue; /* one pass per GPU */
-                gpu_load(d, w->index, now, &l);
-                if (l.waiter && l.next_overdue_ms && (!wake || l.next_overdue_ms < wake))
-                        wake = l.next_overdue_ms;
-                if (!l.waiter || l.timing || l.checks || l.spinning)
-                        continue;
-                msg = json_pack("{s:I}", "id", (json_int_t)l.waiter->job->sj->id);
-                if (!msg || worker_send(l.waiter, FRAME_GO, msg, NULL, 0, NULL, 0) < 0) {
-                        json_decref(msg);
-                        worker_kill(l.waiter, "could not send GO");
-                        continue;
-                }
-                json_decref(msg);
-                l.waiter->gate = G_TIME;
-                /* the wait was ours, not the job's: it does not count against its deadline */
-                l.waiter->deadline_ms += now - l.waiter->gate_at_ms;
-                d->status_dirty = true;
-        }
-        if (wake && !d->closed)
-                uv_timer_start(&d->gate_timer, on_gate_timer, wake > now ? wake - now : 0, 0);
 }
 
 static void send_compiles(Dispatcher *d)
@@ -1356,7 +1232,6 @@ static int run_one(Dispatcher *d, Worker *w)
                 json_object_set_new(gjob, "dump", json_true());
         if (!json_object_get(gjob, "mode"))
                 json_object_set_new(gjob, "mode", json_string("full"));
-        json_object_set_new(gjob, "gate", json_true());
         r = worker_send(w, FRAME_JOB, gjob, j->art[SLOT_CAND]->cubin, j->art[SLOT_CAND]->cubin_len,
                         j->art[SLOT_REF]->cubin, j->art[SLOT_REF]->cubin_len);
         json_decref(gjob);
@@ -1367,7 +1242,6 @@ static int run_one(Dispatcher *d, Worker *w)
                 return r;
         }
         w->job = j;
-        w->gate = G_CHECK;
         w->state = W_BUSY;
         w->result_seen = false;
         w->sent_at_ms = now_ms(d);
@@ -1419,7 +1293,6 @@ static void pump(Dispatcher *d)
         int claimed = 0;
         Worker *w;
 
-        gpu_grant(d); /* also while stopping: a job that passed correctness may finish */
         if (d->stopping)
                 goto out;
         /* Compile stage: claim while there is room; cache hits finish at once. */
@@ -1442,14 +1315,13 @@ static void pump(Dispatcher *d)
                 job_begin_compile(d, j);
         }
         send_compiles(d);
-        /* Run stage: one job per idle GPU worker, while its GPU admits checks. */
+        /* Run stage: one job per idle GPU worker. */
         while ((w = idle_worker(d, PROC_GPU)) && claimed < PUMP_BATCH) {
                 int r = run_one(d, w);
                 if (r <= 0)
                         break;
                 claimed++;
         }
-        gpu_grant(d); /* a check that ended at once (rejected, cache lost) may free a window */
 out:
         if (claimed >= PUMP_BATCH && !d->idle_active) {
                 d->idle_active = true;
@@ -1473,11 +1345,6 @@ static void on_wake(uv_async_t *h)
         pump(h->data);
 }
 
-static void on_gate_timer(uv_timer_t *t)
-{
-        pump(t->data);
-}
-
 static bool all_quiet(Dispatcher *d)
 {
         for (int i = 0; i < d->n_workers; i++)
@@ -1499,8 +1366,7 @@ static void on_tick(uv_timer_t *t)
                 if (w->state == W_STOPPED && w->handles_open == 0 && !d->stopping && now >= w->restart_at_ms)
                         worker_start(w);
                 else if ((w->state == W_BUSY || w->state == W_STARTING || w->state == W_EXITING) &&
-                         now > w->deadline_ms && !w->killed_by_watchdog && w->gate != G_WAIT) {
-                        /* (a job waiting for GO runs nothing: its wait is added at GO) */
+                         now > w->deadline_ms && !w->killed_by_watchdog) {
                         w->killed_by_watchdog = w->state == W_BUSY;
                         worker_kill(w, w->state == W_BUSY       ? "watchdog: the request overran its deadline"
                                        : w->state == W_EXITING ? "did not exit after saying it would"
@@ -1580,9 +1446,6 @@ static void shutdown_now(Dispatcher *d)
         }
         uv_timer_stop(&d->tick);
         uv_close((uv_handle_t *)&d->tick, close_cb_noop);
-        uv_timer_stop(&d->gate_timer);
-        uv_close((uv_handle_t *)&d->gate_timer, close_cb_noop);
-        d->closed = true;
         uv_close((uv_handle_t *)&d->wake, close_cb_noop);
         uv_close((uv_handle_t *)&d->stop_async, close_cb_noop);
         uv_close((uv_handle_t *)&d->pump_idle, close_cb_noop);
@@ -1681,10 +1544,6 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
                 d->cfg.gpu_workers_per_gpu = 3;
         if (d->cfg.gpu_workers_per_gpu > 8)
                 d->cfg.gpu_workers_per_gpu = 8;
-        if (d->cfg.gpu_checks_per_gpu <= 0)
-                d->cfg.gpu_checks_per_gpu = 1; /* BENCHMARKS.md, issue 13: sharing measured slower */
-        if (d->cfg.gpu_checks_per_gpu > d->cfg.gpu_workers_per_gpu)
-                d->cfg.gpu_checks_per_gpu = d->cfg.gpu_workers_per_gpu;
         /* absolute: the workers start in "/" (a relative folder would name nothing there) */
         d->libexec_dir = realpath(cfg->libexec_dir ? cfg->libexec_dir : ".", NULL);
         if (!d->libexec_dir)
@@ -1721,9 +1580,8 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         uv_async_init(&d->loop, &d->wake, on_wake);
         uv_async_init(&d->loop, &d->stop_async, on_stop);
         uv_timer_init(&d->loop, &d->tick);
-        uv_timer_init(&d->loop, &d->gate_timer);
         uv_idle_init(&d->loop, &d->pump_idle);
-        d->wake.data = d->stop_async.data = d->tick.data = d->gate_timer.data = d->pump_idle.data = d;
+        d->wake.data = d->stop_async.data = d->tick.data = d->pump_idle.data = d;
         for (int i = 0; i < n_compile; i++) {
                 Worker *w = &d->workers[d->n_workers++];
                 w->d = d;

@@ -34,9 +34,7 @@ typedef struct DispatchConfig {
                                      * (0: default 1000; negative: off, the ceiling for every launch) */
         int launch_floor_ms;        /* default 250 */
         int fault_grace_ms;         /* wait for a late fault after a launch limit (default 500; -1: none) */
-        int gpu_workers_per_gpu;    /* worker processes per GPU (0: default 3) */
-        int gpu_checks_per_gpu;     /* jobs per GPU in their correctness phase at once, at most
-                                     * gpu_workers_per_gpu; timing is always alone (0: default 1) */
+        int gpu_workers_per_gpu;    /* worker processes per GPU, one running at a time (0: default 3) */
         int compile_timeout_ms;     /* deadline of one compile (default LIMIT_COMPILE_WALL_MS) */
         const char *dump_dir;       /* `kevald eval --dump`: write reference-side buffers here */
         bool has_fixed_seed;        /* `kevald eval --seed`: reproduce a result; never set by serve */

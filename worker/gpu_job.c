@@ -623,7 +623,7 @@ int gpu_job_parse(json_t *doc, size_t blob_len, GpuJob **ret_job, char *err, siz
             (r = get_int(&c, doc, "launch_floor_ms", false, 1, 3600000, &job->launch_floor_ms)) ||
             (r = get_int(&c, doc, "fault_grace_ms", false, 0, 60000, &job->fault_grace_ms)) ||
             (r = get_num(&c, doc, "launch_factor", false, &job->launch_factor)) ||
-            (r = get_bool(&c, doc, "dump", &job->dump)) || (r = get_bool(&c, doc, "gate", &job->gate)))
+            (r = get_bool(&c, doc, "dump", &job->dump)))
                 goto out;
         if (!(job->launch_factor >= 0 && job->launch_factor <= 1e6)) {
                 snprintf(c.path, sizeof(c.path), "/launch_factor");

@@ -111,8 +111,6 @@ typedef struct GpuJob {
         int64_t fault_grace_ms;     /* after a launch limit: how long a fault may take to surface */
         int trials;             /* correctness trials */
         bool dump;              /* kevald eval --dump: stream the reference side's buffers first */
-        bool gate;              /* ask the supervisor before timing (FRAME_GATE, wait for FRAME_GO):
-                                 * correctness may share the GPU with other jobs, timing may not */
         size_t cand_off, cand_size, ref_off, ref_size; /* ref_size 0: no reference CUBIN */
         JobShape *shapes;
         int n_shapes;

@@ -21,7 +21,6 @@
  * its RESULT and exits (3 and 4): the supervisor starts a fresh one.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
@@ -70,33 +69,6 @@ static void progress(void *userdata, int64_t job_id, const char *phase, const ch
         if (j && send_json(FRAME_PROGRESS, j) < 0)
                 log_warn("gpu: cannot send PROGRESS");
         json_decref(j);
-}
-
-/*
- * The job passed correctness and wants the GPU alone: say so (GATE) and wait
- * for GO. The supervisor lets other jobs' correctness phases share the GPU,
- * never a timing phase (server/dispatch.c, "Sharing a GPU").
- */
-static int gate(void *userdata, int64_t job_id)
-{
-        json_t *j = json_pack("{s:I}", "id", (json_int_t)job_id);
-        Frame f = { 0 };
-        int r;
-
-        (void)userdata;
-        r = j ? send_json(FRAME_GATE, j) : -ENOMEM;
-        json_decref(j);
-        if (r < 0)
-                return r;
-        r = frame_read(STDIN_FILENO, &f);
-        if (r != 0 || f.type != FRAME_GO) {
-                log_error("gpu: job %" PRId64 ": waited for GO, got %s", job_id,
-                          r == FRAME_E_EOF ? "the end of input" : r ? "a bad frame" : "another frame");
-                frame_clear(&f);
-                return -EPROTO;
-        }
-        frame_clear(&f);
-        return 0;
 }
 
 static int dump_piece(void *userdata, int64_t job_id, const char *shape, const char *buffer, const char *when,
@@ -324,7 +296,6 @@ int main(int argc, char **argv)
         env.flush_bytes = flush_bytes;
         env.progress = progress;
         env.dump = dump_piece;
-        env.gate = gate;
         for (;;) {
                 Frame f = { 0 };
                 json_t *job;

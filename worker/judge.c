@@ -1349,7 +1349,7 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
         TimingStop stop = TIMING_GO_ON;
         size_t n = 0, pair_slots, max_b;
         double pair_ms = 0, elapsed = 0, min_ms, speedup;
-        int64_t t_start;
+        int64_t t_start, tp[5] = { 0 };
         int rc;
 
         memset(&cst, 0, sizeof(cst));
@@ -1367,11 +1367,12 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
                 rc = fail_gpu(r, -ENOMEM);
                 goto out;
         }
+        tp[0] = gpu_now_ns();
         if ((rc = grow_sets(r, s, ts, 1)) || (rc = wait_all(r)))
                 goto out;
         /* warm-up: one execution per trial, untimed but checked; its last
          * pair's times choose the executions per trial */
-        t_start = gpu_now_ns();
+        t_start = tp[1] = gpu_now_ns();
         for (int64_t w = 0; w < job->warmup; w++)
                 if ((rc = timed_batch(r, si, ts, 1, false, &n)))
                         goto out;
@@ -1385,6 +1386,7 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
                         goto out;
                 }
                 ts->per = choose_per(s, c, f);
+                tp[2] = gpu_now_ns();
                 if (ts->per > 1) {
                         if ((rc = grow_sets(r, s, ts, ts->per)) || (rc = wait_all(r)))
                                 goto out;
@@ -1395,6 +1397,7 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
                         pair_ms *= ts->per;
                 }
         }
+        tp[3] = gpu_now_ns();
         pair_slots = (size_t)ts->per * (size_t)out_buffers(s);
         max_b = pair_slots ? DEVMEM_TALLY_SLOTS / pair_slots : EV_PAIRS;
         if (max_b > EV_PAIRS)
@@ -1421,6 +1424,7 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
         }
         r->phase = "timing";
         r->trial = -1;
+        tp[4] = gpu_now_ns();
         for (int j = 0; j < ts->n_sets; j++)
                 if ((rc = check_guards(r, s, &s->cand, &ts->cand[j])) ||
                     (rc = check_inputs(r, s, &ts->cand[j], &ts->ref[j])))
@@ -1443,6 +1447,15 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
                 json_object_set_new(json_array_get(shapes_out, json_array_size(shapes_out) - 1), "launched_as",
                                     json_pack("{s:s, s:s}", "candidate", ts->graph[SIDE_CAND] ? "graph" : "stream",
                                               "reference", ts->graph[SIDE_REF] ? "graph" : "stream"));
+                /* where the shape set's timing went: first buffer set, warm-up pairs, the
+                 * other sets and the graphs, the timed pairs, the final guard and input checks */
+                if (!tp[2])
+                        tp[2] = tp[3];
+                json_object_set_new(json_array_get(shapes_out, json_array_size(shapes_out) - 1), "phases_ms",
+                                    json_pack("{s:f, s:f, s:f, s:f, s:f}", "setup", (double)(tp[1] - tp[0]) / 1e6,
+                                              "warmup", (double)(tp[2] - tp[1]) / 1e6, "sets",
+                                              (double)(tp[3] - tp[2]) / 1e6, "pairs", (double)(tp[4] - tp[3]) / 1e6,
+                                              "final_checks", (double)(gpu_now_ns() - tp[4]) / 1e6));
         }
         *ret_speedup = speedup;
         drop_graphs(ts);
@@ -1487,25 +1500,22 @@ static void mark_revalidated(json_t *corr_shapes, int si, bool ok)
  */
 /*
  * Where the job's wall time went, in ms: load (modules, plans), correctness,
- * gate (waiting for the GPU alone), timing (and revalidation), cleanup.
- * @t: when correctness, the gate, timing and cleanup began (0: never).
- * A phase the job never reached is absent.
+ * timing (and revalidation), cleanup. @t: when correctness, timing and
+ * cleanup began (0: never). A phase the job never reached is absent.
  */
-static json_t *phases_json(int64_t t0, const int64_t t[4], int64_t gate_ns, int64_t end)
+static json_t *phases_json(int64_t t0, const int64_t t[3], int64_t end)
 {
         json_t *o = json_object();
-        int64_t cleanup = t[3] ? t[3] : end;
+        int64_t cleanup = t[2] ? t[2] : end;
 
 #define PHASE(name, from, to) json_object_set_new(o, (name), json_real((double)((to) - (from)) / 1e6))
         PHASE("load", t0, t[0] ? t[0] : cleanup);
         if (t[0])
                 PHASE("correctness", t[0], t[1] ? t[1] : cleanup);
         if (t[1])
-                json_object_set_new(o, "gate", json_real((double)gate_ns / 1e6));
+                PHASE("timing", t[1], cleanup);
         if (t[2])
-                PHASE("timing", t[2], cleanup);
-        if (t[3])
-                PHASE("cleanup", t[3], end);
+                PHASE("cleanup", t[2], end);
 #undef PHASE
         return o;
 }
@@ -1520,7 +1530,7 @@ int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t
         json_t *corr_shapes = json_array(), *timing = json_null(), *resources = json_array(), *result;
         double speedups[LIMIT_TASK_SHAPES_MAX];
         int rc, n_timed = 0;
-        int64_t t_phase[4] = { 0 }, gate_ns = 0; /* correctness, gate, timing, cleanup start */
+        int64_t t_phase[3] = { 0 }; /* when correctness, timing and cleanup began (0: never) */
 
         memset(r, 0, sizeof(*r));
         r->env = env;
@@ -1575,25 +1585,8 @@ int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t
                 if (correctness_shape(r, si, corr_shapes))
                         goto cleanup;
 
-        t_phase[1] = gpu_now_ns();
-
-        /* the GPU alone for timing */
-        if (job->gate && env->gate) {
-                int64_t before = gpu_now_ns(), deadline = gpu_deadline_get();
-                r->phase = "gate";
-                if ((rc = env->gate(env->progress_userdata, job->id)) < 0) {
-                        fail(r, "internal_error", "internal", "the supervisor did not let the job time (%s)",
-                             strerror(-rc));
-                        r->must_exit = true;
-                        r->exit_code = 2;
-                        goto cleanup;
-                }
-                gate_ns = gpu_now_ns() - before;
-                gpu_deadline_set(deadline + gate_ns);
-        }
-        t_phase[2] = gpu_now_ns();
-
         /* timing and revalidation */
+        t_phase[1] = gpu_now_ns();
         {
                 json_t *tshapes = json_array();
                 /* "first": correctness on every shape set, timing on the first
@@ -1630,7 +1623,7 @@ int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t
         r->verdict = "correct";
 
 cleanup:
-        t_phase[3] = gpu_now_ns();
+        t_phase[2] = gpu_now_ns();
         r->phase = "cleanup";
         if (!r->must_exit) {
                 /* zero and free everything, then unload; a hang here is fatal */
@@ -1679,7 +1672,7 @@ done:
         gpu_elf_globals_clear(&r->cand_globals);
         json_object_set_new(result, "wall_ms", json_real((double)(gpu_now_ns() - t0) / 1e6));
         json_object_set_new(result, "late_waits", json_integer(r->late_runs));
-        json_object_set_new(result, "phases_ms", phases_json(t0, t_phase, gate_ns, gpu_now_ns()));
+        json_object_set_new(result, "phases_ms", phases_json(t0, t_phase, gpu_now_ns()));
         if (job)
                 json_object_set_new(result, "seed", json_string(job->seed_text));
         ret_outcome->result = result;

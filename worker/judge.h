@@ -24,10 +24,6 @@
  *          5. candidate buffers B from the same seed (fresh poison), run,
  *             check B's guards, compare B's outputs with A's bitwise
  *             (-> "nondeterministic"); free A and B (zeroed).
- *   gate   (jobs that say "gate"): correctness may share the GPU with
- *          other jobs' correctness, timing may not; before timing the
- *          worker asks the supervisor and waits (env->gate). The wait does
- *          not count against the job's deadline.
  *   timing (only when every shape set passed), per shape set: the last
  *          trial's inputs in fresh candidate and reference buffers; warm-up;
  *          then pairs of (candidate, reference) trials, each = restore inout
@@ -56,9 +52,6 @@
 
 typedef void (*JudgeProgressFn)(void *userdata, int64_t job_id, const char *phase, const char *shape);
 /* One piece of a dumped buffer (docs/internals.md, "Dumps"); returns 0 or a negative errno. */
-/* Wait until the supervisor lets the job time (jobs with "gate"); 0, or a negative errno when
- * the supervisor answered otherwise (the job then ends as internal_error and the worker exits). */
-typedef int (*JudgeGateFn)(void *userdata, int64_t job_id);
 typedef int (*JudgeDumpFn)(void *userdata, int64_t job_id, const char *shape, const char *buffer, const char *when,
                            uint64_t offset, uint64_t total, const void *data, size_t len);
 
@@ -68,7 +61,6 @@ typedef struct JudgeEnv {
         size_t flush_bytes;       /* >= 2x the L2 size; a multiple of 4 */
         JudgeProgressFn progress; /* may be NULL */
         JudgeDumpFn dump;         /* may be NULL: dump requests are then ignored */
-        JudgeGateFn gate;         /* may be NULL: the job times at once */
         void *progress_userdata;  /* for both callbacks */
 } JudgeEnv;
 

@@ -16,10 +16,13 @@ sample (--child faulter KIND), each creating its own context (timed: context
 creation while the GPU is in use), launching a kernel of KIND and polling
 until it fails (or, for `hang`, killing it after --hang-ms).
 
-The parent then reports, per kind, the bystander's launch rate and its
-event-timed kernel durations inside the windows [launch, failure] of the
-faulter against the windows with no faulter, so one sees whether the
-bystander stalls (rate drops), and whether its timings are inflated.
+The parent then reports, per sample, the bystander's launch rate and its
+longest event-timed kernel in three windows of the other process: while it
+created its context, while its fault surfaced (for `hang`: until the kill),
+and while it exited; and the rate with no other process. So one sees
+whether the bystander stalls (rate drops) and whether its timings are
+inflated. With --worker PATH, also --samples start-ups and exits of a real
+kevald-gpu (start-up: spawn to HELLO; exit: end of input to gone).
 
 Exit 0, 77 without cupy or a GPU. Needs cupy.
 """
@@ -99,6 +102,7 @@ def child_bystander(a):
 def child_faulter(a):
     t0 = mono()
     import cupy as cp
+    t_ctx0 = mono()
     cp.zeros(1, dtype=cp.float32)          # context
     t_ctx = mono()
     mod = cp.RawModule(code=SRC, backend="nvrtc")
@@ -106,7 +110,7 @@ def child_faulter(a):
     out = cp.zeros(132 * 256 + 8, dtype=cp.float32)
     s = cp.cuda.Stream(non_blocking=True)
     ev = cp.cuda.Event(disable_timing=True)
-    info = {"spawn_to_ctx_ms": (t_ctx - t0) * 1e3, "import_and_ctx": True}
+    info = {"spawn_to_ctx_ms": (t_ctx - t0) * 1e3, "t_ctx0": t_ctx0, "t_ctx1": t_ctx}
     with s:
         t_launch = mono()
         k((132,), (256,), (out, cp.uint64(16), cp.int32(KINDS[a.kind]), cp.int32(a.iters)))
@@ -132,6 +136,34 @@ def child_faulter(a):
     os._exit(0)
 
 
+def worker_cycle(path, t_spawn, faults):
+    """Start kevald-gpu, wait for its HELLO, close its input (it exits): the context window is
+    [spawn, HELLO], the exit window [end of input, gone]."""
+    import select
+    import struct
+    p = subprocess.Popen([path, "--no-sandbox"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=dict(os.environ, KEVALD_GPU_INDEX="0"))
+    buf = b""
+    deadline = mono() + 60
+    while len(buf) < 16 and mono() < deadline:
+        r, _, _ = select.select([p.stdout], [], [], 1)
+        if r:
+            chunk = os.read(p.stdout.fileno(), 1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+    t_hello = mono()
+    ok = len(buf) >= 16 and struct.unpack("<4I", buf[:16])[1] == 1
+    p.stdin.close()
+    t_eof = mono()
+    p.wait(timeout=30)
+    t_gone = mono()
+    faults.append({"kind": "worker", "error": "HELLO" if ok else "no HELLO", "t_ctx0": t_spawn, "t_ctx1": t_hello,
+                   "t_start": t_hello, "t_end": t_eof, "t_gone": t_gone,
+                   "start_ms": (t_hello - t_spawn) * 1e3, "exit_ms": (t_gone - t_eof) * 1e3})
+    return p
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--child", nargs="*")
@@ -141,6 +173,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--samples", type=int, default=4)
     ap.add_argument("--hang-ms", type=float, default=300)
+    ap.add_argument("--worker", help="also start and stop this kevald-gpu --samples times (its start-up and "
+                    "exit as the bystander sees them)")
     a = ap.parse_args()
     if a.child:
         if a.child[0] == "bystander":
@@ -156,8 +190,8 @@ def main():
     tmp = tempfile.mkdtemp()
     me = os.path.abspath(__file__)
     bys_out = os.path.join(tmp, "bys.json")
-    kinds = ["illegal_address", "trap", "misaligned", "hang"]
-    seconds = 3 + len(kinds) * a.samples * 1.8 + 2
+    kinds = ["illegal_address", "trap", "misaligned", "hang"] + (["worker"] if a.worker else [])
+    seconds = 3 + len(kinds) * a.samples * 2.5 + 2
     by = subprocess.Popen([sys.executable, me, "--child", "bystander", "--out", bys_out,
                            "--seconds", str(seconds), "--iters", str(a.iters)])
     time.sleep(3)
@@ -166,6 +200,12 @@ def main():
         for i in range(a.samples):
             out = os.path.join(tmp, "f_%s_%d.json" % (kind, i))
             t_spawn = mono()
+            if kind == "worker":
+                p = worker_cycle(a.worker, t_spawn, faults)
+                print("worker %d: %s" % (i, {k: v for k, v in faults[-1].items() if not k.startswith("t_")}),
+                      flush=True)
+                time.sleep(0.8)
+                continue
             p = subprocess.Popen([sys.executable, me, "--child", "faulter", kind, "--out", out,
                                   "--iters", str(a.iters)])
             if kind == "hang":
@@ -184,9 +224,11 @@ def main():
                 p.kill()
                 p.wait()
                 t_gone = mono()
-                faults.append({"kind": kind, "t_start": info["t_launch"], "t_end": t_gone, "t_gone": t_gone,
+                faults.append({"kind": kind, "t_start": info["t_launch"], "t_end": t_kill, "t_gone": t_gone,
                                "kill_to_gone_ms": (t_gone - t_kill) * 1e3, "spawn": t_spawn,
-                               "spawn_to_ctx_ms": info["spawn_to_ctx_ms"]})
+                               "spawn_to_ctx_ms": info["spawn_to_ctx_ms"], "t_ctx0": info["t_ctx0"],
+                               "t_ctx1": info["t_ctx1"], "exit_ms": (t_gone - t_kill) * 1e3,
+                               "surface_ms": (t_kill - info["t_launch"]) * 1e3})
             else:
                 try:
                     p.wait(timeout=20)
@@ -212,7 +254,7 @@ def main():
         by.kill()
         return 1
     rows = json.load(open(bys_out))
-    quiet = [r for r in rows if not any(f["t_start"] - 0.05 <= r[0] <= f.get("t_gone", f.get("t_end", 0)) + 0.05 for f in faults)]
+    quiet = [r for r in rows if not any(f.get("t_ctx0", f["t_start"]) - 0.05 <= r[0] <= f.get("t_gone", f.get("t_end", 0)) + 0.05 for f in faults)]
 
     def summarize(rs, span_s):
         d = [r[1] for r in rs]
@@ -223,24 +265,20 @@ def main():
             sorted(d)[int(0.99 * (len(d) - 1))] * 1e3, max(d) * 1e3)
     span_quiet = sum(r[2] - r[0] for r in quiet)
     print("bystander quiet:", summarize(quiet, span_quiet))
+    # per sample: the bystander's launch rate while the other process created its context,
+    # while its fault surfaced (for a hang: until the kill), and while it exited
     for f in faults:
-        t0, t1 = f["t_start"], f.get("t_end", f.get("t_gone"))
-        inside = [r for r in rows if t0 <= r[0] <= t1]
-        longest_gap = 0.0
-        prev = None
-        for r in rows:
-            if t0 - 0.01 <= r[0] <= t1 + 0.2:
-                if prev is not None:
-                    longest_gap = max(longest_gap, r[0] - prev)
-                prev = r[2]
-        extra = ""
-        if f["kind"] != "hang":
-            extra = "ctx %.0f ms, surface %.0f ms, exit %.0f ms, %s" % (
-                f.get("spawn_to_ctx_ms", -1), f["surface_ms"], f["exit_ms"], (f.get("error") or "")[:60])
-        else:
-            extra = "ctx %.0f ms, kill->gone %.0f ms" % (f["spawn_to_ctx_ms"], f["kill_to_gone_ms"])
-        print("%-16s %s | bystander inside: %s | longest gap %.1f ms" % (
-            f["kind"], extra, summarize(inside, t1 - t0), longest_gap * 1e3))
+        cells = []
+        for name, lo, hi in (("context", f.get("t_ctx0"), f.get("t_ctx1")), ("surfacing", f["t_start"], f["t_end"]),
+                             ("exit", f["t_end"], f.get("t_gone"))):
+            if lo is None or hi is None or hi <= lo:
+                cells.append("%s -" % name)
+                continue
+            inside = [r for r in rows if lo <= r[0] <= hi]
+            cells.append("%s %.0f ms: %.1f/ms%s" % (name, (hi - lo) * 1e3, len(inside) / ((hi - lo) * 1e3),
+                                                   (", kernel max %.0f us" % (max(r[1] for r in inside) * 1e3))
+                                                   if inside else ""))
+        print("%-16s %s | %s" % (f["kind"], (f.get("error") or "")[:20], " | ".join(cells)), flush=True)
     return 0
 
 

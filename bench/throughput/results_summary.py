@@ -37,6 +37,13 @@ def main():
             trials = [sh["trials"] for sh in timed if isinstance(sh.get("trials"), int)]
             ls = [sh["launches_per_trial"] for sh in timed if isinstance(sh.get("launches_per_trial"), int)]
             cms = [sh["cand_ms"] for sh in timed if isinstance(sh.get("cand_ms"), (int, float))]
+            sub = collections.defaultdict(list)
+            for sh in timed:
+                for k, ms in (sh.get("phases_ms") or {}).items():
+                    sub[k].append(ms)
+            if sub:
+                print("timing phases ms, mean / p50: " + ", ".join(
+                    "%s %.1f / %.1f" % (k, statistics.mean(x), statistics.median(x)) for k, x in sub.items()))
             print("timed shape sets %d: stop %s; launched_as %s; trials p50 %s max %s; L p50 %s; "
                   "candidate median_ms p50 %.4f" % (len(timed), dict(stops), dict(las),
                                                     statistics.median(trials) if trials else None,

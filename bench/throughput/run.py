@@ -569,7 +569,7 @@ def main():
                                          "wall_ms": res.get("wall_ms"), "phases_ms": res.get("phases_ms"),
                                          "gpu_active_ms": res.get("gpu_active_ms"),
                                          "timing": [{k: sh.get(k) for k in ("shape", "stop", "launches_per_trial",
-                                                                            "launched_as", "runs_checked", "speedup")}
+                                                                            "launched_as", "runs_checked", "speedup", "phases_ms")}
                                                     | {"trials": (sh.get("candidate") or {}).get("trials"),
                                                        "cand_ms": (sh.get("candidate") or {}).get("median_ms"),
                                                        "precision": (sh.get("candidate") or {}).get("precision")}

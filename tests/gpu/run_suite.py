@@ -40,7 +40,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAGIC = 0x3146564B
-HELLO, JOB, RESULT, PROGRESS, SHUTDOWN, GATE, GO = 1, 2, 3, 4, 5, 6, 7
+HELLO, JOB, RESULT, PROGRESS, SHUTDOWN = 1, 2, 3, 4, 5
 FAST_TIMING = {"budget_ms": 200, "target_precision": 0.05, "min_trials": 5, "max_trials": 100, "warmup": 1}
 INT_TYPES = ("i32", "u32", "i64", "u64")
 
@@ -300,7 +300,7 @@ class Worker:
     def read_frame(self, timeout):
         deadline = time.monotonic() + timeout
         magic, typ, jl, bl = struct.unpack("<4I", self.read_exact(16, deadline))
-        if magic != MAGIC or not 1 <= typ <= 7:
+        if magic != MAGIC or not 1 <= typ <= 5:
             raise RuntimeError("malformed frame from the worker: magic %#x type %d" % (magic, typ))
         j = json.loads(self.read_exact(jl, deadline)) if jl else None
         blob = self.read_exact(bl, deadline) if bl else b""
@@ -312,10 +312,7 @@ class Worker:
         self.p.stdin.flush()
 
     def run(self, job, blob, timeout):
-        # ask for the gate as the supervisor does: correctness, GATE, our GO, timing
-        job = dict(job, gate=True)
         self.send(JOB, job, blob)
-        self.gated = False
         progress = []
         self.dumps = {}
         while True:
@@ -331,16 +328,8 @@ class Worker:
                 if self.verbose:
                     print("    progress: %s" % json.dumps(j), flush=True)
                 continue
-            if typ == GATE:
-                if self.gated or j.get("id") != job.get("id"):
-                    raise RuntimeError("GATE twice or for another job: %r" % j)
-                self.gated = True
-                self.send(GO, {"id": job.get("id")})
-                continue
             if typ != RESULT:
                 raise RuntimeError("unexpected frame type %d during a job" % typ)
-            if j.get("verdict") == "correct" and job.get("mode", "full") == "full" and not self.gated:
-                raise RuntimeError("a correct job timed without GATE")
             return j, progress
 
     def alive_after(self, seconds):

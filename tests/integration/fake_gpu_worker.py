@@ -25,15 +25,7 @@ folder the test makes, where this script is copied as `kevald-gpu`):
                  {"ev": "eof"|"shutdown", "pid", "gpu", "t"}
                  times are time.monotonic() (CLOCK_MONOTONIC: one clock for
                  every process of the machine).
-  fake_gpu.json  optional knobs: {"work_s": 0.05, "exit_delay_s": 0.3,
-                 "check_s": work_s / 2, "time_s": work_s / 2}
-
-A JOB with "gate": true (the supervisor sends it) whose marker passes
-correctness works check_s, sends GATE, waits for GO and works time_s, as
-kevald-gpu does; its "job" line then also has "gate" (when GATE was sent) and
-"go" (when GO came), so a test sees the correctness part [start, gate] and
-the timing part [go, end]. Other markers work work_s and send no GATE (they
-fail in correctness).
+  fake_gpu.json  optional knobs: {"work_s": 0.05, "exit_delay_s": 0.3}
 
 The verdict comes from the candidate's kernel name (the only part of the
 source a JOB carries besides the CUBIN): a name containing
@@ -63,8 +55,7 @@ import sys
 import time
 
 MAGIC = 0x3146564B  # "KVF1"
-HELLO, JOB, RESULT, PROGRESS, SHUTDOWN, GATE, GO = 1, 2, 3, 4, 5, 6, 7
-GATING = {"correct", "exiting_false", "suspicious"}  # markers whose job passes correctness and times
+HELLO, JOB, RESULT, PROGRESS, SHUTDOWN = 1, 2, 3, 4, 5
 HERE = os.path.dirname(os.path.abspath(sys.argv[0]))
 LOG = os.path.join(HERE, "fake_gpu.log")
 PID = os.getpid()
@@ -77,9 +68,7 @@ def knobs():
             k = json.load(f)
     except FileNotFoundError:
         k = {}
-    work = float(k.get("work_s", 0.05))
-    return {"work_s": work, "exit_delay_s": float(k.get("exit_delay_s", 0.3)),
-            "check_s": float(k.get("check_s", work / 2)), "time_s": float(k.get("time_s", work / 2))}
+    return {"work_s": float(k.get("work_s", 0.05)), "exit_delay_s": float(k.get("exit_delay_s", 0.3))}
 
 
 def log(**ev):
@@ -257,22 +246,10 @@ def main():
         if mark == "hang":
             late_frames(3600)  # a kernel that never ends: the supervisor's watchdog must kill us
             return 1
-        gate = go = None
-        if job.get("gate") and mark in GATING:
-            time.sleep(k["check_s"])
-            gate = time.monotonic()
-            write_frame(out_fd, GATE, {"id": job.get("id")})
-            fr = read_frame(0)
-            go = time.monotonic()
-            if fr is None or fr[0] != GO or fr[1].get("id") != job.get("id"):
-                log(ev="bad_go", t=go, id=job.get("id"), frame=None if fr is None else fr[0])
-                return 2
-            time.sleep(k["time_s"])
-        else:
-            time.sleep(k["work_s"])
+        time.sleep(k["work_s"])
         end = time.monotonic()
         res = result_for(job, mark, start, end)
-        log(ev="job", id=job.get("id"), start=start, end=end, gate=gate, go=go, verdict=res["verdict"],
+        log(ev="job", id=job.get("id"), start=start, end=end, verdict=res["verdict"],
             exiting=res.get("exiting", False), kernels=kernels,
             launch_timeout_ms=job.get("launch_timeout_ms"), launch_factor=job.get("launch_factor"),
             launch_floor_ms=job.get("launch_floor_ms"), has_launch_factor="launch_factor" in job,

@@ -5,17 +5,16 @@ the real `kevald serve` and the real kevald-compile, and a fake kevald-gpu
 its pid, GPU index, job id, [start, end] (CLOCK_MONOTONIC) and the launch_*
 fields it received.
 
-What must hold (docs/configuration.md gpu_workers_per_gpu and
-gpu_checks_per_gpu, dispatch.c's "Sharing a GPU"):
-  * W worker processes per GPU; up to C jobs in their correctness phase at
-    once (the fake's [start, gate]), and a job's timing phase ([go, end])
-    overlaps nothing else of its GPU; with C = 1 whole jobs never overlap;
+What must hold (docs/configuration.md gpu_workers_per_gpu, dispatch.c's
+theory of operation):
+  * W worker processes per GPU, and only one runs a job at a time: the
+    [start, end] intervals of jobs on one GPU never overlap;
   * a process whose RESULT says "exiting" gets no further frame and is
-    restarted; other jobs go on on the standby workers: after "timeout" (or
-    the unspecific true) no timing phase runs before the exiting process is
-    gone (work may still spin on the GPU), after "sticky" jobs go on at once
-    (the context is dead); a process that says it exits and stays is killed
-    after 10 s, timing held until then; "exiting": false is not exiting;
+    restarted; the next job runs on the standby worker: after "timeout" (or
+    the unspecific true) not before the exiting process is gone (work may
+    still spin on the GPU), after "sticky" at once (the context is dead); a
+    process that says it exits and stays is killed after 10 s, its GPU held
+    until then; "exiting": false is not exiting;
   * a RESULT without a valid verdict kills its worker, costs the jobs after
     it nothing, and its job ends as internal_error within max_attempts;
   * GPUs run in parallel;
@@ -151,45 +150,10 @@ def overlaps(a, b):
     return a["start"] < b["end"] and b["start"] < a["end"]
 
 
-def timing_part(j):
-    """The job's timing phase [go, end] as an interval, or None when it did not time."""
-    return {"start": j["go"], "end": j["end"]} if j.get("go") is not None else None
-
-
-def check_part(j):
-    """The job's correctness phase [start, gate] (the whole job when it did not gate)."""
-    return {"start": j["start"], "end": j["gate"] if j.get("gate") is not None else j["end"]}
-
-
-def assert_timing_alone(jobs, where):
-    """Every timing phase of @jobs (all on one GPU) overlaps no other job's correctness or timing
-    phase on it (waiting for GO uses no GPU)."""
-    for a in jobs:
-        t = timing_part(a)
-        if t is None:
-            continue
-        for b in jobs:
-            for part in (check_part(b), timing_part(b)):
-                if b is not a and part is not None and overlaps(t, part):
-                    raise AssertionError(
-                        f"{where}: job {a['id']} timed [{t['start']:.4f}, {t['end']:.4f}] while job {b['id']} "
-                        f"(pid {b['pid']}) ran [{part['start']:.4f}, {part['end']:.4f}]: the GPU was not its alone")
-
-
-def max_checks_at_once(jobs):
-    """The most correctness phases of @jobs that overlapped at one moment."""
-    edges = sorted([(check_part(j)["start"], 1) for j in jobs] + [(check_part(j)["end"], -1) for j in jobs])
-    n = top = 0
-    for _, step in edges:
-        n += step
-        top = max(top, n)
-    return top
-
-
 @pytest.fixture(scope="module")
 def one_gpu(tmp_module):
     fs = FakeGpuServer(tmp_module / "one_gpu", gpus="0", per_gpu=2,
-                       knobs={"work_s": 0.05, "exit_delay_s": 1.0}, args=["--gpu-checks-per-gpu", "2"]).start()
+                       knobs={"work_s": 0.05, "exit_delay_s": 1.0}).start()
     yield fs
     rc = fs.stop()
     assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
@@ -198,13 +162,13 @@ def one_gpu(tmp_module):
 @pytest.fixture(scope="module")
 def two_gpus(tmp_module):
     fs = FakeGpuServer(tmp_module / "two_gpus", gpus="0,1", per_gpu=2, knobs={"work_s": 0.15},
-                       args=["--launch-factor", "0", "--gpu-checks-per-gpu", "2"]).start()
+                       args=["--launch-factor", "0"]).start()
     yield fs
     rc = fs.stop()
     assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
 
 
-def test_checks_share_the_gpu_timing_alone(one_gpu):
+def test_one_job_at_a_time_per_gpu(one_gpu):
     fs = one_gpu
     first_job = min([e["t"] for e in fs.events("start")], default=float("inf"))
     hellos = {e["pid"] for e in fs.events("hello") if e["gpu"] == 0 and e["t"] < first_job}
@@ -221,48 +185,7 @@ def test_checks_share_the_gpu_timing_alone(one_gpu):
     by_id = {j["id"]: j for j in jobs}
     for sid, body in done.items():
         assert body["result"]["gpu"]["fake_pid"] == by_id[sid]["pid"], (body["result"], by_id[sid])
-    assert all(j["gate"] is not None and j["go"] is not None for j in jobs), "every correct job gated"
-    assert_timing_alone(jobs, "GPU 0")
-    # 2 workers, so at most 2 checks at once; and the GPU was shared
-    assert max_checks_at_once(jobs) == 2, [(j["id"], check_part(j)) for j in jobs]
-
-
-def test_one_check_at_a_time(tmp_path):
-    """The default (gpu_checks_per_gpu 1): one job at a time on the GPU, whole jobs never overlap."""
-    fs = FakeGpuServer(tmp_path, gpus="0", per_gpu=3, knobs={"work_s": 0.04}).start()
-    try:
-        ids = fs.submit([full(tag=i) for i in range(8)])
-        done = fs.wait_all(ids)
-        assert all(b["verdict"] == "correct" for b in done.values()), done
-        jobs = fs.jobs(set(ids))
-        assert sorted(j["id"] for j in jobs) == sorted(ids), "each job ran exactly once"
-        assert_no_overlap(jobs, "GPU 0")
-    finally:
-        rc = fs.stop()
-    assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
-
-
-def test_overdue_checks_let_others_check(tmp_path):
-    """A job waits for GO while another job's correctness phase overruns (a fault being reported
-    takes 100-500 ms): new jobs check meanwhile, and the waiting job still times alone."""
-    fs = FakeGpuServer(tmp_path, gpus="0", per_gpu=6, knobs={"work_s": 0.6, "check_s": 0.01, "time_s": 0.01},
-                       args=["--gpu-checks-per-gpu", "2"]).start()
-    try:
-        warm_cache(fs, ["incorrect"])
-        # the incorrect job checks for work_s (0.6 s, no gate); the correct ones check 10 ms
-        ids = fs.submit([full("incorrect")] + [full(tag=i) for i in range(6)])
-        done = fs.wait_all(ids)
-        assert done[ids[0]]["verdict"] == "incorrect", done[ids[0]]
-        jobs = fs.jobs(set(ids))
-        slow = next(j for j in jobs if j["id"] == ids[0])
-        assert_timing_alone(jobs, "GPU 0")
-        during = [j for j in jobs if j is not slow and slow["start"] < j["start"] < slow["end"]]
-        assert len(during) >= 3, (f"only {len(during)} job(s) started while a check overran for 0.6 s: "
-                                  f"{[(j['id'], j['start'] - slow['start']) for j in jobs]}")
-        assert max_checks_at_once(jobs) <= 2, [(j["id"], check_part(j)) for j in jobs]
-    finally:
-        rc = fs.stop()
-    assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
+    assert_no_overlap(jobs, "GPU 0")
 
 
 def test_job_carries_launch_limits(one_gpu):
@@ -310,32 +233,29 @@ def test_exiting_worker(one_gpu):
 
     jobs = fs.jobs(set(ids))
     assert sorted(j["id"] for j in jobs) == sorted(ids), "each job ran exactly once"
-    assert_timing_alone(jobs, "GPU 0")
+    assert_no_overlap(jobs, "GPU 0")
     exits = {e["pid"]: e for e in fs.events("exit")}
     checked = set()
-    for j in jobs:
+    for i, j in enumerate(jobs):
         if not kinds[j["id"]]:
             continue
         assert j["exiting"] == EXIT_MARKERS[kinds[j["id"]]][1], j
         assert j["pid"] in exits, f"the fake {j['pid']} said exiting but logged no exit"
         gone = exits[j["pid"]]["t"]
-        exiting = {"start": j["end"], "end": gone}
-        after = [k for k in jobs if k["start"] > j["end"] or (k.get("go") or 0) > j["end"]]
-        if not after:
+        nxt = jobs[i + 1] if i + 1 < len(jobs) else None
+        if nxt is None:
             continue
         checked.add(kinds[j["id"]])
-        assert all(k["pid"] != j["pid"] for k in after), f"a job ran on the process that said it exits ({j['pid']})"
+        assert nxt["pid"] != j["pid"], f"job {nxt['id']} ran on the process that said it exits ({j['pid']})"
         if j["exiting"] == "sticky":
-            assert any(j["end"] < k["start"] < gone or j["end"] < (k.get("go") or 0) < gone for k in after), (
-                f"nothing ran between job {j['id']}'s sticky fault ({j['end']:.4f}) and pid {j['pid']}'s exit "
-                f"({gone:.4f}): the standby should have gone on at once")
+            assert nxt["start"] < gone, (
+                f"job {nxt['id']} waited for pid {j['pid']} to exit ({gone:.4f}) after a sticky fault "
+                f"(started {nxt['start']:.4f}): the standby should have started at once")
         else:
-            for k in after:
-                t = timing_part(k)
-                assert t is None or not overlaps(t, exiting), (
-                    f"job {k['id']} timed [{t['start']:.4f}, {t['end']:.4f}] while pid {j['pid']} (exiting "
-                    f"{j['exiting']!r} after job {j['id']}) was still there until {gone:.4f}: a kernel may "
-                    f"have been spinning")
+            assert nxt["start"] >= gone, (
+                f"job {nxt['id']} started at {nxt['start']:.4f} on pid {nxt['pid']}, before pid {j['pid']} "
+                f"(exiting {j['exiting']!r} after job {j['id']}) was gone at {gone:.4f}: the GPU was not kept "
+                f"reserved")
     assert checked == set(EXIT_MARKERS), f"not every exit kind was followed by a job: {checked}"
 
     # every exiting worker was restarted: new pids said HELLO, /readyz is back to 2 ready workers
@@ -361,13 +281,13 @@ def test_exiting_worker_that_stays_is_killed(one_gpu):
     assert done[ids[1]]["verdict"] == "timeout", done[ids[1]]
     assert all(done[sid]["verdict"] == "correct" for sid in ids if sid != ids[1]), done
     jobs = fs.jobs(set(ids))
-    assert_timing_alone(jobs, "GPU 0")
-    hung = next(j for j in jobs if j["id"] == ids[1])
-    gos = [j["go"] for j in jobs if j["go"] is not None and j["go"] > hung["end"]]
-    assert gos, f"no job timed after it: {jobs}"
-    assert all(j["pid"] != hung["pid"] for j in jobs if j is not hung), jobs
-    waited = min(gos) - hung["end"]
-    assert 9.9 <= waited < 10 + 10 * SLOW, f"the next timing began {waited:.2f}s after the RESULT (want the 10 s grace)"
+    assert_no_overlap(jobs, "GPU 0")
+    i = next(i for i, j in enumerate(jobs) if j["id"] == ids[1])
+    hung, nxt = jobs[i], jobs[i + 1] if i + 1 < len(jobs) else None
+    assert nxt is not None, f"no job ran after it: {[j['id'] for j in jobs]}"
+    assert nxt["pid"] != hung["pid"], nxt
+    waited = nxt["start"] - hung["end"]
+    assert 9.9 <= waited < 10 + 10 * SLOW, f"the next job started {waited:.2f}s after the RESULT (want the 10 s grace)"
     assert not fs.events("late_frame"), fs.events("late_frame")
     assert f"(pid {hung['pid']}): did not exit after saying it would" in fs.server.log_tail(1000), fs.server.log_tail()
     deadline = time.monotonic() + 30 * SLOW
@@ -387,13 +307,13 @@ def test_exiting_false_is_not_exiting(one_gpu):
     assert all(b["verdict"] == "correct" for b in done.values()), done
     jobs = fs.jobs(set(ids))
     assert sorted(j["id"] for j in jobs) == sorted(ids), "each job ran exactly once"
-    assert_timing_alone(jobs, "GPU 0")
-    said = next(j for j in jobs if j["id"] == ids[1])
+    assert_no_overlap(jobs, "GPU 0")
+    i = next(i for i, j in enumerate(jobs) if j["id"] == ids[1])
+    said = jobs[i]
     assert said["exiting"] is False, said
-    later = [j["go"] for j in jobs if j["go"] is not None and j["go"] >= said["end"]]
-    assert later, f"no job timed after it: {[j['id'] for j in jobs]}"
-    gap = min(later) - said["end"]
-    assert gap < 2.0 * SLOW, f"the next timing waited {gap:.2f}s after a RESULT with \"exiting\": false"
+    assert i + 1 < len(jobs), f"no job ran after it: {[j['id'] for j in jobs]}"
+    gap = jobs[i + 1]["start"] - said["end"]
+    assert gap < 2.0 * SLOW, f"the next job waited {gap:.2f}s after a RESULT with \"exiting\": false"
     assert said["pid"] not in {e["pid"] for e in fs.events("exit")}, "the fake never exits on its own here"
     assert f"(pid {said['pid']}): did not exit" not in fs.server.log_tail(1000), "it was killed for not exiting"
 
@@ -411,7 +331,7 @@ def test_gpus_run_in_parallel(two_gpus):
     assert all(done[j["id"]]["result"]["gpu"]["index"] == j["gpu"] for j in jobs), \
         [(j["id"], j["gpu"], done[j["id"]]["result"]["gpu"]) for j in jobs]
     for g, js in per.items():
-        assert_timing_alone(js, f"GPU {g}")
+        assert_no_overlap(js, f"GPU {g}")
     assert any(overlaps(a, b) for a in per[0] for b in per[1]), "the two GPUs never ran jobs at the same time"
     hellos = {}
     for e in fs.events("hello"):
@@ -464,9 +384,8 @@ def test_watchdog_kill_holds_the_gpu(tmp_path):
         (started,) = [e for e in fs.events("start") if e["id"] == ids[0]]
         jobs = fs.jobs(set(ids[1:]))
         assert all(j["pid"] != started["pid"] for j in jobs), (started, jobs)
-        # the others may check beside it, but none times before the hung worker is killed (6 s)
-        first = min(j["go"] for j in jobs) - started["t"]
-        assert first >= 5.9, f"a job timed {first:.2f}s after the hung one began, before its worker was killed"
+        first = jobs[0]["start"] - started["t"]
+        assert first >= 5.9, f"a job started {first:.2f}s after the hung one, before its worker was killed (6 s)"
         assert not fs.events("late_frame"), fs.events("late_frame")
         assert f"(pid {started['pid']}): watchdog" in fs.server.log_tail(1000), fs.server.log_tail()
     finally:
