@@ -1115,6 +1115,20 @@ int store_pg_claim_next(StorePg *store, Stage stage, const char *owner, double l
 
         if (!owner || !(lease_s > 0) || (stage != STAGE_COMPILE && stage != STAGE_RUN))
                 return -EINVAL;
+        /* Nothing waiting: one index probe, no transaction (new work comes with its own NOTIFY). */
+        r = ensure_conn(store);
+        if (r < 0)
+                return r;
+        r = run(store, "look for waiting jobs", stage == STAGE_COMPILE
+                ? "SELECT 1 FROM submissions WHERE state = 'queued' LIMIT 1"
+                : "SELECT 1 FROM submissions WHERE state = 'compiled' LIMIT 1", NULL, &res);
+        if (r < 0)
+                return r;
+        bool any = PQntuples(res) > 0;
+        PQclear(res);
+        res = NULL;
+        if (!any)
+                return STORE_E_EMPTY;
         r = tx_begin_async(store);
         if (r < 0)
                 return r;
