@@ -226,6 +226,71 @@ int store_next_event(Store *store, int timeout_ms, StoreEvent *ret_ev)
         return store->pg ? store_pg_next_event(store->pg, timeout_ms, ret_ev) : -EOPNOTSUPP;
 }
 
+/* ---- copy ---------------------------------------------------------------- */
+
+/*
+ * What store_copy() copies, parents first. Every table of the schema but
+ * metric_buckets (data of migration 006, the same on both) and the
+ * PostgreSQL-only hosts and kevald_schema.
+ */
+static const char *const copy_tables[] = {
+        "meta", "counters", "tokens", "submissions", "submission_requests", "submission_compiles",
+        "submission_results", "queue_counts", "idempotency", "compile_cache", "task_stats", "task_speedups",
+        "verdict_counts", "token_service", "job_metrics", "activity_minutely", "gpu_minutely", "run_summary",
+        "run_step_tasks", "run_step_speedups", "task_verdicts", "metric_hist", "metric_sums",
+};
+
+typedef struct CopyCtx {
+        StorePg *to;
+        const char *table;
+        int64_t rows;
+} CopyCtx;
+
+static int copy_one_row(void *arg, int n, const char *const *names, const StoreVal *vals)
+{
+        CopyCtx *c = arg;
+        int r = store_pg_copy_row(c->to, c->table, n, names, vals);
+        if (r == 0)
+                c->rows++;
+        return r;
+}
+
+/**
+ * store_copy() - see store.h
+ */
+int store_copy(Store *from, Store *to, bool force, json_t **ret_report)
+{
+        const size_t n = sizeof(copy_tables) / sizeof(copy_tables[0]);
+        json_t *report;
+        int r;
+
+        if (!from || !to || !from->sq || !to->pg || !ret_report)
+                return -EINVAL;
+        report = json_object();
+        if (!report)
+                return -ENOMEM;
+        r = store_pg_copy_begin(to->pg, copy_tables, n, force);
+        if (r != 0) {
+                json_decref(report);
+                return r;
+        }
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                CopyCtx c = { .to = to->pg, .table = copy_tables[i] };
+                r = store_sqlite_each_row(from->sq, copy_tables[i], copy_one_row, &c);
+                if (r == STORE_E_NOT_FOUND)
+                        r = 0;  /* not in this (older) schema: nothing to copy */
+                if (r == 0 && json_object_set_new(report, copy_tables[i], json_integer(c.rows)))
+                        r = -ENOMEM;
+        }
+        r = store_pg_copy_end(to->pg, copy_tables, n, r);
+        if (r != 0) {
+                json_decref(report);
+                return r;
+        }
+        *ret_report = report;
+        return 0;
+}
+
 /* ---- shared helpers ------------------------------------------------------ */
 
 /**

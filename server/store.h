@@ -113,6 +113,24 @@ const char *store_host_id(void);
 /* Record that this host is alive (hosts.last_seen); a no-op on SQLite. */
 int store_host_beat(Store *store);
 
+/**
+ * store_copy() - copy a single host's SQLite history into an empty PostgreSQL store
+ * @from:       a SQLite store; borrowed, only read
+ * @to:         a PostgreSQL store; borrowed
+ * @force:      copy even when @to already holds submissions or tokens (its
+ *              rows of the copied tables are replaced)
+ * @ret_report: on success, a new object {table: rows copied}
+ *
+ * Every table is copied row for row, ids kept (the sequences are moved past
+ * them), the secret too (seeds stay reproducible); the aggregates and
+ * rollups are copied as they are, with the target's triggers off for the
+ * copy. One transaction: all or nothing.
+ *
+ * Return: 0, STORE_E_CONFLICT when @to is not empty and !@force, -EINVAL
+ * when @from is not SQLite or @to not PostgreSQL, or a negative errno.
+ */
+int store_copy(Store *from, Store *to, bool force, json_t **ret_report);
+
 /* Wake-ups from other hosts' commits (PostgreSQL LISTEN/NOTIFY). */
 typedef enum { STORE_EVENT_WORK = 1, STORE_EVENT_DONE = 2 } StoreEventKind;
 typedef struct StoreEvent {

@@ -40,7 +40,20 @@ int store_ids_decode(const char *text, size_t max, int64_t **ret_ids, size_t *re
 int store_check_insert(const StoreInsert *ins);
 json_t *store_internal_error_result(const char *task, const char *state, int attempts);
 
+/* One value of a copied row (store_copy()): NULL, integer, real, text or bytes. */
+typedef enum { STORE_VAL_NULL, STORE_VAL_INT, STORE_VAL_REAL, STORE_VAL_TEXT, STORE_VAL_BLOB } StoreValType;
+typedef struct StoreVal {
+        StoreValType type;
+        int64_t i;
+        double d;
+        const void *p;          /* TEXT (NUL-terminated) or BLOB; borrowed for the callback */
+        size_t len;
+} StoreVal;
+/* Called per row with the column names and values; non-zero stops the copy with that code. */
+typedef int (*StoreRowFn)(void *arg, int n, const char *const *names, const StoreVal *vals);
+
 /* ---- SQLite (server/store_sqlite.c) ---- */
+int store_sqlite_each_row(StoreSqlite *store, const char *table, StoreRowFn fn, void *arg);
 int store_sqlite_open(const char *path, StoreSqlite **ret_store);
 void store_sqlite_close(StoreSqlite *store);
 int store_sqlite_insert_request(StoreSqlite *store, const StoreInsert *ins, int64_t *ret_ids,
@@ -130,5 +143,8 @@ int store_pg_token_lookup(StorePg *store, const uint8_t hash[32], int64_t *ret_i
 int store_pg_token_list(StorePg *store, json_t **ret_list);
 int store_pg_secret(StorePg *store, uint8_t ret_secret[32]);
 int store_pg_host_beat(StorePg *store, const char *host_id);
+int store_pg_copy_begin(StorePg *store, const char *const *tables, size_t n_tables, bool force);
+int store_pg_copy_row(StorePg *store, const char *table, int n, const char *const *names, const StoreVal *vals);
+int store_pg_copy_end(StorePg *store, const char *const *tables, size_t n_tables, int r);
 int store_pg_listen(StorePg *store);
 int store_pg_next_event(StorePg *store, int timeout_ms, StoreEvent *ret_ev);

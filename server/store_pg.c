@@ -2349,6 +2349,160 @@ int store_pg_secret(StorePg *store, uint8_t ret_secret[32])
         return r;
 }
 
+/* ---- copy (store_copy()) -------------------------------------------------- */
+
+/* Table and column names a copy may write: the names come from the schema, checked here again. */
+static bool table_name_ok(const char *t)
+{
+        if (!*t || strlen(t) > 48)
+                return false;
+        for (; *t; t++)
+                if (!((*t >= 'a' && *t <= 'z') || (*t >= '0' && *t <= '9') || *t == '_'))
+                        return false;
+        return true;
+}
+
+/**
+ * store_pg_copy_begin() - open the copy's transaction on an empty store
+ * @store:    the target; borrowed
+ * @tables:   the tables that will be copied, in order
+ * @n_tables: their number
+ * @force:    go on when the store already holds submissions or tokens
+ *
+ * Turns off the tables' own triggers for the transaction (the aggregates
+ * and rollups are copied, not recomputed) and empties them (the rows the
+ * migrations and the first open made: counters, the secret, ...).
+ *
+ * Return: 0 with the transaction open, STORE_E_CONFLICT when not empty and
+ * !@force, -EINVAL, or a negative errno (nothing open then).
+ */
+int store_pg_copy_begin(StorePg *store, const char *const *tables, size_t n_tables, bool force)
+{
+        char sql[160];
+        int64_t n = 0;
+        int r = tx_begin(store);
+
+        if (r < 0)
+                return r;
+        r = scalar(store, "SELECT (SELECT count(*) FROM submissions) + (SELECT count(*) FROM tokens)", &n);
+        if (r == 0 && n > 0 && !force) {
+                log_error("store: copy: %s already holds %" PRId64 " submissions and tokens; refusing "
+                          "(--force replaces them)", store->dsn_shown, n);
+                r = STORE_E_CONFLICT;
+        }
+        for (size_t i = 0; r == 0 && i < n_tables; i++) {
+                if (!table_name_ok(tables[i])) {
+                        r = -EINVAL;
+                        break;
+                }
+                snprintf(sql, sizeof(sql), "ALTER TABLE \"%s\" DISABLE TRIGGER USER; DELETE FROM \"%s\"",
+                         tables[i], tables[i]);
+                r = exec_simple(store, "prepare the copy", sql);
+        }
+        if (r != 0)
+                exec_simple(store, "ROLLBACK", "ROLLBACK");
+        return r;
+}
+
+/**
+ * store_pg_copy_row() - insert one copied row, ids and all
+ * @store: the target, between store_pg_copy_begin() and store_pg_copy_end()
+ * @table: the table (one of those given to store_pg_copy_begin())
+ * @n:     columns, at most 64
+ * @names: their names (the source's; the same in both schemas)
+ * @vals:  the values; bytes go as bytea, the rest as text PostgreSQL converts
+ * Return: 0 or a negative errno.
+ */
+int store_pg_copy_row(StorePg *store, const char *table, int n, const char *const *names, const StoreVal *vals)
+{
+        const char *v[64];
+        int lens[64], fmts[64];
+        char nums[64][32];
+        char sql[2048];
+        size_t len;
+        PGresult *res;
+        int r = 0;
+
+        if (n < 1 || n > 64 || !table_name_ok(table))
+                return -EINVAL;
+        len = (size_t)snprintf(sql, sizeof(sql), "INSERT INTO \"%s\" (", table);
+        for (int i = 0; i < n && len < sizeof(sql); i++) {
+                if (!table_name_ok(names[i]))
+                        return -EINVAL;
+                len += (size_t)snprintf(sql + len, sizeof(sql) - len, "%s\"%s\"", i ? ", " : "", names[i]);
+        }
+        for (int i = 0; i < n && len < sizeof(sql); i++)
+                len += (size_t)snprintf(sql + len, sizeof(sql) - len, "%s$%d", i ? ", " : ") VALUES (", i + 1);
+        if (len < sizeof(sql))
+                len += (size_t)snprintf(sql + len, sizeof(sql) - len, ")");
+        if (len >= sizeof(sql))
+                return -E2BIG;
+        for (int i = 0; i < n; i++) {
+                lens[i] = 0;
+                fmts[i] = 0;
+                switch (vals[i].type) {
+                case STORE_VAL_NULL:
+                        v[i] = NULL;
+                        break;
+                case STORE_VAL_INT:
+                        snprintf(nums[i], sizeof(nums[i]), "%" PRId64, vals[i].i);
+                        v[i] = nums[i];
+                        break;
+                case STORE_VAL_REAL:
+                        /* SQLite's 9e999 (the +Inf bucket) is PostgreSQL's Infinity. */
+                        snprintf(nums[i], sizeof(nums[i]), isinf(vals[i].d) ? (vals[i].d > 0 ? "Infinity" : "-Infinity")
+                                                                           : "%.17g", vals[i].d);
+                        v[i] = nums[i];
+                        break;
+                case STORE_VAL_TEXT:
+                        v[i] = vals[i].p;
+                        break;
+                case STORE_VAL_BLOB:
+                        v[i] = vals[i].len ? vals[i].p : "";
+                        lens[i] = (int)vals[i].len;
+                        fmts[i] = 1;
+                        break;
+                }
+        }
+        res = PQexecParams(store->conn, sql, n, NULL, v, lens, fmts, 0);
+        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+                r = errno_from_result(store, res);
+                log_error("store: copy into %s failed: %s", table, PQresultErrorMessage(res));
+        }
+        PQclear(res);
+        return r;
+}
+
+/**
+ * store_pg_copy_end() - finish the copy: commit when @r is 0, else roll back
+ * @store:    the target
+ * @tables:   as given to store_pg_copy_begin()
+ * @n_tables: their number
+ * @r:        the copy's outcome so far
+ *
+ * On success the identity sequences are moved past the copied ids (the next
+ * submission, token or idempotency key gets a new one) and the triggers are
+ * on again, in the same transaction.
+ *
+ * Return: @r, or the commit's error.
+ */
+int store_pg_copy_end(StorePg *store, const char *const *tables, size_t n_tables, int r)
+{
+        static const char *const seqs[] = { "submissions", "tokens", "idempotency" };
+        char sql[256];
+
+        for (size_t i = 0; r == 0 && i < sizeof(seqs) / sizeof(seqs[0]); i++) {
+                snprintf(sql, sizeof(sql), "SELECT setval(pg_get_serial_sequence('%s', 'id'), "
+                         "coalesce((SELECT max(id) FROM %s), 0) + 1, false)", seqs[i], seqs[i]);
+                r = exec_simple(store, "advance the sequence", sql);
+        }
+        for (size_t i = 0; r == 0 && i < n_tables; i++) {
+                snprintf(sql, sizeof(sql), "ALTER TABLE \"%s\" ENABLE TRIGGER USER", tables[i]);
+                r = exec_simple(store, "turn the triggers on", sql);
+        }
+        return tx_end(store, r);
+}
+
 /* ---- wake-ups ------------------------------------------------------------ */
 
 /**

@@ -2535,3 +2535,94 @@ int store_sqlite_secret(StoreSqlite *store, uint8_t ret_secret[32])
         return r;
 }
 
+
+/* ---- copy (store_copy()) -------------------------------------------------- */
+
+/**
+ * store_sqlite_each_row() - call @fn for every row of @table, its stored columns only
+ * @store: open store; borrowed
+ * @table: a table name of the schema ([a-z_]; checked against sqlite_schema)
+ * @fn:    called per row; a non-zero return stops and is returned
+ * @arg:   passed to @fn
+ *
+ * Generated columns (006's step, sample, turn, parent) are left out: the
+ * target computes its own. One read transaction: a consistent snapshot.
+ *
+ * Return: 0, STORE_E_NOT_FOUND for a table this database does not have,
+ * what @fn returned, or a negative errno.
+ */
+int store_sqlite_each_row(StoreSqlite *store, const char *table, StoreRowFn fn, void *arg)
+{
+        sqlite3_stmt *st = NULL;
+        char sql[512];
+        char *names[64];
+        StoreVal vals[64];
+        int n = 0, r = 0, rc;
+        size_t len;
+
+        for (const char *c = table; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_'))
+                        return -EINVAL;
+        /* hidden = 0: an ordinary column; 2 and 3 are generated ones. */
+        snprintf(sql, sizeof(sql), "SELECT name FROM pragma_table_xinfo('%s') WHERE hidden = 0 ORDER BY cid", table);
+        rc = sqlite3_prepare_v2(store->db, sql, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return fail(store, rc, "list columns");
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < 64)
+                names[n++] = col_strdup(st, 0);
+        sqlite3_finalize(st);
+        st = NULL;
+        if (n == 0)
+                return STORE_E_NOT_FOUND;
+        len = (size_t)snprintf(sql, sizeof(sql), "SELECT ");
+        for (int i = 0; i < n && len < sizeof(sql); i++)
+                len += (size_t)snprintf(sql + len, sizeof(sql) - len, "%s\"%s\"", i ? ", " : "", names[i]);
+        if (len < sizeof(sql))
+                len += (size_t)snprintf(sql + len, sizeof(sql) - len, " FROM \"%s\"", table);
+        if (len >= sizeof(sql)) {
+                r = -E2BIG;
+                goto out;
+        }
+        rc = sqlite3_prepare_v2(store->db, sql, -1, &st, NULL);
+        if (rc != SQLITE_OK) {
+                r = fail(store, rc, "read table");
+                goto out;
+        }
+        while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+                for (int i = 0; i < n; i++) {
+                        StoreVal *v = &vals[i];
+                        memset(v, 0, sizeof(*v));
+                        switch (sqlite3_column_type(st, i)) {
+                        case SQLITE_INTEGER:
+                                v->type = STORE_VAL_INT;
+                                v->i = sqlite3_column_int64(st, i);
+                                break;
+                        case SQLITE_FLOAT:
+                                v->type = STORE_VAL_REAL;
+                                v->d = sqlite3_column_double(st, i);
+                                break;
+                        case SQLITE_TEXT:
+                                v->type = STORE_VAL_TEXT;
+                                v->p = sqlite3_column_text(st, i);
+                                v->len = (size_t)sqlite3_column_bytes(st, i);
+                                break;
+                        case SQLITE_BLOB:
+                                v->type = STORE_VAL_BLOB;
+                                v->p = sqlite3_column_blob(st, i);
+                                v->len = (size_t)sqlite3_column_bytes(st, i);
+                                break;
+                        default:
+                                v->type = STORE_VAL_NULL;
+                                break;
+                        }
+                }
+                r = fn(arg, n, (const char *const *)names, vals);
+        }
+        if (r == 0 && rc != SQLITE_DONE)
+                r = fail(store, rc, "read table");
+out:
+        sqlite3_finalize(st);
+        for (int i = 0; i < n; i++)
+                free(names[i]);
+        return r;
+}

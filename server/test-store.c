@@ -1132,6 +1132,127 @@ static void test_pg_restart(void)
         store_close(s);
 }
 
+/* Two stores answer the same for everything the API and the dashboards read. */
+static void check_same(Store *a, Store *b, int64_t max_id)
+{
+        json_t *x = NULL, *y = NULL;
+        uint8_t sa[32], sb[32];
+
+        for (int64_t id = 1; id <= max_id; id++) {
+                CHECK_RC(store_get_submission(a, id, &x), 0);
+                CHECK_RC(store_get_submission(b, id, &y), 0);
+                CHECK(json_equal(x, y));
+                json_decref(x);
+                json_decref(y);
+        }
+        CHECK_RC(store_stats(a, &x), 0);
+        CHECK_RC(store_stats(b, &y), 0);
+        CHECK(json_equal(x, y));
+        json_decref(x);
+        json_decref(y);
+        json_t *args = json_pack("[s,I,I]", "run-c", (json_int_t)-1, (json_int_t)100);
+        for (int q = STORE_DASH_RUN_STEPS; q <= STORE_DASH_RUN_TASKS; q++) {
+                CHECK_RC(store_dashboard_rows(a, (StoreDash)q, args, &x), 0);
+                CHECK_RC(store_dashboard_rows(b, (StoreDash)q, args, &y), 0);
+                CHECK(json_array_size(x) > 0);
+                CHECK(json_equal(x, y));
+                json_decref(x);
+                json_decref(y);
+        }
+        json_decref(args);
+        CHECK_RC(store_token_list(a, &x), 0);
+        CHECK_RC(store_token_list(b, &y), 0);
+        CHECK(json_equal(x, y));
+        json_decref(x);
+        json_decref(y);
+        CHECK_RC(store_secret(a, sa), 0);
+        CHECK_RC(store_secret(b, sb), 0);
+        CHECK(memcmp(sa, sb, 32) == 0);
+}
+
+/* PostgreSQL: a SQLite history copied over answers the same, ids, keys and secret kept. */
+static void test_pg_copy(void)
+{
+        char sq_path[512], pg_path[512];
+        const char *saved = pg_base;
+        Store *sq, *pg = NULL;
+        StoreJob *job;
+        uint8_t hash[32] = { 7 }, key[32] = { 9 }, body[32] = { 3 };
+        json_t *report = NULL, *o;
+        int64_t tok = 0, ids[3];
+
+        pg_base = NULL; /* a SQLite file */
+        sq = open_fresh(sq_path, sizeof(sq_path));
+        pg_base = saved;
+        fresh_path(pg_path, sizeof(pg_path));
+        CHECK_RC(store_token_create(sq, "alice", hash, NULL, &tok), 0);
+        json_t *req = make_request("copy_task", "run-c", "k", "v");
+        json_object_set_new(json_object_get(req, "tags"), "step", json_integer(2));
+        StoreNew subs[3];
+        for (int i = 0; i < 3; i++)
+                subs[i] = (StoreNew){ .request = req, .task = "copy_task", .mode = "full", .token_id = tok };
+        CHECK_RC(store_insert_submissions(sq, subs, 3, ids, "key-1", body, 0, 0), 0);
+        for (int i = 0; i < 2; i++) {
+                CHECK_RC(store_claim_next(sq, STAGE_COMPILE, "testhost/w", 30, &job), 0);
+                json_t *res = json_pack("{s:s, s:{s:b}, s:{s:b, s:f}}", "verdict", i ? "incorrect" : "correct",
+                                        "reward_fields", "compiled", 1, "compile", "cache_hit", 0, "compile_ms", 12.5);
+                CHECK_RC(store_finish(sq, job->id, "testhost/w", i ? "incorrect" : "correct", i ? NAN : 2.5, res), 0);
+                json_decref(res);
+                store_job_free(job);
+        }
+        json_t *comp = json_pack("{s:b}", "ok", 1);
+        uint8_t cubin[100] = { 1, 2, 3 };
+        CHECK_RC(store_cache_put(sq, key, comp, cubin, sizeof(cubin)), 0);
+        json_decref(comp);
+        json_decref(req);
+
+        CHECK_RC(store_open(pg_path, &pg), 0);
+        CHECK_RC(store_copy(pg, sq, false, &report), -EINVAL); /* the direction is SQLite -> PostgreSQL */
+        CHECK_RC(store_copy(sq, pg, false, &report), 0);
+        CHECK(json_integer_value(json_object_get(report, "submissions")) == 3);
+        CHECK(json_integer_value(json_object_get(report, "submission_results")) == 2);
+        CHECK(json_integer_value(json_object_get(report, "tokens")) == 1);
+        CHECK(json_integer_value(json_object_get(report, "idempotency")) == 1);
+        CHECK(json_integer_value(json_object_get(report, "compile_cache")) == 1);
+        CHECK(json_integer_value(json_object_get(report, "job_metrics")) == 2);
+        json_decref(report);
+        check_same(sq, pg, 3);
+
+        /* The idempotency key still replays; the cache hits with the same bytes; the token resolves. */
+        int64_t again[3];
+        bool replayed = false;
+        StoreInsert ins = { .subs = subs, .n = 3, .idem_key = "key-1", .body_hash = body };
+        req = make_request("copy_task", NULL, NULL, NULL);
+        for (int i = 0; i < 3; i++)
+                subs[i] = (StoreNew){ .request = req, .task = "copy_task", .mode = "full", .token_id = tok };
+        CHECK_RC(store_insert_request(pg, &ins, again, &replayed), 0);
+        CHECK(replayed && again[0] == ids[0] && again[2] == ids[2]);
+        uint8_t *got = NULL;
+        size_t got_len = 0;
+        CHECK_RC(store_cache_get(pg, key, &o, &got, &got_len), 0);
+        CHECK(got_len == sizeof(cubin) && memcmp(got, cubin, sizeof(cubin)) == 0);
+        free(got);
+        json_decref(o);
+        int64_t tid = 0;
+        CHECK_RC(store_token_lookup(pg, hash, &tid, NULL), 0);
+        CHECK(tid == tok);
+        /* New rows continue after the copied ids; the queue carries on (the third job). */
+        int64_t next = insert1(pg, "copy_task", 0, tok, NULL, NULL, NULL);
+        CHECK(next == ids[2] + 1);
+        CHECK_RC(store_claim_next(pg, STAGE_COMPILE, "testhost/w", 30, &job), 0);
+        CHECK(job->id == ids[2]);
+        store_job_free(job);
+        json_decref(req);
+
+        /* A store that is not empty is refused, unless forced. */
+        CHECK_RC(store_copy(sq, pg, false, &report), STORE_E_CONFLICT);
+        CHECK_RC(store_copy(sq, pg, true, &report), 0);
+        json_decref(report);
+        check_same(sq, pg, 3);
+        store_close(pg);
+        store_close(sq);
+}
+
 /* Run one test, saying how long it took (the PostgreSQL run is bounded by commit latency). */
 #define RUN(test)                                                                                  \
         do {                                                                                       \
@@ -1174,6 +1295,7 @@ int main(int argc, char **argv)
         if (pg_base) {
                 RUN(test_pg_dead_host);
                 RUN(test_pg_notify);
+                RUN(test_pg_copy);
                 RUN(test_pg_restart);
         } else {
                 RUN(test_sqlite_no_listen);

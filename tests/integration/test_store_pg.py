@@ -126,3 +126,31 @@ def test_database_restart(make_server):
         done = wait_done(c, after)
         assert done["verdict"] == "compiled" and done["attempts"] == 1, done
     assert "reconnected to PostgreSQL" in s.log_text()
+
+
+@pg_only
+def test_store_copy_cli(tmp_path):
+    """`kevald store copy`: a single host's history into an empty fleet database, then a server on it."""
+    src = tmp_path / "single.db"
+    tok = subprocess.run([str(KEVALD), "token", "create", "alice", "--db", str(src)], capture_output=True,
+                         text=True, timeout=60, check=True).stdout.strip()
+    base = os.environ["KEVALD_TEST_PG"]
+    psql(base, "CREATE DATABASE copy_target")
+    dst = base.rsplit("/", 1)[0] + "/copy_target"
+    p = subprocess.run([str(KEVALD), "store", "copy", "--from", str(src), "--to", dst], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    rows = dict(line.split()[:2] for line in p.stdout.splitlines())
+    assert rows["tokens"] == "1" and rows["meta"] == "1" and rows["submissions"] == "0", p.stdout
+    # The token made on the single host works on the fleet's store.
+    listed = subprocess.run([str(KEVALD), "token", "list", "--db", dst], capture_output=True, text=True,
+                            timeout=60, check=True).stdout
+    assert "alice" in listed
+    assert tok.startswith("kvd_")
+    # A second copy is refused: the target is not empty any more.
+    p = subprocess.run([str(KEVALD), "store", "copy", "--from", str(src), "--to", dst], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 4 and "already holds" in p.stderr, (p.returncode, p.stderr)
+    p = subprocess.run([str(KEVALD), "store", "copy", "--from", dst, "--to", str(src)], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 2
