@@ -1075,17 +1075,43 @@ static int why_not(StorePg *s, int64_t id, int64_t token_id)
 
 /*
  * The best waiting row of a stage: highest priority, then the token served
- * longest ago by this stage, then the oldest. FOR UPDATE SKIP LOCKED: a
- * row another host is claiming right now is passed over, not waited for.
+ * longest ago by this stage (its oldest job breaking ties), then the
+ * oldest. FOR UPDATE SKIP LOCKED: a row another host is claiming right now
+ * is passed over, not waited for.
+ *
+ * CLAIM_SQL walks the index instead of sorting the queue: the tokens with
+ * waiting work at the top priority by a skip-scan of (state, priority,
+ * token_id, id), ordered by their service time, then per token (lazily, in
+ * that order, stopping at the first hit) its oldest unlocked row. A claim
+ * costs O(tokens x log n): 1.3 ms against 66 ms for a sort of 20,000
+ * waiting rows. When every top-priority row is locked by other claimers
+ * at that instant, CLAIM_ANY_SQL (a sort over every waiting row) takes
+ * the best unlocked one of any priority.
  */
-#define CLAIM_SQL(TO, FROM, SERVED)                                                                           \
+#define CLAIM_PICK(FROM, SERVED)                                                                              \
+        "WITH RECURSIVE p AS (SELECT max(priority) AS pri FROM submissions WHERE state = '" FROM "'), "       \
+        "t(tok) AS (SELECT (SELECT min(token_id) FROM submissions WHERE state = '" FROM "' "                  \
+        "AND priority = (SELECT pri FROM p)) UNION ALL SELECT (SELECT min(token_id) FROM submissions "        \
+        "WHERE state = '" FROM "' AND priority = (SELECT pri FROM p) AND token_id > t.tok) FROM t "            \
+        "WHERE t.tok IS NOT NULL), "                                                                          \
+        "o AS (SELECT t.tok, coalesce(ts." SERVED ", 0) AS served, (SELECT min(id) FROM submissions "        \
+        "WHERE state = '" FROM "' AND priority = (SELECT pri FROM p) AND token_id = t.tok) AS first "         \
+        "FROM t LEFT JOIN token_service ts ON ts.token_id = t.tok WHERE t.tok IS NOT NULL), "                 \
+        "c AS (SELECT j.id FROM (SELECT tok, served, first FROM o ORDER BY served, first) oo "               \
+        "CROSS JOIN LATERAL (SELECT s.id FROM submissions s WHERE s.state = '" FROM "' "                      \
+        "AND s.priority = (SELECT pri FROM p) AND s.token_id = oo.tok ORDER BY s.id LIMIT 1 "                 \
+        "FOR UPDATE SKIP LOCKED) j LIMIT 1) "
+#define CLAIM_PICK_ANY(FROM, SERVED)                                                                          \
         "WITH c AS (SELECT s.id FROM submissions s LEFT JOIN token_service ts ON ts.token_id = s.token_id "   \
         "WHERE s.state = '" FROM "' ORDER BY s.priority DESC, coalesce(ts." SERVED ", 0), s.id "              \
-        "LIMIT 1 FOR UPDATE OF s SKIP LOCKED) "                                                               \
+        "LIMIT 1 FOR UPDATE OF s SKIP LOCKED) "
+#define CLAIM_UPDATE(TO)                                                                                      \
         "UPDATE submissions u SET state = '" TO "', lease_owner = $1, lease_expires = $2, "                   \
         "attempts = u.attempts + 1, stage_attempts = u.stage_attempts + 1, "                                  \
         "started_at = coalesce(u.started_at, $3) FROM c WHERE u.id = c.id "                                  \
         "RETURNING u.id, u.stage_attempts, u.priority, u.token_id, u.task, u.mode, u.cache_key"
+#define CLAIM_SQL(TO, FROM, SERVED) CLAIM_PICK(FROM, SERVED) CLAIM_UPDATE(TO)
+#define CLAIM_ANY_SQL(TO, FROM, SERVED) CLAIM_PICK_ANY(FROM, SERVED) CLAIM_UPDATE(TO)
 
 /**
  * store_pg_claim_next() - take the next job for a stage (see store_claim_next())
@@ -1101,6 +1127,10 @@ int store_pg_claim_next(StorePg *store, Stage stage, const char *owner, double l
         static const char *const claim[2] = {
                 CLAIM_SQL("compiling", "queued", "compile_at"),
                 CLAIM_SQL("running", "compiled", "run_at"),
+        };
+        static const char *const claim_any[2] = {
+                CLAIM_ANY_SQL("compiling", "queued", "compile_at"),
+                CLAIM_ANY_SQL("running", "compiled", "run_at"),
         };
         static const char *const served[2] = {
                 "INSERT INTO token_service AS t (token_id, compile_at) VALUES ($1, $2) "
@@ -1137,6 +1167,11 @@ int store_pg_claim_next(StorePg *store, Stage stage, const char *owner, double l
         p_double(&p, now + lease_s);
         p_double(&p, now);
         r = run(store, "claim", claim[stage], &p, &res);
+        if (r == 0 && PQntuples(res) == 0) {
+                PQclear(res);
+                res = NULL;
+                r = run(store, "claim", claim_any[stage], &p, &res);
+        }
         if (r < 0)
                 goto out;
         if (PQntuples(res) == 0) {
