@@ -1132,11 +1132,20 @@ int store_pg_claim_next(StorePg *store, Stage stage, const char *owner, double l
                 CLAIM_ANY_SQL("compiling", "queued", "compile_at"),
                 CLAIM_ANY_SQL("running", "compiled", "run_at"),
         };
+        /*
+         * The token's service time: a row another claimer is stamping at this
+         * instant is skipped, not waited for (its stamp is as recent), so
+         * claims of one busy token do not queue on its token_service row.
+         */
         static const char *const served[2] = {
-                "INSERT INTO token_service AS t (token_id, compile_at) VALUES ($1, $2) "
-                "ON CONFLICT (token_id) DO UPDATE SET compile_at = excluded.compile_at",
-                "INSERT INTO token_service AS t (token_id, run_at) VALUES ($1, $2) "
-                "ON CONFLICT (token_id) DO UPDATE SET run_at = excluded.run_at",
+                "WITH l AS (SELECT token_id FROM token_service WHERE token_id = $1 FOR UPDATE SKIP LOCKED) "
+                "UPDATE token_service t SET compile_at = $2 FROM l WHERE t.token_id = l.token_id",
+                "WITH l AS (SELECT token_id FROM token_service WHERE token_id = $1 FOR UPDATE SKIP LOCKED) "
+                "UPDATE token_service t SET run_at = $2 FROM l WHERE t.token_id = l.token_id",
+        };
+        static const char *const served_new[2] = {
+                "INSERT INTO token_service(token_id, compile_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                "INSERT INTO token_service(token_id, run_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
         };
         StoreJob *job = NULL;
         PGresult *res = NULL;
@@ -1205,18 +1214,23 @@ int store_pg_claim_next(StorePg *store, Stage stage, const char *owner, double l
                 r = -ENOMEM;
                 goto out;
         }
-        Params q = { .n = 0 };
-        p_int(&q, job->token_id);
-        p_double(&q, now);
-        r = run(store, "record the token served", served[stage], &q, NULL);
-        if (r < 0)
-                goto out;
         r = load_side_json(store, "SELECT request FROM submission_requests WHERE id = $1", job->id, &job->request);
         if (r == 0 && !job->request)
                 r = -EBADMSG;
         if (r == 0 && stage == STAGE_RUN)
                 r = load_side_json(store, "SELECT compile FROM submission_compiles WHERE id = $1", job->id,
                                    &job->compile);
+        if (r < 0)
+                goto out;
+        /* Last, just before the commit: the token_service row stays locked for the shortest time. */
+        PQclear(res);
+        res = NULL;
+        Params q = { .n = 0 };
+        p_int(&q, job->token_id);
+        p_double(&q, now);
+        r = run(store, "record the token served", served[stage], &q, &res);
+        if (r == 0 && strtoll(PQcmdTuples(res), NULL, 10) == 0)
+                r = run(store, "record the token served", served_new[stage], &q, NULL);
 out:
         PQclear(res);
         if (r == STORE_E_EMPTY) {
