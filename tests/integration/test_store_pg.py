@@ -154,3 +154,22 @@ def test_store_copy_cli(tmp_path):
     p = subprocess.run([str(KEVALD), "store", "copy", "--from", dst, "--to", str(src)], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 2
+
+
+@pg_only
+def test_compile_cache_shared(make_server, tmp_path):
+    """A kernel compiled on host A is a cache hit on host B: the CUBIN comes from the shared store."""
+    db = tmp_path / "cache.db"
+    source = unique_source()
+    a = make_server("--host-id", "host-a", db=db, name="a")
+    with a.client() as c:
+        first = wait_done(c, accepted(c.post("/v1/submissions", json=compile_sub(source))))
+    assert first["verdict"] == "compiled" and first["result"]["compile"]["cache_hit"] is False, first
+    assert a.stop() == 0
+    b = make_server("--host-id", "host-b", db=db, name="b")
+    with b.client() as c:
+        again = wait_done(c, accepted(c.post("/v1/submissions", json=compile_sub(source))))
+        stats = c.get("/v1/stats").json()
+    assert again["verdict"] == "compiled" and again["result"]["compile"]["cache_hit"] is True, again
+    assert again["result"]["compile"]["kernels"] == first["result"]["compile"]["kernels"]
+    assert stats["cache"]["hits"] >= 1 and stats["cache"]["entries"] == 1, stats["cache"]
