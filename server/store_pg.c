@@ -428,6 +428,34 @@ static int ensure_secret(StorePg *s)
                    &p, NULL);
 }
 
+/*
+ * Connect with defaults that keep a fleet host responsive: a bounded connect
+ * (a database host that drops packets would otherwise hold a reconnect for
+ * minutes) and TCP keepalives (a listener idle in poll() learns of a dead
+ * peer). Settings in the URI, or PG* variables, win: they are applied after.
+ */
+static PGconn *connect_dsn(const char *dsn)
+{
+        const char *keys[8], *vals[8];
+        int n = 0;
+
+        if (!getenv("PGCONNECT_TIMEOUT")) {
+                keys[n] = "connect_timeout";
+                vals[n++] = "10";
+        }
+        keys[n] = "keepalives_idle";
+        vals[n++] = "10";
+        keys[n] = "keepalives_interval";
+        vals[n++] = "5";
+        keys[n] = "keepalives_count";
+        vals[n++] = "3";
+        keys[n] = "dbname";                     /* expanded: the URI's own settings come after ours */
+        vals[n++] = strcmp(dsn, "postgresql:") ? dsn : NULL;
+        keys[n] = NULL;
+        vals[n] = NULL;
+        return PQconnectdbParams(keys, vals, 1);
+}
+
 /* Silence libpq's NOTICEs (e.g. "relation already exists, skipping"). */
 static void quiet_notice(void *arg, const char *message)
 {
@@ -454,7 +482,7 @@ int store_pg_open(const char *dsn, StorePg **ret_store)
                 r = -ENOMEM;
                 goto out;
         }
-        s->conn = PQconnectdb(strcmp(dsn, "postgresql:") ? dsn : "");
+        s->conn = connect_dsn(dsn);
         if (!s->conn) {
                 r = -ENOMEM;
                 goto out;
