@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,11 @@
 struct Store {
         StoreSqlite *sq;
         StorePg *pg;
+        bool empty_valid[2];            /* per Stage: the last claim found nothing ... */
+        unsigned long empty_gen[2];     /* ... at this work generation */
+        double empty_at[2];             /* ... at this monotonic time */
+        bool listening;                 /* store_listen() succeeded: counted in watching */
+        bool listen_lost;               /* ... but the connection is lost: not counted now */
 };
 
 struct StorePool {
@@ -46,6 +52,25 @@ const char *const store_list_columns[4] = { "task", "verdict", "state", "run_id"
 
 /* Set once at start-up, before any thread reads it. */
 static char host_id[LIMIT_HOST_ID_BYTES + 1];
+
+/*
+ * The claim gate (PostgreSQL). While this process LISTENs (watching), every
+ * commit of any host that makes a job claimable reaches it as a
+ * kevald_work notification, which bumps work_gen. A claim that found the
+ * stage empty at generation g can answer STORE_E_EMPTY again without a
+ * query until the generation moves: an idle host sends no claim queries,
+ * however often its dispatcher asks. The generation is read before the
+ * query, so a notification racing with an empty answer opens the gate.
+ * When the listener loses its connection, watching is cleared (every claim
+ * queries) until it is back and has bumped the generation. A closed gate
+ * still opens after CLAIM_GATE_MAX_S: rows can become claimable without a
+ * notification when another host's claim transaction is rolled back (it
+ * died between its pick and its commit), and these must not wait for the
+ * next submission.
+ */
+#define CLAIM_GATE_MAX_S 5.0
+static atomic_ulong work_gen;
+static atomic_int watching;
 
 /* ---- backend choice ----------------------------------------------------- */
 
@@ -132,6 +157,8 @@ void store_close(Store *store)
 {
         if (!store)
                 return;
+        if (store->listening && !store->listen_lost)
+                atomic_fetch_sub(&watching, 1);
         store_pg_close(store->pg);
         store_sqlite_close(store->sq);
         free(store);
@@ -207,7 +234,14 @@ int store_host_beat(Store *store)
  */
 int store_listen(Store *store)
 {
-        return store->pg ? store_pg_listen(store->pg) : -EOPNOTSUPP;
+        int r = store->pg ? store_pg_listen(store->pg) : -EOPNOTSUPP;
+
+        if (r == 0 && !store->listening) {
+                store->listening = true;
+                atomic_fetch_add(&work_gen, 1);
+                atomic_fetch_add(&watching, 1);
+        }
+        return r;
 }
 
 /**
@@ -223,7 +257,22 @@ int store_next_event(Store *store, int timeout_ms, StoreEvent *ret_ev)
 {
         if (timeout_ms < 0 || !ret_ev)
                 return -EINVAL;
-        return store->pg ? store_pg_next_event(store->pg, timeout_ms, ret_ev) : -EOPNOTSUPP;
+        if (!store->pg)
+                return -EOPNOTSUPP;
+        int r = store_pg_next_event(store->pg, timeout_ms, ret_ev);
+        if (r == -ENOTCONN && !store->listen_lost) {
+                /* Notifications may be missed from now on: claims must ask the database. */
+                store->listen_lost = true;
+                atomic_fetch_sub(&watching, 1);
+        }
+        if (r == 0 && ret_ev->kind == STORE_EVENT_WORK) {
+                atomic_fetch_add(&work_gen, 1);
+                if (store->listen_lost) {       /* back, LISTEN renewed: this event is the catch-up */
+                        store->listen_lost = false;
+                        atomic_fetch_add(&watching, 1);
+                }
+        }
+        return r;
 }
 
 /* ---- copy ---------------------------------------------------------------- */
@@ -615,11 +664,29 @@ void store_rollback_group(Store *store)
                 store_sqlite_rollback_group(store->sq);
 }
 
+/* See "The claim gate" above; SQLite (one host, a cheap local probe) has none. */
 int store_claim_next(Store *store, Stage stage, const char *owner, double lease_s, StoreJob **ret_job)
 {
-        if (store->pg)
-                return store_pg_claim_next(store->pg, stage, owner, lease_s, ret_job);
-        return store_sqlite_claim_next(store->sq, stage, owner, lease_s, ret_job);
+        struct timespec ts;
+        unsigned long gen;
+        double now;
+        int r;
+
+        if (!store->pg)
+                return store_sqlite_claim_next(store->sq, stage, owner, lease_s, ret_job);
+        if (stage != STAGE_COMPILE && stage != STAGE_RUN)
+                return -EINVAL;
+        gen = atomic_load(&work_gen);
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+        if (atomic_load(&watching) > 0 && store->empty_valid[stage] && store->empty_gen[stage] == gen &&
+            now - store->empty_at[stage] < CLAIM_GATE_MAX_S)
+                return STORE_E_EMPTY;
+        r = store_pg_claim_next(store->pg, stage, owner, lease_s, ret_job);
+        store->empty_valid[stage] = r == STORE_E_EMPTY;
+        store->empty_gen[stage] = gen;
+        store->empty_at[stage] = now;
+        return r;
 }
 
 int store_heartbeat(Store *store, int64_t id, const char *owner, double lease_s)

@@ -1068,6 +1068,47 @@ static void test_pg_notify(void)
         store_close(w);
 }
 
+/*
+ * PostgreSQL: while this process listens, a claim that found nothing asks
+ * the database again only after a notification (or CLAIM_GATE_MAX_S): a
+ * row inserted behind the triggers' back stays unseen, one inserted with
+ * its NOTIFY is claimed.
+ */
+static void test_pg_claim_gate(void)
+{
+        char path[512], sql[256];
+        Store *w = open_fresh(path, sizeof(path)), *l = NULL;
+        StoreJob *job;
+
+        CHECK_RC(store_open(path, &l), 0);
+        CHECK_RC(store_listen(l), 0);
+        CHECK_RC(store_claim_next(w, STAGE_COMPILE, "testhost/w", 30, &job), STORE_E_EMPTY);
+        /* A row without its notification: the gate stays shut, no query is made. */
+        psql(path, "ALTER TABLE submissions DISABLE TRIGGER submissions_notify_insert");
+        int64_t hidden = insert1(w, "t", 0, 0, NULL, NULL, NULL);
+        psql(path, "ALTER TABLE submissions ENABLE TRIGGER submissions_notify_insert");
+        CHECK_RC(store_claim_next(w, STAGE_COMPILE, "testhost/w", 30, &job), STORE_E_EMPTY);
+        /* The next notified commit opens it: both rows are there to claim. */
+        insert1(w, "t", 0, 0, NULL, NULL, NULL);
+        CHECK(wait_event(l, STORE_EVENT_WORK, 0) >= 0);
+        CHECK_RC(store_claim_next(w, STAGE_COMPILE, "testhost/w", 30, &job), 0);
+        CHECK(job->id == hidden);
+        store_job_free(job);
+        CHECK_RC(store_claim_next(w, STAGE_COMPILE, "testhost/w", 30, &job), 0);
+        store_job_free(job);
+        CHECK_RC(store_claim_next(w, STAGE_COMPILE, "testhost/w", 30, &job), STORE_E_EMPTY);
+        /* No listener in the process: every claim asks the database. */
+        store_close(l);
+        psql(path, "ALTER TABLE submissions DISABLE TRIGGER submissions_notify_insert");
+        hidden = insert1(w, "t", 0, 0, NULL, NULL, NULL);
+        CHECK_RC(store_claim_next(w, STAGE_COMPILE, "testhost/w", 30, &job), 0);
+        CHECK(job->id == hidden);
+        store_job_free(job);
+        snprintf(sql, sizeof(sql), "ALTER TABLE submissions ENABLE TRIGGER submissions_notify_insert");
+        psql(path, sql);
+        store_close(w);
+}
+
 static void pg_temp(const char *what)
 {
         const char *root = getenv("KEVALD_SOURCE_ROOT");
@@ -1296,6 +1337,7 @@ int main(int argc, char **argv)
                 RUN(test_pg_dead_host);
                 RUN(test_pg_notify);
                 RUN(test_pg_copy);
+                RUN(test_pg_claim_gate);
                 RUN(test_pg_restart);
         } else {
                 RUN(test_sqlite_no_listen);
