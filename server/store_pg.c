@@ -54,6 +54,7 @@ extern const unsigned long kevald_pg_migrations_count;
 #define RESET_BACKOFF_MAX_MS 5000
 #define MAX_PARAMS 16
 #define INSERT_CHUNK 256                        /* rows per multi-row INSERT */
+#define MAX_PREPARED 64                         /* statements prepared per connection */
 
 struct StorePg {
         PGconn *conn;
@@ -64,6 +65,8 @@ struct StorePg {
         bool was_lost;          /* logged the loss; log the return once */
         double next_reset;      /* monotonic seconds: no PQreset before */
         int backoff_ms;
+        const char *prepared[MAX_PREPARED]; /* runp(): the SQL (a literal) of statement "k<i>" */
+        int n_prepared;
 };
 
 /* Text parameters of one statement; bytea ones go in binary format. */
@@ -169,6 +172,7 @@ static int ensure_conn(StorePg *s)
         s->was_lost = false;
         s->in_group = false;
         s->group_lost = false;
+        s->n_prepared = 0;      /* a new session: nothing is prepared there */
         log_info("store: reconnected to PostgreSQL %s", s->dsn_shown);
         if (s->listening) {
                 PGresult *res = PQexec(s->conn, "LISTEN kevald_work; LISTEN kevald_done");
@@ -209,6 +213,62 @@ static int run(StorePg *s, const char *what, const char *sql, const Params *p, P
                 note_lost(s);
         else if (r != -EEXIST)  /* a unique violation is an outcome the caller handles */
                 log_error("store: %s failed: %s", what, res ? PQresultErrorMessage(res) : PQerrorMessage(s->conn));
+        PQclear(res);
+        return r;
+}
+
+/*
+ * run() for a statement whose text is a literal (its address is its key):
+ * prepared once per connection and executed by name afterwards, which
+ * saves the parse and the planning (half of a claim's time).
+ */
+static int runp(StorePg *s, const char *what, const char *sql, const Params *p, PGresult **ret_res)
+{
+        static const Params none = { .n = 0 };
+        char name[16];
+        PGresult *res;
+        ExecStatusType st;
+        int i, r;
+
+        if (conn_lost(s)) {
+                note_lost(s);
+                return -ENOTCONN;
+        }
+        if (!p)
+                p = &none;
+        for (i = 0; i < s->n_prepared && s->prepared[i] != sql; i++)
+                ;
+        if (i == s->n_prepared && i == MAX_PREPARED)
+                return run(s, what, sql, p, ret_res);
+        snprintf(name, sizeof(name), "k%d", i);
+        if (i == s->n_prepared) {
+                res = PQprepare(s->conn, name, sql, p->n, NULL);
+                if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+                        r = errno_from_result(s, res);
+                        if (r == -ENOTCONN)
+                                note_lost(s);
+                        else
+                                log_error("store: preparing %s failed: %s", what, PQresultErrorMessage(res));
+                        PQclear(res);
+                        return r;
+                }
+                PQclear(res);
+                s->prepared[s->n_prepared++] = sql;
+        }
+        res = PQexecPrepared(s->conn, name, p->n, p->v, p->len, p->fmt, 0);
+        st = PQresultStatus(res);
+        if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+                if (ret_res)
+                        *ret_res = res;
+                else
+                        PQclear(res);
+                return 0;
+        }
+        r = errno_from_result(s, res);
+        if (r == -ENOTCONN)
+                note_lost(s);
+        else if (r != -EEXIST)
+                log_error("store: %s failed: %s", what, PQresultErrorMessage(res));
         PQclear(res);
         return r;
 }
@@ -534,7 +594,7 @@ static int count_active(StorePg *s, int64_t token_id, int64_t *ret_n)
         int r;
 
         p_int(&p, token_id);
-        r = run(s, "count queued", "SELECT active FROM queue_counts WHERE token_id = $1 FOR UPDATE", &p, &res);
+        r = runp(s, "count queued", "SELECT active FROM queue_counts WHERE token_id = $1 FOR UPDATE", &p, &res);
         if (r < 0)
                 return r;
         *ret_n = PQntuples(res) ? get_i64(res, 0, 0) : 0;
@@ -554,7 +614,7 @@ static int idem_get(StorePg *s, int64_t token_id, const char *key, const uint8_t
 
         p_int(&p, token_id);
         p_text(&p, key);
-        r = run(s, "idempotency lookup", "SELECT body_sha256, ids FROM idempotency WHERE token_id = $1 AND key = $2",
+        r = runp(s, "idempotency lookup", "SELECT body_sha256, ids FROM idempotency WHERE token_id = $1 AND key = $2",
                 &p, &res);
         if (r < 0)
                 return r;
@@ -577,7 +637,7 @@ static int add_active(StorePg *s, int64_t token_id, int64_t n)
         Params p = { .n = 0 };
         p_int(&p, token_id);
         p_int(&p, n);
-        return run(s, "count submissions",
+        return runp(s, "count submissions",
                    "INSERT INTO queue_counts AS q (token_id, active) VALUES ($1, $2) "
                    "ON CONFLICT (token_id) DO UPDATE SET active = q.active + excluded.active", &p, NULL);
 }
@@ -587,7 +647,7 @@ static int add_task(StorePg *s, const char *task, int64_t n)
         Params p = { .n = 0 };
         p_text(&p, task ? task : "");
         p_int(&p, n);
-        return run(s, "count submissions",
+        return runp(s, "count submissions",
                    "INSERT INTO task_stats AS t (task, submissions) VALUES ($1, $2) "
                    "ON CONFLICT (task) DO UPDATE SET submissions = t.submissions + excluded.submissions", &p, NULL);
 }
@@ -806,7 +866,7 @@ static int draw_ids(StorePg *s, size_t n, int64_t *ids)
         int r;
 
         p_int(&p, (int64_t)n);
-        r = run(s, "draw ids", "SELECT nextval(pg_get_serial_sequence('submissions', 'id')) "
+        r = runp(s, "draw ids", "SELECT nextval(pg_get_serial_sequence('submissions', 'id')) "
                 "FROM generate_series(1, $1::integer) ORDER BY 1", &p, &res);
         if (r < 0)
                 return r;
@@ -874,7 +934,7 @@ static int insert_body(StorePg *s, const StoreInsert *ins, int64_t *ids, bool *r
                 p_bytes(&p, ins->body_hash, 32);
                 p_text(&p, text);
                 p_double(&p, now);
-                r = run(s, "insert idempotency key", "INSERT INTO idempotency(token_id, key, body_sha256, ids, "
+                r = runp(s, "insert idempotency key", "INSERT INTO idempotency(token_id, key, body_sha256, ids, "
                         "created_at) VALUES ($1, $2, $3, $4, $5)", &p, NULL);
                 free(text);
                 if (r < 0)
@@ -1069,7 +1129,7 @@ static int load_side_json(StorePg *s, const char *sql, int64_t id, json_t **ret)
         int r;
 
         p_int(&p, id);
-        r = run(s, "load stored JSON", sql, &p, &res);
+        r = runp(s, "load stored JSON", sql, &p, &res);
         if (r < 0)
                 return r;
         *ret = NULL;
@@ -1090,7 +1150,7 @@ static int why_not(StorePg *s, int64_t id, int64_t token_id)
         int r;
 
         p_int(&p, id);
-        r = run(s, "look up submission", "SELECT token_id FROM submissions WHERE id = $1", &p, &res);
+        r = runp(s, "look up submission", "SELECT token_id FROM submissions WHERE id = $1", &p, &res);
         if (r < 0)
                 return r;
         if (PQntuples(res) == 0)
@@ -1186,7 +1246,7 @@ int store_pg_claim_next(StorePg *store, Stage stage, const char *owner, double l
         r = ensure_conn(store);
         if (r < 0)
                 return r;
-        r = run(store, "look for waiting jobs", stage == STAGE_COMPILE
+        r = runp(store, "look for waiting jobs", stage == STAGE_COMPILE
                 ? "SELECT 1 FROM submissions WHERE state = 'queued' LIMIT 1"
                 : "SELECT 1 FROM submissions WHERE state = 'compiled' LIMIT 1", NULL, &res);
         if (r < 0)
@@ -1203,11 +1263,11 @@ int store_pg_claim_next(StorePg *store, Stage stage, const char *owner, double l
         p_text(&p, owner);
         p_double(&p, now + lease_s);
         p_double(&p, now);
-        r = run(store, "claim", claim[stage], &p, &res);
+        r = runp(store, "claim", claim[stage], &p, &res);
         if (r == 0 && PQntuples(res) == 0) {
                 PQclear(res);
                 res = NULL;
-                r = run(store, "claim", claim_any[stage], &p, &res);
+                r = runp(store, "claim", claim_any[stage], &p, &res);
         }
         if (r < 0)
                 goto out;
@@ -1256,9 +1316,9 @@ int store_pg_claim_next(StorePg *store, Stage stage, const char *owner, double l
         Params q = { .n = 0 };
         p_int(&q, job->token_id);
         p_double(&q, now);
-        r = run(store, "record the token served", served[stage], &q, &res);
+        r = runp(store, "record the token served", served[stage], &q, &res);
         if (r == 0 && strtoll(PQcmdTuples(res), NULL, 10) == 0)
-                r = run(store, "record the token served", served_new[stage], &q, NULL);
+                r = runp(store, "record the token served", served_new[stage], &q, NULL);
 out:
         PQclear(res);
         if (r == STORE_E_EMPTY) {
@@ -1283,7 +1343,7 @@ static int update_one(StorePg *s, bool async, const char *what, const char *sql,
 
         if (r < 0)
                 return r;
-        r = run(s, what, sql, p, &res);
+        r = runp(s, what, sql, p, &res);
         if (r == 0) {
                 *ret_n = strtoll(PQcmdTuples(res), NULL, 10);
                 PQclear(res);
@@ -1388,7 +1448,7 @@ int store_pg_set_compiled(StorePg *store, int64_t id, const char *owner, json_t 
         Params p = { .n = 0 };
         p_int(&p, id);
         p_text(&p, owner);
-        r = run(store, "set compiled", "UPDATE submissions SET state = 'compiled', lease_owner = NULL, "
+        r = runp(store, "set compiled", "UPDATE submissions SET state = 'compiled', lease_owner = NULL, "
                 "lease_expires = NULL, stage_attempts = 0 WHERE id = $1 AND state = 'compiling' "
                 "AND ($2::text IS NULL OR lease_owner = $2::text)", &p, &res);
         if (r == 0 && strtoll(PQcmdTuples(res), NULL, 10) == 0)
@@ -1399,7 +1459,7 @@ int store_pg_set_compiled(StorePg *store, int64_t id, const char *owner, json_t 
         Params q = { .n = 0 };
         p_int(&q, id);
         p_text(&q, text);
-        r = run(store, "store compile section", "INSERT INTO submission_compiles(id, compile) VALUES ($1, $2) "
+        r = runp(store, "store compile section", "INSERT INTO submission_compiles(id, compile) VALUES ($1, $2) "
                 "ON CONFLICT (id) DO UPDATE SET compile = excluded.compile", &q, NULL);
 out:
         r = tx_end(store, r);
@@ -1414,7 +1474,7 @@ static int put_result(StorePg *s, int64_t id, const char *text)
         p_int(&p, id);
         p_text(&p, text);
         /* The rollups are fed by the INSERT trigger only, so a replaced result is not counted twice. */
-        return run(s, "store result", "INSERT INTO submission_results(id, result) VALUES ($1, $2) "
+        return runp(s, "store result", "INSERT INTO submission_results(id, result) VALUES ($1, $2) "
                    "ON CONFLICT (id) DO UPDATE SET result = excluded.result", &p, NULL);
 }
 
@@ -1433,7 +1493,7 @@ static int finish_in_tx(StorePg *s, int64_t id, const char *owner, const char *v
                 p_text(&p, NULL);
         p_double(&p, store_now());
         p_text(&p, owner);
-        r = run(s, "finish", "UPDATE submissions SET state = 'done', verdict = $2, speedup = $3, finished_at = $4, "
+        r = runp(s, "finish", "UPDATE submissions SET state = 'done', verdict = $2, speedup = $3, finished_at = $4, "
                 "lease_owner = NULL, lease_expires = NULL WHERE id = $1 AND state <> 'done' AND ($5::text IS NULL "
                 "OR (lease_owner = $5::text AND state IN ('compiling', 'running')))", &p, &res);
         if (r < 0)
@@ -1553,7 +1613,7 @@ static int reap(StorePg *s, double now, const char *owner_prefix, int max_attemp
                 } else {
                         Params q = { .n = 0 };
                         p_int(&q, id);
-                        r = run(s, "requeue expired lease", "UPDATE submissions SET state = CASE state "
+                        r = runp(s, "requeue expired lease", "UPDATE submissions SET state = CASE state "
                                 "WHEN 'compiling' THEN 'queued' ELSE 'compiled' END, lease_owner = NULL, "
                                 "lease_expires = NULL WHERE id = $1 AND state IN ('compiling', 'running')", &q, NULL);
                         if (r < 0)
@@ -1633,7 +1693,7 @@ int store_pg_cancel(StorePg *store, int64_t id, int64_t token_id)
         p_int(&p, id);
         p_int(&p, token_id);
         p_double(&p, store_now());
-        r = run(store, "cancel", "UPDATE submissions SET state = 'done', verdict = 'cancelled', finished_at = $3 "
+        r = runp(store, "cancel", "UPDATE submissions SET state = 'done', verdict = 'cancelled', finished_at = $3 "
                 "WHERE id = $1 AND state = 'queued' AND ($2 = 0 OR token_id = $2) RETURNING task", &p, &res);
         if (r < 0)
                 goto out;
@@ -1702,7 +1762,7 @@ int store_pg_get_submission(StorePg *store, int64_t id, json_t **ret_obj)
         if (r < 0)
                 return r;
         p_int(&p, id);
-        r = run(store, "get submission", "SELECT " SUB_COLUMNS ", r.result FROM submissions s "
+        r = runp(store, "get submission", "SELECT " SUB_COLUMNS ", r.result FROM submissions s "
                 "LEFT JOIN submission_results r ON r.id = s.id WHERE s.id = $1", &p, &res);
         if (r < 0)
                 return r;
@@ -2099,7 +2159,7 @@ int store_pg_dashboard_rows(StorePg *store, StoreDash q, json_t *args, json_t **
         r = ensure_conn(store);
         if (r < 0)
                 return r;
-        r = run(store, "dashboard query", dash_sql[q], &p, &res);
+        r = runp(store, "dashboard query", dash_sql[q], &p, &res);
         if (r < 0)
                 return r == -EIO ? -EINVAL : r;
         rows = json_array();
@@ -2129,7 +2189,7 @@ static int counter_add(StorePg *s, const char *name, int64_t delta)
         Params p = { .n = 0 };
         p_text(&p, name);
         p_int(&p, delta);
-        return run(s, "count", "UPDATE counters SET value = value + $2 WHERE name = $1", &p, NULL);
+        return runp(s, "count", "UPDATE counters SET value = value + $2 WHERE name = $1", &p, NULL);
 }
 
 /**
@@ -2151,7 +2211,7 @@ int store_pg_cache_get(StorePg *store, const uint8_t key[32], json_t **ret_compi
         if (r < 0)
                 return r;
         p_bytes(&p, key, 32);
-        r = run(store, "cache get", "SELECT compile, cubin FROM compile_cache WHERE key = $1", &p, &res);
+        r = runp(store, "cache get", "SELECT compile, cubin FROM compile_cache WHERE key = $1", &p, &res);
         if (r < 0)
                 goto out;
         if (PQntuples(res) == 0) {
@@ -2173,7 +2233,7 @@ int store_pg_cache_get(StorePg *store, const uint8_t key[32], json_t **ret_compi
         Params q = { .n = 0 };
         p_bytes(&q, key, 32);
         p_double(&q, store_now());
-        r = run(store, "cache hit", "UPDATE compile_cache SET hits = hits + 1, last_used_at = $2 WHERE key = $1",
+        r = runp(store, "cache hit", "UPDATE compile_cache SET hits = hits + 1, last_used_at = $2 WHERE key = $1",
                 &q, NULL);
         if (r == 0)
                 r = counter_add(store, "cache_hits", 1);
@@ -2340,7 +2400,7 @@ int store_pg_token_lookup(StorePg *store, const uint8_t hash[32], int64_t *ret_i
         if (r < 0)
                 return r;
         p_bytes(&p, hash, 32);
-        r = run(store, "token lookup", "SELECT id, limits FROM tokens WHERE hash = $1 AND revoked_at IS NULL", &p, &res);
+        r = runp(store, "token lookup", "SELECT id, limits FROM tokens WHERE hash = $1 AND revoked_at IS NULL", &p, &res);
         if (r < 0)
                 return r;
         if (PQntuples(res) == 0) {
