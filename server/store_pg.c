@@ -1385,8 +1385,11 @@ int store_pg_heartbeat_owner(StorePg *store, const char *owner, double lease_s, 
                 return -EINVAL;
         p_text(&p, owner);
         p_double(&p, store_now() + lease_s);
-        r = update_one(store, true, "heartbeat", "UPDATE submissions SET lease_expires = $2 WHERE lease_owner = $1 "
-                       "AND state IN ('compiling', 'running')", &p, &n);
+        /* SKIP LOCKED: a row being finished right now needs no extension, and waiting on it
+         * would hold up the caller (the listener thread renews leases too). */
+        r = update_one(store, true, "heartbeat", "UPDATE submissions SET lease_expires = $2 WHERE id IN (SELECT id "
+                       "FROM submissions WHERE lease_owner = $1 AND state IN ('compiling', 'running') "
+                       "FOR UPDATE SKIP LOCKED)", &p, &n);
         if (r == 0 && ret_extended)
                 *ret_extended = (int)n;
         return r;

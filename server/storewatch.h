@@ -4,7 +4,8 @@
  * into local wake-ups: new or re-queued work -> dispatch_notify(), a job
  * done -> waiters_notify() (long-polls answer within milliseconds of the
  * commit on whichever host made it). It also records this host's heartbeat
- * in the hosts table. On SQLite (one host) there is nothing to watch and
+ * in the hosts table and renews the dispatcher's leases (lease_s = 3 x
+ * beat_s), independently of the dispatcher's loop. On SQLite (one host) there is nothing to watch and
  * storewatch_start() returns without a thread. server/storewatch.c.
  */
 #pragma once

@@ -1109,6 +1109,40 @@ static void test_pg_claim_gate(void)
         store_close(w);
 }
 
+/*
+ * PostgreSQL: renewing a host's leases does not wait for a row another
+ * transaction holds (one being finished): the others are renewed at once.
+ */
+static void test_pg_heartbeat_skip_locked(void)
+{
+        char path[512], cmd[1400];
+        Store *s = open_fresh(path, sizeof(path));
+        StoreJob *job;
+        int64_t ids[2];
+        int ext = -1;
+
+        for (int i = 0; i < 2; i++) {
+                insert1(s, "t", 0, 0, NULL, NULL, NULL);
+                CHECK_RC(store_claim_next(s, STAGE_COMPILE, "testhost/hb", 30, &job), 0);
+                ids[i] = job->id;
+                store_job_free(job);
+        }
+        /* Another session holds the first row for 3 s. */
+        snprintf(cmd, sizeof(cmd), "%s%spsql -q -X -d '%s' -c 'BEGIN; SELECT 1 FROM submissions WHERE id = %lld "
+                 "FOR UPDATE; SELECT pg_sleep(3); COMMIT' >/dev/null 2>&1 &", pg_bin, pg_bin[0] ? "/" : "", path,
+                 (long long)ids[0]);
+        CHECK(system(cmd) == 0);
+        sleep_s(1.0);
+        double t0 = mono();
+        CHECK_RC(store_heartbeat_owner(s, "testhost/hb", 600, &ext), 0);
+        CHECK(mono() - t0 < 1.0);
+        CHECK(ext == 1);                /* the free one */
+        sleep_s(2.5);
+        CHECK_RC(store_heartbeat_owner(s, "testhost/hb", 600, &ext), 0);
+        CHECK(ext == 2);                /* both, once the other session is gone */
+        store_close(s);
+}
+
 static void pg_temp(const char *what)
 {
         const char *root = getenv("KEVALD_SOURCE_ROOT");
@@ -1338,6 +1372,7 @@ int main(int argc, char **argv)
                 RUN(test_pg_notify);
                 RUN(test_pg_copy);
                 RUN(test_pg_claim_gate);
+                RUN(test_pg_heartbeat_skip_locked);
                 RUN(test_pg_restart);
         } else {
                 RUN(test_sqlite_no_listen);
