@@ -15,6 +15,8 @@
 #define LIMIT_WAIT_SECONDS_MAX 600             /* ?wait=S */
 #define LIMIT_LIST_PAGE_MAX 1000               /* ?limit=N */
 #define LIMIT_IDEMPOTENCY_KEY_BYTES 255
+#define LIMIT_HOST_ID_BYTES 63                 /* --host-id: [A-Za-z0-9._-] */
+#define LIMIT_DSN_BYTES 4096                   /* --db: a file path or a postgresql:// URI */
 #define LIMIT_TAG_STRING_BYTES 256
 #define LIMIT_TAGS_MAX 32
 #define LIMIT_JSON_DEPTH 32

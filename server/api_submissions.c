@@ -42,6 +42,12 @@ int api_respond_store_error(HttpRequest *req, int r, const char *what)
                 http_response_header(req, "Retry-After", "1");
                 return http_respond_error(req, PROBLEM_UNAVAILABLE, NULL, "the store is busy (%s); retry", what);
         }
+        if (r == -ENOTCONN) {
+                /* PostgreSQL is away: nothing of this request was stored; the store reconnects by itself. */
+                http_response_header(req, "Retry-After", "5");
+                return http_respond_error(req, PROBLEM_UNAVAILABLE, NULL, "the database is unreachable (%s); retry",
+                                          what);
+        }
         if (r == -ESHUTDOWN) {
                 http_response_header(req, "Retry-After", "5");
                 return http_respond_error(req, PROBLEM_UNAVAILABLE, NULL, "the server is shutting down");

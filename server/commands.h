@@ -5,7 +5,10 @@
 #pragma once
 
 int cmd_serve(int argc, char **argv);   /* server/serve.c */
+/* `kevald serve` exit status when the PostgreSQL of --db is unreachable at start-up. */
+#define SERVE_EXIT_DB_UNREACHABLE 3
 int cmd_token(int argc, char **argv);   /* server/token.c */
+int cmd_store(int argc, char **argv);   /* server/storecopy.c */
 int cmd_eval(int argc, char **argv);    /* server/eval.c */
 int cmd_task(int argc, char **argv);    /* server/taskcmd.c */
 int cmd_submit(int argc, char **argv);  /* server/cli.c: client commands */

@@ -38,7 +38,11 @@ typedef struct KeyDef {
 static const KeyDef keys[] = {
         STR("listen", listen, "127.0.0.1:8080",
             "address to listen on, HOST:PORT ([v6]:PORT); port 0 picks a free port"),
-        STR("db", db, "kevald.db", "SQLite database file (created if missing)"),
+        STR("db", db, "kevald.db",
+            "the store: a SQLite file (created if missing), or PostgreSQL for a fleet: a postgresql:// URI, "
+            "or postgresql: for the PG* environment"),
+        STR("host_id", host_id, NULL,
+            "this host's id in a fleet (leases, the hosts table): [A-Za-z0-9._-], at most 63; unset: the hostname"),
         STR("tasks", tasks, NULL, "task library folder; unset: <source tree>/tasks or <prefix>/share/kevald/tasks"),
         STR("libexec", libexec, NULL,
             "folder holding kevald-compile and kevald-gpu; unset: beside the kevald binary"),

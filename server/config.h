@@ -21,7 +21,8 @@ typedef enum { CONFIG_AUTH_AUTO = 0, CONFIG_AUTH_ON = 1, CONFIG_AUTH_OFF = 2 } C
 
 typedef struct Config {
         char *listen;              /* HOST:PORT */
-        char *db;
+        char *db;                  /* SQLite file, or postgresql:// URI (store_open()) */
+        char *host_id;             /* NULL: the hostname */
         char *tasks;               /* NULL: <source or install>/tasks */
         char *libexec;             /* NULL: the folder of /proc/self/exe */
         char *gpus;                /* auto | none | 0,1 */

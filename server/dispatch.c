@@ -147,7 +147,7 @@ struct Dispatcher {
         uv_thread_t thread;
         Store *store;
         uint8_t secret[32];
-        char owner[64];
+        char owner[96];   /* host id (LIMIT_HOST_ID_BYTES) "/kevald-" pid */
         char nvrtc[32];
         long max_shared_optin;
 
@@ -1554,7 +1554,8 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         d->cfg.arch = d->arch;
         d->cfg.gpus = NULL;
         pthread_mutex_init(&d->status_lock, NULL);
-        snprintf(d->owner, sizeof(d->owner), "kevald-%d", (int)getpid());
+        /* "host/kevald-PID": the host id first, so that a restarted host takes back only its own leases. */
+        snprintf(d->owner, sizeof(d->owner), "%s/kevald-%d", store_host_id(), (int)getpid());
 
         n_gpus = parse_gpus(cfg->gpus, gpus, MAX_WORKERS / 2 / d->cfg.gpu_workers_per_gpu);
         if (n_gpus < 0) {

@@ -15,6 +15,7 @@ static const struct {
 } commands[] = {
         { "serve", cmd_serve, "run the service (HTTP API, dispatcher, workers)" },
         { "token", cmd_token, "create, revoke and list API tokens" },
+        { "store", cmd_store, "copy a SQLite store into PostgreSQL (a fleet's store)" },
         { "eval", cmd_eval, "evaluate one kernel locally, without the HTTP service" },
         { "task", cmd_task, "check, list, show and prompt tasks of a task library" },
         { "submit", cmd_submit, "submit a kernel to a server and print the result" },

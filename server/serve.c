@@ -23,11 +23,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/tasklib.h"
 #include "server/api.h"
 #include "server/commands.h"
 #include "server/paths.h"
+#include "server/store.h"
+#include "server/storewatch.h"
 
 static void usage(FILE *f)
 {
@@ -83,13 +86,15 @@ static long cores(void)
  * cmd_serve() - `kevald serve [flags]`
  * @argv: argv[0] is "serve"
  * Return: the exit status: 0 after a clean shutdown, 1 when a part fails
- * to start, 2 for bad settings.
+ * to start, 2 for bad settings, 3 (SERVE_EXIT_DB_UNREACHABLE) when the
+ * PostgreSQL of --db cannot be reached at start-up.
  */
 int cmd_serve(int argc, char **argv)
 {
         Config cfg;
         Api api = { 0 };
         HttpServer *http = NULL;
+        StoreWatch *watch = NULL;
         HttpServerConfig hc = { 0 };
         DispatchConfig dc = { 0 };
         TaskLib *lib = NULL;
@@ -137,6 +142,12 @@ int cmd_serve(int argc, char **argv)
                 goto out;
         }
         threads = cfg.threads > 0 ? cfg.threads : 2 * cores();
+        if (cfg.host_id && store_set_host_id(cfg.host_id) < 0) {
+                fprintf(stderr, "kevald serve: --host-id '%s' must be 1..%d characters of [A-Za-z0-9._-]\n",
+                        cfg.host_id, LIMIT_HOST_ID_BYTES);
+                rc = 2;
+                goto out;
+        }
 
         /* Every thread started from here on inherits the blocked signals. */
         sigemptyset(&sigs);
@@ -157,10 +168,18 @@ int cmd_serve(int argc, char **argv)
 
         r = storepool_open(cfg.db, (int)(cfg.store_pool > 0 ? cfg.store_pool : threads), &api.pool);
         if (r != 0) {
-                log_error("serve: cannot open the store '%s': %s", cfg.db,
-                          r == STORE_E_NEWER_DB ? "the database is newer than this kevald" : strerror(-r));
+                char *shown = store_path_redacted(cfg.db);
+                log_error("serve: cannot open the store '%s': %s", shown ? shown : "?",
+                          r == STORE_E_NEWER_DB ? "the database is newer than this kevald"
+                          : r == -ENOTCONN      ? "PostgreSQL is unreachable (see above)"
+                                                : strerror(-r));
+                free(shown);
+                if (r == -ENOTCONN)
+                        rc = SERVE_EXIT_DB_UNREACHABLE;
                 goto out;
         }
+        log_info("serve: store: %s, host id '%s'", store_path_is_pg(cfg.db) ? "postgresql" : "sqlite",
+                 store_host_id());
         r = waiters_new(&api.waiters);
         if (r == 0)
                 r = ratelimit_new(NULL, NULL, &api.limiter);
@@ -196,6 +215,12 @@ int cmd_serve(int argc, char **argv)
         r = dispatch_start(&dc, &api.dispatcher);
         if (r != 0) {
                 log_error("serve: cannot start the dispatcher: %s", r < 0 ? strerror(-r) : "see above");
+                goto out;
+        }
+        /* Other hosts' commits (PostgreSQL): wake the dispatcher and the long-polls here. */
+        r = storewatch_start(cfg.db, api.dispatcher, api.waiters, cfg.lease_s / 3, &watch);
+        if (r != 0) {
+                log_error("serve: cannot listen for the fleet's notifications: %s", strerror(-r));
                 goto out;
         }
         r = ingest_start(cfg.db, on_ingest_commit, api.dispatcher, &api.ingest);
@@ -245,6 +270,7 @@ int cmd_serve(int argc, char **argv)
                 log_warn("serve: requests still in flight after 5 s; closing them");
         rc = 0;
 out:
+        storewatch_stop(watch);
         if (api.dispatcher) {
                 dispatch_stop(api.dispatcher, rc == 0 ? cfg.shutdown_grace_s : 0);
         }

@@ -1,235 +1,44 @@
 /*
- * store - the queue and the history in SQLite (see store.h, docs/store.md).
+ * store - the front of the store: store.h is the contract, and this file
+ * picks the backend for a path (a postgresql:// URI, or "postgresql:" for
+ * the PG* environment: server/store_pg.c; anything else: a SQLite file,
+ * server/store_sqlite.c) and forwards every call to it. It also holds what
+ * both backends share: time formatting, the idempotency id ranges, the
+ * argument checks of an insert and of a list query, the StorePool, and the
+ * host identity of this process.
  *
- * This is the only file that includes <sqlite3.h>; SQLite result codes are
- * translated into negative errnos here, and SQLite failures are logged here
- * once with SQLite's own message. Every statement is prepared once per
- * connection (SQLITE_PREPARE_PERSISTENT) and reset after use.
- *
- * Invariants: every write runs in BEGIN IMMEDIATE (so the write lock is taken
- * up front and the busy handler applies, never SQLITE_BUSY_SNAPSHOT); the
- * transactions that accept submissions run with synchronous=FULL and commit
- * before the caller is told the ids; the connection is otherwise at
- * synchronous=NORMAL. The aggregates (queue_counts, task_stats) are added to
- * by store_insert_request() once per request, and taken from by triggers
- * (migrations/) on every path to state 'done'.
+ * A Store is exactly one of the two backends' connections (sq or pg set,
+ * never both), fixed at store_open().
  */
 #include "server/store.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
-#include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/limits.h"
 #include "common/log.h"
+#include "server/store_backend.h"
 
-/* Generated from the migrations/ files by tools/bin2c (server/meson.build). */
-extern const struct {
-        const char *name;
-        const unsigned char *data;
-        unsigned long len;
-} kevald_migrations[];
-extern const unsigned long kevald_migrations_count;
-
-#define STORE_BUSY_TIMEOUT_MS 10000
 #define STORE_LIST_DEFAULT 100
 
-enum {
-        Q_BEGIN,
-        Q_COMMIT,
-        Q_ROLLBACK,
-        Q_SAVEPOINT,
-        Q_RELEASE,
-        Q_ROLLBACK_TO,
-        Q_SYNC_FULL,
-        Q_SYNC_NORMAL,
-        Q_COUNT_ACTIVE,
-        Q_ADD_ACTIVE,
-        Q_ADD_TASK,
-        Q_IDEM_GET,
-        Q_IDEM_PUT,
-        Q_INSERT_SUB,
-        Q_INSERT_REQ,
-        Q_CLAIM_COMPILE,
-        Q_CLAIM_RUN,
-        Q_SERVED_COMPILE,
-        Q_SERVED_RUN,
-        Q_ANY_WAITING,
-        Q_GET_REQ,
-        Q_GET_COMPILE,
-        Q_HEARTBEAT,
-        Q_HEARTBEAT_OWNER,
-        Q_SET_KEY,
-        Q_SET_COMPILED,
-        Q_PUT_COMPILE,
-        Q_FINISH,
-        Q_PUT_RESULT,
-        Q_REQUEUE,
-        Q_EXISTS,
-        Q_EXPIRED,
-        Q_BACK_ONE,
-        Q_CANCEL,
-        Q_GET_SUB,
-        Q_CACHE_GET,
-        Q_CACHE_HIT,
-        Q_COUNTER_ADD,
-        Q_CACHE_PUT,
-        Q_TOKEN_LOOKUP,
-        Q_DASH_FIRST,                   /* STORE_DASH_* follow in order */
-        Q__MAX = Q_DASH_FIRST + STORE_DASH__COUNT
-};
-
-/*
- * Claim the next job waiting in state FROM, moving it to TO. Highest
- * priority first; within it, round robin between tokens (the one this stage
- * served longest ago, token_service.SERVED), oldest job first. The tokens
- * with waiting work are enumerated by a skip-scan of the index (state,
- * priority, token_id, id): a claim costs O(tokens x log n), not a pass over
- * every waiting row.
- */
-#define CLAIM_SQL(TO, FROM, SERVED)                                                                           \
-        "UPDATE submissions SET state = '" TO "', lease_owner = ?1, lease_expires = ?2, "                    \
-        "attempts = attempts + 1, stage_attempts = stage_attempts + 1, "                                      \
-        "started_at = coalesce(started_at, ?3) "                                                              \
-        "WHERE id = (WITH RECURSIVE p(pri) AS (SELECT max(priority) FROM submissions WHERE state = '" FROM "'), " \
-        "t(tok) AS (SELECT (SELECT min(token_id) FROM submissions WHERE state = '" FROM "' "                 \
-        "AND priority = (SELECT pri FROM p)) UNION ALL SELECT (SELECT min(token_id) FROM submissions "         \
-        "WHERE state = '" FROM "' AND priority = (SELECT pri FROM p) AND token_id > t.tok) FROM t "            \
-        "WHERE t.tok IS NOT NULL) SELECT (SELECT min(id) FROM submissions WHERE state = '" FROM "' "          \
-        "AND priority = (SELECT pri FROM p) AND token_id = t.tok) AS id FROM t "                              \
-        "LEFT JOIN token_service ts ON ts.token_id = t.tok WHERE t.tok IS NOT NULL "                          \
-        "ORDER BY coalesce(ts." SERVED ", 0), id LIMIT 1) "                                                   \
-        "RETURNING id, stage_attempts, priority, token_id, task, mode, cache_key"
-
-static const char *const queries[Q__MAX] = {
-        [Q_BEGIN] = "BEGIN IMMEDIATE",
-        [Q_COMMIT] = "COMMIT",
-        [Q_ROLLBACK] = "ROLLBACK",
-        [Q_SAVEPOINT] = "SAVEPOINT store_ins",
-        [Q_RELEASE] = "RELEASE store_ins",
-        [Q_ROLLBACK_TO] = "ROLLBACK TO store_ins",
-        [Q_SYNC_FULL] = "PRAGMA synchronous=FULL",
-        [Q_SYNC_NORMAL] = "PRAGMA synchronous=NORMAL",
-        [Q_COUNT_ACTIVE] = "SELECT coalesce((SELECT active FROM queue_counts WHERE token_id = ?1), 0)",
-        [Q_ADD_ACTIVE] = "INSERT INTO queue_counts(token_id, active) VALUES (?1, ?2) "
-                          "ON CONFLICT(token_id) DO UPDATE SET active = active + excluded.active",
-        [Q_ADD_TASK] = "INSERT INTO task_stats(task, submissions) VALUES (coalesce(?1, ''), ?2) "
-                       "ON CONFLICT(task) DO UPDATE SET submissions = submissions + excluded.submissions",
-        [Q_IDEM_GET] = "SELECT body_sha256, ids FROM idempotency WHERE token_id = ?1 AND key = ?2",
-        [Q_IDEM_PUT] = "INSERT INTO idempotency(token_id, key, body_sha256, ids, created_at) "
-                       "VALUES (?1, ?2, ?3, ?4, ?5)",
-        [Q_INSERT_SUB] = "INSERT INTO submissions(state, task, mode, priority, token_id, run_id, "
-                         "created_at, tags) VALUES ('queued', ?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        [Q_INSERT_REQ] = "INSERT INTO submission_requests(id, request) VALUES (?1, ?2)",
-        [Q_CLAIM_COMPILE] = CLAIM_SQL("compiling", "queued", "compile_at"),
-        [Q_CLAIM_RUN] = CLAIM_SQL("running", "compiled", "run_at"),
-        [Q_SERVED_COMPILE] = "INSERT INTO token_service(token_id, compile_at) VALUES (?1, ?2) "
-                             "ON CONFLICT(token_id) DO UPDATE SET compile_at = excluded.compile_at",
-        [Q_SERVED_RUN] = "INSERT INTO token_service(token_id, run_at) VALUES (?1, ?2) "
-                         "ON CONFLICT(token_id) DO UPDATE SET run_at = excluded.run_at",
-        [Q_ANY_WAITING] = "SELECT EXISTS (SELECT 1 FROM submissions WHERE state = ?1)",
-        [Q_GET_REQ] = "SELECT request FROM submission_requests WHERE id = ?1",
-        [Q_GET_COMPILE] = "SELECT compile FROM submission_compiles WHERE id = ?1",
-        [Q_HEARTBEAT] = "UPDATE submissions SET lease_expires = ?3 WHERE id = ?1 AND lease_owner = ?2 "
-                        "AND state IN ('compiling', 'running')",
-        [Q_HEARTBEAT_OWNER] = "UPDATE submissions SET lease_expires = ?2 WHERE lease_owner = ?1 "
-                              "AND state IN ('compiling', 'running')",
-        [Q_SET_KEY] = "UPDATE submissions SET cache_key = ?2 WHERE id = ?1",
-        [Q_SET_COMPILED] = "UPDATE submissions SET state = 'compiled', lease_owner = NULL, "
-                           "lease_expires = NULL, stage_attempts = 0 "
-                           "WHERE id = ?1 AND state = 'compiling' AND (?2 IS NULL OR lease_owner = ?2)",
-        [Q_PUT_COMPILE] = "INSERT OR REPLACE INTO submission_compiles(id, compile) VALUES (?1, ?2)",
-        [Q_FINISH] = "UPDATE submissions SET state = 'done', verdict = ?2, speedup = ?3, finished_at = ?4, "
-                     "lease_owner = NULL, lease_expires = NULL "
-                     "WHERE id = ?1 AND state != 'done' AND (?5 IS NULL OR (lease_owner = ?5 "
-                     "AND state IN ('compiling', 'running')))",
-        [Q_PUT_RESULT] = "INSERT OR REPLACE INTO submission_results(id, result) VALUES (?1, ?2)",
-        [Q_REQUEUE] = "UPDATE submissions SET state = ?3, lease_owner = NULL, lease_expires = NULL "
-                      "WHERE id = ?1 AND lease_owner = ?2 AND state = ?4",
-        [Q_EXISTS] = "SELECT state, token_id FROM submissions WHERE id = ?1",
-        [Q_EXPIRED] = "SELECT id, state, stage_attempts, task FROM submissions "
-                      "WHERE state IN ('compiling', 'running') AND (?1 IS NULL OR lease_expires < ?1)",
-        [Q_BACK_ONE] = "UPDATE submissions SET state = CASE state WHEN 'compiling' THEN 'queued' "
-                       "ELSE 'compiled' END, lease_owner = NULL, lease_expires = NULL "
-                       "WHERE id = ?1 AND state IN ('compiling', 'running')",
-        [Q_CANCEL] = "UPDATE submissions SET state = 'done', verdict = 'cancelled', finished_at = ?3 "
-                     "WHERE id = ?1 AND state = 'queued' AND (?2 = 0 OR token_id = ?2) RETURNING task",
-        [Q_GET_SUB] = "SELECT s.id, s.state, s.verdict, s.task, s.mode, s.priority, s.created_at, "
-                      "s.started_at, s.finished_at, s.attempts, s.speedup, s.tags, r.result "
-                      "FROM submissions s LEFT JOIN submission_results r ON r.id = s.id "
-                      "WHERE s.id = ?1",
-        [Q_CACHE_GET] = "SELECT compile, cubin FROM compile_cache WHERE key = ?1",
-        [Q_CACHE_HIT] = "UPDATE compile_cache SET hits = hits + 1, last_used_at = ?2 WHERE key = ?1",
-        [Q_COUNTER_ADD] = "UPDATE counters SET value = value + ?2 WHERE name = ?1",
-        [Q_CACHE_PUT] = "INSERT INTO compile_cache(key, compile, cubin, hits, created_at, last_used_at) "
-                        "VALUES (?1, ?2, ?3, 0, ?4, ?4) ON CONFLICT(key) DO UPDATE SET "
-                        "compile = excluded.compile, cubin = excluded.cubin, last_used_at = excluded.last_used_at",
-        [Q_TOKEN_LOOKUP] = "SELECT id, limits FROM tokens WHERE hash = ?1 AND revoked_at IS NULL",
-        /* Dashboards: over the views of migrations/006_dashboard.sql (docs/dashboard.md). */
-        /* The IN list walks the queue index per state; the view's "state != 'done'" alone would scan every done row. */
-        [Q_DASH_FIRST + STORE_DASH_QUEUE] = "SELECT state, jobs, oldest_created_at FROM v_queue_depth "
-                "WHERE state IN ('queued', 'compiling', 'compiled', 'running')",
-        [Q_DASH_FIRST + STORE_DASH_ACTIVITY] = "SELECT minute_start, verdict, n, latency_sum_s, compiles, "
-                "compile_ms_sum, cache_hits, cache_misses FROM v_activity_minutely WHERE minute_start >= ?1 "
-                "ORDER BY minute_start",
-        [Q_DASH_FIRST + STORE_DASH_GPU_BUSY] = "SELECT minute_start, gpu, jobs, busy_ms, busy_fraction "
-                "FROM v_gpu_busy_minutely WHERE minute_start >= ?1 ORDER BY minute_start, gpu",
-        [Q_DASH_FIRST + STORE_DASH_RUNS] = "SELECT * FROM v_run_summary WHERE ?1 IS NULL OR instr(run_id, ?1) > 0 "
-                "ORDER BY last_finished_at DESC, run_id LIMIT ?2 OFFSET ?3",
-        [Q_DASH_FIRST + STORE_DASH_RUN] = "SELECT * FROM v_run_summary WHERE run_id = ?1",
-        [Q_DASH_FIRST + STORE_DASH_RUN_STEPS] = "SELECT * FROM v_run_steps WHERE run_id = ?1 "
-                "AND coalesce(step, -1) BETWEEN ?2 AND ?3 ORDER BY coalesce(step, -1)",
-        [Q_DASH_FIRST + STORE_DASH_RUN_SPEEDUPS] = "SELECT step, bucket, speedup_lo, speedup_hi, n "
-                "FROM v_run_step_speedups WHERE run_id = ?1 AND coalesce(step, -1) BETWEEN ?2 AND ?3 "
-                "ORDER BY coalesce(step, -1), bucket",
-        /* best_id and best_step are bare columns: SQLite takes them from the row with max(best_speedup). */
-        [Q_DASH_FIRST + STORE_DASH_RUN_TASKS] = "SELECT task, sum(evaluated) AS samples, sum(compiled) AS compiled, "
-                "sum(correct) AS correct, max(best_speedup) AS best_speedup, best_id, step AS best_step "
-                "FROM v_run_step_tasks WHERE run_id = ?1 AND coalesce(step, -1) BETWEEN ?2 AND ?3 "
-                "GROUP BY task ORDER BY task",
-        [Q_DASH_FIRST + STORE_DASH_TASKS] = "SELECT * FROM v_task_summary WHERE ?1 IS NULL OR instr(task, ?1) > 0 "
-                "ORDER BY submissions DESC, task LIMIT ?2 OFFSET ?3",
-        [Q_DASH_FIRST + STORE_DASH_TASK] = "SELECT * FROM v_task_summary WHERE task = ?1",
-        [Q_DASH_FIRST + STORE_DASH_TASK_VERDICTS] = "SELECT verdict, n FROM v_task_verdicts WHERE task = ?1 "
-                "ORDER BY n DESC, verdict",
-        [Q_DASH_FIRST + STORE_DASH_TASK_SPEEDUPS] = "SELECT bucket, speedup_lo, speedup_hi, n "
-                "FROM v_task_speedup_hist WHERE task = ?1 ORDER BY bucket",
-        [Q_DASH_FIRST + STORE_DASH_LEADERBOARD] = "SELECT id, speedup, run_id, step, sample, turn, finished_at "
-                "FROM v_task_leaderboard WHERE task = ?1 ORDER BY speedup DESC, id LIMIT ?2 OFFSET ?3",
-        [Q_DASH_FIRST + STORE_DASH_TURN] = "SELECT id, parent, turn, run_id, step, sample, task, state, verdict, "
-                "speedup, token_id, created_at FROM v_submission_turns WHERE id = ?1",
-        [Q_DASH_FIRST + STORE_DASH_CHILDREN] = "SELECT id, parent, turn, run_id, step, sample, task, state, verdict, "
-                "speedup, token_id, created_at FROM v_submission_turns WHERE parent = ?1 "
-                "AND (?2 < 0 OR token_id = ?2) ORDER BY id LIMIT ?3",
-        [Q_DASH_FIRST + STORE_DASH_REQUEST] = "SELECT request FROM submission_requests WHERE id = ?1",
-        [Q_DASH_FIRST + STORE_DASH_HISTOGRAMS] = "SELECT metric, label, le, n, count, sum FROM v_metric_histograms "
-                "ORDER BY metric, label, le IS NULL, le",
-};
-
 struct Store {
-        sqlite3 *db;
-        sqlite3_stmt *stmts[Q__MAX];
-        bool in_group;          /* between store_begin_group() and its commit/rollback */
-        bool group_lost;        /* SQLite rolled the group's transaction back by itself */
-        bool write_locked;      /* holds write_mutex: between BEGIN IMMEDIATE and its end */
-        double busy_since;      /* busy handler: when the current wait began */
+        StoreSqlite *sq;
+        StorePg *pg;
+        bool empty_valid[2];            /* per Stage: the last claim found nothing ... */
+        unsigned long empty_gen[2];     /* ... at this work generation */
+        double empty_at[2];             /* ... at this monotonic time */
+        bool listening;                 /* store_listen() succeeded: counted in watching */
+        bool listen_lost;               /* ... but the connection is lost: not counted now */
 };
-
-/*
- * Writers of this process take turns on a mutex before BEGIN IMMEDIATE: a
- * blocked thread is woken the moment the lock is free, where SQLite's busy
- * handler would poll with growing sleeps (measured: claims stalled up to
- * 0.5 s behind a busy ingest writer). Other processes still meet the busy
- * handler below. No thread ever holds two write transactions.
- */
-static pthread_mutex_t write_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 struct StorePool {
         pthread_mutex_t lock;
@@ -239,219 +48,299 @@ struct StorePool {
         int n;
 };
 
-/* ---- helpers ------------------------------------------------------------ */
+const char *const store_list_columns[4] = { "task", "verdict", "state", "run_id" };
 
-static int errno_from_sqlite(int rc)
+/* Set once at start-up, before any thread reads it. */
+static char host_id[LIMIT_HOST_ID_BYTES + 1];
+
+/*
+ * The claim gate (PostgreSQL). While this process LISTENs (watching), every
+ * commit of any host that makes a job claimable reaches it as a
+ * kevald_work notification, which bumps work_gen. A claim that found the
+ * stage empty at generation g can answer STORE_E_EMPTY again without a
+ * query until the generation moves: an idle host sends no claim queries,
+ * however often its dispatcher asks. The generation is read before the
+ * query, so a notification racing with an empty answer opens the gate.
+ * When the listener loses its connection, watching is cleared (every claim
+ * queries) until it is back and has bumped the generation. A closed gate
+ * still opens after CLAIM_GATE_MAX_S: rows can become claimable without a
+ * notification when another host's claim transaction is rolled back (it
+ * died between its pick and its commit), and these must not wait for the
+ * next submission.
+ */
+#define CLAIM_GATE_MAX_S 5.0
+static atomic_ulong work_gen;
+static atomic_int watching;
+
+/* ---- backend choice ----------------------------------------------------- */
+
+/**
+ * store_path_is_pg() - whether @path names a PostgreSQL database
+ * @path: a --db value
+ * Return: true for "postgresql://...", "postgres://..." and "postgresql:"
+ * (the PG* environment), false for anything else (a SQLite file).
+ */
+bool store_path_is_pg(const char *path)
 {
-        switch (rc & 0xff) {
-        case SQLITE_OK:
-        case SQLITE_ROW:
-        case SQLITE_DONE:
-                return 0;
-        case SQLITE_BUSY:
-        case SQLITE_LOCKED:
-                return -EBUSY;
-        case SQLITE_NOMEM:
-                return -ENOMEM;
-        case SQLITE_FULL:
-                return -ENOSPC;
-        case SQLITE_READONLY:
-                return -EROFS;
-        case SQLITE_PERM:
-        case SQLITE_AUTH:
-                return -EACCES;
-        case SQLITE_CANTOPEN:
-                return -ENOENT;
-        case SQLITE_CORRUPT:
-        case SQLITE_NOTADB:
-        case SQLITE_FORMAT:
-                return -EBADMSG;
-        case SQLITE_TOOBIG:
-                return -E2BIG;
-        case SQLITE_CONSTRAINT:
-                return -EEXIST;
-        case SQLITE_MISUSE:
-        case SQLITE_RANGE:
-                return -EINVAL;
-        default:
-                return -EIO;
+        return path && (!strncmp(path, "postgresql://", 13) || !strncmp(path, "postgres://", 11) ||
+                        !strcmp(path, "postgresql:"));
+}
+
+/**
+ * store_path_redacted() - @path for messages, any URI password replaced by "***"
+ * @path: a --db value
+ * Return: a new string (free()), or NULL when out of memory.
+ */
+char *store_path_redacted(const char *path)
+{
+        const char *scheme, *at, *colon, *slash;
+        char *out;
+
+        if (!store_path_is_pg(path) || !(scheme = strstr(path, "://")))
+                return strdup(path ? path : "");
+        scheme += 3;
+        slash = strchr(scheme, '/');
+        at = strchr(scheme, '@');
+        if (!at || (slash && at > slash))
+                at = NULL;
+        colon = at ? memchr(scheme, ':', (size_t)(at - scheme)) : NULL;
+        if (!colon)
+                out = strdup(path);
+        else if (asprintf(&out, "%.*s:***%s", (int)(colon - path), path, at) < 0)
+                out = NULL;
+        /* A password given as ?password=... is hidden too. */
+        char *pw = out ? strstr(out, "password=") : NULL;
+        if (pw) {
+                char *end = pw + 9 + strcspn(pw + 9, "&");
+                memmove(pw + 9 + 3, end, strlen(end) + 1);
+                memcpy(pw + 9, "***", 3);
         }
+        return out;
 }
 
-/* A failing SQLite code as a negative errno, never 0. */
-static int err_or_eio(int rc)
+/**
+ * store_open() - open (creating if needed) the database and bring its schema up to date
+ * @path:      a SQLite file, or a PostgreSQL URI (store_path_is_pg()); at most
+ *             LIMIT_DSN_BYTES
+ * @ret_store: on success, a new Store (store_close())
+ * Return: 0, STORE_E_NEWER_DB when the database's schema is newer than this
+ * binary (logged), -ENOTCONN when PostgreSQL cannot be reached (logged, the
+ * password elided), or a negative errno.
+ */
+int store_open(const char *path, Store **ret_store)
 {
-        int r = errno_from_sqlite(rc);
-        return r != 0 ? r : -EIO;
-}
-
-static int fail(Store *s, int rc, const char *what)
-{
-        log_error("store: %s failed: %s", what, s && s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
-        return err_or_eio(rc);
-}
-
-/* Borrow the prepared statement @q, reset and unbound. */
-static int stmt_get(Store *s, int q, sqlite3_stmt **ret_stmt)
-{
-        *ret_stmt = NULL; /* on failure too: callers' stmt_done() accepts NULL */
-        if (!s->stmts[q]) {
-                int rc = sqlite3_prepare_v3(s->db, queries[q], -1, SQLITE_PREPARE_PERSISTENT,
-                                            &s->stmts[q], NULL);
-                if (rc != SQLITE_OK)
-                        return fail(s, rc, queries[q]);
-        }
-        *ret_stmt = s->stmts[q];
-        return 0;
-}
-
-static void stmt_done(sqlite3_stmt *st)
-{
-        if (st) {
-                sqlite3_reset(st);
-                sqlite3_clear_bindings(st);
-        }
-}
-
-/* Run a cached statement that returns no rows. */
-static int run_q(Store *s, int q)
-{
-        sqlite3_stmt *st;
-        int r = stmt_get(s, q, &st);
-        if (r < 0)
-                return r;
-        int rc = sqlite3_step(st);
-        stmt_done(st);
-        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-                return fail(s, rc, queries[q]);
-        return 0;
-}
-
-/* Step a bound statement to completion; its rows (if any) are ignored. */
-static int step_done(Store *s, sqlite3_stmt *st, const char *what)
-{
-        int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-                ;
-        if (rc != SQLITE_DONE)
-                return fail(s, rc, what);
-        return 0;
-}
-
-static int exec_sql(Store *s, const char *sql)
-{
-        char *msg = NULL;
-        int rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
-        if (rc != SQLITE_OK) {
-                log_error("store: %.60s failed: %s", sql, msg ? msg : sqlite3_errstr(rc));
-                sqlite3_free(msg);
-                return err_or_eio(rc);
-        }
-        return 0;
-}
-
-static void write_release(Store *s)
-{
-        if (s->write_locked) {
-                s->write_locked = false;
-                pthread_mutex_unlock(&write_mutex);
-        }
-}
-
-/* BEGIN IMMEDIATE, after this process's other writers. */
-static int begin_write(Store *s)
-{
+        Store *s;
         int r;
 
-        pthread_mutex_lock(&write_mutex);
-        s->write_locked = true;
-        r = run_q(s, Q_BEGIN);
-        if (r < 0)
-                write_release(s);
-        return r;
-}
-
-static int tx_begin(Store *s)
-{
-        if (s->in_group)
-                return -EINVAL; /* the group's transaction is open; only inserts may join it */
-        return begin_write(s);
-}
-
-/* End the transaction: commit when @r is 0, roll back otherwise. Returns @r or the commit's error. */
-static int tx_end(Store *s, int r)
-{
-        if (sqlite3_get_autocommit(s->db)) {
-                write_release(s);
-                return r != 0 ? r : -EIO; /* SQLite already rolled back (I/O error, full disk) */
+        if (!path || !*path || strlen(path) > LIMIT_DSN_BYTES)
+                return -EINVAL;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        if (store_path_is_pg(path))
+                r = store_pg_open(path, &s->pg);
+        else
+                r = store_sqlite_open(path, &s->sq);
+        if (r != 0) {
+                free(s);
+                return r;
         }
-        if (r == 0)
-                r = run_q(s, Q_COMMIT);
-        if (r != 0 && !sqlite3_get_autocommit(s->db))
-                run_q(s, Q_ROLLBACK);
-        write_release(s);
+        *ret_store = s;
+        return 0;
+}
+
+/**
+ * store_close() - close the connection
+ * @store: the store, or NULL
+ */
+void store_close(Store *store)
+{
+        if (!store)
+                return;
+        if (store->listening && !store->listen_lost)
+                atomic_fetch_sub(&watching, 1);
+        store_pg_close(store->pg);
+        store_sqlite_close(store->sq);
+        free(store);
+}
+
+/**
+ * store_backend_name() - which backend @store uses
+ * Return: "postgresql" or "sqlite" (static strings).
+ */
+const char *store_backend_name(Store *store)
+{
+        return store->pg ? "postgresql" : "sqlite";
+}
+
+/* ---- host identity, wake-ups -------------------------------------------- */
+
+/**
+ * store_set_host_id() - set the host id recorded on leases and in the hosts table
+ * @id: 1..LIMIT_HOST_ID_BYTES bytes of [A-Za-z0-9._-]; copied
+ * Return: 0 or -EINVAL.
+ */
+int store_set_host_id(const char *id)
+{
+        size_t n = id ? strlen(id) : 0;
+
+        if (n == 0 || n > LIMIT_HOST_ID_BYTES)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (!isalnum((unsigned char)id[i]) && id[i] != '.' && id[i] != '_' && id[i] != '-')
+                        return -EINVAL;
+        memcpy(host_id, id, n + 1);
+        return 0;
+}
+
+/**
+ * store_host_id() - this process's host id: what store_set_host_id() set, else
+ * the hostname (characters outside [A-Za-z0-9._-] become '-'), else "localhost"
+ * Return: a static string.
+ */
+const char *store_host_id(void)
+{
+        if (!host_id[0]) {
+                char name[256] = "";
+                size_t n;
+
+                if (gethostname(name, sizeof(name) - 1) < 0 || !name[0])
+                        snprintf(name, sizeof(name), "localhost");
+                n = strnlen(name, LIMIT_HOST_ID_BYTES);
+                for (size_t i = 0; i < n; i++)
+                        if (!isalnum((unsigned char)name[i]) && name[i] != '.' && name[i] != '_')
+                                name[i] = '-';
+                memcpy(host_id, name, n);
+                host_id[n] = '\0';
+        }
+        return host_id;
+}
+
+/**
+ * store_host_beat() - record that this host is alive (PostgreSQL: hosts.last_seen)
+ * @store: open store; borrowed
+ * Return: 0 (always on SQLite, a single host), or a negative errno.
+ */
+int store_host_beat(Store *store)
+{
+        return store->pg ? store_pg_host_beat(store->pg, store_host_id()) : 0;
+}
+
+/**
+ * store_listen() - subscribe this connection to the fleet's wake-ups
+ * @store: open store, used for nothing else afterwards; borrowed
+ * Return: 0, -EOPNOTSUPP on SQLite (one host: wake-ups stay in the process),
+ * or a negative errno.
+ */
+int store_listen(Store *store)
+{
+        int r = store->pg ? store_pg_listen(store->pg) : -EOPNOTSUPP;
+
+        if (r == 0 && !store->listening) {
+                store->listening = true;
+                atomic_fetch_add(&work_gen, 1);
+                atomic_fetch_add(&watching, 1);
+        }
         return r;
 }
 
-/* Cross-process lock waits: short sleeps up to STORE_BUSY_TIMEOUT_MS. */
-static int busy_wait(void *arg, int count)
+/**
+ * store_next_event() - wait for one wake-up from any host's commit
+ * @store:      a store after store_listen(); borrowed
+ * @timeout_ms: how long to wait (≥ 0)
+ * @ret_ev:     on success, the event
+ * Return: 0, STORE_E_EMPTY when none came in time, -EOPNOTSUPP on SQLite,
+ * -ENOTCONN when the connection was lost (it is re-established, and
+ * LISTEN renewed, on a later call), or a negative errno.
+ */
+int store_next_event(Store *store, int timeout_ms, StoreEvent *ret_ev)
 {
-        Store *s = arg;
-        struct timespec ts;
-        double now;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-        if (count == 0)
-                s->busy_since = now;
-        if ((now - s->busy_since) * 1000.0 > STORE_BUSY_TIMEOUT_MS)
-                return 0;
-        ts.tv_sec = 0;
-        ts.tv_nsec = count < 20 ? 100000 : 1000000;
-        nanosleep(&ts, NULL);
-        return 1;
+        if (timeout_ms < 0 || !ret_ev)
+                return -EINVAL;
+        if (!store->pg)
+                return -EOPNOTSUPP;
+        int r = store_pg_next_event(store->pg, timeout_ms, ret_ev);
+        if (r == -ENOTCONN && !store->listen_lost) {
+                /* Notifications may be missed from now on: claims must ask the database. */
+                store->listen_lost = true;
+                atomic_fetch_sub(&watching, 1);
+        }
+        if (r == 0 && ret_ev->kind == STORE_EVENT_WORK) {
+                atomic_fetch_add(&work_gen, 1);
+                if (store->listen_lost) {       /* back, LISTEN renewed: this event is the catch-up */
+                        store->listen_lost = false;
+                        atomic_fetch_add(&watching, 1);
+                }
+        }
+        return r;
 }
 
-static int bind_text(sqlite3_stmt *st, int i, const char *v)
+/* ---- copy ---------------------------------------------------------------- */
+
+/*
+ * What store_copy() copies, parents first. Every table of the schema but
+ * metric_buckets (data of migration 006, the same on both) and the
+ * PostgreSQL-only hosts and kevald_schema.
+ */
+static const char *const copy_tables[] = {
+        "meta", "counters", "tokens", "submissions", "submission_requests", "submission_compiles",
+        "submission_results", "queue_counts", "idempotency", "compile_cache", "task_stats", "task_speedups",
+        "verdict_counts", "token_service", "job_metrics", "activity_minutely", "gpu_minutely", "run_summary",
+        "run_step_tasks", "run_step_speedups", "task_verdicts", "metric_hist", "metric_sums",
+};
+
+typedef struct CopyCtx {
+        StorePg *to;
+        const char *table;
+        int64_t rows;
+} CopyCtx;
+
+static int copy_one_row(void *arg, int n, const char *const *names, const StoreVal *vals)
 {
-        return v ? sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
+        CopyCtx *c = arg;
+        int r = store_pg_copy_row(c->to, c->table, n, names, vals);
+        if (r == 0)
+                c->rows++;
+        return r;
 }
 
-static char *col_strdup(sqlite3_stmt *st, int i)
+/**
+ * store_copy() - see store.h
+ */
+int store_copy(Store *from, Store *to, bool force, json_t **ret_report)
 {
-        const unsigned char *v = sqlite3_column_text(st, i);
-        return v ? strdup((const char *)v) : NULL;
+        const size_t n = sizeof(copy_tables) / sizeof(copy_tables[0]);
+        json_t *report;
+        int r;
+
+        if (!from || !to || !from->sq || !to->pg || !ret_report)
+                return -EINVAL;
+        report = json_object();
+        if (!report)
+                return -ENOMEM;
+        r = store_pg_copy_begin(to->pg, copy_tables, n, force);
+        if (r != 0) {
+                json_decref(report);
+                return r;
+        }
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                CopyCtx c = { .to = to->pg, .table = copy_tables[i] };
+                r = store_sqlite_each_row(from->sq, copy_tables[i], copy_one_row, &c);
+                if (r == STORE_E_NOT_FOUND)
+                        r = 0;  /* not in this (older) schema: nothing to copy */
+                if (r == 0 && json_object_set_new(report, copy_tables[i], json_integer(c.rows)))
+                        r = -ENOMEM;
+        }
+        r = store_pg_copy_end(to->pg, copy_tables, n, r);
+        if (r != 0) {
+                json_decref(report);
+                return r;
+        }
+        *ret_report = report;
+        return 0;
 }
 
-static json_t *col_json(sqlite3_stmt *st, int i)
-{
-        const char *v = (const char *)sqlite3_column_text(st, i);
-        if (!v)
-                return NULL;
-        return json_loadb(v, (size_t)sqlite3_column_bytes(st, i), JSON_DECODE_ANY, NULL);
-}
-
-static json_t *col_time(sqlite3_stmt *st, int i)
-{
-        char buf[32];
-        if (sqlite3_column_type(st, i) == SQLITE_NULL)
-                return json_null();
-        store_format_time(sqlite3_column_double(st, i), buf);
-        return json_string(buf);
-}
-
-static json_t *col_real_or_null(sqlite3_stmt *st, int i)
-{
-        if (sqlite3_column_type(st, i) == SQLITE_NULL)
-                return json_null();
-        return json_real(sqlite3_column_double(st, i));
-}
-
-static json_t *col_text_or_null(sqlite3_stmt *st, int i)
-{
-        const char *v = (const char *)sqlite3_column_text(st, i);
-        return v ? json_string(v) : json_null();
-}
+/* ---- shared helpers ------------------------------------------------------ */
 
 /**
  * store_now() - the current time as REAL unix seconds
@@ -496,7 +385,7 @@ void store_format_time(double t, char ret_buf[32])
 }
 
 /* RFC 3339 ("2026-11-21T14:02:30Z", fraction and offset optional) or unix seconds as text. */
-static int parse_time(const char *text, double *ret_t)
+int store_parse_time(const char *text, double *ret_t)
 {
         int y, mo, d, h, mi, n = 0;
         double sec;
@@ -532,186 +421,6 @@ static int parse_time(const char *text, double *ret_t)
         return 0;
 }
 
-/* ---- open, migrations --------------------------------------------------- */
-
-static int migration_number(const char *name)
-{
-        char *end;
-        long v = strtol(name, &end, 10);
-        if (end == name || *end != '_' || v <= 0 || v > 100000)
-                return -1;
-        return (int)v;
-}
-
-static int user_version(Store *s, int *ret_v)
-{
-        sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return fail(s, rc, "PRAGMA user_version");
-        rc = sqlite3_step(st);
-        if (rc != SQLITE_ROW) {
-                sqlite3_finalize(st);
-                return fail(s, rc, "PRAGMA user_version");
-        }
-        *ret_v = sqlite3_column_int(st, 0);
-        sqlite3_finalize(st);
-        return 0;
-}
-
-static int migrate(Store *s, const char *path)
-{
-        int known = 0, current, r;
-        char sql[64];
-
-        for (unsigned long i = 0; i < kevald_migrations_count; i++) {
-                int v = migration_number(kevald_migrations[i].name);
-                if (v <= known) {
-                        log_error("store: migration \"%s\" is misnumbered", kevald_migrations[i].name);
-                        return -EINVAL;
-                }
-                known = v;
-        }
-        r = user_version(s, &current);
-        if (r < 0)
-                return r;
-        if (current == known)
-                return 0; /* the common case: no write lock taken */
-        if (current > known)
-                goto newer;
-
-        r = begin_write(s);
-        if (r < 0)
-                return r;
-        r = user_version(s, &current); /* another connection may have migrated meanwhile */
-        if (r < 0)
-                goto out;
-        if (current > known) {
-                r = STORE_E_NEWER_DB;
-                goto out;
-        }
-        for (unsigned long i = 0; i < kevald_migrations_count; i++) {
-                int v = migration_number(kevald_migrations[i].name);
-                if (v <= current)
-                        continue;
-                log_info("store: applying migration %s to \"%s\"", kevald_migrations[i].name, path);
-                r = exec_sql(s, (const char *)kevald_migrations[i].data);
-                if (r < 0)
-                        goto out;
-                snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v);
-                r = exec_sql(s, sql);
-                if (r < 0)
-                        goto out;
-        }
-out:
-        r = tx_end(s, r);
-        if (r != STORE_E_NEWER_DB)
-                return r;
-newer:
-        log_error("store: database \"%s\" has schema version %d, newer than this kevald knows (%d); "
-                  "refusing to open it: upgrade kevald", path, current, known);
-        return STORE_E_NEWER_DB;
-}
-
-static int ensure_secret(Store *s)
-{
-        uint8_t secret[32];
-        sqlite3_stmt *st = NULL;
-        size_t got = 0;
-        int r, rc;
-
-        while (got < sizeof(secret)) {
-                ssize_t k = getrandom(secret + got, sizeof(secret) - got, 0);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        r = -errno;
-                        log_error("store: getrandom failed: %s", strerror(errno));
-                        return r;
-                }
-                got += (size_t)k;
-        }
-        r = tx_begin(s);
-        if (r < 0)
-                return r;
-        rc = sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO meta(key, value) VALUES ('secret', ?1)", -1,
-                                &st, NULL);
-        if (rc != SQLITE_OK) {
-                r = fail(s, rc, "prepare secret");
-                goto out;
-        }
-        sqlite3_bind_blob(st, 1, secret, sizeof(secret), SQLITE_STATIC);
-        r = step_done(s, st, "insert secret");
-out:
-        sqlite3_finalize(st);
-        return tx_end(s, r);
-}
-
-/**
- * store_open() - open (creating if needed) the database and bring its schema up to date
- * @path:      database file; created with its WAL files next to it
- * @ret_store: on success, a new Store (store_close())
- *
- * Sets WAL, busy_timeout and synchronous=NORMAL, applies the embedded
- * migrations newer than PRAGMA user_version in one transaction, and creates
- * the server secret on first use.
- *
- * Return: 0, STORE_E_NEWER_DB when the database's schema is newer than this
- * binary (logged), or a negative errno.
- */
-int store_open(const char *path, Store **ret_store)
-{
-        Store *s = calloc(1, sizeof(*s));
-        int r, rc;
-
-        if (!s)
-                return -ENOMEM;
-        rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                             NULL);
-        if (rc != SQLITE_OK) {
-                log_error("store: cannot open \"%s\": %s", path,
-                          s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
-                r = err_or_eio(rc);
-                goto out;
-        }
-        sqlite3_extended_result_codes(s->db, 1);
-        sqlite3_busy_handler(s->db, busy_wait, s);
-        r = exec_sql(s, "PRAGMA journal_mode=WAL");
-        if (r < 0)
-                goto out;
-        /* journal_size_limit: truncate the WAL back to 64 MiB after a checkpoint that emptied it. */
-        r = exec_sql(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY; "
-                        "PRAGMA journal_size_limit=67108864");
-        if (r < 0)
-                goto out;
-        r = migrate(s, path);
-        if (r != 0)
-                goto out;
-        r = ensure_secret(s);
-        if (r < 0)
-                goto out;
-        *ret_store = s;
-        s = NULL;
-out:
-        store_close(s);
-        return r;
-}
-
-/**
- * store_close() - finalize every statement and close the connection
- * @store: the store, or NULL
- */
-void store_close(Store *store)
-{
-        if (!store)
-                return;
-        write_release(store); /* closed mid-transaction: SQLite rolls back */
-        for (int i = 0; i < Q__MAX; i++)
-                sqlite3_finalize(store->stmts[i]);
-        sqlite3_close_v2(store->db);
-        free(store);
-}
-
 /**
  * store_job_free() - free a StoreJob and drop its JSON references
  * @job: the job, or NULL
@@ -727,27 +436,8 @@ void store_job_free(StoreJob *job)
         free(job);
 }
 
-/* ---- acceptance --------------------------------------------------------- */
-
-static int count_active(Store *s, int64_t token_id, int64_t *ret_n)
-{
-        sqlite3_stmt *st;
-        int r = stmt_get(s, Q_COUNT_ACTIVE, &st);
-        if (r < 0)
-                return r;
-        sqlite3_bind_int64(st, 1, token_id);
-        int rc = sqlite3_step(st);
-        if (rc != SQLITE_ROW) {
-                r = fail(s, rc, "count queued");
-        } else {
-                *ret_n = sqlite3_column_int64(st, 0);
-        }
-        stmt_done(st);
-        return r;
-}
-
 /* ids as a JSON list of [first, last] ranges: consecutive ids (the usual case) take one pair. */
-static char *ids_encode(const int64_t *ids, size_t n)
+char *store_ids_encode(const int64_t *ids, size_t n)
 {
         json_t *ranges = json_array();
         char *text = NULL;
@@ -769,7 +459,7 @@ out:
 }
 
 /* Expand ranges into a new array of ids (bounded by @max). */
-static int ids_decode(const char *text, size_t max, int64_t **ret_ids, size_t *ret_n)
+int store_ids_decode(const char *text, size_t max, int64_t **ret_ids, size_t *ret_n)
 {
         json_t *ranges = json_loads(text, 0, NULL), *pair;
         int64_t *ids = NULL;
@@ -804,31 +494,7 @@ out:
         return r;
 }
 
-/* 0 with ids (replay), STORE_E_NOT_FOUND (new key), STORE_E_CONFLICT (other body), or -errno. */
-static int idem_get(Store *s, int64_t token_id, const char *key, const uint8_t hash[32], size_t max,
-                    int64_t **ret_ids, size_t *ret_n)
-{
-        sqlite3_stmt *st;
-        int r = stmt_get(s, Q_IDEM_GET, &st);
-        if (r < 0)
-                return r;
-        sqlite3_bind_int64(st, 1, token_id);
-        bind_text(st, 2, key);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE) {
-                r = STORE_E_NOT_FOUND;
-        } else if (rc != SQLITE_ROW) {
-                r = fail(s, rc, "idempotency lookup");
-        } else if (sqlite3_column_bytes(st, 0) != 32 || memcmp(sqlite3_column_blob(st, 0), hash, 32) != 0) {
-                r = STORE_E_CONFLICT;
-        } else {
-                r = ids_decode((const char *)sqlite3_column_text(st, 1), max, ret_ids, ret_n);
-        }
-        stmt_done(st);
-        return r;
-}
-
-static int check_insert(const StoreInsert *ins)
+int store_check_insert(const StoreInsert *ins)
 {
         if (!ins || !ins->subs || ins->n == 0 || ins->n > LIMIT_BATCH_MAX)
                 return -EINVAL;
@@ -847,259 +513,92 @@ static int check_insert(const StoreInsert *ins)
         return 0;
 }
 
-static int insert_one(Store *s, const StoreNew *sn, double now, int64_t *ret_id)
+json_t *store_internal_error_result(const char *task, const char *state, int attempts)
 {
-        sqlite3_stmt *st;
-        json_t *tags = json_object_get(sn->request, "tags");
-        const char *run_id = json_string_value(json_object_get(tags, "run_id"));
-        char *tags_text = NULL, *req_text = NULL;
-        const char *req = sn->request_json;
-        int64_t id;
-        int r;
-
-        if (json_is_object(tags)) {
-                tags_text = json_dumps(tags, JSON_COMPACT);
-                if (!tags_text)
-                        return -ENOMEM;
-        }
-        if (!req) {
-                req_text = json_dumps(sn->request, JSON_COMPACT);
-                if (!req_text) {
-                        r = -ENOMEM;
-                        goto out;
-                }
-                req = req_text;
-        }
-        r = stmt_get(s, Q_INSERT_SUB, &st);
-        if (r < 0)
-                goto out;
-        bind_text(st, 1, sn->task);
-        bind_text(st, 2, sn->mode);
-        sqlite3_bind_int(st, 3, sn->priority);
-        sqlite3_bind_int64(st, 4, sn->token_id);
-        bind_text(st, 5, run_id);
-        sqlite3_bind_double(st, 6, now);
-        bind_text(st, 7, tags_text);
-        r = step_done(s, st, "insert submission");
-        stmt_done(st);
-        if (r < 0)
-                goto out;
-        id = sqlite3_last_insert_rowid(s->db);
-        r = stmt_get(s, Q_INSERT_REQ, &st);
-        if (r < 0)
-                goto out;
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_text(st, 2, req, -1, SQLITE_STATIC);
-        r = step_done(s, st, "insert request");
-        stmt_done(st);
-        if (r < 0)
-                goto out;
-        *ret_id = id;
-out:
-        free(tags_text);
-        free(req_text);
-        return r;
+        char msg[160];
+        snprintf(msg, sizeof(msg), "the %s stage lost its worker %d time%s (lease expired); giving up",
+                 strcmp(state, "running") ? "compile" : "run", attempts, attempts == 1 ? "" : "s");
+        return json_pack("{s:s, s:s?, s:{s:s, s:s}, s:s}", "verdict", "internal_error", "task", task,
+                         "error", "kind", "internal", "message", msg,
+                         "feedback", "Internal error in the evaluation service; not the kernel's fault.");
 }
 
-static int add_count(Store *s, int q, int64_t token_id, const char *task, int64_t n)
+/* A filter value that must be a string (@name absent: NULL, 0). */
+static int filter_string(json_t *filters, const char *name, const char **ret)
 {
-        sqlite3_stmt *st;
-        int r = stmt_get(s, q, &st);
-        if (r < 0)
-                return r;
-        if (q == Q_ADD_ACTIVE)
-                sqlite3_bind_int64(st, 1, token_id);
-        else
-                bind_text(st, 1, task);
-        sqlite3_bind_int64(st, 2, n);
-        r = step_done(s, st, "count submissions");
-        stmt_done(st);
-        return r;
-}
-
-/* qsort_r() order of indexes into a StoreNew array (@arg) by task name. */
-static int cmp_task(const void *a, const void *b, void *arg)
-{
-        const StoreNew *subs = arg;
-        const char *x = subs[*(const size_t *)a].task, *y = subs[*(const size_t *)b].task;
-        return strcmp(x ? x : "", y ? y : "");
-}
-
-/*
- * Count a request's submissions into queue_counts (total and token) and
- * task_stats (one upsert per distinct task). Done here rather than by
- * per-row triggers, which cost a third of the insert.
- */
-static int count_inserted(Store *s, const StoreInsert *ins)
-{
-        size_t *order;
-        int r = add_count(s, Q_ADD_ACTIVE, -1, NULL, (int64_t)ins->n);
-
-        if (r == 0)
-                r = add_count(s, Q_ADD_ACTIVE, ins->subs[0].token_id, NULL, (int64_t)ins->n);
-        if (r < 0)
-                return r;
-        order = malloc(ins->n * sizeof(*order));
-        if (!order)
-                return -ENOMEM;
-        for (size_t i = 0; i < ins->n; i++)
-                order[i] = i;
-        qsort_r(order, ins->n, sizeof(*order), cmp_task, (void *)ins->subs);
-        for (size_t i = 0; i < ins->n && r == 0;) {
-                size_t j = i + 1;
-                while (j < ins->n && cmp_task(&order[i], &order[j], (void *)ins->subs) == 0)
-                        j++;
-                r = add_count(s, Q_ADD_TASK, 0, ins->subs[order[i]].task, (int64_t)(j - i));
-                i = j;
-        }
-        free(order);
-        return r;
-}
-
-/* The body of an insert, inside a transaction or savepoint. */
-static int insert_body(Store *s, const StoreInsert *ins, int64_t *ids, bool *ret_replayed)
-{
-        int64_t token_id = ins->subs[0].token_id, active;
-        double now = store_now();
-        int r;
-
-        if (ins->idem_key) {
-                int64_t *old = NULL;
-                size_t n_old = 0;
-                r = idem_get(s, token_id, ins->idem_key, ins->body_hash, ins->n, &old, &n_old);
-                if (r == 0) {
-                        if (n_old != ins->n) {
-                                free(old);
-                                return STORE_E_CONFLICT;
-                        }
-                        memcpy(ids, old, sizeof(*ids) * n_old);
-                        free(old);
-                        *ret_replayed = true;
-                        return 0;
-                }
-                if (r != STORE_E_NOT_FOUND)
-                        return r == -EBADMSG ? STORE_E_CONFLICT : r;
-        }
-        if (ins->max_queued_total > 0) {
-                r = count_active(s, -1, &active);
-                if (r < 0)
-                        return r;
-                if (active + (int64_t)ins->n > ins->max_queued_total)
-                        return STORE_E_FULL;
-        }
-        if (ins->max_queued_token > 0) {
-                r = count_active(s, token_id, &active);
-                if (r < 0)
-                        return r;
-                if (active + (int64_t)ins->n > ins->max_queued_token)
-                        return STORE_E_QUOTA;
-        }
-        for (size_t i = 0; i < ins->n; i++) {
-                r = insert_one(s, &ins->subs[i], now, &ids[i]);
-                if (r < 0)
-                        return r;
-        }
-        r = count_inserted(s, ins);
-        if (r < 0)
-                return r;
-        if (ins->idem_key) {
-                sqlite3_stmt *st;
-                char *text = ids_encode(ids, ins->n);
-                if (!text)
-                        return -ENOMEM;
-                r = stmt_get(s, Q_IDEM_PUT, &st);
-                if (r < 0) {
-                        free(text);
-                        return r;
-                }
-                sqlite3_bind_int64(st, 1, token_id);
-                bind_text(st, 2, ins->idem_key);
-                sqlite3_bind_blob(st, 3, ins->body_hash, 32, SQLITE_STATIC);
-                sqlite3_bind_text(st, 4, text, -1, SQLITE_STATIC);
-                sqlite3_bind_double(st, 5, now);
-                r = step_done(s, st, "insert idempotency key");
-                stmt_done(st);
-                free(text);
-                if (r < 0)
-                        return r;
-        }
-        *ret_replayed = false;
+        json_t *v = json_object_get(filters, name);
+        *ret = NULL;
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > LIMIT_TAG_STRING_BYTES)
+                return -EINVAL;
+        *ret = json_string_value(v);
         return 0;
 }
 
 /**
- * store_insert_request() - accept one POST's submissions durably, or refuse them all
- * @store:        open store; borrowed
- * @ins:          the submissions, idempotency key and limits; borrowed
- * @ret_ids:      on success, the @ins->n ids (caller's array of @ins->n)
- * @ret_replayed: on success, true when the idempotency key was seen before with
- *                the same body and @ret_ids are the original ids (nothing inserted)
- *
- * Outside a group this runs in its own BEGIN IMMEDIATE transaction at
- * synchronous=FULL and returns after the commit. Inside a group
- * (store_begin_group()) it runs in a savepoint: its outcome is independent of
- * the other requests of the group, but nothing is durable before
- * store_commit_group() succeeds. The idempotency record is written in the
- * same transaction as the rows.
- *
- * Return: 0; STORE_E_CONFLICT when the key was used with another body;
- * STORE_E_FULL when the not-done total would exceed max_queued_total;
- * STORE_E_QUOTA when the token's would exceed max_queued_token; -EINVAL for
- * a bad argument (empty or over LIMIT_BATCH_MAX, bad mode, mixed tokens, key
- * too long or without a hash); -EIO when the group's transaction was lost;
- * another negative errno on a database failure.
+ * store_list_query_parse() - check and parse the arguments of store_list_submissions()
+ * @filters: object or NULL; borrowed (@ret_q points into it). Optional keys:
+ *           "task", "verdict", "state", "run_id" (strings), "token_id"
+ *           (integer), "since" (RFC 3339 string, or unix seconds as number or
+ *           string: created at or after), "label" ("k=v": tags.labels.k ==
+ *           "v"). Other keys are refused so that a typo does not silently
+ *           list everything.
+ * @cursor:  0 for the first page, else the previous page's next cursor (ids below it)
+ * @limit:   1..LIMIT_LIST_PAGE_MAX, or 0 for the default (100)
+ * @ret_q:   on success, the parsed query
+ * Return: 0 or -EINVAL.
  */
-int store_insert_request(Store *store, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
+int store_list_query_parse(json_t *filters, int64_t cursor, int limit, StoreListQuery *ret_q)
 {
-        bool nested = store->in_group, replayed = false;
-        int64_t *ids = NULL;
-        int r = check_insert(ins);
+        static const char *const known[] = { "task", "verdict", "state", "run_id", "token_id", "since", "label" };
+        StoreListQuery q = { .since = NAN, .cursor = cursor, .limit = limit };
+        const char *label = NULL, *key;
+        json_t *v, *tok;
 
-        if (r < 0)
-                return r;
-        if (nested && (store->group_lost || sqlite3_get_autocommit(store->db))) {
-                store->group_lost = true;
-                return -EIO;
+        if (q.limit == 0)
+                q.limit = STORE_LIST_DEFAULT;
+        if (q.limit < 0 || q.limit > LIMIT_LIST_PAGE_MAX || cursor < 0)
+                return -EINVAL;
+        if (filters && !json_is_object(filters))
+                return -EINVAL;
+        json_object_foreach(filters, key, v) {
+                bool ok = false;
+                for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+                        ok = ok || strcmp(key, known[i]) == 0;
+                if (!ok)
+                        return -EINVAL;
         }
-        ids = calloc(ins->n, sizeof(*ids));
-        if (!ids)
-                return -ENOMEM;
-        if (nested) {
-                r = run_q(store, Q_SAVEPOINT);
-        } else {
-                r = run_q(store, Q_SYNC_FULL);
-                if (r == 0)
-                        r = begin_write(store);
+        for (int i = 0; i < 4; i++)
+                if (filter_string(filters, store_list_columns[i], &q.strs[i]) < 0)
+                        return -EINVAL;
+        tok = json_object_get(filters, "token_id");
+        if (tok && !json_is_null(tok)) {
+                if (!json_is_integer(tok) || json_integer_value(tok) < 0)
+                        return -EINVAL;
+                q.has_token = true;
+                q.token_id = json_integer_value(tok);
         }
-        if (r < 0)
-                goto out_sync;
-
-        r = insert_body(store, ins, ids, &replayed);
-
-        if (nested) {
-                if (sqlite3_get_autocommit(store->db)) {
-                        store->group_lost = true;
-                        r = r < 0 ? r : -EIO;
-                        goto out_sync;
-                }
-                if (r != 0)
-                        run_q(store, Q_ROLLBACK_TO);
-                int r2 = run_q(store, Q_RELEASE);
-                if (r == 0 && r2 < 0)
-                        r = r2;
-        } else {
-                r = tx_end(store, r);
+        v = json_object_get(filters, "since");
+        if (json_is_number(v)) {
+                q.since = json_number_value(v);
+        } else if (json_is_string(v)) {
+                if (store_parse_time(json_string_value(v), &q.since) < 0)
+                        return -EINVAL;
+        } else if (v && !json_is_null(v)) {
+                return -EINVAL;
         }
-out_sync:
-        if (!nested)
-                run_q(store, Q_SYNC_NORMAL);
-        if (r == 0) {
-                memcpy(ret_ids, ids, sizeof(*ids) * ins->n);
-                if (ret_replayed)
-                        *ret_replayed = replayed;
+        if (filter_string(filters, "label", &label) < 0)
+                return -EINVAL;
+        if (label) {
+                const char *eq = strchr(label, '=');
+                if (!eq || eq == label)
+                        return -EINVAL;
+                snprintf(q.label_k, sizeof(q.label_k), "%.*s", (int)(eq - label), label);
+                q.label_v = eq + 1;
         }
-        free(ids);
-        return r;
+        *ret_q = q;
+        return 0;
 }
 
 /**
@@ -1119,1676 +618,256 @@ int store_insert_submissions(Store *store, const StoreNew *subs, size_t n, int64
         return store_insert_request(store, &ins, ret_ids, NULL);
 }
 
-/**
- * store_idempotent_lookup() - what an Idempotency-Key stands for
- * @store:     open store; borrowed
- * @token_id:  the token (0 when auth is off)
- * @idem_key:  the key
- * @body_hash: sha256 of the body sent now
- * @ret_ids:   on success, a new JSON array of the ids created the first time
- * Return: 0, STORE_E_NOT_FOUND for an unknown key, STORE_E_CONFLICT when the
- * key was used with another body, or a negative errno.
- */
+/* ---- forwarding: each call goes to the store's backend ------------------ */
+
+int store_insert_request(Store *store, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
+{
+        if (store->pg)
+                return store_pg_insert_request(store->pg, ins, ret_ids, ret_replayed);
+        return store_sqlite_insert_request(store->sq, ins, ret_ids, ret_replayed);
+}
+
 int store_idempotent_lookup(Store *store, int64_t token_id, const char *idem_key,
                             const uint8_t body_hash[32], json_t **ret_ids)
 {
-        int64_t *ids = NULL;
-        size_t n = 0;
-        json_t *arr;
-        int r;
-
-        if (!idem_key || !body_hash)
-                return -EINVAL;
-        r = idem_get(store, token_id, idem_key, body_hash, LIMIT_BATCH_MAX, &ids, &n);
-        if (r != 0)
-                return r;
-        arr = json_array();
-        for (size_t i = 0; arr && i < n; i++)
-                if (json_array_append_new(arr, json_integer(ids[i]))) {
-                        json_decref(arr);
-                        arr = NULL;
-                }
-        free(ids);
-        if (!arr)
-                return -ENOMEM;
-        *ret_ids = arr;
-        return 0;
+        if (store->pg)
+                return store_pg_idempotent_lookup(store->pg, token_id, idem_key, body_hash, ret_ids);
+        return store_sqlite_idempotent_lookup(store->sq, token_id, idem_key, body_hash, ret_ids);
 }
 
-/**
- * store_prune_idempotency() - forget idempotency keys older than @older_than_s
- * @store:       open store; borrowed
- * @older_than_s: age in seconds (e.g. 86400)
- * @ret_deleted: on success, how many keys were dropped (may be NULL)
- * Return: 0 or a negative errno.
- */
 int store_prune_idempotency(Store *store, double older_than_s, int64_t *ret_deleted)
 {
-        sqlite3_stmt *st = NULL;
-        int r = tx_begin(store), rc;
-
-        if (r < 0)
-                return r;
-        rc = sqlite3_prepare_v2(store->db, "DELETE FROM idempotency WHERE created_at < ?1", -1, &st, NULL);
-        if (rc != SQLITE_OK) {
-                r = fail(store, rc, "prepare prune");
-                goto out;
-        }
-        sqlite3_bind_double(st, 1, store_now() - older_than_s);
-        r = step_done(store, st, "prune idempotency");
-        if (r == 0 && ret_deleted)
-                *ret_deleted = sqlite3_changes64(store->db);
-out:
-        sqlite3_finalize(st);
-        return tx_end(store, r);
+        if (store->pg)
+                return store_pg_prune_idempotency(store->pg, older_than_s, ret_deleted);
+        return store_sqlite_prune_idempotency(store->sq, older_than_s, ret_deleted);
 }
 
-/**
- * store_begin_group() - open a durable write transaction for several inserts
- * @store: open store, not already in a group; borrowed
- *
- * Sets synchronous=FULL and runs BEGIN IMMEDIATE. Until store_commit_group()
- * or store_rollback_group(), only store_insert_request() and
- * store_insert_submissions() may be called on this store (other writes
- * return -EINVAL).
- *
- * Return: 0, -EINVAL when a group is already open, or a negative errno.
- */
 int store_begin_group(Store *store)
 {
-        int r;
-
-        if (store->in_group || !sqlite3_get_autocommit(store->db))
-                return -EINVAL;
-        r = run_q(store, Q_SYNC_FULL);
-        if (r < 0)
-                return r;
-        r = begin_write(store);
-        if (r < 0) {
-                run_q(store, Q_SYNC_NORMAL);
-                return r;
-        }
-        store->in_group = true;
-        store->group_lost = false;
-        return 0;
+        if (store->pg)
+                return store_pg_begin_group(store->pg);
+        return store_sqlite_begin_group(store->sq);
 }
 
-/**
- * store_commit_group() - commit the group (one fsync of the WAL) and close it
- * @store: store with an open group; borrowed
- * Return: 0 when every insert of the group that returned 0 is durable;
- * -EINVAL without an open group; -EIO when SQLite lost the transaction;
- * another negative errno when the commit failed (nothing of the group is
- * stored then).
- */
 int store_commit_group(Store *store)
 {
-        int r;
-
-        if (!store->in_group)
-                return -EINVAL;
-        store->in_group = false;
-        if (store->group_lost || sqlite3_get_autocommit(store->db))
-                r = -EIO;
-        else
-                r = run_q(store, Q_COMMIT);
-        if (r < 0 && !sqlite3_get_autocommit(store->db))
-                run_q(store, Q_ROLLBACK);
-        write_release(store);
-        run_q(store, Q_SYNC_NORMAL);
-        store->group_lost = false;
-        return r;
+        if (store->pg)
+                return store_pg_commit_group(store->pg);
+        return store_sqlite_commit_group(store->sq);
 }
 
-/**
- * store_rollback_group() - drop everything the open group inserted
- * @store: store with an open group (no-op otherwise); borrowed
- */
 void store_rollback_group(Store *store)
 {
-        if (!store->in_group)
-                return;
-        store->in_group = false;
-        store->group_lost = false;
-        if (!sqlite3_get_autocommit(store->db))
-                run_q(store, Q_ROLLBACK);
-        write_release(store);
-        run_q(store, Q_SYNC_NORMAL);
-}
-
-/* ---- queue -------------------------------------------------------------- */
-
-static int load_side_json(Store *s, int q, int64_t id, json_t **ret)
-{
-        sqlite3_stmt *st;
-        int r = stmt_get(s, q, &st), rc;
-        if (r < 0)
-                return r;
-        sqlite3_bind_int64(st, 1, id);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-                json_t *v = col_json(st, 0);
-                if (!v)
-                        r = -EBADMSG;
-                else
-                        *ret = v;
-        } else if (rc == SQLITE_DONE) {
-                *ret = NULL;
-        } else {
-                r = fail(s, rc, queries[q]);
-        }
-        stmt_done(st);
-        return r;
-}
-
-/* STORE_E_NOT_FOUND when @id does not exist, else STORE_E_CONFLICT (or a negative errno). */
-static int why_not(Store *s, int64_t id, int64_t token_id)
-{
-        sqlite3_stmt *st;
-        int r = stmt_get(s, Q_EXISTS, &st), rc;
-        if (r < 0)
-                return r;
-        sqlite3_bind_int64(st, 1, id);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW)
-                r = token_id && sqlite3_column_int64(st, 1) != token_id ? STORE_E_NOT_FOUND : STORE_E_CONFLICT;
-        else if (rc == SQLITE_DONE)
-                r = STORE_E_NOT_FOUND;
+        if (store->pg)
+                store_pg_rollback_group(store->pg);
         else
-                r = fail(s, rc, "look up submission");
-        stmt_done(st);
-        return r;
+                store_sqlite_rollback_group(store->sq);
 }
 
-/**
- * store_claim_next() - take the next job for a stage: highest priority first, then
- * round robin between tokens (the token this stage served longest ago), then oldest
- * @store:   open store; borrowed
- * @stage:   STAGE_COMPILE (takes a queued job to compiling) or STAGE_RUN
- *           (takes a compiled job to running)
- * @owner:   lease owner recorded on the job (e.g. "host:pid"); borrowed
- * @lease_s: lease length in seconds (> 0)
- * @ret_job: on success, a new StoreJob (store_job_free()); attempts counts
- *           this claim; compile is set for STAGE_RUN when it was stored
- *
- * One UPDATE ... RETURNING in a BEGIN IMMEDIATE transaction: two connections
- * never claim the same job.
- *
- * Return: 0, STORE_E_EMPTY when nothing waits for the stage, -EINVAL, or a
- * negative errno (-EBADMSG when the stored request does not parse).
- */
+/* See "The claim gate" above; SQLite (one host, a cheap local probe) has none. */
 int store_claim_next(Store *store, Stage stage, const char *owner, double lease_s, StoreJob **ret_job)
 {
-        StoreJob *job = NULL;
-        sqlite3_stmt *st;
-        double now = store_now();
-        int r, rc;
+        struct timespec ts;
+        unsigned long gen;
+        double now;
+        int r;
 
-        if (!owner || !(lease_s > 0) || (stage != STAGE_COMPILE && stage != STAGE_RUN))
+        if (!store->pg)
+                return store_sqlite_claim_next(store->sq, stage, owner, lease_s, ret_job);
+        if (stage != STAGE_COMPILE && stage != STAGE_RUN)
                 return -EINVAL;
-        /* Nothing waiting: answer without taking the write lock (a row that
-         * appears right after comes with its own notify). */
-        r = stmt_get(store, Q_ANY_WAITING, &st);
-        if (r < 0)
-                return r;
-        bind_text(st, 1, stage == STAGE_COMPILE ? "queued" : "compiled");
-        rc = sqlite3_step(st);
-        bool any = rc == SQLITE_ROW && sqlite3_column_int(st, 0) != 0;
-        stmt_done(st);
-        if (rc != SQLITE_ROW)
-                return fail(store, rc, "look for waiting jobs");
-        if (!any)
+        gen = atomic_load(&work_gen);
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+        if (atomic_load(&watching) > 0 && store->empty_valid[stage] && store->empty_gen[stage] == gen &&
+            now - store->empty_at[stage] < CLAIM_GATE_MAX_S)
                 return STORE_E_EMPTY;
-        r = tx_begin(store);
-        if (r < 0)
-                return r;
-        r = stmt_get(store, stage == STAGE_COMPILE ? Q_CLAIM_COMPILE : Q_CLAIM_RUN, &st);
-        if (r < 0)
-                goto out;
-        bind_text(st, 1, owner);
-        sqlite3_bind_double(st, 2, now + lease_s);
-        sqlite3_bind_double(st, 3, now);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE) {
-                stmt_done(st);
-                r = STORE_E_EMPTY;
-                goto out;
-        }
-        if (rc != SQLITE_ROW) {
-                stmt_done(st);
-                r = fail(store, rc, "claim");
-                goto out;
-        }
-        job = calloc(1, sizeof(*job));
-        if (!job) {
-                stmt_done(st);
-                r = -ENOMEM;
-                goto out;
-        }
-        job->id = sqlite3_column_int64(st, 0);
-        job->attempts = sqlite3_column_int(st, 1);
-        job->priority = sqlite3_column_int(st, 2);
-        job->token_id = sqlite3_column_int64(st, 3);
-        job->task = col_strdup(st, 4);
-        job->mode = col_strdup(st, 5);
-        if (sqlite3_column_bytes(st, 6) == 32) {
-                memcpy(job->cache_key, sqlite3_column_blob(st, 6), 32);
-                job->has_cache_key = true;
-        }
-        r = step_done(store, st, "claim");
-        stmt_done(st);
-        if (r < 0)
-                goto out;
-        r = stmt_get(store, stage == STAGE_COMPILE ? Q_SERVED_COMPILE : Q_SERVED_RUN, &st);
-        if (r < 0)
-                goto out;
-        sqlite3_bind_int64(st, 1, job->token_id);
-        sqlite3_bind_double(st, 2, now);
-        r = step_done(store, st, "record the token served");
-        stmt_done(st);
-        if (r < 0)
-                goto out;
-        if (!job->mode) {
-                r = -ENOMEM;
-                goto out;
-        }
-        r = load_side_json(store, Q_GET_REQ, job->id, &job->request);
-        if (r == 0 && !job->request)
-                r = -EBADMSG;
-        if (r < 0)
-                goto out;
-        if (stage == STAGE_RUN) {
-                r = load_side_json(store, Q_GET_COMPILE, job->id, &job->compile);
-                if (r < 0)
-                        goto out;
-        }
-out:
-        r = tx_end(store, r);
-        if (r == 0) {
-                *ret_job = job;
-                job = NULL;
-        }
-        store_job_free(job);
+        r = store_pg_claim_next(store->pg, stage, owner, lease_s, ret_job);
+        store->empty_valid[stage] = r == STORE_E_EMPTY;
+        store->empty_gen[stage] = gen;
+        store->empty_at[stage] = now;
         return r;
 }
 
-/**
- * store_heartbeat() - extend a job's lease
- * @store:   open store; borrowed
- * @id:      the job
- * @owner:   the lease owner
- * @lease_s: new lease length from now
- * Return: 0, STORE_E_NOT_FOUND for an unknown id, STORE_E_CONFLICT when the
- * lease is not held by @owner any more (reaped, finished), or a negative errno.
- */
 int store_heartbeat(Store *store, int64_t id, const char *owner, double lease_s)
 {
-        sqlite3_stmt *st;
-        int r;
-
-        if (!owner || !(lease_s > 0))
-                return -EINVAL;
-        r = tx_begin(store);
-        if (r < 0)
-                return r;
-        r = stmt_get(store, Q_HEARTBEAT, &st);
-        if (r < 0)
-                goto out;
-        sqlite3_bind_int64(st, 1, id);
-        bind_text(st, 2, owner);
-        sqlite3_bind_double(st, 3, store_now() + lease_s);
-        r = step_done(store, st, "heartbeat");
-        stmt_done(st);
-        if (r == 0 && sqlite3_changes(store->db) == 0)
-                r = why_not(store, id, 0);
-out:
-        return tx_end(store, r);
+        if (store->pg)
+                return store_pg_heartbeat(store->pg, id, owner, lease_s);
+        return store_sqlite_heartbeat(store->sq, id, owner, lease_s);
 }
 
-/**
- * store_heartbeat_owner() - extend every lease held by @owner
- * @store:        open store; borrowed
- * @owner:        the lease owner
- * @lease_s:      new lease length from now
- * @ret_extended: on success, how many leases were extended (may be NULL)
- * Return: 0 or a negative errno.
- */
 int store_heartbeat_owner(Store *store, const char *owner, double lease_s, int *ret_extended)
 {
-        sqlite3_stmt *st;
-        int r;
-
-        if (!owner || !(lease_s > 0))
-                return -EINVAL;
-        r = tx_begin(store);
-        if (r < 0)
-                return r;
-        r = stmt_get(store, Q_HEARTBEAT_OWNER, &st);
-        if (r < 0)
-                goto out;
-        bind_text(st, 1, owner);
-        sqlite3_bind_double(st, 2, store_now() + lease_s);
-        r = step_done(store, st, "heartbeat");
-        stmt_done(st);
-        if (r == 0 && ret_extended)
-                *ret_extended = sqlite3_changes(store->db);
-out:
-        return tx_end(store, r);
+        if (store->pg)
+                return store_pg_heartbeat_owner(store->pg, owner, lease_s, ret_extended);
+        return store_sqlite_heartbeat_owner(store->sq, owner, lease_s, ret_extended);
 }
 
-/**
- * store_set_cache_key() - record the compile cache key of a job
- * @store: open store; borrowed
- * @id:    the job
- * @key:   32 bytes; the run stage finds the CUBIN under it (StoreJob.cache_key)
- * Return: 0, STORE_E_NOT_FOUND, or a negative errno.
- */
 int store_set_cache_key(Store *store, int64_t id, const uint8_t key[32])
 {
-        sqlite3_stmt *st;
-        int r;
-
-        if (!key)
-                return -EINVAL;
-        r = tx_begin(store);
-        if (r < 0)
-                return r;
-        r = stmt_get(store, Q_SET_KEY, &st);
-        if (r < 0)
-                goto out;
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_blob(st, 2, key, 32, SQLITE_STATIC);
-        r = step_done(store, st, "set cache key");
-        stmt_done(st);
-        if (r == 0 && sqlite3_changes(store->db) == 0)
-                r = STORE_E_NOT_FOUND;
-out:
-        return tx_end(store, r);
+        if (store->pg)
+                return store_pg_set_cache_key(store->pg, id, key);
+        return store_sqlite_set_cache_key(store->sq, id, key);
 }
 
-/**
- * store_set_compiled() - compiling -> compiled: store the compile section, release the lease
- * @store:           open store; borrowed
- * @id:              the job
- * @owner:           the lease owner, or NULL to skip the owner check
- * @compile_section: the result's "compile" object; borrowed; returned by the
- *                   run-stage claim as StoreJob.compile
- *
- * The stage's attempt count starts again from 0 for the run stage.
- *
- * Return: 0, STORE_E_NOT_FOUND, STORE_E_CONFLICT when the job is not
- * compiling under @owner's lease, or a negative errno.
- */
 int store_set_compiled(Store *store, int64_t id, const char *owner, json_t *compile_section)
 {
-        sqlite3_stmt *st;
-        char *text;
-        int r;
-
-        if (!compile_section)
-                return -EINVAL;
-        text = json_dumps(compile_section, JSON_COMPACT | JSON_ENCODE_ANY);
-        if (!text)
-                return -ENOMEM;
-        r = tx_begin(store);
-        if (r < 0)
-                goto out_free;
-        r = stmt_get(store, Q_SET_COMPILED, &st);
-        if (r < 0)
-                goto out;
-        sqlite3_bind_int64(st, 1, id);
-        bind_text(st, 2, owner);
-        r = step_done(store, st, "set compiled");
-        stmt_done(st);
-        if (r == 0 && sqlite3_changes(store->db) == 0)
-                r = why_not(store, id, 0);
-        if (r != 0)
-                goto out;
-        r = stmt_get(store, Q_PUT_COMPILE, &st);
-        if (r < 0)
-                goto out;
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
-        r = step_done(store, st, "store compile section");
-        stmt_done(st);
-out:
-        r = tx_end(store, r);
-out_free:
-        free(text);
-        return r;
+        if (store->pg)
+                return store_pg_set_compiled(store->pg, id, owner, compile_section);
+        return store_sqlite_set_compiled(store->sq, id, owner, compile_section);
 }
 
-static int put_result(Store *s, int64_t id, const char *text)
-{
-        sqlite3_stmt *st;
-        int r = stmt_get(s, Q_PUT_RESULT, &st);
-        if (r < 0)
-                return r;
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
-        r = step_done(s, st, "store result");
-        stmt_done(st);
-        return r;
-}
-
-/* The finish itself, inside a transaction. */
-static int finish_in_tx(Store *s, int64_t id, const char *owner, const char *verdict, double speedup,
-                        const char *result_text)
-{
-        sqlite3_stmt *st;
-        int r = stmt_get(s, Q_FINISH, &st);
-        if (r < 0)
-                return r;
-        sqlite3_bind_int64(st, 1, id);
-        bind_text(st, 2, verdict);
-        if (isfinite(speedup) && speedup > 0)
-                sqlite3_bind_double(st, 3, speedup);
-        else
-                sqlite3_bind_null(st, 3);
-        sqlite3_bind_double(st, 4, store_now());
-        bind_text(st, 5, owner);
-        r = step_done(s, st, "finish");
-        stmt_done(st);
-        if (r == 0 && sqlite3_changes(s->db) == 0)
-                r = why_not(s, id, 0);
-        if (r != 0)
-                return r;
-        return put_result(s, id, result_text);
-}
-
-/**
- * store_finish() - end a job: state done with its verdict, speedup and result
- * @store:   open store; borrowed
- * @id:      the job
- * @owner:   the lease owner (the job must be compiling or running under it),
- *           or NULL to finish from any state but done (e.g. rejected while compiled)
- * @verdict: one of the verdicts of docs/internals.md
- * @speedup: the speedup; NAN, 0 or negative when there is none (stored as NULL,
- *           the API shows null)
- * @result:  the result JSON; borrowed
- * Return: 0, STORE_E_NOT_FOUND, STORE_E_CONFLICT when already done or the
- * lease is not held by @owner, or a negative errno.
- */
 int store_finish(Store *store, int64_t id, const char *owner, const char *verdict, double speedup,
                  json_t *result)
 {
-        char *text;
-        int r;
-
-        if (!verdict || !*verdict || !result)
-                return -EINVAL;
-        text = json_dumps(result, JSON_COMPACT);
-        if (!text)
-                return -ENOMEM;
-        r = tx_begin(store);
-        if (r == 0)
-                r = tx_end(store, finish_in_tx(store, id, owner, verdict, speedup, text));
-        free(text);
-        return r;
+        if (store->pg)
+                return store_pg_finish(store->pg, id, owner, verdict, speedup, result);
+        return store_sqlite_finish(store->sq, id, owner, verdict, speedup, result);
 }
 
-/**
- * store_requeue() - give a claimed job back to its stage's queue
- * @store: open store; borrowed
- * @id:    the job
- * @owner: the lease owner
- * @stage: STAGE_COMPILE (compiling -> queued) or STAGE_RUN (running -> compiled)
- * The attempt stays counted.
- * Return: 0, STORE_E_NOT_FOUND, STORE_E_CONFLICT when the job is not in that
- * stage under @owner's lease, or a negative errno.
- */
 int store_requeue(Store *store, int64_t id, const char *owner, Stage stage)
 {
-        sqlite3_stmt *st;
-        int r;
-
-        if (!owner || (stage != STAGE_COMPILE && stage != STAGE_RUN))
-                return -EINVAL;
-        r = tx_begin(store);
-        if (r < 0)
-                return r;
-        r = stmt_get(store, Q_REQUEUE, &st);
-        if (r < 0)
-                goto out;
-        sqlite3_bind_int64(st, 1, id);
-        bind_text(st, 2, owner);
-        bind_text(st, 3, stage == STAGE_COMPILE ? "queued" : "compiled");
-        bind_text(st, 4, stage == STAGE_COMPILE ? "compiling" : "running");
-        r = step_done(store, st, "requeue");
-        stmt_done(st);
-        if (r == 0 && sqlite3_changes(store->db) == 0)
-                r = why_not(store, id, 0);
-out:
-        return tx_end(store, r);
+        if (store->pg)
+                return store_pg_requeue(store->pg, id, owner, stage);
+        return store_sqlite_requeue(store->sq, id, owner, stage);
 }
 
-static json_t *internal_error_result(const char *task, const char *state, int attempts)
+int store_reap(Store *store, int max_attempts, int *ret_requeued, int *ret_failed)
 {
-        char msg[160];
-        snprintf(msg, sizeof(msg), "the %s stage lost its worker %d time%s (lease expired); giving up",
-                 strcmp(state, "running") ? "compile" : "run", attempts, attempts == 1 ? "" : "s");
-        return json_pack("{s:s, s:s?, s:{s:s, s:s}, s:s}", "verdict", "internal_error", "task", task,
-                         "error", "kind", "internal", "message", msg,
-                         "feedback", "Internal error in the evaluation service; not the kernel's fault.");
+        if (store->pg)
+                return store_pg_reap(store->pg, max_attempts, ret_requeued, ret_failed);
+        return store_sqlite_reap(store->sq, max_attempts, ret_requeued, ret_failed);
 }
 
-/* Expired (or, with @now NaN, all) leases: back one stage, or internal_error past @max_attempts. */
-static int reap(Store *s, double now, int max_attempts, int *ret_requeued, int64_t **ret_failed,
-                size_t *ret_n_failed)
-{
-        typedef struct { int64_t id; int attempts; char state[16]; char *task; } Expired;
-        Expired *ex = NULL;
-        size_t n = 0, cap = 0, n_failed = 0;
-        int64_t *failed = NULL;
-        int requeued = 0, r, rc;
-        sqlite3_stmt *st;
-
-        r = tx_begin(s);
-        if (r < 0)
-                return r;
-        r = stmt_get(s, Q_EXPIRED, &st);
-        if (r < 0)
-                goto out;
-        if (isnan(now))
-                sqlite3_bind_null(st, 1);
-        else
-                sqlite3_bind_double(st, 1, now);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                if (n == cap) {
-                        size_t ncap = cap ? cap * 2 : 16;
-                        Expired *nex = realloc(ex, ncap * sizeof(*ex));
-                        if (!nex) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        ex = nex;
-                        cap = ncap;
-                }
-                ex[n].id = sqlite3_column_int64(st, 0);
-                snprintf(ex[n].state, sizeof(ex[n].state), "%s", sqlite3_column_text(st, 1));
-                ex[n].attempts = sqlite3_column_int(st, 2);
-                ex[n].task = col_strdup(st, 3);
-                n++;
-        }
-        if (r == 0 && rc != SQLITE_DONE)
-                r = fail(s, rc, "find expired leases");
-        stmt_done(st);
-        if (r < 0)
-                goto out;
-        failed = calloc(n ? n : 1, sizeof(*failed));
-        if (!failed) {
-                r = -ENOMEM;
-                goto out;
-        }
-        for (size_t i = 0; i < n; i++) {
-                if (max_attempts > 0 && ex[i].attempts >= max_attempts) {
-                        json_t *res = internal_error_result(ex[i].task, ex[i].state, ex[i].attempts);
-                        char *text = res ? json_dumps(res, JSON_COMPACT) : NULL;
-                        json_decref(res);
-                        if (!text) {
-                                r = -ENOMEM;
-                                goto out;
-                        }
-                        r = finish_in_tx(s, ex[i].id, NULL, "internal_error", NAN, text);
-                        free(text);
-                        if (r != 0)
-                                goto out;
-                        failed[n_failed++] = ex[i].id;
-                        log_warn("store: job %" PRId64 " failed after %d expired leases", ex[i].id,
-                                 ex[i].attempts);
-                } else {
-                        r = stmt_get(s, Q_BACK_ONE, &st);
-                        if (r < 0)
-                                goto out;
-                        sqlite3_bind_int64(st, 1, ex[i].id);
-                        r = step_done(s, st, "requeue expired lease");
-                        stmt_done(st);
-                        if (r < 0)
-                                goto out;
-                        requeued++;
-                }
-        }
-out:
-        r = tx_end(s, r);
-        for (size_t i = 0; i < n; i++)
-                free(ex[i].task);
-        free(ex);
-        if (r == 0) {
-                if (ret_requeued)
-                        *ret_requeued = requeued;
-                if (ret_failed) {
-                        *ret_failed = failed;
-                        failed = NULL;
-                }
-                if (ret_n_failed)
-                        *ret_n_failed = n_failed;
-        }
-        free(failed);
-        return r;
-}
-
-/**
- * store_reap_collect() - deal with expired leases, reporting which jobs ended
- * @store:          open store; borrowed
- * @max_attempts:   a job whose stage was claimed this many times ends as
- *                  internal_error instead of going back (0: never)
- * @ret_requeued:   on success, jobs put back one stage (may be NULL)
- * @ret_failed_ids: on success, a new array (free()) of the jobs ended as
- *                  internal_error, for waking their waiters (may be NULL)
- * @ret_n_failed:   on success, its length (may be NULL)
- * Return: 0 or a negative errno.
- */
 int store_reap_collect(Store *store, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
                        size_t *ret_n_failed)
 {
-        return reap(store, store_now(), max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
+        if (store->pg)
+                return store_pg_reap_collect(store->pg, max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
+        return store_sqlite_reap_collect(store->sq, max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
 }
 
-/**
- * store_reap() - store_reap_collect() with counts only
- * @store, @max_attempts: as store_reap_collect()
- * @ret_requeued: on success, jobs put back one stage (may be NULL)
- * @ret_failed:   on success, jobs ended as internal_error (may be NULL)
- * Return: 0 or a negative errno.
- */
-int store_reap(Store *store, int max_attempts, int *ret_requeued, int *ret_failed)
-{
-        size_t n = 0;
-        int r = reap(store, store_now(), max_attempts, ret_requeued, NULL, &n);
-        if (r == 0 && ret_failed)
-                *ret_failed = (int)n;
-        return r;
-}
-
-/**
- * store_requeue_all_leases() - at start-up, put every claimed job back one stage
- * @store: open store; borrowed
- * The previous supervisor is gone, so every lease is stale whatever its
- * expiry. Attempts stay counted.
- * Return: the number of jobs put back (≥ 0), or a negative errno.
- */
 int store_requeue_all_leases(Store *store)
 {
-        int requeued = 0;
-        int r = reap(store, NAN, 0, &requeued, NULL, NULL);
-        return r < 0 ? r : requeued;
+        if (store->pg)
+                return store_pg_requeue_all_leases(store->pg);
+        return store_sqlite_requeue_all_leases(store->sq);
 }
 
-/**
- * store_cancel() - cancel a queued submission (DELETE /v1/submissions/{id})
- * @store:    open store; borrowed
- * @id:       the submission
- * @token_id: the caller's token; 0 skips the ownership check (auth off, admin)
- * Ends the job with verdict cancelled and a result {"verdict": "cancelled"}.
- * Return: 0, STORE_E_NOT_FOUND (no such id, or another token's),
- * STORE_E_CONFLICT when it is not queued any more, or a negative errno.
- */
 int store_cancel(Store *store, int64_t id, int64_t token_id)
 {
-        sqlite3_stmt *st;
-        char *task = NULL, *text = NULL;
-        bool hit = false;
-        int r, rc;
-
-        r = tx_begin(store);
-        if (r < 0)
-                return r;
-        r = stmt_get(store, Q_CANCEL, &st);
-        if (r < 0)
-                goto out;
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int64(st, 2, token_id);
-        sqlite3_bind_double(st, 3, store_now());
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-                hit = true;
-                task = col_strdup(st, 0);
-                r = step_done(store, st, "cancel");
-        } else if (rc != SQLITE_DONE) {
-                r = fail(store, rc, "cancel");
-        }
-        stmt_done(st);
-        if (r < 0)
-                goto out;
-        if (!hit) {
-                r = why_not(store, id, token_id);
-                goto out;
-        }
-        json_t *res = json_pack("{s:s, s:s?, s:s}", "verdict", "cancelled", "task", task, "feedback",
-                                "Cancelled while queued.");
-        text = res ? json_dumps(res, JSON_COMPACT) : NULL;
-        json_decref(res);
-        if (!text) {
-                r = -ENOMEM;
-                goto out;
-        }
-        r = put_result(store, id, text);
-out:
-        free(task);
-        free(text);
-        return tx_end(store, r);
+        if (store->pg)
+                return store_pg_cancel(store->pg, id, token_id);
+        return store_sqlite_cancel(store->sq, id, token_id);
 }
 
-/* ---- reads -------------------------------------------------------------- */
-
-/* Columns: id, state, verdict, task, mode, priority, created_at, started_at, finished_at,
- * attempts, speedup, tags [, result]. */
-static json_t *row_to_object(sqlite3_stmt *st, bool with_result)
-{
-        json_t *tags = col_json(st, 11);
-        json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:i, s:o, s:o}",
-                              "id", (json_int_t)sqlite3_column_int64(st, 0),
-                              "state", col_text_or_null(st, 1),
-                              "verdict", col_text_or_null(st, 2),
-                              "task", col_text_or_null(st, 3),
-                              "mode", col_text_or_null(st, 4),
-                              "priority", sqlite3_column_int(st, 5) > 0 ? "interactive" : "bulk",
-                              "created_at", col_time(st, 6),
-                              "started_at", col_time(st, 7),
-                              "finished_at", col_time(st, 8),
-                              "attempts", sqlite3_column_int(st, 9),
-                              "speedup", col_real_or_null(st, 10),
-                              "tags", json_is_object(tags) ? json_incref(tags) : json_object());
-        json_decref(tags);
-        if (o && with_result && sqlite3_column_type(st, 12) != SQLITE_NULL) {
-                json_t *res = col_json(st, 12);
-                if (!res || json_object_set_new(o, "result", res)) {
-                        json_decref(o);
-                        return NULL;
-                }
-        }
-        return o;
-}
-
-/**
- * store_get_submission() - the API object of one submission
- * @store:   open store; borrowed
- * @id:      the submission
- * @ret_obj: on success, a new object: id, state, verdict (null until done),
- *           task, mode, priority ("interactive"|"bulk"), created_at,
- *           started_at, finished_at (RFC 3339 or null), attempts, speedup
- *           (or null), tags, and result once done
- * Return: 0, STORE_E_NOT_FOUND, or a negative errno (-EBADMSG when stored JSON does not parse).
- */
 int store_get_submission(Store *store, int64_t id, json_t **ret_obj)
 {
-        sqlite3_stmt *st;
-        int r = stmt_get(store, Q_GET_SUB, &st), rc;
-
-        if (r < 0)
-                return r;
-        sqlite3_bind_int64(st, 1, id);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-                json_t *o = row_to_object(st, true);
-                if (!o)
-                        r = -EBADMSG;
-                else
-                        *ret_obj = o;
-        } else if (rc == SQLITE_DONE) {
-                r = STORE_E_NOT_FOUND;
-        } else {
-                r = fail(store, rc, "get submission");
-        }
-        stmt_done(st);
-        return r;
+        if (store->pg)
+                return store_pg_get_submission(store->pg, id, ret_obj);
+        return store_sqlite_get_submission(store->sq, id, ret_obj);
 }
 
-/* A filter value that must be a string (@name absent: NULL, 0). */
-static int filter_string(json_t *filters, const char *name, const char **ret)
+int store_list_submissions(Store *store, json_t *filters, int64_t cursor, int limit, json_t **ret_items,
+                           int64_t *ret_next_cursor)
 {
-        json_t *v = json_object_get(filters, name);
-        *ret = NULL;
-        if (!v || json_is_null(v))
-                return 0;
-        if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > LIMIT_TAG_STRING_BYTES)
-                return -EINVAL;
-        *ret = json_string_value(v);
-        return 0;
+        if (store->pg)
+                return store_pg_list_submissions(store->pg, filters, cursor, limit, ret_items, ret_next_cursor);
+        return store_sqlite_list_submissions(store->sq, filters, cursor, limit, ret_items, ret_next_cursor);
 }
 
-/**
- * store_list_submissions() - a page of submissions, newest first
- * @store:   open store; borrowed
- * @filters: object or NULL; borrowed. Optional keys: "task", "verdict",
- *           "state", "run_id" (strings), "token_id" (integer), "since"
- *           (RFC 3339 string, or unix seconds as number or string: created at
- *           or after), "label" ("k=v": tags.labels.k == "v"). Other keys are
- *           refused so that a typo does not silently list everything.
- * @cursor:  0 for the first page, else the previous page's next cursor (ids below it)
- * @limit:   1..LIMIT_LIST_PAGE_MAX, or 0 for the default (100)
- * @ret_items:       on success, a new array of API objects without "result"
- * @ret_next_cursor: on success, the cursor of the next page, or 0 when this is the last
- * Return: 0, -EINVAL for a bad filter or limit, or a negative errno.
- */
-int store_list_submissions(Store *store, json_t *filters, int64_t cursor, int limit,
-                           json_t **ret_items, int64_t *ret_next_cursor)
-{
-        static const char *const known[] = { "task", "verdict", "state", "run_id", "token_id", "since", "label" };
-        static const char *const str_cols[] = { "task", "verdict", "state", "run_id" };
-        const char *strs[4], *label = NULL, *key;
-        char sql[1024], label_k[LIMIT_TAG_STRING_BYTES + 1];
-        const char *label_v = NULL;
-        json_t *items = NULL, *v, *tok;
-        sqlite3_stmt *st = NULL;
-        double since = NAN;
-        int64_t last = 0;
-        size_t len, count = 0;
-        int r = 0, rc, bind = 1;
-
-        if (limit == 0)
-                limit = STORE_LIST_DEFAULT;
-        if (limit < 0 || limit > LIMIT_LIST_PAGE_MAX || cursor < 0)
-                return -EINVAL;
-        if (filters && !json_is_object(filters))
-                return -EINVAL;
-        json_object_foreach(filters, key, v) {
-                bool ok = false;
-                for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-                        ok = ok || strcmp(key, known[i]) == 0;
-                if (!ok)
-                        return -EINVAL;
-        }
-        for (int i = 0; i < 4; i++)
-                if (filter_string(filters, str_cols[i], &strs[i]) < 0)
-                        return -EINVAL;
-        tok = json_object_get(filters, "token_id");
-        if (tok && !json_is_null(tok) && (!json_is_integer(tok) || json_integer_value(tok) < 0))
-                return -EINVAL;
-        v = json_object_get(filters, "since");
-        if (json_is_number(v)) {
-                since = json_number_value(v);
-        } else if (json_is_string(v)) {
-                if (parse_time(json_string_value(v), &since) < 0)
-                        return -EINVAL;
-        } else if (v && !json_is_null(v)) {
-                return -EINVAL;
-        }
-        if (filter_string(filters, "label", &label) < 0)
-                return -EINVAL;
-        if (label) {
-                const char *eq = strchr(label, '=');
-                if (!eq || eq == label)
-                        return -EINVAL;
-                snprintf(label_k, sizeof(label_k), "%.*s", (int)(eq - label), label);
-                label_v = eq + 1;
-        }
-
-        len = (size_t)snprintf(sql, sizeof(sql),
-                               "SELECT id, state, verdict, task, mode, priority, created_at, started_at, "
-                               "finished_at, attempts, speedup, tags FROM submissions WHERE id < ?");
-        for (int i = 0; i < 4; i++) {
-                /* Most rows are done: walk ids downwards rather than sort every done row. */
-                bool unindexed = i == 2 && strs[i] && !strcmp(strs[i], "done");
-                if (strs[i])
-                        len += (size_t)snprintf(sql + len, sizeof(sql) - len, " AND %s%s = ?",
-                                                unindexed ? "+" : "", str_cols[i]);
-        }
-        if (tok && !json_is_null(tok))
-                len += (size_t)snprintf(sql + len, sizeof(sql) - len, " AND token_id = ?");
-        if (!isnan(since))
-                len += (size_t)snprintf(sql + len, sizeof(sql) - len, " AND created_at >= ?");
-        if (label)
-                len += (size_t)snprintf(sql + len, sizeof(sql) - len,
-                                        " AND EXISTS (SELECT 1 FROM json_each(tags, '$.labels') "
-                                        "WHERE key = ? AND value = ? AND type = 'text')");
-        snprintf(sql + len, sizeof(sql) - len, " ORDER BY id DESC LIMIT ?");
-
-        rc = sqlite3_prepare_v2(store->db, sql, -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return fail(store, rc, "prepare list");
-        sqlite3_bind_int64(st, bind++, cursor > 0 ? cursor : INT64_MAX);
-        for (int i = 0; i < 4; i++)
-                if (strs[i])
-                        bind_text(st, bind++, strs[i]);
-        if (tok && !json_is_null(tok))
-                sqlite3_bind_int64(st, bind++, json_integer_value(tok));
-        if (!isnan(since))
-                sqlite3_bind_double(st, bind++, since);
-        if (label) {
-                bind_text(st, bind++, label_k);
-                bind_text(st, bind++, label_v);
-        }
-        sqlite3_bind_int(st, bind++, limit);
-
-        items = json_array();
-        if (!items) {
-                r = -ENOMEM;
-                goto out;
-        }
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                json_t *o = row_to_object(st, false);
-                if (!o || json_array_append_new(items, o)) {
-                        r = -ENOMEM;
-                        goto out;
-                }
-                last = sqlite3_column_int64(st, 0);
-                count++;
-        }
-        if (rc != SQLITE_DONE) {
-                r = fail(store, rc, "list submissions");
-                goto out;
-        }
-        *ret_items = items;
-        items = NULL;
-        *ret_next_cursor = count == (size_t)limit ? last : 0;
-out:
-        sqlite3_finalize(st);
-        json_decref(items);
-        return r;
-}
-
-/* Run @sql (no parameters) and call @row for every row. */
-static int each_row(Store *s, const char *sql, int (*row)(sqlite3_stmt *st, void *arg), void *arg)
-{
-        sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL), r = 0;
-
-        if (rc != SQLITE_OK)
-                return fail(s, rc, "prepare stats");
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                r = row(st, arg);
-                if (r < 0)
-                        break;
-        }
-        if (r == 0 && rc != SQLITE_DONE)
-                r = fail(s, rc, "stats");
-        sqlite3_finalize(st);
-        return r;
-}
-
-static int row_count_into(sqlite3_stmt *st, void *arg)
-{
-        const char *k = (const char *)sqlite3_column_text(st, 0);
-        if (!k)
-                return 0;
-        return json_object_set_new(arg, k, json_integer(sqlite3_column_int64(st, 1))) ? -ENOMEM : 0;
-}
-
-static int row_task(sqlite3_stmt *st, void *arg)
-{
-        json_t *o = json_pack("{s:o, s:I, s:I, s:I, s:o, s:o}",
-                              "task", col_text_or_null(st, 0),
-                              "submissions", (json_int_t)sqlite3_column_int64(st, 1),
-                              "done", (json_int_t)sqlite3_column_int64(st, 2),
-                              "correct", (json_int_t)sqlite3_column_int64(st, 3),
-                              "correct_rate", col_real_or_null(st, 4),
-                              "median_speedup", col_real_or_null(st, 5));
-        return !o || json_array_append_new(arg, o) ? -ENOMEM : 0;
-}
-
-/*
- * Rows (task, bucket, cumulative n, total n) of the speedup histogram, in
- * order: the first bucket whose cumulative count reaches half the total
- * holds the (lower) median; report its geometric middle, 2^((bucket + 0.5) / 8).
- */
-static int row_median(sqlite3_stmt *st, void *arg)
-{
-        json_t *tasks = arg, *t;
-        const char *task = (const char *)sqlite3_column_text(st, 0);
-        int64_t cum = sqlite3_column_int64(st, 2), total = sqlite3_column_int64(st, 3);
-        size_t i;
-
-        if (!task || total <= 0 || 2 * cum < total)
-                return 0;
-        json_array_foreach(tasks, i, t) {
-                const char *name = json_string_value(json_object_get(t, "task")); /* NULL: no task ('') */
-                if (strcmp(name ? name : "", task) != 0)
-                        continue;
-                if (json_is_null(json_object_get(t, "median_speedup")))
-                        return json_object_set_new(t, "median_speedup",
-                                                   json_real(exp2(((double)sqlite3_column_int(st, 1) + 0.5) / 8.0)))
-                                       ? -ENOMEM : 0;
-                return 0;
-        }
-        return 0;
-}
-
-static int row_scalar(sqlite3_stmt *st, void *arg)
-{
-        *(int64_t *)arg = sqlite3_column_int64(st, 0);
-        return 0;
-}
-
-/**
- * store_stats() - counts for /v1/stats
- * @store:     open store; borrowed
- * @ret_stats: on success, a new object:
- *   {"states": {state: n}, "verdicts": {verdict: n},
- *    "tasks": [{"task" (null for compile-only without a task), "submissions", "done", "correct",
- *               "correct_rate", "median_speedup"}]
- *    (median_speedup: of correct submissions, read from a histogram with 8
- *    buckets per doubling, so within ~5%; null when none),
- *    "compile_cache": {"entries", "hits", "misses", "bytes"}, "queue_depth": n (not done),
- *    "submissions": n (all ever accepted)}
- * Reads the trigger-kept aggregates (task_stats, task_speedups) and indexes;
- * never scans the history.
- * Return: 0 or a negative errno.
- */
 int store_stats(Store *store, json_t **ret_stats)
 {
-        json_t *states = json_object(), *verdicts = json_object(), *tasks = json_array(), *out = NULL;
-        int64_t entries = 0, hits = 0, misses = 0, bytes = 0, depth = 0, total = 0;
-        int r = -ENOMEM;
-
-        if (!states || !verdicts || !tasks)
-                goto out;
-        r = each_row(store, "SELECT state, count(*) FROM submissions "
-                     "WHERE state IN ('queued', 'compiling', 'compiled', 'running') GROUP BY state "
-                     "UNION ALL SELECT 'done', coalesce(sum(done), 0) FROM task_stats", row_count_into, states);
-        if (r == 0)
-                r = each_row(store, "SELECT verdict, n FROM verdict_counts WHERE n > 0 ORDER BY verdict",
-                             row_count_into, verdicts);
-        if (r == 0)
-                r = each_row(store,
-                             "SELECT nullif(task, ''), submissions, done, correct, CASE WHEN done > 0 "
-                             "THEN CAST(correct AS REAL) / done END, NULL FROM task_stats ORDER BY task",
-                             row_task, tasks);
-        if (r == 0)
-                r = each_row(store,
-                             "SELECT task, bucket, sum(n) OVER (PARTITION BY task ORDER BY bucket), "
-                             "sum(n) OVER (PARTITION BY task) FROM task_speedups ORDER BY task, bucket",
-                             row_median, tasks);
-        if (r == 0)
-                r = each_row(store, "SELECT count(*) FROM compile_cache", row_scalar, &entries);
-        if (r == 0)
-                r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_hits'", row_scalar, &hits);
-        if (r == 0)
-                r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_misses'", row_scalar,
-                             &misses);
-        if (r == 0)
-                r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_bytes'", row_scalar, &bytes);
-        if (r == 0)
-                r = each_row(store, "SELECT active FROM queue_counts WHERE token_id = -1", row_scalar, &depth);
-        if (r == 0)
-                r = each_row(store, "SELECT coalesce(sum(submissions), 0) FROM task_stats", row_scalar, &total);
-        if (r < 0)
-                goto out;
-        out = json_pack("{s:O, s:O, s:O, s:{s:I, s:I, s:I, s:I}, s:I, s:I}", "states", states, "verdicts",
-                        verdicts, "tasks", tasks, "compile_cache", "entries", (json_int_t)entries, "hits",
-                        (json_int_t)hits, "misses", (json_int_t)misses, "bytes", (json_int_t)bytes,
-                        "queue_depth", (json_int_t)depth,
-                        "submissions", (json_int_t)total);
-        if (!out) {
-                r = -ENOMEM;
-                goto out;
-        }
-        *ret_stats = out;
-        r = 0;
-out:
-        json_decref(states);
-        json_decref(verdicts);
-        json_decref(tasks);
-        return r;
+        if (store->pg)
+                return store_pg_stats(store->pg, ret_stats);
+        return store_sqlite_stats(store->sq, ret_stats);
 }
 
-static int row_depth(sqlite3_stmt *st, void *arg)
-{
-        int64_t *d = arg;
-        const char *state = (const char *)sqlite3_column_text(st, 0);
-        int64_t n = sqlite3_column_int64(st, 1);
-        if (!state)
-                return 0;
-        if (!strcmp(state, "queued"))
-                d[0] = n;
-        else if (!strcmp(state, "compiled"))
-                d[1] = n;
-        else if (!strcmp(state, "running"))
-                d[2] = n;
-        return 0;
-}
-
-/**
- * store_queue_depth() - jobs waiting for compile, waiting for a GPU, and running
- * @store: open store; borrowed
- * @ret_queued, @ret_compiled, @ret_running: on success, the counts (each may be NULL)
- * Return: 0 or a negative errno.
- */
 int store_queue_depth(Store *store, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running)
 {
-        int64_t d[3] = { 0, 0, 0 };
-        int r = each_row(store, "SELECT state, count(*) FROM submissions "
-                         "WHERE state IN ('queued', 'compiled', 'running') GROUP BY state", row_depth, d);
-        if (r < 0)
-                return r;
-        if (ret_queued)
-                *ret_queued = d[0];
-        if (ret_compiled)
-                *ret_compiled = d[1];
-        if (ret_running)
-                *ret_running = d[2];
-        return 0;
+        if (store->pg)
+                return store_pg_queue_depth(store->pg, ret_queued, ret_compiled, ret_running);
+        return store_sqlite_queue_depth(store->sq, ret_queued, ret_compiled, ret_running);
 }
 
-static int row_object(sqlite3_stmt *st, void *arg)
-{
-        json_t *o = json_object();
-        int n = sqlite3_column_count(st);
-
-        if (!o)
-                return -ENOMEM;
-        for (int i = 0; i < n; i++) {
-                json_t *v;
-                switch (sqlite3_column_type(st, i)) {
-                case SQLITE_INTEGER:
-                        v = json_integer(sqlite3_column_int64(st, i));
-                        break;
-                case SQLITE_FLOAT:
-                        v = json_real(sqlite3_column_double(st, i));
-                        break;
-                case SQLITE_NULL:
-                        v = json_null();
-                        break;
-                default:
-                        v = json_stringn((const char *)sqlite3_column_text(st, i),
-                                         (size_t)sqlite3_column_bytes(st, i));
-                        break;
-                }
-                if (json_object_set_new(o, sqlite3_column_name(st, i), v)) {
-                        json_decref(o);
-                        return -ENOMEM;
-                }
-        }
-        return json_array_append_new(arg, o) ? -ENOMEM : 0;
-}
-
-/**
- * store_query_view() - read a dashboard view
- * @store:    open store; borrowed
- * @view:     the view's name: "v_" then [a-z0-9_], at most 64 bytes
- * @limit:    at most this many rows (1..LIMIT_LIST_PAGE_MAX)
- * @ret_rows: on success, a new array of objects, one per row, keyed by column
- * Return: 0, STORE_E_NOT_FOUND for an unknown view, -EINVAL for a bad name or
- * limit, or a negative errno.
- */
 int store_query_view(Store *store, const char *view, int limit, json_t **ret_rows)
 {
-        char sql[160];
-        json_t *rows;
-        size_t len;
-        int r;
-
-        if (!view || strncmp(view, "v_", 2) || (len = strlen(view)) > 64 || limit < 1 ||
-            limit > LIMIT_LIST_PAGE_MAX)
-                return -EINVAL;
-        for (size_t i = 2; i < len; i++)
-                if (!((view[i] >= 'a' && view[i] <= 'z') || (view[i] >= '0' && view[i] <= '9') || view[i] == '_'))
-                        return -EINVAL;
-        rows = json_array();
-        if (!rows)
-                return -ENOMEM;
-        snprintf(sql, sizeof(sql), "SELECT count(*) FROM sqlite_schema WHERE type = 'view' AND name = '%s'", view);
-        int64_t found = 0;
-        r = each_row(store, sql, row_scalar, &found);
-        if (r == 0 && !found)
-                r = STORE_E_NOT_FOUND;
-        if (r == 0) {
-                snprintf(sql, sizeof(sql), "SELECT * FROM \"%s\" LIMIT %d", view, limit);
-                r = each_row(store, sql, row_object, rows);
-        }
-        if (r != 0) {
-                json_decref(rows);
-                return r;
-        }
-        *ret_rows = rows;
-        return 0;
+        if (store->pg)
+                return store_pg_query_view(store->pg, view, limit, ret_rows);
+        return store_sqlite_query_view(store->sq, view, limit, ret_rows);
 }
 
-/**
- * store_dashboard_rows() - see store.h.
- */
-int store_dashboard_rows(Store *store, StoreDash q, json_t *args, json_t **ret_rows)
-{
-        sqlite3_stmt *st = NULL;
-        json_t *rows = NULL, *v;
-        size_t i;
-        int r, rc;
-
-        if ((unsigned)q >= STORE_DASH__COUNT || (args && !json_is_array(args)))
-                return -EINVAL;
-        r = stmt_get(store, Q_DASH_FIRST + (int)q, &st);
-        if (r < 0)
-                return r;
-        json_array_foreach(args, i, v) {
-                int k = (int)i + 1;
-
-                if (json_is_integer(v))
-                        rc = sqlite3_bind_int64(st, k, json_integer_value(v));
-                else if (json_is_real(v))
-                        rc = sqlite3_bind_double(st, k, json_real_value(v));
-                else if (json_is_string(v))
-                        rc = sqlite3_bind_text(st, k, json_string_value(v), (int)json_string_length(v),
-                                               SQLITE_STATIC);
-                else if (json_is_null(v))
-                        rc = sqlite3_bind_null(st, k);
-                else
-                        rc = SQLITE_MISMATCH;
-                if (rc != SQLITE_OK) {
-                        r = -EINVAL;
-                        goto out;
-                }
-        }
-        rows = json_array();
-        if (!rows) {
-                r = -ENOMEM;
-                goto out;
-        }
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                r = row_object(st, rows);
-                if (r < 0)
-                        goto out;
-        }
-        if (rc != SQLITE_DONE) {
-                r = fail(store, rc, "dashboard query");
-                goto out;
-        }
-        *ret_rows = rows;
-        rows = NULL;
-        r = 0;
-out:
-        stmt_done(st);
-        json_decref(rows);
-        return r;
-}
-
-/**
- * store_schema_version() - the schema version (PRAGMA user_version)
- * @store:       open store; borrowed
- * @ret_version: on success, the number of the last migration applied
- * Return: 0 or a negative errno.
- */
 int store_schema_version(Store *store, int *ret_version)
 {
-        return user_version(store, ret_version);
+        if (store->pg)
+                return store_pg_schema_version(store->pg, ret_version);
+        return store_sqlite_schema_version(store->sq, ret_version);
 }
 
-/* ---- compile cache ------------------------------------------------------ */
-
-static int counter_add(Store *s, const char *name, int64_t delta)
+int store_dashboard_rows(Store *store, StoreDash q, json_t *args, json_t **ret_rows)
 {
-        sqlite3_stmt *st;
-        int r = stmt_get(s, Q_COUNTER_ADD, &st);
-        if (r < 0)
-                return r;
-        bind_text(st, 1, name);
-        sqlite3_bind_int64(st, 2, delta);
-        r = step_done(s, st, "count");
-        stmt_done(st);
-        return r;
+        if (store->pg)
+                return store_pg_dashboard_rows(store->pg, q, args, ret_rows);
+        return store_sqlite_dashboard_rows(store->sq, q, args, ret_rows);
 }
 
-/**
- * store_cache_get() - look up a compile, counting the hit or the miss
- * @store:         open store; borrowed
- * @key:           32-byte cache key
- * @ret_compile:   on success, a new reference to the stored compile RESULT JSON
- * @ret_cubin:     on success, a new buffer (free()) with the CUBIN, or NULL
- *                 when the entry has none (a cached compile failure)
- * @ret_cubin_len: on success, its length
- * Return: 0, STORE_E_NOT_FOUND on a miss, or a negative errno.
- */
 int store_cache_get(Store *store, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
                     size_t *ret_cubin_len)
 {
-        json_t *compile = NULL;
-        uint8_t *cubin = NULL;
-        size_t len = 0;
-        sqlite3_stmt *st;
-        int r, rc;
-
-        if (!key)
-                return -EINVAL;
-        r = tx_begin(store);
-        if (r < 0)
-                return r;
-        r = stmt_get(store, Q_CACHE_GET, &st);
-        if (r < 0)
-                goto out;
-        sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-                compile = col_json(st, 0);
-                len = (size_t)sqlite3_column_bytes(st, 1);
-                if (!compile) {
-                        r = -EBADMSG;
-                } else if (sqlite3_column_type(st, 1) != SQLITE_NULL) {
-                        cubin = malloc(len ? len : 1);
-                        if (!cubin)
-                                r = -ENOMEM;
-                        else if (len)
-                                memcpy(cubin, sqlite3_column_blob(st, 1), len);
-                }
-        } else if (rc == SQLITE_DONE) {
-                r = STORE_E_NOT_FOUND;
-        } else {
-                r = fail(store, rc, "cache get");
-        }
-        stmt_done(st);
-        if (r < 0)
-                goto out;
-        if (r == STORE_E_NOT_FOUND) {
-                int r2 = counter_add(store, "cache_misses", 1);
-                r = r2 < 0 ? r2 : r;
-                goto out;
-        }
-        r = stmt_get(store, Q_CACHE_HIT, &st);
-        if (r < 0)
-                goto out;
-        sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC);
-        sqlite3_bind_double(st, 2, store_now());
-        r = step_done(store, st, "cache hit");
-        stmt_done(st);
-        if (r == 0)
-                r = counter_add(store, "cache_hits", 1);
-out:
-        /* A miss is committed too: it carries the miss count. */
-        if (r == STORE_E_NOT_FOUND) {
-                r = tx_end(store, 0);
-                r = r < 0 ? r : STORE_E_NOT_FOUND;
-        } else {
-                r = tx_end(store, r);
-        }
-        if (r == 0) {
-                *ret_compile = compile;
-                compile = NULL;
-                if (ret_cubin) {
-                        *ret_cubin = cubin;
-                        cubin = NULL;
-                }
-                if (ret_cubin_len)
-                        *ret_cubin_len = len;
-        }
-        json_decref(compile);
-        free(cubin);
-        return r;
+        if (store->pg)
+                return store_pg_cache_get(store->pg, key, ret_compile, ret_cubin, ret_cubin_len);
+        return store_sqlite_cache_get(store->sq, key, ret_compile, ret_cubin, ret_cubin_len);
 }
 
-/**
- * store_cache_put() - store (or replace) a compile under its key
- * @store:     open store; borrowed
- * @key:       32-byte cache key
- * @compile:   the compile RESULT JSON; borrowed
- * @cubin:     the CUBIN, or NULL for a compile failure; borrowed
- * @cubin_len: its length (≤ LIMIT_CUBIN_BYTES)
- * The hit count of an existing entry is kept.
- * Return: 0, -EINVAL (-E2BIG for an oversized CUBIN), or a negative errno.
- */
 int store_cache_put(Store *store, const uint8_t key[32], json_t *compile, const uint8_t *cubin,
                     size_t cubin_len)
 {
-        sqlite3_stmt *st;
-        char *text;
-        int r;
-
-        if (!key || !compile)
-                return -EINVAL;
-        if (cubin_len > LIMIT_CUBIN_BYTES)
-                return -E2BIG;
-        text = json_dumps(compile, JSON_COMPACT);
-        if (!text)
-                return -ENOMEM;
-        r = tx_begin(store);
-        if (r < 0)
-                goto out_free;
-        r = stmt_get(store, Q_CACHE_PUT, &st);
-        if (r < 0)
-                goto out;
-        sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
-        if (cubin)
-                sqlite3_bind_blob(st, 3, cubin, (int)cubin_len, SQLITE_STATIC);
-        else
-                sqlite3_bind_null(st, 3);
-        sqlite3_bind_double(st, 4, store_now());
-        r = step_done(store, st, "cache put");
-        stmt_done(st);
-out:
-        r = tx_end(store, r);
-out_free:
-        free(text);
-        return r;
+        if (store->pg)
+                return store_pg_cache_put(store->pg, key, compile, cubin, cubin_len);
+        return store_sqlite_cache_put(store->sq, key, compile, cubin, cubin_len);
 }
 
-/**
- * store_cache_prune() - bound the compile cache, least recently used first
- * @store:       open store; borrowed
- * @max_bytes:   what the cache may hold (compile JSON + CUBINs), ≥ 0
- * @ret_deleted: on success, entries dropped (may be NULL)
- * Deletes in rounds of at most 64 entries, each its own short transaction,
- * so that claims are not held up behind a large prune.
- * Return: 0, -EINVAL, or a negative errno.
- */
 int store_cache_prune(Store *store, int64_t max_bytes, int64_t *ret_deleted)
 {
-        sqlite3_stmt *st = NULL;
-        int64_t deleted = 0, bytes = 0;
-        int r = 0, rc;
-
-        if (max_bytes < 0)
-                return -EINVAL;
-        /* Of the 64 least recently used, those needed to shed ?1 bytes. */
-        rc = sqlite3_prepare_v2(store->db,
-                                "DELETE FROM compile_cache WHERE key IN (SELECT key FROM (SELECT key, "
-                                "sum(sz) OVER (ORDER BY last_used_at, key ROWS UNBOUNDED PRECEDING) - sz AS before "
-                                "FROM (SELECT key, last_used_at, length(CAST(compile AS BLOB)) + "
-                                "coalesce(length(cubin), 0) AS sz FROM compile_cache "
-                                "ORDER BY last_used_at, key LIMIT 64)) WHERE before < ?1)",
-                                -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return fail(store, rc, "prepare cache prune");
-        for (;;) {
-                r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_bytes'", row_scalar, &bytes);
-                if (r < 0 || bytes <= max_bytes)
-                        break;
-                r = tx_begin(store);
-                if (r < 0)
-                        break;
-                sqlite3_bind_int64(st, 1, bytes - max_bytes);
-                r = step_done(store, st, "cache prune");
-                int n = sqlite3_changes(store->db);
-                sqlite3_reset(st);
-                r = tx_end(store, r);
-                if (r < 0)
-                        break;
-                deleted += n;
-                if (n == 0)
-                        break; /* empty, and the counter disagrees: nothing more to drop */
-        }
-        sqlite3_finalize(st);
-        if (r == 0 && ret_deleted)
-                *ret_deleted = deleted;
-        return r;
+        if (store->pg)
+                return store_pg_cache_prune(store->pg, max_bytes, ret_deleted);
+        return store_sqlite_cache_prune(store->sq, max_bytes, ret_deleted);
 }
 
-/* ---- tokens ------------------------------------------------------------- */
-
-/**
- * store_token_create() - add an API token
- * @store:  open store; borrowed
- * @name:   unique name (1..LIMIT_NAME_BYTES bytes)
- * @hash:   sha256 of the token text (the text itself is never stored)
- * @limits: JSON object of per-token limits, or NULL; borrowed
- * @ret_id: on success, the token's id (> 0; may be NULL)
- * Return: 0, STORE_E_CONFLICT when the name (or hash) exists, -EINVAL, or a negative errno.
- */
 int store_token_create(Store *store, const char *name, const uint8_t hash[32], json_t *limits,
                        int64_t *ret_id)
 {
-        sqlite3_stmt *st = NULL;
-        char *text = NULL;
-        int r, rc;
-
-        if (!name || !*name || strlen(name) > LIMIT_NAME_BYTES || !hash || (limits && !json_is_object(limits)))
-                return -EINVAL;
-        if (limits) {
-                text = json_dumps(limits, JSON_COMPACT);
-                if (!text)
-                        return -ENOMEM;
-        }
-        r = tx_begin(store);
-        if (r < 0)
-                goto out_free;
-        rc = sqlite3_prepare_v2(store->db, "INSERT INTO tokens(name, hash, created_at, limits) "
-                                "VALUES (?1, ?2, ?3, ?4)", -1, &st, NULL);
-        if (rc != SQLITE_OK) {
-                r = fail(store, rc, "prepare token create");
-                goto out;
-        }
-        bind_text(st, 1, name);
-        sqlite3_bind_blob(st, 2, hash, 32, SQLITE_STATIC);
-        sqlite3_bind_double(st, 3, store_now());
-        bind_text(st, 4, text);
-        rc = sqlite3_step(st);
-        if ((rc & 0xff) == SQLITE_CONSTRAINT)
-                r = STORE_E_CONFLICT;
-        else if (rc != SQLITE_DONE)
-                r = fail(store, rc, "token create");
-        else if (ret_id)
-                *ret_id = sqlite3_last_insert_rowid(store->db);
-out:
-        sqlite3_finalize(st);
-        r = tx_end(store, r);
-out_free:
-        free(text);
-        return r;
+        if (store->pg)
+                return store_pg_token_create(store->pg, name, hash, limits, ret_id);
+        return store_sqlite_token_create(store->sq, name, hash, limits, ret_id);
 }
 
-/**
- * store_token_revoke() - revoke a token by name (lookups fail from now on)
- * @store: open store; borrowed
- * @name:  the token's name
- * Return: 0, STORE_E_NOT_FOUND (no such token, or already revoked), or a negative errno.
- */
 int store_token_revoke(Store *store, const char *name)
 {
-        sqlite3_stmt *st = NULL;
-        int r, rc;
-
-        if (!name)
-                return -EINVAL;
-        r = tx_begin(store);
-        if (r < 0)
-                return r;
-        rc = sqlite3_prepare_v2(store->db, "UPDATE tokens SET revoked_at = ?2 WHERE name = ?1 "
-                                "AND revoked_at IS NULL", -1, &st, NULL);
-        if (rc != SQLITE_OK) {
-                r = fail(store, rc, "prepare token revoke");
-                goto out;
-        }
-        bind_text(st, 1, name);
-        sqlite3_bind_double(st, 2, store_now());
-        r = step_done(store, st, "token revoke");
-        if (r == 0 && sqlite3_changes(store->db) == 0)
-                r = STORE_E_NOT_FOUND;
-out:
-        sqlite3_finalize(st);
-        return tx_end(store, r);
+        if (store->pg)
+                return store_pg_token_revoke(store->pg, name);
+        return store_sqlite_token_revoke(store->sq, name);
 }
 
-/**
- * store_token_lookup() - find a live token by the hash of its text
- * @store:      open store; borrowed
- * @hash:       sha256 of the presented token
- * @ret_id:     on success, the token id
- * @ret_limits: on success, a new object with its limits ({} when none; may be NULL)
- * Return: 0, STORE_E_NOT_FOUND (unknown or revoked), or a negative errno.
- */
 int store_token_lookup(Store *store, const uint8_t hash[32], int64_t *ret_id, json_t **ret_limits)
 {
-        sqlite3_stmt *st;
-        json_t *limits = NULL;
-        int r, rc;
-
-        if (!hash)
-                return -EINVAL;
-        r = stmt_get(store, Q_TOKEN_LOOKUP, &st);
-        if (r < 0)
-                return r;
-        sqlite3_bind_blob(st, 1, hash, 32, SQLITE_STATIC);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-                if (sqlite3_column_type(st, 1) != SQLITE_NULL)
-                        limits = col_json(st, 1);
-                else
-                        limits = json_object();
-                if (!json_is_object(limits)) {
-                        r = -EBADMSG;
-                } else {
-                        if (ret_id)
-                                *ret_id = sqlite3_column_int64(st, 0);
-                        if (ret_limits) {
-                                *ret_limits = limits;
-                                limits = NULL;
-                        }
-                }
-        } else if (rc == SQLITE_DONE) {
-                r = STORE_E_NOT_FOUND;
-        } else {
-                r = fail(store, rc, "token lookup");
-        }
-        stmt_done(st);
-        json_decref(limits);
-        return r;
+        if (store->pg)
+                return store_pg_token_lookup(store->pg, hash, ret_id, ret_limits);
+        return store_sqlite_token_lookup(store->sq, hash, ret_id, ret_limits);
 }
 
-static int row_token(sqlite3_stmt *st, void *arg)
-{
-        json_t *limits = col_json(st, 4);
-        json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o}", "id", (json_int_t)sqlite3_column_int64(st, 0),
-                              "name", col_text_or_null(st, 1), "created_at", col_time(st, 2),
-                              "revoked_at", col_time(st, 3),
-                              "limits", json_is_object(limits) ? json_incref(limits) : json_object());
-        json_decref(limits);
-        return !o || json_array_append_new(arg, o) ? -ENOMEM : 0;
-}
-
-/**
- * store_token_list() - every token, without hashes
- * @store:    open store; borrowed
- * @ret_list: on success, a new array of {"id", "name", "created_at", "revoked_at", "limits"}
- * Return: 0 or a negative errno.
- */
 int store_token_list(Store *store, json_t **ret_list)
 {
-        json_t *list = json_array();
-        int r;
-
-        if (!list)
-                return -ENOMEM;
-        r = each_row(store, "SELECT id, name, created_at, revoked_at, limits FROM tokens ORDER BY id",
-                     row_token, list);
-        if (r < 0) {
-                json_decref(list);
-                return r;
-        }
-        *ret_list = list;
-        return 0;
+        if (store->pg)
+                return store_pg_token_list(store->pg, ret_list);
+        return store_sqlite_token_list(store->sq, ret_list);
 }
 
-/**
- * store_secret() - the server secret (32 random bytes made at first open)
- * @store:      open store; borrowed
- * @ret_secret: on success, the secret
- * Return: 0, -EBADMSG when the stored value is damaged, or a negative errno.
- */
 int store_secret(Store *store, uint8_t ret_secret[32])
 {
-        sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(store->db, "SELECT value FROM meta WHERE key = 'secret'", -1, &st, NULL), r;
-
-        if (rc != SQLITE_OK)
-                return fail(store, rc, "prepare secret");
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW && sqlite3_column_bytes(st, 0) == 32) {
-                memcpy(ret_secret, sqlite3_column_blob(st, 0), 32);
-                r = 0;
-        } else if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
-                r = -EBADMSG;
-        } else {
-                r = fail(store, rc, "read secret");
-        }
-        sqlite3_finalize(st);
-        return r;
+        if (store->pg)
+                return store_pg_secret(store->pg, ret_secret);
+        return store_sqlite_secret(store->sq, ret_secret);
 }
 
 /* ---- pool --------------------------------------------------------------- */

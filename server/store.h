@@ -1,9 +1,11 @@
 /*
- * store - the queue and the history, in SQLite. Only the supervisor opens
- * the database. This header is the contract; server/store.c implements it
- * (docs/store.md: tables, views, durability).
+ * store - the queue and the history, in SQLite (one host) or PostgreSQL (a
+ * fleet of hosts on one database). Only the supervisor opens the database.
+ * This header is the contract; server/store.c picks the backend from the
+ * path given to store_open() and forwards to server/store_sqlite.c or
+ * server/store_pg.c (docs/store.md: tables, views, durability, fleets).
  *
- * A Store is one SQLite connection: use it from one thread at a time. The
+ * A Store is one database connection: use it from one thread at a time. The
  * server keeps one per thread that needs it (HTTP pool threads check one out
  * of a StorePool; the dispatcher owns its own; the ingest writer owns its
  * own, server/ingest.h). The schema comes from migrations/NNN_*.sql,
@@ -21,9 +23,17 @@
  * back one stage, or ends the job as internal_error once the stage has been
  * claimed max_attempts times.
  *
+ * PostgreSQL: the same states and tables; claims lock the chosen row with
+ * FOR UPDATE SKIP LOCKED, so hosts claiming at once never wait on one
+ * another's row nor take the same job. Commits that add work or finish a job
+ * send NOTIFY kevald_work / kevald_done (payload: the id), which
+ * store_listen() and store_next_event() receive (server/storewatch.c).
+ *
  * Return codes: 0, a positive STORE_E_* outcome, or a negative errno
  * (-EBUSY lock timeout, -EIO, -ENOSPC, -ENOMEM, -EINVAL bad argument,
- * -EBADMSG corrupt database or stored JSON).
+ * -EBADMSG corrupt database or stored JSON, -ENOTCONN the database server is
+ * unreachable: the call did nothing durable, and the connection is being
+ * re-established, so a later call may succeed).
  */
 #pragma once
 
@@ -83,8 +93,54 @@ typedef struct StoreJob {
 
 void store_job_free(StoreJob *job);
 
+/* "postgresql://..." or "postgres://..." (libpq URIs), or "postgresql:" for the
+ * PG* environment, select PostgreSQL; any other path is a SQLite file. */
 int store_open(const char *path, Store **ret_store);
 void store_close(Store *store);
+bool store_path_is_pg(const char *path);
+/* The path with any password replaced by "***", for messages (a new string; free()). */
+char *store_path_redacted(const char *path);
+/* "sqlite" or "postgresql". */
+const char *store_backend_name(Store *store);
+
+/*
+ * Host identity (fleets): the id this process records on its leases and in
+ * the hosts table, 1..LIMIT_HOST_ID_BYTES of [A-Za-z0-9._-]. Set once at
+ * start-up (serve.c, --host-id; default the hostname) before any store_open().
+ */
+int store_set_host_id(const char *host_id);
+const char *store_host_id(void);
+/* Record that this host is alive (hosts.last_seen); a no-op on SQLite. */
+int store_host_beat(Store *store);
+
+/**
+ * store_copy() - copy a single host's SQLite history into an empty PostgreSQL store
+ * @from:       a SQLite store; borrowed, only read
+ * @to:         a PostgreSQL store; borrowed
+ * @force:      copy even when @to already holds submissions or tokens (its
+ *              rows of the copied tables are replaced)
+ * @ret_report: on success, a new object {table: rows copied}
+ *
+ * Every table is copied row for row, ids kept (the sequences are moved past
+ * them), the secret too (seeds stay reproducible); the aggregates and
+ * rollups are copied as they are, with the target's triggers off for the
+ * copy. One transaction: all or nothing.
+ *
+ * Return: 0, STORE_E_CONFLICT when @to is not empty and !@force, -EINVAL
+ * when @from is not SQLite or @to not PostgreSQL, or a negative errno.
+ */
+int store_copy(Store *from, Store *to, bool force, json_t **ret_report);
+
+/* Wake-ups from other hosts' commits (PostgreSQL LISTEN/NOTIFY). */
+typedef enum { STORE_EVENT_WORK = 1, STORE_EVENT_DONE = 2 } StoreEventKind;
+typedef struct StoreEvent {
+        StoreEventKind kind;
+        int64_t id;             /* STORE_EVENT_DONE: the finished job; 0 otherwise */
+} StoreEvent;
+/* Subscribe this connection to kevald_work and kevald_done: -EOPNOTSUPP on SQLite. */
+int store_listen(Store *store);
+/* Wait up to @timeout_ms for one event: 0, STORE_E_EMPTY on timeout, or a negative errno. */
+int store_next_event(Store *store, int timeout_ms, StoreEvent *ret_ev);
 
 /* Acceptance. */
 int store_insert_request(Store *store, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed);

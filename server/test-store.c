@@ -1,8 +1,13 @@
 /*
- * test-store - the store against a real SQLite file in a fresh temporary
- * directory: migrations, the job lifecycle, concurrent claims, leases and
- * the reaper, cancel, idempotency, quotas, the compile cache, tokens, the
- * listing filters, the views and the stats.
+ * test-store - the store against a real database: a SQLite file in a fresh
+ * temporary directory, or, with --pg, a fresh database per test on the
+ * PostgreSQL server named by KEVALD_TEST_PG (meson runs that under
+ * scripts/pg-temp, which starts a real server). The same checks run on
+ * both: migrations, the job lifecycle, concurrent claims, leases and the
+ * reaper, cancel, idempotency, quotas, the compile cache, tokens, the
+ * listing filters, the views and the stats. PostgreSQL adds the fleet's:
+ * another host's leases, NOTIFY wake-ups between connections, and the
+ * server stopped and started again under a live Store.
  */
 #include "server/store.h"
 
@@ -39,10 +44,33 @@
 
 static char tmpdir[256];
 static int db_counter;
+static const char *pg_base;     /* --pg: KEVALD_TEST_PG; NULL: SQLite */
+static char pg_bin[512];        /* folder of psql, or "" for PATH */
 
+/* Run one SQL statement with psql on the database @uri. */
+static void psql(const char *uri, const char *sql)
+{
+        char cmd[2048];
+        snprintf(cmd, sizeof(cmd), "%s%spsql -q -X -v ON_ERROR_STOP=1 -d '%s' -c \"%s\" >/dev/null", pg_bin,
+                 pg_bin[0] ? "/" : "", uri, sql);
+        CHECK(system(cmd) == 0);
+}
+
+/* A fresh database: a new SQLite file, or a new PostgreSQL database. */
 static void fresh_path(char *buf, size_t len)
 {
-        snprintf(buf, len, "%s/t%d.db", tmpdir, db_counter++);
+        int n = db_counter++;
+
+        if (!pg_base) {
+                snprintf(buf, len, "%s/t%d.db", tmpdir, n);
+                return;
+        }
+        const char *slash = strrchr(pg_base, '/');
+        char sql[64];
+        CHECK(slash && slash > pg_base + 13);
+        snprintf(sql, sizeof(sql), "CREATE DATABASE t%d_%d", (int)getpid(), n);
+        psql(pg_base, sql);
+        snprintf(buf, len, "%.*s/t%d_%d", (int)(slash - pg_base), pg_base, (int)getpid(), n);
 }
 
 static Store *open_fresh(char *path, size_t len)
@@ -113,12 +141,17 @@ static void test_migrations(void)
         json_decref(o);
         store_close(s);
 
-        /* A newer schema (user_version is the big-endian int at offset 60 of the header). */
-        int fd = open(path, O_RDWR);
-        CHECK(fd >= 0);
-        unsigned char be[4] = { 0, 0, 0x03, 0xe7 }; /* 999 */
-        CHECK(pwrite(fd, be, 4, 60) == 4);
-        close(fd);
+        if (pg_base) {
+                /* A newer schema: a version this binary does not know in kevald_schema. */
+                psql(path, "INSERT INTO kevald_schema(version, applied_at) VALUES (999, 0)");
+        } else {
+                /* A newer schema (user_version is the big-endian int at offset 60 of the header). */
+                int fd = open(path, O_RDWR);
+                CHECK(fd >= 0);
+                unsigned char be[4] = { 0, 0, 0x03, 0xe7 }; /* 999 */
+                CHECK(pwrite(fd, be, 4, 60) == 4);
+                close(fd);
+        }
         s = NULL;
         CHECK_RC(store_open(path, &s), STORE_E_NEWER_DB);
         CHECK(s == NULL);
@@ -395,12 +428,12 @@ static void test_leases(void)
         CHECK(strcmp(get_str(s, id2, "state", &o), "compiled") == 0);
         json_decref(o);
 
-        /* Start-up: every lease goes back, expired or not. */
+        /* Start-up: every lease of this host goes back, expired or not. */
         int64_t id3 = insert1(s, "t", 0, 0, NULL, NULL, NULL);
-        CHECK_RC(store_claim_next(s, STAGE_COMPILE, "old", 3600, &job), 0);
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, "testhost/old", 3600, &job), 0);
         CHECK(job->id == id3);
         store_job_free(job);
-        CHECK_RC(store_claim_next(s, STAGE_RUN, "old", 3600, &job), 0);
+        CHECK_RC(store_claim_next(s, STAGE_RUN, "testhost/old", 3600, &job), 0);
         CHECK(job->id == id2);
         store_job_free(job);
         CHECK(store_requeue_all_leases(s) == 2);
@@ -891,32 +924,464 @@ static void test_pool(void)
         storepool_close(pool);
 }
 
-int main(void)
+/* Both backends: a PostgreSQL that cannot be reached is a clear -ENOTCONN, the DSN's password never shown. */
+static void test_unreachable(void)
+{
+        Store *s = NULL;
+        char *shown;
+
+        CHECK(store_path_is_pg("postgresql://h/db") && store_path_is_pg("postgres://h/db") &&
+              store_path_is_pg("postgresql:"));
+        CHECK(!store_path_is_pg("kevald.db") && !store_path_is_pg("postgresql") && !store_path_is_pg("./postgresql:x"));
+        shown = store_path_redacted("postgresql://kevald:hunter2@127.0.0.1:1/x?sslmode=disable");
+        CHECK(shown && !strstr(shown, "hunter2") && strstr(shown, "kevald:***@127.0.0.1:1/x"));
+        free(shown);
+        shown = store_path_redacted("postgresql://h/x?user=u&password=hunter2&sslmode=disable");
+        CHECK(shown && !strstr(shown, "hunter2") && strstr(shown, "password=***&sslmode"));
+        free(shown);
+        /* Port 1 on loopback: nothing listens there. */
+        CHECK_RC(store_open("postgresql://kevald:hunter2@127.0.0.1:1/x?connect_timeout=2", &s), -ENOTCONN);
+        CHECK(s == NULL);
+        CHECK_RC(store_set_host_id(""), -EINVAL);
+        CHECK_RC(store_set_host_id("a b"), -EINVAL);
+        CHECK_RC(store_set_host_id("a/b"), -EINVAL);
+        CHECK_RC(store_set_host_id("0123456789012345678901234567890123456789012345678901234567890123"), -EINVAL);
+        CHECK_RC(store_set_host_id("testhost"), 0);
+        CHECK(strcmp(store_host_id(), "testhost") == 0);
+}
+
+/* SQLite: one host, so no wake-ups through the database. */
+static void test_sqlite_no_listen(void)
+{
+        char path[512];
+        Store *s = open_fresh(path, sizeof(path));
+        StoreEvent ev;
+        CHECK_RC(store_listen(s), -EOPNOTSUPP);
+        CHECK_RC(store_next_event(s, 0, &ev), -EOPNOTSUPP);
+        CHECK_RC(store_host_beat(s), 0);
+        CHECK(strcmp(store_backend_name(s), "sqlite") == 0);
+        store_close(s);
+}
+
+/*
+ * PostgreSQL, two hosts on one database: at start-up a host puts back only
+ * its own leases; another host's expired lease is returned by this host's
+ * reaper; the dead host's late finish is refused (never scored twice).
+ */
+static void test_pg_dead_host(void)
+{
+        char path[512];
+        Store *a = open_fresh(path, sizeof(path)), *b = NULL;
+        StoreJob *job;
+        int requeued = -1, failed = -1;
+        json_t *o;
+
+        CHECK(strcmp(store_backend_name(a), "postgresql") == 0);
+        CHECK_RC(store_open(path, &b), 0);
+        int64_t ida = insert1(a, "t", 0, 0, NULL, NULL, NULL);
+        int64_t idb = insert1(a, "t", 0, 0, NULL, NULL, NULL);
+        CHECK_RC(store_claim_next(a, STAGE_COMPILE, "hosta/kevald-1", 0.3, &job), 0);
+        CHECK(job->id == ida);
+        store_job_free(job);
+        CHECK_RC(store_claim_next(b, STAGE_COMPILE, "testhost/kevald-2", 3600, &job), 0);
+        CHECK(job->id == idb);
+        store_job_free(job);
+        CHECK_RC(store_host_beat(a), 0);
+        CHECK_RC(store_host_beat(b), 0);
+        /* This host (testhost) restarts: only its own lease goes back. */
+        CHECK(store_requeue_all_leases(b) == 1);
+        CHECK(strcmp(get_str(b, ida, "state", &o), "compiling") == 0);
+        json_decref(o);
+        CHECK(strcmp(get_str(b, idb, "state", &o), "queued") == 0);
+        json_decref(o);
+        /* hosta dies: its lease runs out and testhost's reaper returns the job. */
+        store_close(a);
+        CHECK_RC(store_reap(b, 3, &requeued, &failed), 0);
+        CHECK(requeued == 0);
+        sleep_s(0.4);
+        CHECK_RC(store_reap(b, 3, &requeued, &failed), 0);
+        CHECK(requeued == 1 && failed == 0);
+        CHECK(strcmp(get_str(b, ida, "state", &o), "queued") == 0);
+        json_decref(o);
+        /* Claimed again by the living host; the dead one's finish is refused. */
+        CHECK_RC(store_claim_next(b, STAGE_COMPILE, "testhost/kevald-2", 30, &job), 0);
+        store_job_free(job);
+        CHECK_RC(store_claim_next(b, STAGE_COMPILE, "testhost/kevald-2", 30, &job), 0);
+        store_job_free(job);
+        json_t *res = json_pack("{s:s}", "verdict", "correct");
+        CHECK_RC(store_finish(b, ida, "hosta/kevald-1", "correct", 2.0, res), STORE_E_CONFLICT);
+        CHECK_RC(store_finish(b, ida, "testhost/kevald-2", "correct", 2.0, res), 0);
+        CHECK_RC(store_finish(b, ida, "testhost/kevald-2", "correct", 2.0, res), STORE_E_CONFLICT);
+        json_decref(res);
+        store_close(b);
+}
+
+static double mono(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Wait for an event of @kind on @l (other kinds are skipped); returns seconds waited, or -1. */
+static double wait_event(Store *l, StoreEventKind kind, int64_t id)
+{
+        double t0 = mono();
+        while (mono() - t0 < 5) {
+                StoreEvent ev;
+                int r = store_next_event(l, 1000, &ev);
+                if (r == 0 && ev.kind == kind && (id == 0 || ev.id == id))
+                        return mono() - t0;
+                CHECK(r == 0 || r == STORE_E_EMPTY);
+        }
+        return -1;
+}
+
+/* PostgreSQL: a commit on one connection wakes a listener on another within 100 ms. */
+static void test_pg_notify(void)
+{
+        char path[512];
+        Store *w = open_fresh(path, sizeof(path)), *l = NULL;
+        StoreEvent ev;
+        StoreJob *job;
+
+        CHECK_RC(store_open(path, &l), 0);
+        CHECK_RC(store_listen(l), 0);
+        CHECK_RC(store_next_event(l, 0, &ev), STORE_E_EMPTY);
+        int64_t id = insert1(w, "t", 0, 0, NULL, NULL, NULL);
+        double dt = wait_event(l, STORE_EVENT_WORK, 0);
+        CHECK(dt >= 0 && dt < 0.1);
+        CHECK_RC(store_claim_next(w, STAGE_COMPILE, "testhost/w", 30, &job), 0);
+        store_job_free(job);
+        json_t *res = json_pack("{s:s}", "verdict", "compile_error");
+        CHECK_RC(store_finish(w, id, "testhost/w", "compile_error", NAN, res), 0);
+        json_decref(res);
+        dt = wait_event(l, STORE_EVENT_DONE, id);
+        fprintf(stderr, "test-store: done notification after %.1f ms\n", dt * 1000);
+        CHECK(dt >= 0 && dt < 0.1);
+        /* A rolled-back group wakes nobody: notifications go out only at commit. */
+        CHECK_RC(store_begin_group(w), 0);
+        insert1(w, "t", 0, 0, NULL, NULL, NULL);
+        store_rollback_group(w);
+        CHECK_RC(store_next_event(l, 200, &ev), STORE_E_EMPTY);
+        store_close(l);
+        store_close(w);
+}
+
+/*
+ * PostgreSQL: while this process listens, a claim that found nothing asks
+ * the database again only after a notification (or CLAIM_GATE_MAX_S): a
+ * row inserted behind the triggers' back stays unseen, one inserted with
+ * its NOTIFY is claimed.
+ */
+static void test_pg_claim_gate(void)
+{
+        char path[512], sql[256];
+        Store *w = open_fresh(path, sizeof(path)), *l = NULL;
+        StoreJob *job;
+
+        CHECK_RC(store_open(path, &l), 0);
+        CHECK_RC(store_listen(l), 0);
+        CHECK_RC(store_claim_next(w, STAGE_COMPILE, "testhost/w", 30, &job), STORE_E_EMPTY);
+        /* A row without its notification: the gate stays shut, no query is made. */
+        psql(path, "ALTER TABLE submissions DISABLE TRIGGER submissions_notify_insert");
+        int64_t hidden = insert1(w, "t", 0, 0, NULL, NULL, NULL);
+        psql(path, "ALTER TABLE submissions ENABLE TRIGGER submissions_notify_insert");
+        CHECK_RC(store_claim_next(w, STAGE_COMPILE, "testhost/w", 30, &job), STORE_E_EMPTY);
+        /* The next notified commit opens it: both rows are there to claim. */
+        insert1(w, "t", 0, 0, NULL, NULL, NULL);
+        CHECK(wait_event(l, STORE_EVENT_WORK, 0) >= 0);
+        CHECK_RC(store_claim_next(w, STAGE_COMPILE, "testhost/w", 30, &job), 0);
+        CHECK(job->id == hidden);
+        store_job_free(job);
+        CHECK_RC(store_claim_next(w, STAGE_COMPILE, "testhost/w", 30, &job), 0);
+        store_job_free(job);
+        CHECK_RC(store_claim_next(w, STAGE_COMPILE, "testhost/w", 30, &job), STORE_E_EMPTY);
+        /* No listener in the process: every claim asks the database. */
+        store_close(l);
+        psql(path, "ALTER TABLE submissions DISABLE TRIGGER submissions_notify_insert");
+        hidden = insert1(w, "t", 0, 0, NULL, NULL, NULL);
+        CHECK_RC(store_claim_next(w, STAGE_COMPILE, "testhost/w", 30, &job), 0);
+        CHECK(job->id == hidden);
+        store_job_free(job);
+        snprintf(sql, sizeof(sql), "ALTER TABLE submissions ENABLE TRIGGER submissions_notify_insert");
+        psql(path, sql);
+        store_close(w);
+}
+
+/*
+ * PostgreSQL: renewing a host's leases does not wait for a row another
+ * transaction holds (one being finished): the others are renewed at once.
+ */
+static void test_pg_heartbeat_skip_locked(void)
+{
+        char path[512], cmd[1400];
+        Store *s = open_fresh(path, sizeof(path));
+        StoreJob *job;
+        int64_t ids[2];
+        int ext = -1;
+
+        for (int i = 0; i < 2; i++) {
+                insert1(s, "t", 0, 0, NULL, NULL, NULL);
+                CHECK_RC(store_claim_next(s, STAGE_COMPILE, "testhost/hb", 30, &job), 0);
+                ids[i] = job->id;
+                store_job_free(job);
+        }
+        /* Another session holds the first row for 3 s. */
+        snprintf(cmd, sizeof(cmd), "%s%spsql -q -X -d '%s' -c 'BEGIN; SELECT 1 FROM submissions WHERE id = %lld "
+                 "FOR UPDATE; SELECT pg_sleep(3); COMMIT' >/dev/null 2>&1 &", pg_bin, pg_bin[0] ? "/" : "", path,
+                 (long long)ids[0]);
+        CHECK(system(cmd) == 0);
+        sleep_s(1.0);
+        double t0 = mono();
+        CHECK_RC(store_heartbeat_owner(s, "testhost/hb", 600, &ext), 0);
+        CHECK(mono() - t0 < 1.0);
+        CHECK(ext == 1);                /* the free one */
+        sleep_s(2.5);
+        CHECK_RC(store_heartbeat_owner(s, "testhost/hb", 600, &ext), 0);
+        CHECK(ext == 2);                /* both, once the other session is gone */
+        store_close(s);
+}
+
+static void pg_temp(const char *what)
+{
+        const char *root = getenv("KEVALD_SOURCE_ROOT");
+        char cmd[1024];
+        snprintf(cmd, sizeof(cmd), "'%s/scripts/pg-temp' %s", root ? root : KEVALD_SOURCE_DIR, what);
+        CHECK(system(cmd) == 0);
+}
+
+/*
+ * PostgreSQL stopped under live Stores, then started: calls fail with
+ * -ENOTCONN (nothing half-done), then succeed again without re-opening;
+ * what was acknowledged before is there; the listener resumes.
+ */
+static void test_pg_restart(void)
+{
+        char path[512];
+        Store *s = open_fresh(path, sizeof(path)), *l = NULL;
+        StoreEvent ev;
+        json_t *o = NULL;
+        int r = 0;
+
+        if (!getenv("KEVALD_TEST_PG_DIR")) {
+                fprintf(stderr, "test-store: no KEVALD_TEST_PG_DIR (not under scripts/pg-temp): restart skipped\n");
+                store_close(s);
+                return;
+        }
+        CHECK_RC(store_open(path, &l), 0);
+        CHECK_RC(store_listen(l), 0);
+        int64_t id = insert1(s, "t", 0, 0, NULL, NULL, NULL);
+        CHECK(wait_event(l, STORE_EVENT_WORK, 0) >= 0);
+        pg_temp("stop");
+        json_t *req = make_request("t", NULL, NULL, NULL);
+        StoreNew sn = { .request = req, .task = "t", .mode = "full" };
+        int64_t id2 = 0;
+        CHECK_RC(store_insert_submissions(s, &sn, 1, &id2, NULL, NULL, 0, 0), -ENOTCONN);
+        CHECK_RC(store_get_submission(s, id, &o), -ENOTCONN);
+        /* The listener notices the loss by itself (the socket closes), without a query. */
+        double t1 = mono();
+        do
+                r = store_next_event(l, 100, &ev);
+        while (r == STORE_E_EMPTY && mono() - t1 < 3);
+        CHECK_RC(r, -ENOTCONN);
+        pg_temp("start");
+        double t0 = mono();
+        do {
+                r = store_get_submission(s, id, &o);
+                if (r == -ENOTCONN)
+                        sleep_s(0.05);
+        } while (r == -ENOTCONN && mono() - t0 < 15);
+        CHECK_RC(r, 0);
+        fprintf(stderr, "test-store: reconnected %.2f s after the restart\n", mono() - t0);
+        CHECK(strcmp(json_string_value(json_object_get(o, "state")), "queued") == 0);
+        json_decref(o);
+        CHECK_RC(store_insert_submissions(s, &sn, 1, &id2, NULL, NULL, 0, 0), 0);
+        CHECK(id2 > id);
+        /* The listener comes back by itself, LISTEN renewed: it reports work, then sees new commits. */
+        CHECK(wait_event(l, STORE_EVENT_WORK, 0) >= 0);
+        insert1(s, "t", 0, 0, NULL, NULL, NULL);
+        CHECK(wait_event(l, STORE_EVENT_WORK, 0) >= 0);
+        json_decref(req);
+        store_close(l);
+        store_close(s);
+}
+
+/* Two stores answer the same for everything the API and the dashboards read. */
+static void check_same(Store *a, Store *b, int64_t max_id)
+{
+        json_t *x = NULL, *y = NULL;
+        uint8_t sa[32], sb[32];
+
+        for (int64_t id = 1; id <= max_id; id++) {
+                CHECK_RC(store_get_submission(a, id, &x), 0);
+                CHECK_RC(store_get_submission(b, id, &y), 0);
+                CHECK(json_equal(x, y));
+                json_decref(x);
+                json_decref(y);
+        }
+        CHECK_RC(store_stats(a, &x), 0);
+        CHECK_RC(store_stats(b, &y), 0);
+        CHECK(json_equal(x, y));
+        json_decref(x);
+        json_decref(y);
+        json_t *args = json_pack("[s,I,I]", "run-c", (json_int_t)-1, (json_int_t)100);
+        for (int q = STORE_DASH_RUN_STEPS; q <= STORE_DASH_RUN_TASKS; q++) {
+                CHECK_RC(store_dashboard_rows(a, (StoreDash)q, args, &x), 0);
+                CHECK_RC(store_dashboard_rows(b, (StoreDash)q, args, &y), 0);
+                CHECK(json_array_size(x) > 0);
+                CHECK(json_equal(x, y));
+                json_decref(x);
+                json_decref(y);
+        }
+        json_decref(args);
+        CHECK_RC(store_token_list(a, &x), 0);
+        CHECK_RC(store_token_list(b, &y), 0);
+        CHECK(json_equal(x, y));
+        json_decref(x);
+        json_decref(y);
+        CHECK_RC(store_secret(a, sa), 0);
+        CHECK_RC(store_secret(b, sb), 0);
+        CHECK(memcmp(sa, sb, 32) == 0);
+}
+
+/* PostgreSQL: a SQLite history copied over answers the same, ids, keys and secret kept. */
+static void test_pg_copy(void)
+{
+        char sq_path[512], pg_path[512];
+        const char *saved = pg_base;
+        Store *sq, *pg = NULL;
+        StoreJob *job;
+        uint8_t hash[32] = { 7 }, key[32] = { 9 }, body[32] = { 3 };
+        json_t *report = NULL, *o;
+        int64_t tok = 0, ids[3];
+
+        pg_base = NULL; /* a SQLite file */
+        sq = open_fresh(sq_path, sizeof(sq_path));
+        pg_base = saved;
+        fresh_path(pg_path, sizeof(pg_path));
+        CHECK_RC(store_token_create(sq, "alice", hash, NULL, &tok), 0);
+        json_t *req = make_request("copy_task", "run-c", "k", "v");
+        json_object_set_new(json_object_get(req, "tags"), "step", json_integer(2));
+        StoreNew subs[3];
+        for (int i = 0; i < 3; i++)
+                subs[i] = (StoreNew){ .request = req, .task = "copy_task", .mode = "full", .token_id = tok };
+        CHECK_RC(store_insert_submissions(sq, subs, 3, ids, "key-1", body, 0, 0), 0);
+        for (int i = 0; i < 2; i++) {
+                CHECK_RC(store_claim_next(sq, STAGE_COMPILE, "testhost/w", 30, &job), 0);
+                json_t *res = json_pack("{s:s, s:{s:b}, s:{s:b, s:f}}", "verdict", i ? "incorrect" : "correct",
+                                        "reward_fields", "compiled", 1, "compile", "cache_hit", 0, "compile_ms", 12.5);
+                CHECK_RC(store_finish(sq, job->id, "testhost/w", i ? "incorrect" : "correct", i ? NAN : 2.5, res), 0);
+                json_decref(res);
+                store_job_free(job);
+        }
+        json_t *comp = json_pack("{s:b}", "ok", 1);
+        uint8_t cubin[100] = { 1, 2, 3 };
+        CHECK_RC(store_cache_put(sq, key, comp, cubin, sizeof(cubin)), 0);
+        json_decref(comp);
+        json_decref(req);
+
+        CHECK_RC(store_open(pg_path, &pg), 0);
+        CHECK_RC(store_copy(pg, sq, false, &report), -EINVAL); /* the direction is SQLite -> PostgreSQL */
+        CHECK_RC(store_copy(sq, pg, false, &report), 0);
+        CHECK(json_integer_value(json_object_get(report, "submissions")) == 3);
+        CHECK(json_integer_value(json_object_get(report, "submission_results")) == 2);
+        CHECK(json_integer_value(json_object_get(report, "tokens")) == 1);
+        CHECK(json_integer_value(json_object_get(report, "idempotency")) == 1);
+        CHECK(json_integer_value(json_object_get(report, "compile_cache")) == 1);
+        CHECK(json_integer_value(json_object_get(report, "job_metrics")) == 2);
+        json_decref(report);
+        check_same(sq, pg, 3);
+
+        /* The idempotency key still replays; the cache hits with the same bytes; the token resolves. */
+        int64_t again[3];
+        bool replayed = false;
+        StoreInsert ins = { .subs = subs, .n = 3, .idem_key = "key-1", .body_hash = body };
+        req = make_request("copy_task", NULL, NULL, NULL);
+        for (int i = 0; i < 3; i++)
+                subs[i] = (StoreNew){ .request = req, .task = "copy_task", .mode = "full", .token_id = tok };
+        CHECK_RC(store_insert_request(pg, &ins, again, &replayed), 0);
+        CHECK(replayed && again[0] == ids[0] && again[2] == ids[2]);
+        uint8_t *got = NULL;
+        size_t got_len = 0;
+        CHECK_RC(store_cache_get(pg, key, &o, &got, &got_len), 0);
+        CHECK(got_len == sizeof(cubin) && memcmp(got, cubin, sizeof(cubin)) == 0);
+        free(got);
+        json_decref(o);
+        int64_t tid = 0;
+        CHECK_RC(store_token_lookup(pg, hash, &tid, NULL), 0);
+        CHECK(tid == tok);
+        /* New rows continue after the copied ids; the queue carries on (the third job). */
+        int64_t next = insert1(pg, "copy_task", 0, tok, NULL, NULL, NULL);
+        CHECK(next == ids[2] + 1);
+        CHECK_RC(store_claim_next(pg, STAGE_COMPILE, "testhost/w", 30, &job), 0);
+        CHECK(job->id == ids[2]);
+        store_job_free(job);
+        json_decref(req);
+
+        /* A store that is not empty is refused, unless forced. */
+        CHECK_RC(store_copy(sq, pg, false, &report), STORE_E_CONFLICT);
+        CHECK_RC(store_copy(sq, pg, true, &report), 0);
+        json_decref(report);
+        check_same(sq, pg, 3);
+        store_close(pg);
+        store_close(sq);
+}
+
+/* Run one test, saying how long it took (the PostgreSQL run is bounded by commit latency). */
+#define RUN(test)                                                                                  \
+        do {                                                                                       \
+                double t0_ = mono();                                                               \
+                test();                                                                            \
+                fprintf(stderr, "test-store: %-24s %6.2f s\n", #test, mono() - t0_);              \
+        } while (0)
+
+int main(int argc, char **argv)
 {
         const char *base = getenv("TMPDIR");
         log_init("test-store", LOG_LEVEL_WARN);
+        if (argc > 1 && !strcmp(argv[1], "--pg")) {
+                pg_base = getenv("KEVALD_TEST_PG");
+                if (!pg_base) {
+                        fprintf(stderr, "test-store: --pg needs KEVALD_TEST_PG (run under scripts/pg-temp run --)\n");
+                        return 77;
+                }
+                if (getenv("KEVALD_TEST_PG_BIN"))
+                        snprintf(pg_bin, sizeof(pg_bin), "%s", getenv("KEVALD_TEST_PG_BIN"));
+        }
         snprintf(tmpdir, sizeof(tmpdir), "%s/kevald-store-XXXXXX", base ? base : "/tmp");
         CHECK(mkdtemp(tmpdir));
 
-        test_migrations();
-        test_lifecycle();
-        test_priority();
-        test_concurrent_claims();
-        test_leases();
-        test_cancel();
-        test_idempotency();
-        test_group();
-        test_quotas();
-        test_cache();
-        test_tokens();
-        test_list_views_stats();
-        test_fair_share();
-        test_pool();
+        RUN(test_unreachable);
+        RUN(test_migrations);
+        RUN(test_lifecycle);
+        RUN(test_priority);
+        RUN(test_concurrent_claims);
+        RUN(test_leases);
+        RUN(test_cancel);
+        RUN(test_idempotency);
+        RUN(test_group);
+        RUN(test_quotas);
+        RUN(test_cache);
+        RUN(test_tokens);
+        RUN(test_list_views_stats);
+        RUN(test_fair_share);
+        RUN(test_pool);
+        if (pg_base) {
+                RUN(test_pg_dead_host);
+                RUN(test_pg_notify);
+                RUN(test_pg_copy);
+                RUN(test_pg_claim_gate);
+                RUN(test_pg_heartbeat_skip_locked);
+                RUN(test_pg_restart);
+        } else {
+                RUN(test_sqlite_no_listen);
+        }
 
         char cmd[300];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
         if (system(cmd) != 0)
                 fprintf(stderr, "test-store: could not remove %s\n", tmpdir);
-        printf("test-store: all passed\n");
+        printf("test-store: all passed (%s)\n", pg_base ? "postgresql" : "sqlite");
         return 0;
 }

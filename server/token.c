@@ -137,8 +137,12 @@ int cmd_token(int argc, char **argv)
         rc = 1;
         r = store_open(cfg.db, &store);
         if (r != 0) {
-                fprintf(stderr, "kevald token: cannot open the store '%s': %s\n", cfg.db,
+                char *shown = store_path_redacted(cfg.db);
+                fprintf(stderr, "kevald token: cannot open the store '%s': %s\n", shown ? shown : "?",
                         r == STORE_E_NEWER_DB ? "the database is newer than this kevald" : strerror(-r));
+                free(shown);
+                if (r == -ENOTCONN)
+                        rc = SERVE_EXIT_DB_UNREACHABLE;
                 goto out;
         }
         if (!strcmp(verb, "create")) {

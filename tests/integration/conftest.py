@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "pylib"))
-from kevaldserver import (BUILD_ROOT, FIXTURE_TASKS, KEVALD, LIBEXEC, PROJECT_TASKS, SANITIZED, SLOW,  # noqa: E402,F401
+from kevaldserver import (BUILD_ROOT, FIXTURE_TASKS, KEVALD, LIBEXEC, PG_STORE, PROJECT_TASKS, SANITIZED, SLOW,  # noqa: E402,F401
                           SOURCE_ROOT, Server, assert_stopped_cleanly, client, make_server,
                           pytest_runtest_makereport, tmp_module)
 

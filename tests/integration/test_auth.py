@@ -31,8 +31,8 @@ def bearer(tok):
 def test_auth(make_server, tmp_path):
     db = tmp_path / "auth.db"
     s = make_server("--auth", "on", "--auth-cache-s", "0", db=db)
-    alice = token_create(db, "alice")
-    bob = token_create(db, "bob")
+    alice = token_create(s.db, "alice")
+    bob = token_create(s.db, "bob")
     with s.client() as c:
         r = c.post("/v1/submissions", json=compile_sub())
         problem(r, 401)
@@ -54,7 +54,7 @@ def test_auth(make_server, tmp_path):
         assert a_id not in [x["id"] for x in listed]
         assert a_id in [x["id"] for x in c.get("/v1/submissions", headers=bearer(alice)).json()["items"]]
 
-        token_revoke(db, "alice")
+        token_revoke(s.db, "alice")
         time.sleep(0.1)
         problem(c.post("/v1/submissions", json=compile_sub(), headers=bearer(alice)), 401)
         accepted(c.post("/v1/submissions", json=compile_sub(), headers=bearer(bob)))
@@ -69,8 +69,8 @@ def test_rate_limit(make_server, tmp_path):
     # even on a loaded machine, so the third is refused deterministically.
     db = tmp_path / "rate.db"
     s = make_server("--auth", "on", "--rate", "0.2", "--burst", "2", db=db)
-    tok = token_create(db, "fast")
-    other = token_create(db, "other")
+    tok = token_create(s.db, "fast")
+    other = token_create(s.db, "other")
     with s.client() as c:
         codes = []
         last = None
@@ -94,8 +94,8 @@ def test_rate_limit(make_server, tmp_path):
 def test_per_token_quota(make_server, tmp_path):
     db = tmp_path / "quota.db"
     s = make_server("--auth", "on", "--max-queued-per-token", "3", db=db)
-    tok = token_create(db, "q")
-    other = token_create(db, "q2")
+    tok = token_create(s.db, "q")
+    other = token_create(s.db, "q2")
     with s.client() as c:
         # Full-mode jobs never finish here (no GPU), so they count against the quota.
         for _ in range(3):

@@ -11,13 +11,17 @@ the duration histograms of /metrics, over real compile-mode results:
     assets do not; a non-admin token sees its own submissions only;
   * a database from before migration 006 gets its history rolled up.
 """
+import json
 import math
+import os
 import sqlite3
+import subprocess
 import uuid
+from pathlib import Path
 
 import pytest
 
-from conftest import (PROBLEM_JSON, SOURCE_ROOT, accepted, compile_sub, problem, unique, wait_done,
+from conftest import (PG_STORE, PROBLEM_JSON, SOURCE_ROOT, accepted, compile_sub, problem, unique, wait_done,
                       BROKEN_KERNEL, GOOD_KERNEL)
 from test_ops import parse_metrics, total
 
@@ -33,12 +37,27 @@ def submit_done(client, subs):
 
 
 def view(server, sql, *args):
+    """Rows of @sql (? parameters) read from the server's database directly, as dicts."""
+    if PG_STORE:
+        return pg_view(server.db, sql, args)
     con = sqlite3.connect(f"file:{server.db}?mode=ro", uri=True)
     con.row_factory = sqlite3.Row
     try:
         return [dict(r) for r in con.execute(sql, args)]
     finally:
         con.close()
+
+
+def pg_view(uri, sql, args):
+    """view() on PostgreSQL: psql returns the rows as one JSON array (SQLite sorts NULL first: so here)."""
+    for a in args:
+        sql = sql.replace("?", "'" + str(a).replace("'", "''") + "'", 1)
+    sql = sql.replace("ORDER BY step", "ORDER BY step NULLS FIRST")
+    bin_dir = os.environ.get("KEVALD_TEST_PG_BIN")
+    exe = str(Path(bin_dir) / "psql") if bin_dir else "psql"
+    out = subprocess.run([exe, "-X", "-At", "-d", uri, "-c", f"SELECT coalesce(json_agg(t), '[]') FROM ({sql}) t"],
+                         check=True, capture_output=True, text=True, timeout=60).stdout
+    return json.loads(out)
 
 
 def pass_at_k(n, c, k):
@@ -247,6 +266,7 @@ def test_auth_and_visibility(make_server):
         assert r.status_code == 200 and r.json()["totals"]["submissions"] == 1
 
 
+@pytest.mark.skipif(PG_STORE, reason="builds a schema-5 SQLite file; PostgreSQL fleets start at the current schema")
 def test_upgrade_rolls_up_history(make_server, tmp_path):
     """A database at schema 5 with finished submissions: migration 006 fills the rollups from them."""
     db = tmp_path / "old.db"

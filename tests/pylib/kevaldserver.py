@@ -9,6 +9,11 @@ contract). Its stdout and stderr go to DIR/server.log, shown when a test fails.
 
 KEVALD_BUILD_ROOT (the meson build dir) and KEVALD_SOURCE_ROOT come from the
 meson test environment; run by hand, they default to ./build and the checkout.
+
+With KEVALD_IT_STORE=pg (the `*-pg` integration tests, run under
+scripts/pg-temp, which sets KEVALD_TEST_PG) every server's store is a fresh
+PostgreSQL database instead of a SQLite file: Server.db is then its URI, the
+same one for the same db path, so a restarted server finds its data.
 """
 import os
 import signal
@@ -27,6 +32,29 @@ LIBEXEC = BUILD_ROOT / "worker"
 SANITIZED = bool(os.environ.get("ASAN_OPTIONS") or os.environ.get("UBSAN_OPTIONS"))
 # Sanitized builds are several times slower; scale waits with this.
 SLOW = 4.0 if SANITIZED else 1.0
+
+PG_BASE = os.environ.get("KEVALD_TEST_PG") if os.environ.get("KEVALD_IT_STORE") == "pg" else None
+PG_STORE = PG_BASE is not None
+_pg_dbs = {}
+
+
+def psql(uri, sql):
+    """Run one SQL statement with the psql of the test cluster."""
+    bin_dir = os.environ.get("KEVALD_TEST_PG_BIN")
+    exe = str(Path(bin_dir) / "psql") if bin_dir else "psql"
+    subprocess.run([exe, "-q", "-X", "-v", "ON_ERROR_STOP=1", "-d", uri, "-c", sql], check=True,
+                   capture_output=True, timeout=60)
+
+
+def pg_database_for(path):
+    """The PostgreSQL URI standing in for the SQLite file @path: a fresh database, one per path."""
+    key = str(path)
+    if key not in _pg_dbs:
+        name = f"it_{os.getpid()}_{len(_pg_dbs)}"
+        psql(PG_BASE, f"CREATE DATABASE {name}")
+        _pg_dbs[key] = PG_BASE.rsplit("/", 1)[0] + "/" + name
+    return _pg_dbs[key]
+
 
 PROJECT_TASKS = SOURCE_ROOT / "tasks"
 FIXTURE_TASKS = SOURCE_ROOT / "tests" / "fixtures" / "tasks"
@@ -49,6 +77,8 @@ class Server:
         self.dir = Path(workdir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.db = Path(db) if db else self.dir / "k.db"
+        if PG_STORE:
+            self.db = pg_database_for(self.db)
         self.args = list(args)
         self.env = env
         self.proc = None
