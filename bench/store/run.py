@@ -97,16 +97,21 @@ def fill(host, n, threads=4, batch=100):
                 with lock:
                     ids.extend(r.json()["ids"])
 
+    dt = run_threads(work, threads)
+    if errors:
+        raise SystemExit(f"fill: {errors[:3]}")
+    return dt, ids
+
+
+def run_threads(work, n):
+    """Run @work in @n threads at once; the seconds until the last one ended."""
     t0 = time.monotonic()
-    ts = [threading.Thread(target=work) for _ in range(threads)]
+    ts = [threading.Thread(target=work) for _ in range(n)]
     for t in ts:
         t.start()
     for t in ts:
         t.join()
-    dt = time.monotonic() - t0
-    if errors:
-        raise SystemExit(f"fill: {errors[:3]}")
-    return dt, ids
+    return time.monotonic() - t0
 
 
 def singles(host, requests=2000, threads=16):
@@ -128,15 +133,10 @@ def singles(host, requests=2000, threads=16):
                 if r.status_code != 202:
                     bad.append(r.status_code)
 
-    t0 = time.monotonic()
-    ts = [threading.Thread(target=work) for _ in range(threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    dt = run_threads(work, threads)
     if bad:
         raise SystemExit(f"singles: {len(bad)} refused ({bad[:5]})")
-    return requests / (time.monotonic() - t0)
+    return requests / dt
 
 
 class PgSampler:
