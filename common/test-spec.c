@@ -391,7 +391,7 @@ static void test_submissions(void)
         CHECK(json_integer_value(json_object_get(t, "budget_ms")) == 2000);
         CHECK(json_real_value(json_object_get(t, "target_precision")) == 0.01);
         CHECK(json_integer_value(json_object_get(t, "max_trials")) == 1000);
-        CHECK(json_integer_value(json_object_get(t, "min_trials")) == 10);
+        CHECK(json_integer_value(json_object_get(t, "min_trials")) == 6);
         CHECK(json_integer_value(json_object_get(t, "warmup")) == 3);
         CHECK_STR(json_string_value(json_object_get(t, "shapes")), "first");
         CHECK(json_array_size(json_object_get(norm, "scratch")) == 0);
@@ -715,7 +715,7 @@ static void test_resolve(void)
         CHECK(jint(job, "/correctness_trials") == 3);
         CHECK(jint(job, "/timing/budget_ms") == 500);
         CHECK(jint(job, "/timing/warmup") == 1);
-        CHECK(jint(job, "/timing/min_trials") == 10);
+        CHECK(jint(job, "/timing/min_trials") == 6);
         CHECK(jint(job, "/deadline_ms") == 10000 + 2 * (3 * 2000 + 2 * 500));
         CHECK(json_array_size(jget(job, "/shapes")) == 2);
         CHECK_STR(jstr(job, "/shapes/1/name"), "odd");

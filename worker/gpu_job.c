@@ -564,7 +564,7 @@ int gpu_job_parse(json_t *doc, size_t blob_len, GpuJob **ret_job, char *err, siz
                 return -ENOMEM;
         job->budget_ms = 2000;
         job->target_precision = 0.01;
-        job->min_trials = 10;
+        job->min_trials = 6;
         job->max_trials = 1000;
         job->warmup = 3;
         job->deadline_ms = 120000;
