@@ -77,15 +77,6 @@ extern "C" __global__ void kv_canary_fill(unsigned char *base, uint64_t off, uin
                 base[off + i] = kv_canary_byte(salt, off + i);
 }
 
-extern "C" __global__ void kv_diff_init(KvDiff *d)
-{
-        if (kv_tid() == 0) {
-                d->count = 0;
-                d->first = ~0ull;
-                d->last = 0;
-        }
-}
-
 /* Reduce one thread's (count, first, last) into @d; every lane of the warp
  * must call it (the loops above keep whole warps together). */
 static __device__ void kv_diff_reduce(KvDiff *d, unsigned long long count, unsigned long long first,
@@ -104,8 +95,8 @@ static __device__ void kv_diff_reduce(KvDiff *d, unsigned long long count, unsig
 /* Count bytes in [off, off + len) of an allocation that differ from the
  * canary pattern. The loop bound is rounded up to whole warps so that the
  * shuffles in kv_diff_reduce see every lane. */
-extern "C" __global__ void kv_canary_check(const unsigned char *base, uint64_t off, uint64_t len,
-                                           uint32_t salt, KvDiff *d)
+static __device__ void kv_canary_into(const unsigned char *base, uint64_t off, uint64_t len, uint32_t salt,
+                                      KvDiff *d)
 {
         unsigned long long count = 0, first = ~0ull, last = 0;
 
@@ -123,8 +114,7 @@ extern "C" __global__ void kv_canary_check(const unsigned char *base, uint64_t o
 
 /* Bitwise comparison of two buffers of @bytes bytes (both 8-byte aligned):
  * whole 32-bit words first, then the tail bytes. */
-extern "C" __global__ void kv_compare_bits(const unsigned char *a, const unsigned char *b,
-                                           uint64_t bytes, KvDiff *d)
+static __device__ void kv_bits_into(const unsigned char *a, const unsigned char *b, uint64_t bytes, KvDiff *d)
 {
         unsigned long long count = 0, first = ~0ull, last = 0;
         uint64_t words = bytes / 4;
@@ -155,6 +145,28 @@ extern "C" __global__ void kv_compare_bits(const unsigned char *a, const unsigne
         kv_diff_reduce(d, count, first, last);
 }
 
+extern "C" __global__ void kv_diff_init_batch(const __grid_constant__ KvCheckBatch b)
+{
+        KvDiff *d = (KvDiff *)b.op[blockIdx.y].diff;
+
+        if (threadIdx.x == 0) {
+                d->count = 0;
+                d->first = ~0ull;
+                d->last = 0;
+        }
+}
+
+extern "C" __global__ void kv_check_batch(const __grid_constant__ KvCheckBatch b)
+{
+        const KvCheckOp *op = &b.op[blockIdx.y];
+
+        if (op->kind == KV_CHECK_CANARY)
+                kv_canary_into((const unsigned char *)op->a, op->off, op->bytes, op->salt, (KvDiff *)op->diff);
+        else
+                kv_bits_into((const unsigned char *)op->a, (const unsigned char *)op->b, op->bytes,
+                             (KvDiff *)op->diff);
+}
+
 extern "C" __global__ void kv_cmp_init(KvCmpStats *s)
 {
         if (kv_tid() == 0) {
@@ -168,15 +180,15 @@ extern "C" __global__ void kv_cmp_init(KvCmpStats *s)
 
 /* Tolerance comparison of @got against @want (docs/internals.md,
  * tolerance): counts, lowest mismatching index, max abs and rel error. */
-extern "C" __global__ void kv_compare_tol(KvCmpParams p, const unsigned char *got,
-                                          const unsigned char *want, KvCmpStats *s)
+static __device__ void kv_compare_into(const KvCmpParams *p, const unsigned char *got,
+                                       const unsigned char *want, KvCmpStats *s)
 {
         unsigned long long mism = 0, naninf = 0, first = ~0ull;
         double max_abs = 0.0, max_rel = 0.0;
 
-        for (uint64_t i = kv_tid(); i < p.count; i += kv_nthreads()) {
+        for (uint64_t i = kv_tid(); i < p->count; i += kv_nthreads()) {
                 double ab, rel;
-                int c = kv_compare_one(&p, got, want, i, &ab, &rel);
+                int c = kv_compare_one(p, got, want, i, &ab, &rel);
                 if (c == KV_CMP_VALUE)
                         mism++;
                 else if (c == KV_CMP_NAN_INF)
@@ -203,6 +215,55 @@ extern "C" __global__ void kv_compare_tol(KvCmpParams p, const unsigned char *go
                 if (max_rel > 0.0)
                         atomicMax(&s->max_rel_bits, (unsigned long long)__double_as_longlong(max_rel));
         }
+}
+
+extern "C" __global__ void kv_compare_tol(KvCmpParams p, const unsigned char *got,
+                                          const unsigned char *want, KvCmpStats *s)
+{
+        kv_compare_into(&p, got, want, s);
+}
+
+/* Batches (devrng.h): grid (x, n), block row y does op[y], grid-stride in x. */
+extern "C" __global__ void kv_fill_batch(const __grid_constant__ KvFillBatch b)
+{
+        const KvFillOp *op = &b.op[blockIdx.y];
+        unsigned char *dst = (unsigned char *)op->dst;
+
+        if (op->kind == KV_FILL_GENERATE) {
+                for (uint64_t i = kv_tid(); i < op->gen.count; i += kv_nthreads())
+                        kv_gen_store(&op->gen, i, dst);
+        } else if (op->kind == KV_FILL_BYTE) {
+                uint32_t v = (op->value & 0xFFu) * 0x01010101u;
+                uint64_t words = op->bytes / 4; /* dst is 256-byte aligned */
+                for (uint64_t i = kv_tid(); i < words; i += kv_nthreads())
+                        ((uint32_t *)dst)[i] = v;
+                for (uint64_t i = words * 4 + kv_tid(); i < op->bytes; i += kv_nthreads())
+                        dst[i] = (unsigned char)op->value;
+        } else {
+                for (uint64_t i = kv_tid(); i < op->bytes; i += kv_nthreads())
+                        dst[op->off + i] = kv_canary_byte(op->value, op->off + i);
+        }
+}
+
+extern "C" __global__ void kv_cmp_init_batch(const __grid_constant__ KvCmpBatch b)
+{
+        KvCmpStats *s = (KvCmpStats *)b.op[blockIdx.y].stats;
+
+        if (threadIdx.x == 0) {
+                s->mismatches = 0;
+                s->nan_inf = 0;
+                s->first = ~0ull;
+                s->max_abs_bits = 0;
+                s->max_rel_bits = 0;
+        }
+}
+
+extern "C" __global__ void kv_compare_batch(const __grid_constant__ KvCmpBatch b)
+{
+        const KvCmpOp *op = &b.op[blockIdx.y];
+
+        kv_compare_into(&op->p, (const unsigned char *)op->got, (const unsigned char *)op->want,
+                        (KvCmpStats *)op->stats);
 }
 
 /* The lowest mismatching index >= @start into *ret (initialised to ~0 by

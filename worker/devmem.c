@@ -23,13 +23,17 @@
 #define RESULT_BYTES 4096
 #define STAGING_BYTES (64u << 10)
 #define TALLY_BYTES (DEVMEM_TALLY_SLOTS * sizeof(KvCmpStats))
+#define DIFF_BYTES (DEVMEM_DIFF_SLOTS * sizeof(KvDiff))
 _Static_assert(TALLY_BYTES <= STAGING_BYTES, "the tally is read back through the staging buffer");
+_Static_assert(DIFF_BYTES <= STAGING_BYTES, "byte checks are read back through the staging buffer");
 
 static GpuModule *helpers;
-static GpuKernel *k_warm, *k_generate, *k_canary_fill, *k_canary_check, *k_diff_init, *k_compare_bits,
-        *k_cmp_init, *k_compare_tol, *k_mismatch_from, *k_l2_normal;
+static GpuKernel *k_warm, *k_generate, *k_canary_fill,
+        *k_cmp_init, *k_compare_tol, *k_mismatch_from, *k_l2_normal, *k_fill_batch, *k_cmp_init_batch,
+        *k_compare_batch, *k_diff_init_batch, *k_check_batch;
 static GpuPtr results;        /* RESULT_BYTES of device memory for helper results */
 static GpuPtr tally;          /* DEVMEM_TALLY_SLOTS comparison results (devmem_tally_*) */
+static GpuPtr diffs;          /* DEVMEM_DIFF_SLOTS byte-check results (devmem_check_*) */
 static GpuPtr ranges;         /* DEVMEM_L2_RANGES_MAX KvRange for kv_l2_normal */
 static KvRange *ranges_host;  /* page-locked, the upload's source */
 static uint32_t n_ranges;
@@ -37,6 +41,18 @@ static uint64_t ranges_most;  /* the largest range: sizes the grid */
 static unsigned char *staging; /* STAGING_BYTES, page-locked */
 static unsigned char *chunk;   /* DEVMEM_CHUNK_BYTES, page-locked */
 static unsigned max_blocks = 1024;
+
+/* Between devmem_batch_begin() and _end(): fills and tally comparisons are
+ * collected here and launched together; at most one of the two is pending. */
+static bool batching;
+static KvFillBatch fills;
+static uint64_t fills_most; /* the largest op's elements: sizes the grid */
+static KvCmpBatch cmps;
+static uint64_t cmps_most;
+/* Queued byte checks (devmem_check_*), batched at any time: launched when
+ * full, before any other work of this module, and by devmem_check_fetch(). */
+static KvCheckBatch checks;
+static uint64_t checks_most;
 
 static DevBuf *live;
 static size_t n_live, cap_live;
@@ -91,13 +107,15 @@ int devmem_init(const void *fatbin, size_t len, int sms)
                 { "kv_warm", &k_warm },
                 { "kv_generate", &k_generate },
                 { "kv_canary_fill", &k_canary_fill },
-                { "kv_canary_check", &k_canary_check },
-                { "kv_diff_init", &k_diff_init },
-                { "kv_compare_bits", &k_compare_bits },
                 { "kv_cmp_init", &k_cmp_init },
                 { "kv_compare_tol", &k_compare_tol },
                 { "kv_mismatch_from", &k_mismatch_from },
                 { "kv_l2_normal", &k_l2_normal },
+                { "kv_fill_batch", &k_fill_batch },
+                { "kv_cmp_init_batch", &k_cmp_init_batch },
+                { "kv_compare_batch", &k_compare_batch },
+                { "kv_diff_init_batch", &k_diff_init_batch },
+                { "kv_check_batch", &k_check_batch },
         };
         void *host = NULL, *copy;
         size_t mem_free, mem_total;
@@ -122,6 +140,7 @@ int devmem_init(const void *fatbin, size_t len, int sms)
                 }
         }
         if ((r = gpu_alloc(RESULT_BYTES, &results)) || (r = gpu_alloc(TALLY_BYTES, &tally)) ||
+            (r = gpu_alloc(DIFF_BYTES, &diffs)) ||
             (r = gpu_alloc(DEVMEM_L2_RANGES_MAX * sizeof(KvRange), &ranges)))
                 return r;
         if ((r = gpu_host_alloc(DEVMEM_L2_RANGES_MAX * sizeof(KvRange), &host)))
@@ -156,19 +175,147 @@ static unsigned grid_for(uint64_t n)
         return (unsigned)g;
 }
 
+static int settle(void);
+
 static int launch(GpuKernel *k, uint64_t n, void **params)
 {
         unsigned grid[3] = { grid_for(n), 1, 1 };
         unsigned block[3] = { BLOCK, 1, 1 };
+        int r = settle();
 
-        return gpu_launch(k, grid, block, 0, params);
+        return r ? r : gpu_launch(k, grid, block, 0, params);
 }
 
 static int launch1(GpuKernel *k, void **params)
 {
         unsigned one[3] = { 1, 1, 1 };
+        int r = settle();
 
-        return gpu_launch(k, one, one, 0, params);
+        return r ? r : gpu_launch(k, one, one, 0, params);
+}
+
+/* @rows block rows, each as wide as @most elements need, together at most
+ * about twice what launch() uses for one buffer. */
+static int launch_rows(GpuKernel *k, uint64_t most, unsigned rows, unsigned block_x, void **params)
+{
+        unsigned wide = grid_for(most), cap = 2 * max_blocks / rows;
+        unsigned grid[3] = { wide < cap ? wide : cap, rows, 1 };
+        unsigned block[3] = { block_x, 1, 1 };
+
+        if (grid[0] < 1)
+                grid[0] = 1;
+        return gpu_launch(k, grid, block, 0, params);
+}
+
+/* Both flushes empty the batch before they launch: a failed launch is the
+ * job's end (sticky or not), and nothing of it is launched twice. */
+static int flush_fills(void)
+{
+        void *args[] = { &fills };
+        unsigned n = fills.n;
+        int r;
+
+        if (!n)
+                return 0;
+        r = launch_rows(k_fill_batch, fills_most, n, BLOCK, args);
+        fills.n = 0;
+        return r;
+}
+
+static int flush_cmps(void)
+{
+        void *args[] = { &cmps };
+        unsigned n = cmps.n;
+        int r;
+
+        if (!n)
+                return 0;
+        r = launch_rows(k_cmp_init_batch, 1, n, 32, args);
+        if (r == 0 && cmps_most)
+                r = launch_rows(k_compare_batch, cmps_most, n, BLOCK, args);
+        cmps.n = 0;
+        return r;
+}
+
+static int flush_checks(void)
+{
+        void *args[] = { &checks };
+        unsigned n = checks.n;
+        int r;
+
+        if (!n)
+                return 0;
+        r = launch_rows(k_diff_init_batch, 1, n, 32, args);
+        if (r == 0 && checks_most)
+                r = launch_rows(k_check_batch, checks_most, n, BLOCK, args);
+        checks.n = 0;
+        return r;
+}
+
+/* Launch what is pending (one kind at most); every other enqueue of this
+ * module comes after it. */
+static int settle(void)
+{
+        int r = flush_fills();
+
+        if (r == 0)
+                r = flush_cmps();
+        return r ? r : flush_checks();
+}
+
+/**
+ * devmem_batch_begin() - collect the fills (generate, poison, zero, guard
+ * fill) and tally comparisons that follow into as few launches as possible
+ * (KV_BATCH_MAX ops each), until devmem_batch_end(). Between the two only
+ * this module's calls may enqueue work: they keep the stream's order (ops
+ * on the same bytes, or of the other kind, launch what is pending first).
+ */
+void devmem_batch_begin(void)
+{
+        batching = true;
+}
+
+/** devmem_batch_end() - launch what is pending and stop collecting. */
+int devmem_batch_end(void)
+{
+        int r = settle();
+
+        batching = false;
+        return r;
+}
+
+static bool fill_overlaps(uint64_t lo, uint64_t hi)
+{
+        for (uint32_t i = 0; i < fills.n; i++) {
+                const KvFillOp *o = &fills.op[i];
+                uint64_t olo = o->dst + o->off,
+                         ohi = olo + (o->kind == KV_FILL_GENERATE
+                                              ? o->gen.count * (uint64_t)kv_dtype_size(o->gen.dtype)
+                                              : o->bytes);
+                if (lo < ohi && olo < hi)
+                        return true;
+        }
+        return false;
+}
+
+/* Queue one fill op; @elements sizes its row. */
+static int fill_add(const KvFillOp *op, uint64_t elements)
+{
+        uint64_t lo = op->dst + op->off,
+                 bytes = op->kind == KV_FILL_GENERATE ? op->gen.count * (uint64_t)kv_dtype_size(op->gen.dtype)
+                                                      : op->bytes;
+        int r;
+
+        if ((r = flush_cmps()) || (r = flush_checks()))
+                return r;
+        if ((fills.n == KV_BATCH_MAX || fill_overlaps(lo, lo + bytes)) && (r = flush_fills()))
+                return r;
+        if (fills.n == 0)
+                fills_most = 0;
+        fills.op[fills.n++] = *op;
+        if (elements > fills_most)
+                fills_most = elements;
+        return 0;
 }
 
 /* Wait for the stream, then copy @bytes of the result area to @dst. The
@@ -178,7 +325,7 @@ static int fetch(void *dst, GpuPtr src, size_t bytes)
 {
         int r;
 
-        if ((r = gpu_copy_dtoh(staging, src, bytes)) || (r = gpu_stream_wait()))
+        if ((r = settle()) || (r = gpu_copy_dtoh(staging, src, bytes)) || (r = gpu_stream_wait()))
                 return r;
         memcpy(dst, staging, bytes);
         return 0;
@@ -401,7 +548,7 @@ int devmem_free(DevBuf *buf)
 
         if (!buf || !buf->base)
                 return 0;
-        if ((r = gpu_memset8(buf->base, 0, buf->total)))
+        if ((r = settle()) || (r = gpu_memset8(buf->base, 0, buf->total)))
                 return r;
         total = untrack(buf->base);
         r = pool_return(buf->base, total ? total : buf->total);
@@ -422,7 +569,7 @@ int devmem_free_all(void)
         int r;
 
         for (size_t i = 0; i < n_live; i++)
-                if ((r = gpu_memset8(live[i].base, 0, live[i].total)))
+                if ((r = settle()) || (r = gpu_memset8(live[i].base, 0, live[i].total)))
                         return r;
         if ((r = gpu_stream_wait()))
                 return r;
@@ -460,20 +607,34 @@ int devmem_generate(const DevBuf *buf, const KvGenParams *params)
 
         if (p.count == 0)
                 return 0;
+        if (batching)
+                return fill_add(&(KvFillOp){ .dst = dst, .kind = KV_FILL_GENERATE, .gen = p }, p.count);
         return launch(k_generate, p.count, args);
+}
+
+static int fill_bytes(GpuPtr dst, uint8_t value, size_t bytes)
+{
+        int r;
+
+        if (bytes == 0)
+                return 0;
+        if (batching)
+                return fill_add(&(KvFillOp){ .dst = dst, .bytes = bytes, .kind = KV_FILL_BYTE, .value = value },
+                                (bytes + 3) / 4);
+        return (r = settle()) ? r : gpu_memset8(dst, value, bytes);
 }
 
 /** devmem_poison() - fill @buf with the poison of @dtype (asynchronous). */
 int devmem_poison(const DevBuf *buf, int dtype)
 {
-        return gpu_memset8(buf->ptr, kv_dtype_is_float(dtype) ? KV_POISON_FLOAT_BYTE : KV_POISON_INT_BYTE,
-                           buf->bytes);
+        return fill_bytes(buf->ptr, kv_dtype_is_float(dtype) ? KV_POISON_FLOAT_BYTE : KV_POISON_INT_BYTE,
+                          buf->bytes);
 }
 
 /** devmem_zero() - zero @buf (asynchronous). */
 int devmem_zero(const DevBuf *buf)
 {
-        return gpu_memset8(buf->ptr, 0, buf->bytes);
+        return fill_bytes(buf->ptr, 0, buf->bytes);
 }
 
 /** devmem_guard_fill() - write the canary pattern into both bands (asynchronous). */
@@ -486,6 +647,14 @@ int devmem_guard_fill(const DevBuf *buf, uint32_t salt)
 
         if (!buf->guard)
                 return 0;
+        if (batching) {
+                KvFillOp op = { .dst = base, .off = 0, .bytes = buf->guard, .kind = KV_FILL_CANARY, .value = salt };
+                if ((r = fill_add(&op, op.bytes)))
+                        return r;
+                op.off = buf->guard + buf->bytes;
+                op.bytes = buf->total - op.off;
+                return fill_add(&op, op.bytes);
+        }
         off = 0;
         len = buf->guard;
         if ((r = launch(k_canary_fill, len, args)))
@@ -495,61 +664,72 @@ int devmem_guard_fill(const DevBuf *buf, uint32_t salt)
         return launch(k_canary_fill, len, args);
 }
 
-static int canary_check(const DevBuf *buf, uint64_t off, uint64_t len, uint32_t salt, KvDiff *ret)
+static int check_add(unsigned slot, const KvCheckOp *op)
 {
-        GpuPtr base = buf->base, d = results;
-        void *init_args[] = { &d };
-        void *args[] = { &base, &off, &len, &salt, &d };
         int r;
 
-        if ((r = launch1(k_diff_init, init_args)) || (r = launch(k_canary_check, len, args)))
+        if (slot >= DEVMEM_DIFF_SLOTS)
+                return -EINVAL;
+        if ((r = flush_fills()) || (r = flush_cmps()) || (checks.n == KV_BATCH_MAX && (r = flush_checks())))
                 return r;
-        return fetch(ret, results, sizeof(*ret));
-}
-
-/**
- * devmem_guard_check() - count damaged canary bytes on both sides (waits)
- * @ret_report: filled on success; all zero means intact
- */
-int devmem_guard_check(const DevBuf *buf, uint32_t salt, DevGuardReport *ret_report)
-{
-        DevGuardReport rep;
-        KvDiff d;
-        uint64_t end;
-        int r;
-
-        memset(&rep, 0, sizeof(rep));
-        if (buf->guard) {
-                if ((r = canary_check(buf, 0, buf->guard, salt, &d)))
-                        return r;
-                rep.before_bytes = d.count;
-                if (d.count)
-                        rep.before_far = buf->guard - d.first; /* the lowest offset is the farthest */
-                end = buf->guard + buf->bytes;
-                if ((r = canary_check(buf, end, buf->total - end, salt, &d)))
-                        return r;
-                rep.after_bytes = d.count;
-                if (d.count) {
-                        rep.after_first = d.first - end;
-                        rep.after_last = d.last - end;
-                }
-        }
-        *ret_report = rep;
+        if (checks.n == 0)
+                checks_most = 0;
+        checks.op[checks.n] = *op;
+        checks.op[checks.n].diff = diffs + (GpuPtr)slot * sizeof(KvDiff);
+        checks.n++;
+        if (op->bytes > checks_most)
+                checks_most = op->bytes;
         return 0;
 }
 
-/** devmem_compare_bits() - bitwise comparison of two device ranges (waits). */
-int devmem_compare_bits(GpuPtr a, GpuPtr b, size_t bytes, KvDiff *ret_diff)
+/**
+ * devmem_check_guards() - queue the canary checks of both bands of @buf
+ * into diff slots @slot (before) and @slot + 1 (after); a buffer without
+ * guards gets two empty checks. Read with devmem_check_fetch(), then
+ * devmem_guard_report().
+ */
+int devmem_check_guards(unsigned slot, const DevBuf *buf, uint32_t salt)
 {
-        GpuPtr d = results;
-        uint64_t n = bytes;
-        void *init_args[] = { &d };
-        void *args[] = { &a, &b, &n, &d };
+        KvCheckOp op = { .a = buf->base, .off = 0, .bytes = buf->guard, .kind = KV_CHECK_CANARY, .salt = salt };
         int r;
 
-        if ((r = launch1(k_diff_init, init_args)) || (r = launch(k_compare_bits, (n + 3) / 4, args)))
+        if ((r = check_add(slot, &op)))
                 return r;
-        return fetch(ret_diff, results, sizeof(*ret_diff));
+        op.off = buf->guard + buf->bytes;
+        op.bytes = buf->guard ? buf->total - op.off : 0;
+        return check_add(slot + 1, &op);
+}
+
+/** devmem_check_bits() - queue a bitwise comparison of two ranges into diff slot @slot. */
+int devmem_check_bits(unsigned slot, GpuPtr a, GpuPtr b, size_t bytes)
+{
+        return check_add(slot, &(KvCheckOp){ .a = a, .b = b, .bytes = bytes, .kind = KV_CHECK_BITS });
+}
+
+/** devmem_check_fetch() - launch the queued checks, wait, copy diff slots [0, @n) to @ret (waits). */
+int devmem_check_fetch(unsigned n, KvDiff *ret)
+{
+        if (n > DEVMEM_DIFF_SLOTS)
+                return -EINVAL;
+        return n ? fetch(ret, diffs, n * sizeof(KvDiff)) : settle();
+}
+
+/** devmem_guard_report() - the report of @buf's bands from its two diff slots. */
+void devmem_guard_report(const DevBuf *buf, const KvDiff *before, const KvDiff *after, DevGuardReport *ret)
+{
+        uint64_t end = buf->guard + buf->bytes;
+
+        memset(ret, 0, sizeof(*ret));
+        if (!buf->guard)
+                return;
+        ret->before_bytes = before->count;
+        if (before->count)
+                ret->before_far = buf->guard - before->first; /* the lowest offset is the farthest */
+        ret->after_bytes = after->count;
+        if (after->count) {
+                ret->after_first = after->first - end;
+                ret->after_last = after->last - end;
+        }
 }
 
 /** devmem_compare_tol() - tolerance comparison of @got against @want (waits). */
@@ -581,6 +761,17 @@ int devmem_tally_compare(unsigned slot, GpuPtr got, GpuPtr want, const KvCmpPara
 
         if (slot >= DEVMEM_TALLY_SLOTS)
                 return -EINVAL;
+        if (batching) {
+                if ((r = flush_fills()) || (r = flush_checks()) ||
+                    (cmps.n == KV_BATCH_MAX && (r = flush_cmps())))
+                        return r;
+                if (cmps.n == 0)
+                        cmps_most = 0;
+                cmps.op[cmps.n++] = (KvCmpOp){ .p = p, .got = got, .want = want, .stats = s };
+                if (p.count > cmps_most)
+                        cmps_most = p.count;
+                return 0;
+        }
         if ((r = launch1(k_cmp_init, init_args)))
                 return r;
         return p.count ? launch(k_compare_tol, p.count, args) : 0;
@@ -604,7 +795,10 @@ int devmem_l2_ranges(const DevBuf *const *bufs, size_t n)
         n_ranges = (uint32_t)n;
         if (!n)
                 return 0;
-        int r = gpu_copy_htod(ranges, ranges_host, n * sizeof(KvRange));
+        int r = settle();
+
+        if (r == 0)
+                r = gpu_copy_htod(ranges, ranges_host, n * sizeof(KvRange));
         return r ? r : gpu_stream_wait();
 }
 
@@ -639,7 +833,8 @@ int devmem_mismatch_from(GpuPtr got, GpuPtr want, const KvCmpParams *params, uin
         void *args[] = { &p, &got, &want, &start, &s };
         int r;
 
-        if ((r = gpu_memset8(s, 0xFF, 8)) || (r = launch(k_mismatch_from, p.count > start ? p.count - start : 1, args)))
+        if ((r = settle()) || (r = gpu_memset8(s, 0xFF, 8)) ||
+            (r = launch(k_mismatch_from, p.count > start ? p.count - start : 1, args)))
                 return r;
         if ((r = fetch(&idx, results, sizeof(idx))))
                 return r;
@@ -666,7 +861,7 @@ int devmem_read_chunk(GpuPtr src, size_t bytes, const void **ret_view)
 
         if (bytes > DEVMEM_CHUNK_BYTES)
                 return -EINVAL;
-        if ((r = gpu_copy_dtoh(chunk, src, bytes)) || (r = gpu_stream_wait()))
+        if ((r = settle()) || (r = gpu_copy_dtoh(chunk, src, bytes)) || (r = gpu_stream_wait()))
                 return r;
         *ret_view = chunk;
         return 0;

@@ -74,18 +74,26 @@ size_t devmem_pool_count(void);
 uint64_t devmem_pool_bytes(void);
 uint64_t devmem_pool_limit(void);
 
+/* Fills and tally comparisons between these two go out in batched launches. */
+void devmem_batch_begin(void);
+int devmem_batch_end(void);
 int devmem_generate(const DevBuf *buf, const KvGenParams *params);
 int devmem_poison(const DevBuf *buf, int dtype);
 int devmem_zero(const DevBuf *buf);
 int devmem_guard_fill(const DevBuf *buf, uint32_t salt);
-int devmem_guard_check(const DevBuf *buf, uint32_t salt, DevGuardReport *ret_report);
-int devmem_compare_bits(GpuPtr a, GpuPtr b, size_t bytes, KvDiff *ret_diff);
 int devmem_compare_tol(GpuPtr got, GpuPtr want, const KvCmpParams *params, KvCmpStats *ret_stats);
 /* Comparisons queued without waiting and read back together (the timing
  * loop checks every timed run this way); fits in the staging buffer. */
 #define DEVMEM_TALLY_SLOTS 1024u
 int devmem_tally_compare(unsigned slot, GpuPtr got, GpuPtr want, const KvCmpParams *params);
 int devmem_tally_fetch(unsigned n, KvCmpStats *ret);
+/* Byte checks (guard bands, bitwise equality) queued without waiting and
+ * read back together. */
+#define DEVMEM_DIFF_SLOTS 1024u
+int devmem_check_guards(unsigned slot, const DevBuf *buf, uint32_t salt);
+int devmem_check_bits(unsigned slot, GpuPtr a, GpuPtr b, size_t bytes);
+int devmem_check_fetch(unsigned n, KvDiff *ret);
+void devmem_guard_report(const DevBuf *buf, const KvDiff *before, const KvDiff *after, DevGuardReport *ret);
 /* L2 lines a candidate marked evict_last, back to evict_normal before a flush. */
 #define DEVMEM_L2_RANGES_MAX 4096u
 int devmem_l2_ranges(const DevBuf *const *bufs, size_t n);

@@ -100,6 +100,69 @@ typedef struct KvDiff {
         unsigned long long last;   /* highest differing byte offset */
 } KvDiff;
 
+/*
+ * Batches of helper work, passed by value (__grid_constant__) to one launch
+ * each, block row y doing op[y]: the timing loop fills and compares dozens
+ * of small buffers per pair, and one launch per buffer cost more than the
+ * work (BENCHMARKS.md). Ops of one batch must not overlap (devmem.c keeps
+ * that). Both structs stay under the 4 KiB of kernel parameters that every
+ * driver takes.
+ */
+#define KV_BATCH_MAX 32
+
+enum {
+        KV_FILL_GENERATE = 0, /* gen.count elements from gen into dst */
+        KV_FILL_BYTE = 1,     /* bytes bytes of value into dst */
+        KV_FILL_CANARY = 2,   /* the canary of salt value into bytes [off, off + bytes) of dst */
+};
+
+typedef struct KvFillOp {
+        uint64_t dst;
+        uint64_t off;
+        uint64_t bytes;
+        int32_t kind;    /* KV_FILL_* */
+        uint32_t value;  /* KV_FILL_BYTE: the byte; KV_FILL_CANARY: the salt */
+        KvGenParams gen; /* KV_FILL_GENERATE */
+} KvFillOp;
+
+typedef struct KvFillBatch {
+        uint32_t n;
+        uint32_t pad;
+        KvFillOp op[KV_BATCH_MAX];
+} KvFillBatch;
+
+typedef struct KvCmpOp {
+        KvCmpParams p;
+        uint64_t got, want;
+        uint64_t stats; /* a KvCmpStats, initialised by kv_cmp_init_batch */
+} KvCmpOp;
+
+typedef struct KvCmpBatch {
+        uint32_t n;
+        uint32_t pad;
+        KvCmpOp op[KV_BATCH_MAX];
+} KvCmpBatch;
+
+enum {
+        KV_CHECK_CANARY = 0, /* bytes [off, off + bytes) of a against the canary of salt */
+        KV_CHECK_BITS = 1,   /* bytes bytes of a against b */
+};
+
+typedef struct KvCheckOp {
+        uint64_t a, b;
+        uint64_t off;
+        uint64_t bytes;
+        uint64_t diff; /* a KvDiff, initialised by kv_diff_init_batch */
+        int32_t kind;  /* KV_CHECK_* */
+        uint32_t salt;
+} KvCheckOp;
+
+typedef struct KvCheckBatch {
+        uint32_t n;
+        uint32_t pad;
+        KvCheckOp op[KV_BATCH_MAX];
+} KvCheckBatch;
+
 KV_HD uint64_t kv_mix64(uint64_t x)
 {
         x += 0x9E3779B97F4A7C15ull;

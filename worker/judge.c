@@ -492,9 +492,16 @@ static int set_inputs(Run *r, const JobShape *s, const JobSide *side, BufSet *se
         return 0;
 }
 
-/* Inputs from @seed, candidate outputs poisoned (reference outputs zeroed),
- * scratch zeroed, canaries filled when the set has guards. Asynchronous. */
-static int set_prepare(Run *r, const JobShape *s, const JobSide *side, BufSet *set, uint64_t seed, bool cand)
+/* End a devmem batch begun by the caller; @rc is the batch's work so far. */
+static int batch_end(Run *r, int rc)
+{
+        int e = devmem_batch_end();
+
+        r->side = SIDE_HELPER;
+        return rc ? rc : e ? fail_gpu(r, e) : 0;
+}
+
+static int set_prepare_ops(Run *r, const JobShape *s, const JobSide *side, BufSet *set, uint64_t seed, bool cand)
 {
         int total = s->n_buffers + side->n_scratch, rc;
 
@@ -507,6 +514,15 @@ static int set_prepare(Run *r, const JobShape *s, const JobSide *side, BufSet *s
                 TRY_GPU(r, devmem_guard_fill(&set->b[i], r->salt));
         }
         return 0;
+}
+
+/* Inputs from @seed, candidate outputs poisoned (reference outputs zeroed),
+ * scratch zeroed, canaries filled when the set has guards: one batch.
+ * Asynchronous. */
+static int set_prepare(Run *r, const JobShape *s, const JobSide *side, BufSet *set, uint64_t seed, bool cand)
+{
+        devmem_batch_begin();
+        return batch_end(r, set_prepare_ops(r, s, side, set, seed, cand));
 }
 
 /* -------------------------------------------------------------- plans -- */
@@ -574,7 +590,7 @@ static int run_plan(Run *r, int si, int side_idx, const BufSet *set, bool wait_e
         r->kernel = NULL;
         r->side = SIDE_HELPER;
         /* no reference partials left for the candidate; timed runs wipe after
-         * their end event instead (wipe_ref_outputs()) */
+         * their end event instead (pair_checks()) */
         if (wait_each && side_idx == SIDE_REF && side_has_gemm(side))
                 TRY_GPU(r, blas_wipe());
         return 0;
@@ -582,12 +598,22 @@ static int run_plan(Run *r, int si, int side_idx, const BufSet *set, bool wait_e
 
 /* ------------------------------------------------------------- checks -- */
 
-static int check_guards(Run *r, const JobShape *s, const JobSide *side, const BufSet *set)
+/* Queue the guard checks of @set into diff slots from *@slot on (two per buffer). */
+static int queue_guards(Run *r, const BufSet *set, unsigned *slot)
+{
+        r->side = SIDE_HELPER;
+        for (int i = 0; i < set->n; i++, *slot += 2)
+                TRY_GPU(r, devmem_check_guards(*slot, &set->b[i], r->salt));
+        return 0;
+}
+
+/* The verdict of @set's guard checks, read into @d (queue_guards() order). */
+static int guards_verdict(Run *r, const JobShape *s, const JobSide *side, const BufSet *set, const KvDiff *d)
 {
         for (int i = 0; i < set->n; i++) {
                 const JobBuffer *b = gpu_job_side_buffer(s, side, i);
                 DevGuardReport g;
-                TRY_GPU(r, devmem_guard_check(&set->b[i], r->salt, &g));
+                devmem_guard_report(&set->b[i], &d[2 * i], &d[2 * i + 1], &g);
                 if (g.after_bytes)
                         return fail_with(r, "incorrect", "guard",
                                          json_pack("{s:s, s:s, s:I, s:I, s:I}", "buffer", b->name, "where", "after",
@@ -609,24 +635,63 @@ static int check_guards(Run *r, const JobShape *s, const JobSide *side, const Bu
         return 0;
 }
 
+/* Queue the comparison of the candidate's `in` buffers with a fresh regeneration (in @ref). */
+static int queue_inputs(Run *r, const JobShape *s, const BufSet *cand, const BufSet *ref, unsigned *slot)
+{
+        r->side = SIDE_HELPER;
+        for (int i = 0; i < s->n_buffers; i++)
+                if (s->buffers[i].role == JOB_ROLE_IN)
+                        TRY_GPU(r, devmem_check_bits((*slot)++, cand->b[i].ptr, ref->b[i].ptr, s->buffers[i].bytes));
+        return 0;
+}
+
+static int inputs_verdict(Run *r, const JobShape *s, const KvDiff *d)
+{
+        for (int i = 0, k = 0; i < s->n_buffers; i++) {
+                const JobBuffer *b = &s->buffers[i];
+                uint64_t el;
+                if (b->role != JOB_ROLE_IN || d[k++].count == 0)
+                        continue;
+                el = d[k - 1].first / (uint64_t)kv_dtype_size(b->dtype);
+                return fail_with(r, "incorrect", "input_mutation",
+                                 json_pack("{s:s, s:I, s:I}", "buffer", b->name, "bytes", (json_int_t)d[k - 1].count,
+                                           "first_index", (json_int_t)el),
+                                 "the candidate wrote into input buffer '%s': %" PRIu64
+                                 " byte(s) differ from the generated input, first in element %" PRIu64,
+                                 b->name, (uint64_t)d[k - 1].count, el);
+        }
+        return 0;
+}
+
+/* Read back diff slots [0, @n) into @d (waits). */
+static int fetch_checks(Run *r, unsigned n, KvDiff *d)
+{
+        r->side = SIDE_HELPER;
+        TRY_GPU(r, devmem_check_fetch(n, d));
+        return 0;
+}
+
+static int check_guards(Run *r, const JobShape *s, const JobSide *side, const BufSet *set)
+{
+        KvDiff d[2 * MAX_SET];
+        unsigned n = 0;
+        int rc;
+
+        if ((rc = queue_guards(r, set, &n)) || (rc = fetch_checks(r, n, d)))
+                return rc;
+        return guards_verdict(r, s, side, set, d);
+}
+
 /* The candidate's `in` buffers must equal a fresh regeneration (in @ref). */
 static int check_inputs(Run *r, const JobShape *s, const BufSet *cand, const BufSet *ref)
 {
-        for (int i = 0; i < s->n_buffers; i++) {
-                const JobBuffer *b = &s->buffers[i];
-                KvDiff d;
-                if (b->role != JOB_ROLE_IN)
-                        continue;
-                TRY_GPU(r, devmem_compare_bits(cand->b[i].ptr, ref->b[i].ptr, b->bytes, &d));
-                if (d.count)
-                        return fail_with(r, "incorrect", "input_mutation",
-                                         json_pack("{s:s, s:I, s:I}", "buffer", b->name, "bytes", (json_int_t)d.count,
-                                                   "first_index", (json_int_t)(d.first / (uint64_t)kv_dtype_size(b->dtype))),
-                                         "the candidate wrote into input buffer '%s': %" PRIu64
-                                         " byte(s) differ from the generated input, first in element %" PRIu64,
-                                         b->name, (uint64_t)d.count, (uint64_t)(d.first / (uint64_t)kv_dtype_size(b->dtype)));
-        }
-        return 0;
+        KvDiff d[MAX_SET];
+        unsigned n = 0;
+        int rc;
+
+        if ((rc = queue_inputs(r, s, cand, ref, &n)) || (rc = fetch_checks(r, n, d)))
+                return rc;
+        return inputs_verdict(r, s, d);
 }
 
 static json_t *element_json(int dtype, GpuPtr buf, uint64_t index, int *rc)
@@ -721,13 +786,23 @@ static int check_outputs(Run *r, const JobShape *s, const BufSet *cand, const Bu
 /* Outputs of two candidate runs on the same inputs must be bit-identical. */
 static int check_determinism(Run *r, const JobShape *s, const BufSet *a, const BufSet *b)
 {
-        for (int i = 0; i < s->n_buffers; i++) {
+        KvDiff diffs[MAX_SET];
+        unsigned n = 0;
+        int rc;
+
+        r->side = SIDE_HELPER;
+        for (int i = 0; i < s->n_buffers; i++)
+                if (s->buffers[i].role != JOB_ROLE_IN)
+                        TRY_GPU(r, devmem_check_bits(n++, a->b[i].ptr, b->b[i].ptr, s->buffers[i].bytes));
+        if ((rc = fetch_checks(r, n, diffs)))
+                return rc;
+        for (int i = 0, k = 0; i < s->n_buffers; i++) {
                 const JobBuffer *bf = &s->buffers[i];
                 KvDiff d;
                 uint64_t el;
                 if (bf->role == JOB_ROLE_IN)
                         continue;
-                TRY_GPU(r, devmem_compare_bits(a->b[i].ptr, b->b[i].ptr, bf->bytes, &d));
+                d = diffs[k++];
                 if (!d.count)
                         continue;
                 el = d.first / (uint64_t)kv_dtype_size(bf->dtype);
@@ -1083,22 +1158,6 @@ static int flush_l2(Run *r)
         return 0;
 }
 
-/* After the reference's runs: its answers leave memory before the candidate runs again. */
-static int wipe_ref_outputs(Run *r, const JobShape *s, BufSet *sets, int n)
-{
-        r->side = SIDE_HELPER;
-        for (int j = 0; j < n; j++) {
-                for (int i = 0; i < s->n_buffers; i++)
-                        if (s->buffers[i].role != JOB_ROLE_IN)
-                                TRY_GPU(r, devmem_zero(&sets[j].b[i]));
-                for (int i = 0; i < s->ref.n_scratch; i++)
-                        TRY_GPU(r, devmem_zero(&sets[j].b[s->n_buffers + i]));
-        }
-        if (side_has_gemm(&s->ref))
-                TRY_GPU(r, blas_wipe());
-        return 0;
-}
-
 static int out_buffers(const JobShape *s)
 {
         int n = 0;
@@ -1114,9 +1173,8 @@ static int out_buffers(const JobShape *s)
  * comparison of every set's outputs into tally slots from *@slot on, and
  * the wipe of the reference's outputs. Nothing waits.
  */
-static int timed_pair(Run *r, int si, TimingState *ts, GpuEvent *const *ev, unsigned *slot)
+static int pair_inputs(Run *r, const JobShape *s, int si, TimingState *ts)
 {
-        const JobShape *s = &r->job->shapes[si];
         int rc;
 
         for (int j = 0; j < ts->per; j++) {
@@ -1125,6 +1183,42 @@ static int timed_pair(Run *r, int si, TimingState *ts, GpuEvent *const *ev, unsi
                     (rc = set_inputs(r, s, &s->ref, &ts->ref[j], seed, false)))
                         return rc;
         }
+        return 0;
+}
+
+/* Every set's outputs against the reference's into the tally, then the
+ * reference's outputs wiped (the wipes come after the comparisons: a fill
+ * after a comparison in a batch launches the comparisons first). */
+static int pair_checks(Run *r, const JobShape *s, TimingState *ts, unsigned *slot)
+{
+        r->side = SIDE_HELPER;
+        for (int j = 0; j < ts->per; j++) {
+                for (int i = 0; i < s->n_buffers; i++) {
+                        const JobBuffer *b = &s->buffers[i];
+                        KvCmpParams p = { .count = b->count, .dtype = b->dtype, .atol = b->atol, .rtol = b->rtol };
+                        if (b->role == JOB_ROLE_IN)
+                                continue;
+                        TRY_GPU(r, devmem_tally_compare((*slot)++, ts->cand[j].b[i].ptr, ts->ref[j].b[i].ptr, &p));
+                }
+        }
+        for (int j = 0; j < ts->per; j++) {
+                for (int i = 0; i < s->n_buffers; i++)
+                        if (s->buffers[i].role != JOB_ROLE_IN)
+                                TRY_GPU(r, devmem_zero(&ts->ref[j].b[i]));
+                for (int i = 0; i < s->ref.n_scratch; i++)
+                        TRY_GPU(r, devmem_zero(&ts->ref[j].b[s->n_buffers + i]));
+        }
+        return 0;
+}
+
+static int timed_pair(Run *r, int si, TimingState *ts, GpuEvent *const *ev, unsigned *slot)
+{
+        const JobShape *s = &r->job->shapes[si];
+        int rc;
+
+        devmem_batch_begin();
+        if ((rc = batch_end(r, pair_inputs(r, s, si, ts))))
+                return rc;
         /* lines the candidate marked evict_last would outlive the flush */
         r->side = SIDE_HELPER;
         TRY_GPU(r, devmem_l2_normal());
@@ -1142,17 +1236,12 @@ static int timed_pair(Run *r, int si, TimingState *ts, GpuEvent *const *ev, unsi
                 r->side = side;
                 TRY_GPU(r, gpu_event_record(ev[2 * side + 1]));
         }
-        r->side = SIDE_HELPER;
-        for (int j = 0; j < ts->per; j++) {
-                for (int i = 0; i < s->n_buffers; i++) {
-                        const JobBuffer *b = &s->buffers[i];
-                        KvCmpParams p = { .count = b->count, .dtype = b->dtype, .atol = b->atol, .rtol = b->rtol };
-                        if (b->role == JOB_ROLE_IN)
-                                continue;
-                        TRY_GPU(r, devmem_tally_compare((*slot)++, ts->cand[j].b[i].ptr, ts->ref[j].b[i].ptr, &p));
-                }
-        }
-        return wipe_ref_outputs(r, s, ts->ref, ts->per);
+        devmem_batch_begin();
+        if ((rc = batch_end(r, pair_checks(r, s, ts, slot))))
+                return rc;
+        if (side_has_gemm(&s->ref))
+                TRY_GPU(r, blas_wipe());
+        return 0;
 }
 
 /*
@@ -1352,6 +1441,41 @@ static int timed_batch(Run *r, int si, TimingState *ts, size_t b, bool record, s
         return check_tally(r, si, ts, slot, first_run);
 }
 
+/*
+ * After the last batch: the guard bands of every candidate set, and its
+ * inputs against the reference set's (the last pair generated both from the
+ * same seed). Queued for as many sets as the diff slots hold, read back
+ * once, judged in set order.
+ */
+static int final_checks(Run *r, const JobShape *s, TimingState *ts)
+{
+        KvDiff *d = malloc(DEVMEM_DIFF_SLOTS * sizeof(*d));
+        int rc = 0, j = 0;
+
+        if (!d)
+                return fail_gpu(r, -ENOMEM);
+        while (j < ts->n_sets && rc == 0) {
+                unsigned n = 0, first[TIMING_SETS_MAX];
+                int k = j;
+                while (k < ts->n_sets && rc == 0 && n + 2 * MAX_SET + MAX_SET <= DEVMEM_DIFF_SLOTS) {
+                        first[k - j] = n;
+                        if ((rc = queue_guards(r, &ts->cand[k], &n)) == 0)
+                                rc = queue_inputs(r, s, &ts->cand[k], &ts->ref[k], &n);
+                        k++;
+                }
+                if (rc == 0)
+                        rc = fetch_checks(r, n, d);
+                for (int i = j; i < k && rc == 0; i++) {
+                        const KvDiff *at = d + first[i - j];
+                        if ((rc = guards_verdict(r, s, &s->cand, &ts->cand[i], at)) == 0)
+                                rc = inputs_verdict(r, s, at + 2 * ts->cand[i].n);
+                }
+                j = k;
+        }
+        free(d);
+        return rc;
+}
+
 static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, double *ret_speedup)
 {
         const JobShape *s = &r->job->shapes[si];
@@ -1439,10 +1563,8 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
         r->phase = "timing";
         r->trial = -1;
         tp[4] = gpu_now_ns();
-        for (int j = 0; j < ts->n_sets; j++)
-                if ((rc = check_guards(r, s, &s->cand, &ts->cand[j])) ||
-                    (rc = check_inputs(r, s, &ts->cand[j], &ts->ref[j])))
-                        goto out;
+        if ((rc = final_checks(r, s, ts)))
+                goto out;
         min_ms = roofline_min_ms(r, s);
         speedup = cst.median > 0 ? rst.median / cst.median : 0;
         {

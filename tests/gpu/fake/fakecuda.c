@@ -126,6 +126,17 @@ static double now_ms(void)
 
 /* ---- helper kernels (worker/device.cu) ---- */
 
+static unsigned last_grid[3];
+
+/* A batch kernel's grid has one block row per op (worker/devrng.h). */
+static void check_rows(uint32_t n)
+{
+        if (n == 0 || n > KV_BATCH_MAX || last_grid[1] != n) {
+                fprintf(stderr, "fakecuda: batch of %u ops launched with %u block rows\n", n, last_grid[1]);
+                abort();
+        }
+}
+
 static void h_warm(struct CUmod_st *m, void **p)
 {
         int *x = PTR(int *, 0);
@@ -223,6 +234,77 @@ static void h_compare_tol(struct CUmod_st *m, void **p)
         }
         memcpy(&s->max_abs_bits, &ma, 8);
         memcpy(&s->max_rel_bits, &mr, 8);
+}
+
+static void h_fill_batch(struct CUmod_st *m, void **p)
+{
+        const KvFillBatch *b = p[0];
+        (void)m;
+        check_rows(b->n);
+        for (uint32_t k = 0; k < b->n; k++) {
+                const KvFillOp *o = &b->op[k];
+                unsigned char *dst = (unsigned char *)(uintptr_t)o->dst;
+                if (o->kind == KV_FILL_GENERATE)
+                        for (uint64_t i = 0; i < o->gen.count; i++)
+                                kv_gen_store(&o->gen, i, dst);
+                else if (o->kind == KV_FILL_BYTE)
+                        memset(dst, (int)(o->value & 0xFF), o->bytes);
+                else
+                        for (uint64_t i = 0; i < o->bytes; i++)
+                                dst[o->off + i] = kv_canary_byte(o->value, o->off + i);
+        }
+}
+
+static void h_cmp_init_batch(struct CUmod_st *m, void **p)
+{
+        const KvCmpBatch *b = p[0];
+        check_rows(b->n);
+        for (uint32_t k = 0; k < b->n; k++) {
+                CUdeviceptr s = b->op[k].stats;
+                void *q[] = { &s };
+                h_cmp_init(m, q);
+        }
+}
+
+static void h_compare_batch(struct CUmod_st *m, void **p)
+{
+        const KvCmpBatch *b = p[0];
+        check_rows(b->n);
+        for (uint32_t k = 0; k < b->n; k++) {
+                CUdeviceptr got = b->op[k].got, want = b->op[k].want, s = b->op[k].stats;
+                void *q[] = { (void *)&b->op[k].p, &got, &want, &s };
+                h_compare_tol(m, q);
+        }
+}
+
+static void h_diff_init_batch(struct CUmod_st *m, void **p)
+{
+        const KvCheckBatch *b = p[0];
+        check_rows(b->n);
+        for (uint32_t k = 0; k < b->n; k++) {
+                CUdeviceptr d = b->op[k].diff;
+                void *q[] = { &d };
+                h_diff_init(m, q);
+        }
+}
+
+static void h_check_batch(struct CUmod_st *m, void **p)
+{
+        const KvCheckBatch *b = p[0];
+        check_rows(b->n);
+        for (uint32_t k = 0; k < b->n; k++) {
+                const KvCheckOp *o = &b->op[k];
+                CUdeviceptr a = o->a, bb = o->b, d = o->diff;
+                uint64_t off = o->off, len = o->bytes;
+                uint32_t salt = o->salt;
+                if (o->kind == KV_CHECK_CANARY) {
+                        void *q[] = { &a, &off, &len, &salt, &d };
+                        h_canary_check(m, q);
+                } else {
+                        void *q[] = { &a, &bb, &len, &d };
+                        h_compare_bits(m, q);
+                }
+        }
 }
 
 /* kv_l2_normal: there is no L2 to demote lines in */
@@ -381,7 +463,6 @@ static void k_gemm_tb(struct CUmod_st *m, void **p)
 }
 
 /* batched row-major C[g][M,N] = A[g][K,M]^T B[g][K,N], bf16; grid.z is the batch */
-static unsigned last_grid[3];
 static void k_gemm_ta(struct CUmod_st *m, void **p)
 {
         const uint16_t *A = PTR(const uint16_t *, 0), *B = PTR(const uint16_t *, 1);
@@ -443,13 +524,15 @@ static const KDef kernels[] = {
         { "helpers", "kv_warm", h_warm, 1, { 8 } },
         { "helpers", "kv_generate", h_generate, 2, { sizeof(KvGenParams), 8 } },
         { "helpers", "kv_canary_fill", h_canary_fill, 4, { 8, 8, 8, 4 } },
-        { "helpers", "kv_canary_check", h_canary_check, 5, { 8, 8, 8, 4, 8 } },
-        { "helpers", "kv_diff_init", h_diff_init, 1, { 8 } },
-        { "helpers", "kv_compare_bits", h_compare_bits, 4, { 8, 8, 8, 8 } },
         { "helpers", "kv_cmp_init", h_cmp_init, 1, { 8 } },
         { "helpers", "kv_compare_tol", h_compare_tol, 4, { sizeof(KvCmpParams), 8, 8, 8 } },
         { "helpers", "kv_mismatch_from", h_mismatch_from, 5, { sizeof(KvCmpParams), 8, 8, 8, 8 } },
         { "helpers", "kv_l2_normal", h_l2_normal, 2, { 8, 4 } },
+        { "helpers", "kv_fill_batch", h_fill_batch, 1, { sizeof(KvFillBatch) } },
+        { "helpers", "kv_cmp_init_batch", h_cmp_init_batch, 1, { sizeof(KvCmpBatch) } },
+        { "helpers", "kv_compare_batch", h_compare_batch, 1, { sizeof(KvCmpBatch) } },
+        { "helpers", "kv_diff_init_batch", h_diff_init_batch, 1, { sizeof(KvCheckBatch) } },
+        { "helpers", "kv_check_batch", h_check_batch, 1, { sizeof(KvCheckBatch) } },
         { "ref", "vadd_ref", k_vadd, 4, { 8, 8, 8, 4 } },
         { "ref", "axpy_ref", k_axpy, 4, { 4, 8, 8, 4 } },
         { "ref", "copy4", k_copy4, 3, { 8, 8, 4 } },
