@@ -197,6 +197,27 @@ static void t_syntax_error(void)
         compile_output_clear(&out);
 }
 
+/* What -minimal leaves out (texture objects, runtime API types) still
+ * compiles: the second, full compile takes over, and its CUBIN is used. */
+static void t_minimal_fallback(void)
+{
+        static const char src[] =
+                "extern \"C\" __global__ void tex(cudaTextureObject_t t, float *y, int *e)\n"
+                "{\n"
+                "  cudaError_t ok = cudaSuccess;\n"
+                "  y[threadIdx.x] = tex1Dfetch<float>(t, threadIdx.x);\n"
+                "  e[threadIdx.x] = (int)ok;\n"
+                "}\n";
+        CompileOutput out;
+
+        run("cuda", src, strlen(src), NULL, NULL, &out);
+        CHECK(is_ok(&out));
+        CHECK(out.cubin && out.cubin_len > 64);
+        CHECK(strcmp(jstr(out.result, "log"), "") == 0);
+        CHECK(kernel(&out, "tex") != NULL);
+        compile_output_clear(&out);
+}
+
 static void t_name_expression(void)
 {
         static const char src[] =
@@ -918,6 +939,7 @@ int main(void)
                 return 1;
         t_good();
         t_syntax_error();
+        t_minimal_fallback();
         t_name_expression();
         t_ptx();
         t_refusals();
