@@ -1499,8 +1499,8 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
         if (!ts)
                 return fail_gpu(r, -ENOMEM);
         ts->per = 1;
-        ts->cs = malloc((size_t)job->max_trials * sizeof(double));
-        ts->rs = malloc((size_t)job->max_trials * sizeof(double));
+        ts->cs = malloc((size_t)(job->max_trials > job->warmup ? job->max_trials : job->warmup) * sizeof(double));
+        ts->rs = malloc((size_t)(job->max_trials > job->warmup ? job->max_trials : job->warmup) * sizeof(double));
         if (!ts->cs || !ts->rs) {
                 rc = fail_gpu(r, -ENOMEM);
                 goto out;
@@ -1508,13 +1508,26 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
         tp[0] = gpu_now_ns();
         if ((rc = grow_sets(r, s, ts, 1)) || (rc = wait_all(r)))
                 goto out;
-        /* warm-up: one execution per trial, untimed but checked; its last
+        /* warm-up: one execution per trial, checked, its samples kept for one
+         * decision: a candidate that the warm-up pairs already show far slower
+         * than the reference (timing_too_slow(), the loop's own rule) stops
+         * here, with those samples; otherwise they are dropped, and the last
          * pair's times choose the executions per trial */
         t_start = tp[1] = gpu_now_ns();
         for (int64_t w = 0; w < job->warmup; w++)
-                if ((rc = timed_batch(r, si, ts, 1, false, &n)))
+                if ((rc = timed_batch(r, si, ts, 1, true, &n)))
                         goto out;
         if (job->warmup > 0) {
+                if (timing_stats_compute(ts->cs, n, &cst) || timing_stats_compute(ts->rs, n, &rst)) {
+                        rc = fail_gpu(r, -ENOMEM);
+                        goto out;
+                }
+                if (timing_too_slow(n, cst.median, rst.median))
+                        stop = TIMING_STOP_TOO_SLOW;
+                else
+                        n = 0;
+        }
+        if (job->warmup > 0 && stop == TIMING_GO_ON) {
                 double c = 0, f = 0;
                 pair_ms = (double)(gpu_now_ns() - t_start) / 1e6 / (double)job->warmup;
                 r->side = SIDE_HELPER;

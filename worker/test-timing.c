@@ -97,6 +97,11 @@ static void test_stop(void)
         CHECK(timing_should_stop(&p, 3, 1, INFINITY, INFINITY, 10.0, 1.0) == TIMING_GO_ON);
         CHECK(timing_should_stop(&p, 50, 1, 0.5, 0.5, 10.0, 0.5) == TIMING_STOP_TRIALS);
         CHECK(strcmp(timing_stop_name(TIMING_STOP_TOO_SLOW), "too_slow") == 0);
+        /* the same rule on its own (the warm-up's early stop) */
+        CHECK(timing_too_slow(3, 10.0, 0.99));
+        CHECK(!timing_too_slow(3, 10.0, 1.0));
+        CHECK(!timing_too_slow(2, 10.0, 0.01));
+        CHECK(!timing_too_slow(3, 0.0, 0.0));
 }
 
 static void test_batch(void)

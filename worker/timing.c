@@ -78,6 +78,17 @@ int timing_stats_compute(const double *samples, size_t n, TimingStats *ret_stats
 }
 
 /**
+ * timing_too_slow() - whether @trials pairs with these medians (ms) already
+ * show a speedup below TIMING_TOO_SLOW_SPEEDUP (at least
+ * TIMING_TOO_SLOW_TRIALS pairs).
+ */
+bool timing_too_slow(size_t trials, double cand_median, double ref_median)
+{
+        return trials >= TIMING_TOO_SLOW_TRIALS && cand_median > 0 && ref_median >= 0 &&
+               ref_median < TIMING_TOO_SLOW_SPEEDUP * cand_median;
+}
+
+/**
  * timing_should_stop() - the stopping rule of the timing loop
  * @trials: completed (candidate, reference) pairs
  * @elapsed_ms: wall time spent in the loop
@@ -93,8 +104,7 @@ TimingStop timing_should_stop(const TimingPolicy *policy, size_t trials, double 
 {
         if ((int64_t)trials >= policy->max_trials)
                 return TIMING_STOP_TRIALS;
-        if (trials >= TIMING_TOO_SLOW_TRIALS && cand_median > 0 && ref_median >= 0 &&
-            ref_median < TIMING_TOO_SLOW_SPEEDUP * cand_median)
+        if (timing_too_slow(trials, cand_median, ref_median))
                 return TIMING_STOP_TOO_SLOW;
         if ((int64_t)trials >= policy->min_trials && cand_precision <= policy->target_precision &&
             ref_precision <= policy->target_precision)

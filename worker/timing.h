@@ -46,6 +46,7 @@ typedef enum {
 
 int timing_stats_compute(const double *samples, size_t n, TimingStats *ret_stats);
 void timing_ci_ranks(size_t n, size_t *ret_lo, size_t *ret_hi);
+bool timing_too_slow(size_t trials, double cand_median, double ref_median);
 TimingStop timing_should_stop(const TimingPolicy *policy, size_t trials, double elapsed_ms,
                               double cand_precision, double ref_precision, double cand_median,
                               double ref_median);
