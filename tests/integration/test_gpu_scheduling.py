@@ -194,7 +194,7 @@ def test_job_carries_launch_limits(one_gpu):
     fs.wait_all(ids)
     (job,) = fs.jobs(set(ids))
     assert job["has_launch_factor"] and job["launch_factor"] == 1000, job
-    assert job["has_launch_floor"] and job["launch_floor_ms"] == 250, job
+    assert job["has_launch_floor"] and job["launch_floor_ms"] == 100, job
     assert job["launch_timeout_ms"] == 10000, job
     assert job["fault_grace_ms"] == 500, job
 
