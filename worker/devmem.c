@@ -207,49 +207,37 @@ static int launch_rows(GpuKernel *k, uint64_t most, unsigned rows, unsigned bloc
         return gpu_launch(k, grid, block, 0, params);
 }
 
-/* Both flushes empty the batch before they launch: a failed launch is the
- * job's end (sticky or not), and nothing of it is launched twice. */
+/* Launch a batch of *@n ops (@init once per row first, when given; @work
+ * sized by @most elements), then empty it, launched or not: a failed launch
+ * is the job's end, and nothing of it is launched twice. */
+static int flush_batch(GpuKernel *init, GpuKernel *work, void *batch, uint32_t *n, uint64_t most)
+{
+        void *args[] = { batch };
+        int r = 0;
+
+        if (!*n)
+                return 0;
+        if (init)
+                r = launch_rows(init, 1, *n, 32, args);
+        if (r == 0 && most)
+                r = launch_rows(work, most, *n, BLOCK, args);
+        *n = 0;
+        return r;
+}
+
 static int flush_fills(void)
 {
-        void *args[] = { &fills };
-        unsigned n = fills.n;
-        int r;
-
-        if (!n)
-                return 0;
-        r = launch_rows(k_fill_batch, fills_most, n, BLOCK, args);
-        fills.n = 0;
-        return r;
+        return flush_batch(NULL, k_fill_batch, &fills, &fills.n, fills_most);
 }
 
 static int flush_cmps(void)
 {
-        void *args[] = { &cmps };
-        unsigned n = cmps.n;
-        int r;
-
-        if (!n)
-                return 0;
-        r = launch_rows(k_cmp_init_batch, 1, n, 32, args);
-        if (r == 0 && cmps_most)
-                r = launch_rows(k_compare_batch, cmps_most, n, BLOCK, args);
-        cmps.n = 0;
-        return r;
+        return flush_batch(k_cmp_init_batch, k_compare_batch, &cmps, &cmps.n, cmps_most);
 }
 
 static int flush_checks(void)
 {
-        void *args[] = { &checks };
-        unsigned n = checks.n;
-        int r;
-
-        if (!n)
-                return 0;
-        r = launch_rows(k_diff_init_batch, 1, n, 32, args);
-        if (r == 0 && checks_most)
-                r = launch_rows(k_check_batch, checks_most, n, BLOCK, args);
-        checks.n = 0;
-        return r;
+        return flush_batch(k_diff_init_batch, k_check_batch, &checks, &checks.n, checks_most);
 }
 
 /* Launch what is pending (one kind at most); every other enqueue of this
