@@ -111,35 +111,3 @@ int blas_gemm(const BlasGemm *g)
                                                 CUBLAS_GEMM_DEFAULT),
                      "cublasGemmStridedBatchedEx");
 }
-
-/**
- * blas_warm() - run a tiny GEMM of every dtype, plain and batched, so the
- * cuBLAS kernels and heuristics are loaded before the sandbox locks.
- * Return: 0, GPU_E_CUDA, GPU_E_TIMEOUT.
- */
-int blas_warm(void)
-{
-        static const int dtypes[] = { KV_DT_F32, KV_DT_F16, KV_DT_BF16 };
-        GpuPtr buf;
-        int r;
-
-        /* 3 matrices of 2 x 64 x 64 f32 each */
-        if ((r = gpu_alloc(3 * 2 * 64 * 64 * 4, &buf)))
-                return r;
-        if ((r = gpu_memset8(buf, 0, 3 * 2 * 64 * 64 * 4)))
-                goto out;
-        for (size_t i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++) {
-                for (int64_t batch = 1; batch <= 2; batch++) {
-                        BlasGemm g = { .dtype = dtypes[i], .a = buf, .b = buf + 2 * 64 * 64 * 4,
-                                       .c = buf + 4 * 64 * 64 * 4, .m = 64, .n = 64, .k = 64, .batch = batch,
-                                       .alpha = 1.0, .beta = 0.0 };
-                        if ((r = blas_gemm(&g)))
-                                goto out;
-                }
-        }
-        r = gpu_stream_wait();
-out:
-        if (r == 0)
-                r = gpu_free(buf);
-        return r;
-}

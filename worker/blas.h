@@ -34,7 +34,6 @@ typedef struct BlasGemm {
 } BlasGemm;
 
 int blas_init(void *stream);
-int blas_warm(void);
 int blas_gemm(const BlasGemm *g);
 int blas_wipe(void);
 const char *blas_version(void);

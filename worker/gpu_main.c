@@ -12,7 +12,7 @@
  *   3. sandbox_enter() (keeping the frame descriptor);
  *   4. cuInit, the primary context of KEVALD_GPU_INDEX (default 0), the
  *      printf FIFO bound (LIMIT_PRINTF_FIFO_BYTES), the trusted helper
- *      fatbin, cuBLAS (handle, workspace, one GEMM per dtype), events, a
+ *      fatbin, cuBLAS (handle, workspace; its kernels load at their first use), events, a
  *      first launch, and the L2 flush buffer;
  *   5. sandbox_lock() (seccomp, TSYNC);
  *   6. HELLO; then one RESULT per JOB until EOF or SHUTDOWN.
@@ -124,8 +124,8 @@ static void hello_fail(json_t *layers, const char *what, int rc)
 }
 
 /* Start-up phases, in ms: where a restart's time goes (HELLO "startup_ms"). */
-static const char *const phase_names[] = { "sandbox", "cuda_init", "helpers", "cublas", "cublas_warm", "flush", "lock" };
-static double phase_ms[7];
+static const char *const phase_names[] = { "sandbox", "cuda_init", "helpers", "cublas", "flush", "lock" };
+static double phase_ms[6];
 static int64_t phase_t0;
 
 static void phase_done(int i)
@@ -253,11 +253,6 @@ int main(int argc, char **argv)
                 return 1;
         }
         phase_done(3);
-        if ((r = blas_warm())) {
-                hello_fail(layers, "cublas", r);
-                return 1;
-        }
-        phase_done(4);
         /* the L2 flush buffer: at least twice the L2, at least 64 MiB */
         flush_bytes = (size_t)info.l2_bytes * 2;
         if (flush_bytes < (64u << 20))
@@ -268,7 +263,7 @@ int main(int argc, char **argv)
                 hello_fail(layers, "l2_flush_buffer", r);
                 return 1;
         }
-        phase_done(5);
+        phase_done(4);
 #ifdef KEVALD_HAVE_SANDBOX
         r = sandbox_lock(sandbox ? SANDBOX_PROFILE_GPU : SANDBOX_PROFILE_NONE, &report);
         json_decref(layers);
@@ -278,7 +273,7 @@ int main(int argc, char **argv)
                 return 1;
         }
 #endif
-        phase_done(6);
+        phase_done(5);
         {
                 json_t *h = hello_json(&info, layers, flush_bytes);
                 if (h)
@@ -291,9 +286,9 @@ int main(int argc, char **argv)
                 }
         }
         log_info("gpu: ready on device %d (%s, cc %d.%d, %d SMs, driver %s); start-up ms: sandbox %.0f, cuda_init %.0f, "
-                 "helpers %.0f, cublas %.0f, cublas_warm %.0f, flush %.0f, lock %.0f",
+                 "helpers %.0f, cublas %.0f, flush %.0f, lock %.0f",
                  info.index, info.name, info.cc_major, info.cc_minor, info.sms, info.driver[0] ? info.driver : "?",
-                 phase_ms[0], phase_ms[1], phase_ms[2], phase_ms[3], phase_ms[4], phase_ms[5], phase_ms[6]);
+                 phase_ms[0], phase_ms[1], phase_ms[2], phase_ms[3], phase_ms[4], phase_ms[5]);
 
         memset(&env, 0, sizeof(env));
         env.info = &info;
