@@ -546,6 +546,8 @@ static void on_handle_closed(uv_handle_t *h)
                 if (backoff > 0)
                         log_info("dispatch: restarting %s worker %d in %.2f s (%d consecutive failures)",
                                  w->spec->name, w->index, backoff, w->failures);
+                else if (w->state == W_STOPPED)
+                        worker_start(w); /* now, not at the next tick: a GPU worker's start is the slow part */
         }
 }
 
