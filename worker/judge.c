@@ -1138,7 +1138,7 @@ static json_t *stats_json(const TimingStats *st)
  * without a wait, read back per batch by check_tally()): every timed run
  * is checked, not a sample of them.
  */
-#define TIMING_SETS_MAX 32
+#define TIMING_SETS_MAX 64
 #define TRIAL_TARGET_MS 1.0
 #define TRIAL_MAX_MS 25.0
 #define TIMING_SETS_BYTES (1ull << 30)
@@ -1374,7 +1374,8 @@ static int choose_per(const JobShape *s, double cand_ms, double ref_ms, double t
         if (!(fast > 0))
                 return 1;
         per = (int)fmin(floor(trial_target_ms(target_precision) / fast), TIMING_SETS_MAX);
-        while (per > 1 && ((double)per * slow > TRIAL_MAX_MS || (uint64_t)per * bytes > TIMING_SETS_BYTES))
+        while (per > 1 && ((double)per * slow > TRIAL_MAX_MS || (uint64_t)per * bytes > TIMING_SETS_BYTES ||
+                           (unsigned)(per * out_buffers(s)) > DEVMEM_TALLY_SLOTS))
                 per--;
         return per < 1 ? 1 : per;
 }
@@ -1562,7 +1563,7 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
         if (max_b > EV_PAIRS)
                 max_b = EV_PAIRS;
         if (max_b < 1)
-                max_b = 1; /* per * outputs <= 32 * 32 = the tally */
+                max_b = 1; /* choose_per() keeps per * outputs within the tally */
         t_start = gpu_now_ns();
         while (stop == TIMING_GO_ON) {
                 size_t b = timing_batch_size(&pol, n, elapsed, pair_ms);
