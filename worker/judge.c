@@ -1364,6 +1364,18 @@ static double trial_target_ms(double target_precision)
         return t < TRIAL_TARGET_MS ? t : TRIAL_TARGET_MS;
 }
 
+/*
+ * At most this many executions per trial. 32 leaves a 5.5 µs kernel's
+ * trial +2.0 to +3.2% over its CUPTI time (the fixed cost over 32); 64
+ * halves that (+1.9 to +2.1%) but doubles the fresh buffer sets of every
+ * short kernel, which cost the RL corpus 7-10% of its throughput at the
+ * default 1% (BENCHMARKS.md). So 64 only for finer targets (`precise`).
+ */
+static int trial_sets_max(double target_precision)
+{
+        return target_precision < 0.01 ? TIMING_SETS_MAX : TIMING_SETS_MAX / 2;
+}
+
 /* Executions per trial for the times of one execution of each side. */
 static int choose_per(const JobShape *s, double cand_ms, double ref_ms, double target_precision)
 {
@@ -1373,7 +1385,7 @@ static int choose_per(const JobShape *s, double cand_ms, double ref_ms, double t
 
         if (!(fast > 0))
                 return 1;
-        per = (int)fmin(floor(trial_target_ms(target_precision) / fast), TIMING_SETS_MAX);
+        per = (int)fmin(floor(trial_target_ms(target_precision) / fast), trial_sets_max(target_precision));
         while (per > 1 && ((double)per * slow > TRIAL_MAX_MS || (uint64_t)per * bytes > TIMING_SETS_BYTES ||
                            (unsigned)(per * out_buffers(s)) > DEVMEM_TALLY_SLOTS))
                 per--;
