@@ -26,6 +26,9 @@
 #define DIFF_BYTES (DEVMEM_DIFF_SLOTS * sizeof(KvDiff))
 _Static_assert(TALLY_BYTES <= STAGING_BYTES, "the tally is read back through the staging buffer");
 _Static_assert(DIFF_BYTES <= STAGING_BYTES, "byte checks are read back through the staging buffer");
+/* Batches go by value as the one kernel parameter: 4 KiB is what every driver takes. */
+_Static_assert(sizeof(KvFillBatch) <= 4096 && sizeof(KvCmpBatch) <= 4096 && sizeof(KvCheckBatch) <= 4096,
+               "a batch must fit the kernel parameter space");
 
 static GpuModule *helpers;
 static GpuKernel *k_warm, *k_generate, *k_canary_fill,
@@ -556,6 +559,9 @@ int devmem_free_all(void)
 {
         int r;
 
+        batching = false; /* a job's end: nothing of it is collected further */
+        if ((r = settle()))
+                return r;
         for (size_t i = 0; i < n_live; i++)
                 if ((r = settle()) || (r = gpu_memset8(live[i].base, 0, live[i].total)))
                         return r;
@@ -656,6 +662,8 @@ static int check_add(unsigned slot, const KvCheckOp *op)
 {
         int r;
 
+        uint64_t elements = op->kind == KV_CHECK_BITS ? (op->bytes + 3) / 4 : op->bytes; /* words, bytes */
+
         if (slot >= DEVMEM_DIFF_SLOTS)
                 return -EINVAL;
         if ((r = flush_fills()) || (r = flush_cmps()) || (checks.n == KV_BATCH_MAX && (r = flush_checks())))
@@ -665,8 +673,8 @@ static int check_add(unsigned slot, const KvCheckOp *op)
         checks.op[checks.n] = *op;
         checks.op[checks.n].diff = diffs + (GpuPtr)slot * sizeof(KvDiff);
         checks.n++;
-        if (op->bytes > checks_most)
-                checks_most = op->bytes;
+        if (elements > checks_most)
+                checks_most = elements;
         return 0;
 }
 
@@ -681,6 +689,8 @@ int devmem_check_guards(unsigned slot, const DevBuf *buf, uint32_t salt)
         KvCheckOp op = { .a = buf->base, .off = 0, .bytes = buf->guard, .kind = KV_CHECK_CANARY, .salt = salt };
         int r;
 
+        if (slot + 1 >= DEVMEM_DIFF_SLOTS) /* both or neither */
+                return -EINVAL;
         if ((r = check_add(slot, &op)))
                 return r;
         op.off = buf->guard + buf->bytes;
