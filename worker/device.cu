@@ -62,21 +62,6 @@ extern "C" __global__ void kv_warm(int *p)
                 *p = 1;
 }
 
-/* Fill a buffer from the seed (docs/internals.md, buffers[].init). */
-extern "C" __global__ void kv_generate(KvGenParams p, unsigned char *dst)
-{
-        for (uint64_t i = kv_tid(); i < p.count; i += kv_nthreads())
-                kv_gen_store(&p, i, dst);
-}
-
-/* Write the canary pattern into bytes [off, off + len) of an allocation. */
-extern "C" __global__ void kv_canary_fill(unsigned char *base, uint64_t off, uint64_t len,
-                                          uint32_t salt)
-{
-        for (uint64_t i = kv_tid(); i < len; i += kv_nthreads())
-                base[off + i] = kv_canary_byte(salt, off + i);
-}
-
 /* Reduce one thread's (count, first, last) into @d; every lane of the warp
  * must call it (the loops above keep whole warps together). */
 static __device__ void kv_diff_reduce(KvDiff *d, unsigned long long count, unsigned long long first,

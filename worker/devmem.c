@@ -31,8 +31,7 @@ _Static_assert(sizeof(KvFillBatch) <= 4096 && sizeof(KvCmpBatch) <= 4096 && size
                "a batch must fit the kernel parameter space");
 
 static GpuModule *helpers;
-static GpuKernel *k_warm, *k_generate, *k_canary_fill,
-        *k_cmp_init, *k_compare_tol, *k_mismatch_from, *k_l2_normal, *k_fill_batch, *k_cmp_init_batch,
+static GpuKernel *k_warm, *k_cmp_init, *k_compare_tol, *k_mismatch_from, *k_l2_normal, *k_fill_batch, *k_cmp_init_batch,
         *k_compare_batch, *k_diff_init_batch, *k_check_batch;
 static GpuPtr results;        /* RESULT_BYTES of device memory for helper results */
 static GpuPtr tally;          /* DEVMEM_TALLY_SLOTS comparison results (devmem_tally_*) */
@@ -45,8 +44,10 @@ static unsigned char *staging; /* STAGING_BYTES, page-locked */
 static unsigned char *chunk;   /* DEVMEM_CHUNK_BYTES, page-locked */
 static unsigned max_blocks = 1024;
 
-/* Between devmem_batch_begin() and _end(): fills and tally comparisons are
- * collected here and launched together; at most one of the two is pending. */
+/* Fills and tally comparisons go out as batches: between
+ * devmem_batch_begin() and _end() they are collected here and launched
+ * together, outside that each is a batch of one; at most one kind is
+ * pending. */
 static bool batching;
 static KvFillBatch fills;
 static uint64_t fills_most; /* the largest op's elements: sizes the grid */
@@ -108,8 +109,6 @@ int devmem_init(const void *fatbin, size_t len, int sms)
                 GpuKernel **k;
         } table[] = {
                 { "kv_warm", &k_warm },
-                { "kv_generate", &k_generate },
-                { "kv_canary_fill", &k_canary_fill },
                 { "kv_cmp_init", &k_cmp_init },
                 { "kv_compare_tol", &k_compare_tol },
                 { "kv_mismatch_from", &k_mismatch_from },
@@ -275,38 +274,43 @@ int devmem_batch_end(void)
         return r;
 }
 
-static bool fill_overlaps(uint64_t lo, uint64_t hi)
+/* The first byte a fill op writes, and the byte past its last. */
+static void fill_span(const KvFillOp *o, uint64_t *ret_lo, uint64_t *ret_hi)
 {
+        *ret_lo = o->dst + o->off;
+        *ret_hi = *ret_lo + (o->kind == KV_FILL_GENERATE ? o->gen.count * (uint64_t)kv_dtype_size(o->gen.dtype)
+                                                         : o->bytes);
+}
+
+static bool fill_overlaps(const KvFillOp *op)
+{
+        uint64_t lo, hi, olo, ohi;
+
+        fill_span(op, &lo, &hi);
         for (uint32_t i = 0; i < fills.n; i++) {
-                const KvFillOp *o = &fills.op[i];
-                uint64_t olo = o->dst + o->off,
-                         ohi = olo + (o->kind == KV_FILL_GENERATE
-                                              ? o->gen.count * (uint64_t)kv_dtype_size(o->gen.dtype)
-                                              : o->bytes);
+                fill_span(&fills.op[i], &olo, &ohi);
                 if (lo < ohi && olo < hi)
                         return true;
         }
         return false;
 }
 
-/* Queue one fill op; @elements sizes its row. */
-static int fill_add(const KvFillOp *op, uint64_t elements)
+/* One fill op: queued into the batch, or launched alone outside one;
+ * @elements sizes its row. */
+static int fill(const KvFillOp *op, uint64_t elements)
 {
-        uint64_t lo = op->dst + op->off,
-                 bytes = op->kind == KV_FILL_GENERATE ? op->gen.count * (uint64_t)kv_dtype_size(op->gen.dtype)
-                                                      : op->bytes;
         int r;
 
         if ((r = flush_cmps()) || (r = flush_checks()))
                 return r;
-        if ((fills.n == KV_BATCH_MAX || fill_overlaps(lo, lo + bytes)) && (r = flush_fills()))
+        if ((fills.n == KV_BATCH_MAX || fill_overlaps(op)) && (r = flush_fills()))
                 return r;
         if (fills.n == 0)
                 fills_most = 0;
         fills.op[fills.n++] = *op;
         if (elements > fills_most)
                 fills_most = elements;
-        return 0;
+        return batching ? 0 : flush_fills();
 }
 
 /* Wait for the stream, then copy @bytes of the result area to @dst. The
@@ -563,7 +567,7 @@ int devmem_free_all(void)
         if ((r = settle()))
                 return r;
         for (size_t i = 0; i < n_live; i++)
-                if ((r = settle()) || (r = gpu_memset8(live[i].base, 0, live[i].total)))
+                if ((r = gpu_memset8(live[i].base, 0, live[i].total)))
                         return r;
         if ((r = gpu_stream_wait()))
                 return r;
@@ -595,27 +599,16 @@ uint64_t devmem_live_bytes(void)
 /** devmem_generate() - fill @buf from @params (asynchronous). */
 int devmem_generate(const DevBuf *buf, const KvGenParams *params)
 {
-        KvGenParams p = *params;
-        GpuPtr dst = buf->ptr;
-        void *args[] = { &p, &dst };
-
-        if (p.count == 0)
+        if (params->count == 0)
                 return 0;
-        if (batching)
-                return fill_add(&(KvFillOp){ .dst = dst, .kind = KV_FILL_GENERATE, .gen = p }, p.count);
-        return launch(k_generate, p.count, args);
+        return fill(&(KvFillOp){ .dst = buf->ptr, .kind = KV_FILL_GENERATE, .gen = *params }, params->count);
 }
 
 static int fill_bytes(GpuPtr dst, uint8_t value, size_t bytes)
 {
-        int r;
-
         if (bytes == 0)
                 return 0;
-        if (batching)
-                return fill_add(&(KvFillOp){ .dst = dst, .bytes = bytes, .kind = KV_FILL_BYTE, .value = value },
-                                (bytes + 3) / 4);
-        return (r = settle()) ? r : gpu_memset8(dst, value, bytes);
+        return fill(&(KvFillOp){ .dst = dst, .bytes = bytes, .kind = KV_FILL_BYTE, .value = value }, (bytes + 3) / 4);
 }
 
 /** devmem_poison() - fill @buf with the poison of @dtype (asynchronous). */
@@ -634,35 +627,22 @@ int devmem_zero(const DevBuf *buf)
 /** devmem_guard_fill() - write the canary pattern into both bands (asynchronous). */
 int devmem_guard_fill(const DevBuf *buf, uint32_t salt)
 {
-        GpuPtr base = buf->base;
-        uint64_t off, len;
-        void *args[] = { &base, &off, &len, &salt };
+        KvFillOp op = { .dst = buf->base, .off = 0, .bytes = buf->guard, .kind = KV_FILL_CANARY, .value = salt };
         int r;
 
         if (!buf->guard)
                 return 0;
-        if (batching) {
-                KvFillOp op = { .dst = base, .off = 0, .bytes = buf->guard, .kind = KV_FILL_CANARY, .value = salt };
-                if ((r = fill_add(&op, op.bytes)))
-                        return r;
-                op.off = buf->guard + buf->bytes;
-                op.bytes = buf->total - op.off;
-                return fill_add(&op, op.bytes);
-        }
-        off = 0;
-        len = buf->guard;
-        if ((r = launch(k_canary_fill, len, args)))
+        if ((r = fill(&op, op.bytes)))
                 return r;
-        off = buf->guard + buf->bytes;
-        len = buf->total - off;
-        return launch(k_canary_fill, len, args);
+        op.off = buf->guard + buf->bytes;
+        op.bytes = buf->total - op.off;
+        return fill(&op, op.bytes);
 }
 
 static int check_add(unsigned slot, const KvCheckOp *op)
 {
-        int r;
-
         uint64_t elements = op->kind == KV_CHECK_BITS ? (op->bytes + 3) / 4 : op->bytes; /* words, bytes */
+        int r;
 
         if (slot >= DEVMEM_DIFF_SLOTS)
                 return -EINVAL;
@@ -751,28 +731,19 @@ int devmem_compare_tol(GpuPtr got, GpuPtr want, const KvCmpParams *params, KvCmp
  */
 int devmem_tally_compare(unsigned slot, GpuPtr got, GpuPtr want, const KvCmpParams *params)
 {
-        KvCmpParams p = *params;
-        GpuPtr s = tally + (GpuPtr)slot * sizeof(KvCmpStats);
-        void *init_args[] = { &s };
-        void *args[] = { &p, &got, &want, &s };
         int r;
 
         if (slot >= DEVMEM_TALLY_SLOTS)
                 return -EINVAL;
-        if (batching) {
-                if ((r = flush_fills()) || (r = flush_checks()) ||
-                    (cmps.n == KV_BATCH_MAX && (r = flush_cmps())))
-                        return r;
-                if (cmps.n == 0)
-                        cmps_most = 0;
-                cmps.op[cmps.n++] = (KvCmpOp){ .p = p, .got = got, .want = want, .stats = s };
-                if (p.count > cmps_most)
-                        cmps_most = p.count;
-                return 0;
-        }
-        if ((r = launch1(k_cmp_init, init_args)))
+        if ((r = flush_fills()) || (r = flush_checks()) || (cmps.n == KV_BATCH_MAX && (r = flush_cmps())))
                 return r;
-        return p.count ? launch(k_compare_tol, p.count, args) : 0;
+        if (cmps.n == 0)
+                cmps_most = 0;
+        cmps.op[cmps.n++] = (KvCmpOp){ .p = *params, .got = got, .want = want,
+                                       .stats = tally + (GpuPtr)slot * sizeof(KvCmpStats) };
+        if (params->count > cmps_most)
+                cmps_most = params->count;
+        return batching ? 0 : flush_cmps();
 }
 
 /**

@@ -54,7 +54,7 @@ enum {
 #define KV_POISON_FLOAT_BYTE 0xFFu
 #define KV_POISON_INT_BYTE 0xA5u
 
-/* Parameters of one generated buffer; passed by value to kv_generate. The
+/* Parameters of one generated buffer, inside a KvFillOp of kv_fill_batch. The
  * layout is plain (no padding surprises) so C and CUDA C++ agree on it. */
 typedef struct KvGenParams {
         uint64_t seed;     /* per-trial seed (kv_trial_seed) */

@@ -145,25 +145,6 @@ static void h_warm(struct CUmod_st *m, void **p)
                 *x = 1;
 }
 
-static void h_generate(struct CUmod_st *m, void **p)
-{
-        const KvGenParams *g = p[0];
-        unsigned char *dst = PTR(unsigned char *, 1);
-        (void)m;
-        for (uint64_t i = 0; i < g->count; i++)
-                kv_gen_store(g, i, dst);
-}
-
-static void h_canary_fill(struct CUmod_st *m, void **p)
-{
-        unsigned char *base = PTR(unsigned char *, 0);
-        uint64_t off = VAL(uint64_t, 1), len = VAL(uint64_t, 2);
-        uint32_t salt = VAL(uint32_t, 3);
-        (void)m;
-        for (uint64_t i = 0; i < len; i++)
-                base[off + i] = kv_canary_byte(salt, off + i);
-}
-
 static void h_diff_init(struct CUmod_st *m, void **p)
 {
         KvDiff *d = PTR(KvDiff *, 0);
@@ -522,8 +503,6 @@ static const KDef kernels[] = {
         { NULL, "bt_fma", k_bt_fma, 3, { 8, 8, 4 } },
         { NULL, "bt_gemm", k_bt_gemm, 4, { 8, 8, 8, 4 } },
         { "helpers", "kv_warm", h_warm, 1, { 8 } },
-        { "helpers", "kv_generate", h_generate, 2, { sizeof(KvGenParams), 8 } },
-        { "helpers", "kv_canary_fill", h_canary_fill, 4, { 8, 8, 8, 4 } },
         { "helpers", "kv_cmp_init", h_cmp_init, 1, { 8 } },
         { "helpers", "kv_compare_tol", h_compare_tol, 4, { sizeof(KvCmpParams), 8, 8, 8 } },
         { "helpers", "kv_mismatch_from", h_mismatch_from, 5, { sizeof(KvCmpParams), 8, 8, 8, 8 } },
