@@ -635,14 +635,21 @@ static int guards_verdict(Run *r, const JobShape *s, const JobSide *side, const 
         return 0;
 }
 
-/* Queue the comparison of the candidate's `in` buffers with a fresh regeneration (in @ref). */
-static int queue_inputs(Run *r, const JobShape *s, const BufSet *cand, const BufSet *ref, unsigned *slot)
+/* Queue bitwise comparisons of @a's and @b's `in` buffers (@inputs) or of
+ * all the others, into diff slots from *@slot on, in buffer order. */
+static int queue_bits(Run *r, const JobShape *s, const BufSet *a, const BufSet *b, bool inputs, unsigned *slot)
 {
         r->side = SIDE_HELPER;
         for (int i = 0; i < s->n_buffers; i++)
-                if (s->buffers[i].role == JOB_ROLE_IN)
-                        TRY_GPU(r, devmem_check_bits((*slot)++, cand->b[i].ptr, ref->b[i].ptr, s->buffers[i].bytes));
+                if ((s->buffers[i].role == JOB_ROLE_IN) == inputs)
+                        TRY_GPU(r, devmem_check_bits((*slot)++, a->b[i].ptr, b->b[i].ptr, s->buffers[i].bytes));
         return 0;
+}
+
+/* Queue the comparison of the candidate's `in` buffers with a fresh regeneration (in @ref). */
+static int queue_inputs(Run *r, const JobShape *s, const BufSet *cand, const BufSet *ref, unsigned *slot)
+{
+        return queue_bits(r, s, cand, ref, true, slot);
 }
 
 static int inputs_verdict(Run *r, const JobShape *s, const KvDiff *d)
@@ -790,11 +797,7 @@ static int check_determinism(Run *r, const JobShape *s, const BufSet *a, const B
         unsigned n = 0;
         int rc;
 
-        r->side = SIDE_HELPER;
-        for (int i = 0; i < s->n_buffers; i++)
-                if (s->buffers[i].role != JOB_ROLE_IN)
-                        TRY_GPU(r, devmem_check_bits(n++, a->b[i].ptr, b->b[i].ptr, s->buffers[i].bytes));
-        if ((rc = fetch_checks(r, n, diffs)))
+        if ((rc = queue_bits(r, s, a, b, false, &n)) || (rc = fetch_checks(r, n, diffs)))
                 return rc;
         for (int i = 0, k = 0; i < s->n_buffers; i++) {
                 const JobBuffer *bf = &s->buffers[i];
