@@ -31,7 +31,8 @@ _Static_assert(sizeof(KvFillBatch) <= 4096 && sizeof(KvCmpBatch) <= 4096 && size
                "a batch must fit the kernel parameter space");
 
 static GpuModule *helpers;
-static GpuKernel *k_warm, *k_cmp_init, *k_compare_tol, *k_mismatch_from, *k_l2_normal, *k_fill_batch, *k_cmp_init_batch,
+static GpuKernel *k_warm, *k_cmp_init, *k_compare_tol, *k_mismatch_from, *k_l2_normal, *k_l2_flush, *k_fill_batch,
+        *k_cmp_init_batch,
         *k_compare_batch, *k_diff_init_batch, *k_check_batch;
 static GpuPtr results;        /* RESULT_BYTES of device memory for helper results */
 static GpuPtr tally;          /* DEVMEM_TALLY_SLOTS comparison results (devmem_tally_*) */
@@ -113,6 +114,7 @@ int devmem_init(const void *fatbin, size_t len, int sms)
                 { "kv_compare_tol", &k_compare_tol },
                 { "kv_mismatch_from", &k_mismatch_from },
                 { "kv_l2_normal", &k_l2_normal },
+                { "kv_l2_flush", &k_l2_flush },
                 { "kv_fill_batch", &k_fill_batch },
                 { "kv_cmp_init_batch", &k_cmp_init_batch },
                 { "kv_compare_batch", &k_compare_batch },
@@ -779,6 +781,19 @@ int devmem_l2_normal(void)
         void *args[] = { &rp, &n };
 
         return n ? launch(k_l2_normal, (ranges_most + 127) / 128, args) : 0;
+}
+
+/**
+ * devmem_l2_flush() - evict the L2 by reading @bytes of @buf (a multiple of
+ * 16, at least twice the L2; asynchronous, one launch). Return: 0, GPU_E_CUDA.
+ */
+int devmem_l2_flush(GpuPtr buf, size_t bytes)
+{
+        uint64_t n = bytes / 16;
+        GpuPtr sink = results + RESULT_BYTES - 16; /* never written in practice; no helper reads it */
+        void *args[] = { &buf, &n, &sink };
+
+        return launch(k_l2_flush, n, args);
 }
 
 /** devmem_tally_fetch() - wait, then copy tally slots [0, @n) to @ret (waits). */

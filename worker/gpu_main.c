@@ -257,7 +257,7 @@ int main(int argc, char **argv)
         flush_bytes = (size_t)info.l2_bytes * 2;
         if (flush_bytes < (64u << 20))
                 flush_bytes = 64u << 20;
-        flush_bytes &= ~(size_t)3;
+        flush_bytes &= ~(size_t)15;
         if ((r = gpu_alloc(flush_bytes, &flush)) || (r = gpu_memset32(flush, 0, flush_bytes / 4)) ||
             (r = gpu_stream_wait())) {
                 hello_fail(layers, "l2_flush_buffer", r);

@@ -53,7 +53,6 @@ typedef struct Run {
         GpuModule *cand_mod, *ref_mod;
         GpuKernel **kern[LIMIT_TASK_SHAPES_MAX][2]; /* per shape and side: one per step (NULL: gemm) */
         uint32_t salt;
-        uint32_t flush_counter;
         double busy_ms;
         /* per shape set: the limit of one plan execution (launch_limit()), and
          * the reference's time it was derived from (0: not derived) */
@@ -1134,14 +1133,15 @@ static json_t *stats_json(const TimingStats *st)
  * `per` plan executions on `per` buffer sets (so pointers rotate too); its
  * sample is the pair's time divided by `per`. All sets are generated before
  * the L2 flush, so each execution reads inputs that are not in the L2, as a
- * single launch after a flush does; `per` is chosen after the warm-up so
- * that a trial lasts about trial_target_ms(), which takes the event and
- * launch overhead out of short kernels' times. The output of every execution is
+ * single launch after a flush does (the flush reads, so it leaves no dirty
+ * lines for the timed runs to write back); `per` is chosen after the
+ * warm-up so that a trial lasts about trial_target_ms(), which takes the
+ * event and launch overhead out of short kernels' times. The output of every execution is
  * compared on the device with the reference's on the same inputs (queued
  * without a wait, read back per batch by check_tally()): every timed run
  * is checked, not a sample of them.
  */
-#define TIMING_SETS_MAX 64
+#define TIMING_SETS_MAX 32
 #define TRIAL_TARGET_MS 1.0
 #define TRIAL_MAX_MS 25.0
 #define TIMING_SETS_BYTES (1ull << 30)
@@ -1165,7 +1165,7 @@ static uint64_t timing_seed(const Run *r, int si, uint32_t run)
 static int flush_l2(Run *r)
 {
         r->side = SIDE_HELPER;
-        TRY_GPU(r, gpu_memset32(r->env->flush, ++r->flush_counter, r->env->flush_bytes / 4));
+        TRY_GPU(r, devmem_l2_flush(r->env->flush, r->env->flush_bytes));
         return 0;
 }
 
@@ -1354,8 +1354,8 @@ static uint64_t pair_set_bytes(const JobShape *s)
 }
 
 /*
- * How long a trial should last. A trial carries a fixed ~3.5 µs of event and
- * graph-launch time (BENCHMARKS.md), 0.35% of TRIAL_TARGET_MS: a third of
+ * How long a trial should last. A trial carries a fixed ~3 µs of event and
+ * graph-launch time (BENCHMARKS.md), 0.3% of TRIAL_TARGET_MS: a third of
  * the default 1% precision. A coarser target precision keeps that ratio
  * with shorter trials (`fast`, 5%: 0.2 ms), so it costs fewer executions
  * and fewer fresh buffer sets; finer ones keep TRIAL_TARGET_MS.
@@ -1367,18 +1367,6 @@ static double trial_target_ms(double target_precision)
         return t < TRIAL_TARGET_MS ? t : TRIAL_TARGET_MS;
 }
 
-/*
- * At most this many executions per trial. 32 leaves a 5.5 µs kernel's
- * trial +2.0 to +3.2% over its CUPTI time (the fixed cost over 32); 64
- * halves that (+1.9 to +2.1%) but doubles the fresh buffer sets of every
- * short kernel, which cost the RL corpus 7-10% of its throughput at the
- * default 1% (BENCHMARKS.md). So 64 only for finer targets (`precise`).
- */
-static int trial_sets_max(double target_precision)
-{
-        return target_precision < 0.01 ? TIMING_SETS_MAX : TIMING_SETS_MAX / 2;
-}
-
 /* Executions per trial for the times of one execution of each side. */
 static int choose_per(const JobShape *s, double cand_ms, double ref_ms, double target_precision)
 {
@@ -1388,7 +1376,7 @@ static int choose_per(const JobShape *s, double cand_ms, double ref_ms, double t
 
         if (!(fast > 0))
                 return 1;
-        per = (int)fmin(floor(trial_target_ms(target_precision) / fast), trial_sets_max(target_precision));
+        per = (int)fmin(floor(trial_target_ms(target_precision) / fast), TIMING_SETS_MAX);
         while (per > 1 && ((double)per * slow > TRIAL_MAX_MS || (uint64_t)per * bytes > TIMING_SETS_BYTES ||
                            (unsigned)(per * out_buffers(s)) > DEVMEM_TALLY_SLOTS))
                 per--;

@@ -6,7 +6,7 @@ For each kernel of bench/timing/kernels.cu (about 5 us to 5 ms), time it
     frames to a warm worker, --repeats times (run-to-run spread);
   * independently, in this process, from the same fatbin with CuPy: the same
     protocol as kevald's (per trial: fresh random inputs in each of L buffer
-    sets, L2 flush by zeroing a 256 MiB buffer, event, L launches, one per
+    sets, L2 flush by reading a 256 MiB buffer, event, L launches, one per
     set, event; sample = time / L; median), where L is the launches per
     trial that kevald reported for that kernel; also the plain protocol
     (flush, event, one launch, event) and triton.testing.do_bench when
@@ -131,7 +131,7 @@ def independent(fatbin, spec, grid, block, n_in, n_out, trials, per):
             for _ in range(trials):
                 if fresh:
                     refill()
-                flush.fill(0)
+                flush.view(cp.uint64).max()  # evict the L2 by reading, as kevald does
                 start.record(stream)
                 if n_launch > 1 and graph is not None:
                     graph.launch(stream)

@@ -295,6 +295,13 @@ static void h_l2_normal(struct CUmod_st *m, void **p)
         (void)p;
 }
 
+/* kv_l2_flush: nor one to evict */
+static void h_l2_flush(struct CUmod_st *m, void **p)
+{
+        (void)m;
+        (void)p;
+}
+
 static void h_mismatch_from(struct CUmod_st *m, void **p)
 {
         const KvCmpParams *c = p[0];
@@ -507,6 +514,7 @@ static const KDef kernels[] = {
         { "helpers", "kv_compare_tol", h_compare_tol, 4, { sizeof(KvCmpParams), 8, 8, 8 } },
         { "helpers", "kv_mismatch_from", h_mismatch_from, 5, { sizeof(KvCmpParams), 8, 8, 8, 8 } },
         { "helpers", "kv_l2_normal", h_l2_normal, 2, { 8, 4 } },
+        { "helpers", "kv_l2_flush", h_l2_flush, 3, { 8, 8, 8 } },
         { "helpers", "kv_fill_batch", h_fill_batch, 1, { sizeof(KvFillBatch) } },
         { "helpers", "kv_cmp_init_batch", h_cmp_init_batch, 1, { sizeof(KvCmpBatch) } },
         { "helpers", "kv_compare_batch", h_compare_batch, 1, { sizeof(KvCmpBatch) } },
