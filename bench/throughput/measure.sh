@@ -4,8 +4,8 @@
 #   bash bench/throughput/measure.sh one     # one GPU: RL corpus at default and fast timing,
 #                                            # correct kernels only, no-standby ablation,
 #                                            # library shapes, single-submission latency (~3 min)
-#   bash bench/throughput/measure.sh scaling # 1, 2, 4 GPUs, RL corpus, default timing (~3 min)
-#   bash bench/throughput/measure.sh clean   # 1 and 4 GPUs, correct + incorrect kernels only
+#   bash bench/throughput/measure.sh scaling # 1, 2, 4 GPUs (those the host has), RL corpus, default timing (~3 min)
+#   bash bench/throughput/measure.sh clean   # 1 and all the host's GPUs, correct + incorrect kernels only
 # Outputs under $OUT (default /tmp/out): one .json/.md/.log per run.
 set -u
 cd "$(dirname "$0")/../.."
@@ -29,7 +29,9 @@ scaling)
         OUT=$OUT KEVALD_BUILD=$B CORPUS_COUNT=1000 TIMING=default DEADLINE=150 bash bench/throughput/scaling.sh ;;
 clean)
         python3 bench/throughput/make_corpus.py --count 1000 -o "$OUT/corpus.json"
-        for L in 0 0,1,2,3; do
+        NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+        for L in 0 $(seq -s, 0 $(( ${NGPU:-1} - 1 ))); do
+                [ "$L" = 0 ] || [ "${NGPU:-1}" -gt 1 ] || continue
                 run "clean_$L" --gpus "$L" --corpus "$OUT/corpus.json" --shapes small --timing default \
                         --only-expect correct,incorrect --limit 400 --batch 256 --latency 0 --deadline 60
         done ;;

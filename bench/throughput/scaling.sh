@@ -31,11 +31,31 @@ for LIST in 0 0,1 0,1,2,3; do
                 --corpus "$OUT/corpus_scaling.json" --shapes "$SHAPES" --batch 256 --latency 0 \
                 ${TIMING:+--timing "$TIMING"} \
                 --deadline "$DEADLINE" --label "scaling $N GPU" \
+                --serve-arg=--log-level=info --keep-log "$OUT/scaling_${N}gpu.server.log" \
                 --json "$OUT/scaling_${N}gpu.json" --md "$OUT/scaling_${N}gpu.md" 2>&1 | tee "$OUT/scaling_${N}gpu.log"
 done
 python3 - "$OUT" <<'PY' | tee "$OUT/scaling.md"
-import json, os, sys
+import json, os, re, sys
 out = sys.argv[1]
+
+
+def startups(n):
+    """The GPU workers' start-up phases (HELLO's log line), from the server log."""
+    p = os.path.join(out, "scaling_%dgpu.server.log" % n)
+    ms = []
+    if os.path.exists(p):
+        for line in open(p, errors="replace"):
+            m = re.search(r"start-up ms: sandbox (\d+), cuda_init (\d+), helpers (\d+), cublas (\d+)", line)
+            if m:
+                ms.append((int(m.group(2)), sum(int(x) for x in m.groups())))
+    return ms
+
+
+def pcts(v):
+    v = sorted(v)
+    return "%d / %d / %d" % (v[len(v) // 2], v[min(len(v) - 1, len(v) * 9 // 10)], v[-1]) if v else "-"
+
+
 rows = []
 for n in (1, 2, 4):
     p = os.path.join(out, "scaling_%dgpu.json" % n)
@@ -46,14 +66,16 @@ if not rows:
     sys.exit(1)
 base = rows[0][1]["corpus"]["evals_per_min"] if rows[0][0] == 1 else None
 base_s = rows[0][1]["corpus"].get("evals_per_min_steady") if rows[0][0] == 1 else None
-print("| GPUs | evaluations/min | per GPU | vs linear | steady-state evals/min | vs linear | GPU busy (active) | plan time | worker occupied | restarts | finished | wall s |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| GPUs | evaluations/min | per GPU | vs linear | steady-state evals/min | vs linear | GPU busy (active) | plan time | worker occupied | restarts | worker start-ups: cuda_init ms p50 / p90 / max | whole start-up ms p50 / p90 / max | finished | wall s |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for n, r in rows:
     c = r["corpus"]
     eff = ("%.2f×" % (c["evals_per_min"] / (base * n))) if base else "-"
     st = c.get("evals_per_min_steady")
     eff_s = ("%.2f×" % (st / (base_s * n))) if base_s and st else "-"
-    print("| %d | %.0f | %.0f | %s | %s | %s | %s%% | %s%% | %s%% | %s | %d/%d | %.1f |" % (
+    su = startups(n)
+    print("| %d | %.0f | %.0f | %s | %s | %s | %s%% | %s%% | %s%% | %s | %s (%d) | %s | %d/%d | %.1f |" % (
         n, c["evals_per_min"], c["evals_per_min"] / n, eff, st, eff_s, r.get("gpu_active_pct"), r.get("gpu_busy_pct"),
-        r.get("gpu_occupied_pct"), r.get("gpu_worker_restarts"), c["finished"], c["submissions"], c["wall_s"]))
+        r.get("gpu_occupied_pct"), r.get("gpu_worker_restarts"), pcts([a for a, _ in su]), len(su),
+        pcts([b for _, b in su]), c["finished"], c["submissions"], c["wall_s"]))
 PY
