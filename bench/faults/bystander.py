@@ -22,7 +22,10 @@ created its context, while its fault surfaced (for `hang`: until the kill),
 and while it exited; and the rate with no other process. So one sees
 whether the bystander stalls (rate drops) and whether its timings are
 inflated. With --worker PATH, also --samples start-ups and exits of a real
-kevald-gpu (start-up: spawn to HELLO; exit: end of input to gone).
+kevald-gpu (start-up: spawn to HELLO; exit: end of input to gone). With
+--gpu A --other-gpu B the bystander runs on GPU A and the other processes
+on GPU B of the same host (CUDA_VISIBLE_DEVICES), to see whether a fault or
+a context on one GPU disturbs another.
 
 Exit 0, 77 without cupy or a GPU. Needs cupy.
 """
@@ -136,13 +139,18 @@ def child_faulter(a):
     os._exit(0)
 
 
-def worker_cycle(path, t_spawn, faults):
+def gpu_env(index):
+    """The environment of a child pinned to GPU @index (None: as this process)."""
+    return dict(os.environ, CUDA_VISIBLE_DEVICES=str(index)) if index is not None else dict(os.environ)
+
+
+def worker_cycle(path, t_spawn, faults, gpu=None):
     """Start kevald-gpu, wait for its HELLO, close its input (it exits): the context window is
     [spawn, HELLO], the exit window [end of input, gone]."""
     import select
     import struct
     p = subprocess.Popen([path, "--no-sandbox"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, env=dict(os.environ, KEVALD_GPU_INDEX="0"))
+                         stderr=subprocess.DEVNULL, env=dict(gpu_env(gpu), KEVALD_GPU_INDEX="0"))
     buf = b""
     deadline = mono() + 60
     while len(buf) < 16 and mono() < deadline:
@@ -175,6 +183,9 @@ def main():
     ap.add_argument("--hang-ms", type=float, default=300)
     ap.add_argument("--worker", help="also start and stop this kevald-gpu --samples times (its start-up and "
                     "exit as the bystander sees them)")
+    ap.add_argument("--gpu", type=int, help="the bystander's GPU (default: as this process)")
+    ap.add_argument("--other-gpu", type=int, help="the GPU of the faulting processes and the worker (default: as "
+                    "this process)")
     a = ap.parse_args()
     if a.child:
         if a.child[0] == "bystander":
@@ -193,7 +204,7 @@ def main():
     kinds = ["illegal_address", "trap", "misaligned", "hang"] + (["worker"] if a.worker else [])
     seconds = 3 + len(kinds) * a.samples * 2.5 + 2
     by = subprocess.Popen([sys.executable, me, "--child", "bystander", "--out", bys_out,
-                           "--seconds", str(seconds), "--iters", str(a.iters)])
+                           "--seconds", str(seconds), "--iters", str(a.iters)], env=gpu_env(a.gpu))
     time.sleep(3)
     faults = []
     for kind in kinds:
@@ -201,13 +212,13 @@ def main():
             out = os.path.join(tmp, "f_%s_%d.json" % (kind, i))
             t_spawn = mono()
             if kind == "worker":
-                p = worker_cycle(a.worker, t_spawn, faults)
+                p = worker_cycle(a.worker, t_spawn, faults, a.other_gpu)
                 print("worker %d: %s" % (i, {k: v for k, v in faults[-1].items() if not k.startswith("t_")}),
                       flush=True)
                 time.sleep(0.8)
                 continue
             p = subprocess.Popen([sys.executable, me, "--child", "faulter", kind, "--out", out,
-                                  "--iters", str(a.iters)])
+                                  "--iters", str(a.iters)], env=gpu_env(a.other_gpu))
             if kind == "hang":
                 # wait for the launch, then kill after hang_ms
                 deadline = mono() + 30
