@@ -44,10 +44,10 @@ def main():
             if sub:
                 print("timing phases ms, mean / p50: " + ", ".join(
                     "%s %.1f / %.1f" % (k, statistics.mean(x), statistics.median(x)) for k, x in sub.items()))
-            print("timed shape sets %d: stop %s; launched_as %s; trials p50 %s max %s; L p50 %s; "
+            print("timed shape sets %d: stop %s; launched_as %s; trials p50 %s max %s sum %s; L p50 %s; "
                   "candidate median_ms p50 %.4f" % (len(timed), dict(stops), dict(las),
                                                     statistics.median(trials) if trials else None,
-                                                    max(trials) if trials else None,
+                                                    max(trials) if trials else None, sum(trials),
                                                     statistics.median(ls) if ls else None,
                                                     statistics.median(cms) if cms else float("nan")))
     return 0
