@@ -71,6 +71,7 @@ static PoolEntry *pool;          /* oldest free first */
 static size_t n_pool, cap_pool;
 static uint64_t pool_bytes;
 static uint64_t pool_limit;      /* set by devmem_init() */
+static int64_t driver_alloc_ns;  /* time in gpu_alloc() for pool misses (devmem_alloc_ns_take()) */
 
 /* KEVALD_DEVMEM_POOL_BYTES, a decimal byte count, overrides the default.
  * Return: 0 (@ret_limit set), 1 when unset, -EINVAL. */
@@ -498,7 +499,9 @@ int devmem_alloc(size_t bytes, size_t guard, DevBuf *ret_buf)
                 live = grown;
         }
         if (!(b.base = pool_take(b.total))) {
+                int64_t t0 = gpu_now_ns();
                 r = gpu_alloc(b.total, &b.base);
+                driver_alloc_ns += gpu_now_ns() - t0;
                 if (r == GPU_E_CUDA && n_pool > 0 &&
                     strcmp(gpu_error_last()->name, "CUDA_ERROR_OUT_OF_MEMORY") == 0) {
                         log_debug("devmem: out of memory for %zu bytes; releasing the pool (%llu bytes)", b.total,
@@ -513,6 +516,15 @@ int devmem_alloc(size_t bytes, size_t guard, DevBuf *ret_buf)
         live[n_live++] = b;
         *ret_buf = b;
         return 0;
+}
+
+/** devmem_alloc_ns_take() - ns spent allocating from the driver (pool misses) since the last call; resets it. */
+int64_t devmem_alloc_ns_take(void)
+{
+        int64_t v = driver_alloc_ns;
+
+        driver_alloc_ns = 0;
+        return v;
 }
 
 /* Remove @base from the live table. Return: its total size, 0 if untracked. */

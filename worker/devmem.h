@@ -99,6 +99,7 @@ void devmem_guard_report(const DevBuf *buf, const KvDiff *before, const KvDiff *
 int devmem_l2_ranges(const DevBuf *const *bufs, size_t n);
 int devmem_l2_normal(void);
 int devmem_l2_flush(GpuPtr buf, size_t bytes);
+int64_t devmem_alloc_ns_take(void);
 int devmem_mismatch_from(GpuPtr got, GpuPtr want, const KvCmpParams *params, uint64_t start,
                          uint64_t *ret_index);
 int devmem_read(GpuPtr src, void *dst, size_t bytes);

@@ -1518,6 +1518,7 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
                 goto out;
         }
         tp[0] = gpu_now_ns();
+        (void)devmem_alloc_ns_take();
         if ((rc = grow_sets(r, s, ts, 1)) || (rc = wait_all(r)))
                 goto out;
         /* warm-up: one execution per trial, checked, its samples kept for one
@@ -1612,14 +1613,16 @@ static int time_shape(Run *r, int si, double budget_ms, json_t *shapes_out, doub
                                               "reference", ts->graph[SIDE_REF] ? "graph" : "stream"));
                 /* where the shape set's timing went: first buffer set, warm-up pairs, the
                  * other sets (with the first pair on them), of which the graphs' capture
-                 * and instantiation, the timed pairs, the final guard and input checks */
+                 * and instantiation, the driver allocations of setup and sets (pool
+                 * misses), the timed pairs, the final guard and input checks */
                 if (!tp[2])
                         tp[2] = tp[3];
                 json_object_set_new(json_array_get(shapes_out, json_array_size(shapes_out) - 1), "phases_ms",
-                                    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "setup", (double)(tp[1] - tp[0]) / 1e6,
+                                    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "setup", (double)(tp[1] - tp[0]) / 1e6,
                                               "warmup", (double)(tp[2] - tp[1]) / 1e6, "sets",
                                               (double)(tp[3] - tp[2]) / 1e6, "graphs",
-                                              (double)(t_graphs[1] - t_graphs[0]) / 1e6, "pairs",
+                                              (double)(t_graphs[1] - t_graphs[0]) / 1e6, "alloc",
+                                              (double)devmem_alloc_ns_take() / 1e6, "pairs",
                                               (double)(tp[4] - tp[3]) / 1e6, "final_checks",
                                               (double)(gpu_now_ns() - tp[4]) / 1e6));
         }
