@@ -249,7 +249,8 @@ def one_job(worker, n, taskname, shapes, flavor, plan):
 # own with KEVALD_DEVMEM_POOL_BYTES (None: the default, 1/4 of the fake's
 # 512 MiB): name, N, scratch elements (a candidate scratch buffer "s", the
 # kernel's fifth argument), flavor, expect, check(allocs, frees, bytes the
-# worker holds beyond start-up). A vector_add job of one shape set with 3
+# worker holds beyond start-up, the timed shape set's phases_ms.alloc: ms in
+# cuMemAlloc on pool misses). A vector_add job of one shape set with 3
 # correctness trials has 9 distinct buffers (3 candidate x 2 sets, 3
 # reference) and, without the pool, makes 33 cuMemAlloc calls (9 a trial,
 # 6 for timing).
@@ -257,24 +258,24 @@ V = {"verdict": "correct", "cleanup.allocations_left": 0}
 MIB = 1 << 20
 POOL_GROUPS = [
     (None, [
-        ("pool_first", 65536, None, "vadd", V, lambda a, f, u: a <= 9 and f == 0 and u > 0),
-        ("pool_again", 65536, None, "vadd", V, lambda a, f, u: a == 0 and f == 0 and u == 0),
+        ("pool_first", 65536, None, "vadd", V, lambda a, f, u, al: a <= 9 and f == 0 and u > 0),
+        ("pool_again", 65536, None, "vadd", V, lambda a, f, u, al: a == 0 and f == 0 and u == 0 and al == 0),
         # leaks: each marker job's buffers go to the pool, sizes the snooper does not reuse;
         # vadd_snoop aborts the worker if it finds the marker anywhere in device memory
         ("leak_mark", 5000, None, "vadd_mark", {"verdict": "incorrect", "error.kind": "mismatch",
-                                                "cleanup.allocations_left": 0}, lambda a, f, u: a > 0 and f == 0),
-        ("leak_mark_scratch", 6000, 1000, "vadd_mark_scratch", V, lambda a, f, u: a > 0 and f == 0),
-        ("leak_snoop", 7000, None, "vadd_snoop", V, lambda a, f, u: a > 0),
+                                                "cleanup.allocations_left": 0}, lambda a, f, u, al: a > 0 and f == 0),
+        ("leak_mark_scratch", 6000, 1000, "vadd_mark_scratch", V, lambda a, f, u, al: a > 0 and f == 0),
+        ("leak_snoop", 7000, None, "vadd_snoop", V, lambda a, f, u, al: a > 0),
     ]),
     (1 * MIB, [  # bounded: the least recently freed go back (zeroed: the fake's cuMemFree checks)
-        ("pool_bounded", 65536, None, "vadd", V, lambda a, f, u: f > 0 and 0 < u <= 1 * MIB),
+        ("pool_bounded", 65536, None, "vadd", V, lambda a, f, u, al: f > 0 and 0 < u <= 1 * MIB),
     ]),
     (0, [  # no pool: every free is a cuMemFree, as before the pool
-        ("pool_off", 65536, None, "vadd", V, lambda a, f, u: a == 33 and f == 33 and u == 0),
+        ("pool_off", 65536, None, "vadd", V, lambda a, f, u, al: a == 33 and f == 33 and u == 0 and al > 0),
     ]),
     (400 * MIB, [  # out of memory with a full pool: released, then the allocation retried
-        ("oom_fill", 65536, 100 * MIB // 4, "vadd", V, lambda a, f, u: f == 0 and u >= 200 * MIB),
-        ("oom_retry", 65536, 130 * MIB // 4, "vadd", V, lambda a, f, u: f >= 2 and u >= 260 * MIB),
+        ("oom_fill", 65536, 100 * MIB // 4, "vadd", V, lambda a, f, u, al: f == 0 and u >= 200 * MIB),
+        ("oom_retry", 65536, 130 * MIB // 4, "vadd", V, lambda a, f, u, al: f >= 2 and u >= 260 * MIB),
     ]),
 ]
 
@@ -309,11 +310,12 @@ def pool_cases(args, logdir):
                 problems += rs.check_expect(expect, result)
                 allocs, frees, used = log.since()
                 held = (used if used is not None else base) - base
-                if not check(allocs, frees, held):
-                    problems.append("memory: %d cuMemAlloc, %d cuMemFree, %d bytes held beyond start-up" %
-                                    (allocs, frees, held))
+                alloc_ms = rs.lookup(result, "timing.shapes.0.phases_ms.alloc")
+                if not check(allocs, frees, held, alloc_ms):
+                    problems.append("memory: %d cuMemAlloc, %d cuMemFree, %d bytes held beyond start-up, "
+                                    "timing phases_ms.alloc %r" % (allocs, frees, held, alloc_ms))
                 elif args.verbose:
-                    print("     %d cuMemAlloc, %d cuMemFree, %d bytes held" % (allocs, frees, held))
+                    print("     %d cuMemAlloc, %d cuMemFree, %d bytes held, timing alloc %r ms" % (allocs, frees, held, alloc_ms))
                 if not worker.alive_after(0.2):
                     problems.append("the worker exited (status %r)" % worker.p.returncode)
             except Exception as e:  # noqa: BLE001
