@@ -32,8 +32,7 @@ _Static_assert(sizeof(KvFillBatch) <= 4096 && sizeof(KvCmpBatch) <= 4096 && size
 
 static GpuModule *helpers;
 static GpuKernel *k_warm, *k_cmp_init, *k_compare_tol, *k_mismatch_from, *k_l2_normal, *k_l2_flush, *k_fill_batch,
-        *k_cmp_init_batch,
-        *k_compare_batch, *k_diff_init_batch, *k_check_batch;
+        *k_cmp_init_batch, *k_compare_batch, *k_diff_init_batch, *k_check_batch;
 static GpuPtr results;        /* RESULT_BYTES of device memory for helper results */
 static GpuPtr tally;          /* DEVMEM_TALLY_SLOTS comparison results (devmem_tally_*) */
 static GpuPtr diffs;          /* DEVMEM_DIFF_SLOTS byte-check results (devmem_check_*) */

@@ -12,8 +12,8 @@
  *   3. sandbox_enter() (keeping the frame descriptor);
  *   4. cuInit, the primary context of KEVALD_GPU_INDEX (default 0), the
  *      printf FIFO bound (LIMIT_PRINTF_FIFO_BYTES), the trusted helper
- *      fatbin, cuBLAS (handle, workspace; its kernels load at their first use), events, a
- *      first launch, and the L2 flush buffer;
+ *      fatbin, cuBLAS (handle, workspace; its kernels load at their first
+ *      use), events, a first launch, and the L2 flush buffer;
  *   5. sandbox_lock() (seccomp, TSYNC);
  *   6. HELLO; then one RESULT per JOB until EOF or SHUTDOWN.
  * If start-up fails, the HELLO carries "ok": false and an error, and the

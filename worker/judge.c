@@ -1136,10 +1136,10 @@ static json_t *stats_json(const TimingStats *st)
  * single launch after a flush does (the flush reads, so it leaves no dirty
  * lines for the timed runs to write back); `per` is chosen after the
  * warm-up so that a trial lasts about trial_target_ms(), which takes the
- * event and launch overhead out of short kernels' times. The output of every execution is
- * compared on the device with the reference's on the same inputs (queued
- * without a wait, read back per batch by check_tally()): every timed run
- * is checked, not a sample of them.
+ * event and launch overhead out of short kernels' times. The output of
+ * every execution is compared on the device with the reference's on the
+ * same inputs (queued without a wait, read back per batch by
+ * check_tally()): every timed run is checked, not a sample of them.
  */
 #define TIMING_SETS_MAX 32
 #define TRIAL_TARGET_MS 1.0
