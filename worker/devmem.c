@@ -1,9 +1,10 @@
 /*
  * devmem - see devmem.h. Invariants: every allocation of a job is in the
  * live table until devmem_free()/devmem_free_all() has enqueued its zeroing
- * on the worker's one stream and moved it to the pool; every pool entry is
- * zero or has its zeroing queued ahead of anything later on that stream, so
- * whatever reuses it (or reads it through a stray pointer) sees zeros. The
+ * on the worker's one stream and given it back to the slab's free ranges or
+ * the pool; every free slab range and every pool entry is zero or has its
+ * zeroing queued ahead of anything later on that stream, so whatever reuses
+ * it (or reads it through a stray pointer) sees zeros. The
  * pool is ordered by the time of the free (oldest first), holds at most
  * pool_limit bytes and DEVMEM_POOL_ENTRIES_MAX entries, and gives memory
  * back with cuMemFree only after a deadline-bounded wait for the stream
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "worker/extents.h"
 
 #define BLOCK 256
 #define RESULT_BYTES 4096
@@ -66,10 +68,14 @@ typedef struct PoolEntry {
         size_t total;
 } PoolEntry;
 
+/* The slab: one allocation made at start-up, carved on the host. */
+static GpuPtr slab;
+static Extents slab_free;
+
 static PoolEntry *pool;          /* oldest free first */
 static size_t n_pool, cap_pool;
 static uint64_t pool_bytes;
-static uint64_t pool_limit;      /* set by devmem_init() */
+static uint64_t pool_limit;      /* set by devmem_init(): the memory budget less the slab */
 static int64_t driver_alloc_ns;  /* time in gpu_alloc() for pool misses (devmem_alloc_ns_take()) */
 
 /* KEVALD_DEVMEM_POOL_BYTES, a decimal byte count, overrides the default.
@@ -90,14 +96,40 @@ static int pool_limit_from_env(uint64_t *ret_limit)
         return 0;
 }
 
+/* Allocate the slab and queue its zeroing. No room for it is not an error:
+ * every buffer then comes from the pool or the driver. Return: 0,
+ * GPU_E_CUDA, -ENOMEM. */
+static int slab_init(uint64_t bytes)
+{
+        int r;
+
+        bytes = bytes / EXTENTS_GRANULE * EXTENTS_GRANULE;
+        if (bytes == 0)
+                return 0;
+        if ((r = gpu_alloc(bytes, &slab))) {
+                if (r == GPU_E_CUDA && strcmp(gpu_error_last()->name, "CUDA_ERROR_OUT_OF_MEMORY") == 0) {
+                        log_warn("devmem: no room for a slab of %llu bytes; buffers come from the driver",
+                                 (unsigned long long)bytes);
+                        slab = 0;
+                        return 0;
+                }
+                return r;
+        }
+        if ((r = gpu_memset8(slab, 0, bytes)) || (r = extents_init(&slab_free, bytes)))
+                return r;
+        return 0;
+}
+
 /**
  * devmem_init() - load the trusted helper fatbin and set up the result area
  * @fatbin, @len: the embedded image; borrowed (copied to malloc'd, suitably
  *         aligned memory for the loader)
  * @sms: multiprocessor count, to size helper grids
  *
- * Also sizes the buffer pool: min(device memory / 16, 4 GiB), or
- * KEVALD_DEVMEM_POOL_BYTES from the environment (0 turns the pool off).
+ * Also sizes the worker's memory budget: min(device memory / 16, 4 GiB), or
+ * KEVALD_DEVMEM_POOL_BYTES from the environment (0: neither slab nor pool);
+ * a 1/DEVMEM_SLAB_SHARE of it is allocated now as the slab, the rest bounds
+ * the pool.
  *
  * Return: 0, GPU_E_CUDA, GPU_E_NOT_FOUND (the fatbin lacks a helper: a
  * build error), -ENOMEM, -EINVAL (KEVALD_DEVMEM_POOL_BYTES is not a
@@ -163,8 +195,11 @@ int devmem_init(const void *fatbin, size_t len, int sms)
                         return r;
                 limit = mem_total / 16 < DEVMEM_POOL_CAP_BYTES ? mem_total / 16 : DEVMEM_POOL_CAP_BYTES;
         }
-        pool_limit = limit;
-        log_info("devmem: buffer pool holds up to %llu bytes", (unsigned long long)pool_limit);
+        if ((r = slab_init(limit / DEVMEM_SLAB_SHARE)))
+                return r;
+        pool_limit = limit - slab_free.size;
+        log_info("devmem: slab of %llu bytes, buffer pool up to %llu bytes", (unsigned long long)slab_free.size,
+                 (unsigned long long)pool_limit);
         return 0;
 }
 
@@ -465,13 +500,67 @@ uint64_t devmem_pool_limit(void)
         return pool_limit;
 }
 
+/** devmem_slab_bytes() - the slab's size (0: no slab). */
+uint64_t devmem_slab_bytes(void)
+{
+        return slab_free.size;
+}
+
 /* ------------------------------------------------------------- buffers -- */
+
+static bool in_slab(GpuPtr base)
+{
+        return slab && base >= slab && base - slab < slab_free.size;
+}
+
+/* Bytes of device memory @b occupies: its total, rounded up to the granule in the slab. */
+static size_t span(const DevBuf *b)
+{
+        return in_slab(b->base) ? (size_t)extents_round(b->total) : b->total;
+}
+
+/* Place @b (total set) in the slab. Return: 0 (base set), -ENOSPC. */
+static int slab_take(DevBuf *b)
+{
+        uint64_t off;
+
+        if (!slab || extents_take(&slab_free, b->total, &off))
+                return -ENOSPC;
+        b->base = slab + off;
+        return 0;
+}
+
+/* Give a slab allocation back (its zeroing queued). Cannot fail for a range
+ * slab_take() placed, except when the free table cannot grow: then the
+ * range is lost to the slab until the process ends. */
+static void slab_give(GpuPtr base, size_t total)
+{
+        if (extents_give(&slab_free, base - slab, total))
+                log_warn("devmem: slab range at +%llu not given back", (unsigned long long)(base - slab));
+}
+
+/* Queue the zeroing of @b's whole allocation (guards and granule slack included). */
+static int zero_all(const DevBuf *b)
+{
+        return gpu_memset8(b->base, 0, span(b));
+}
+
+/* A zeroed (or zeroing-queued) allocation goes back where it came from. */
+static int give_back(GpuPtr base, size_t total)
+{
+        if (in_slab(base)) {
+                slab_give(base, total);
+                return 0;
+        }
+        return pool_return(base, total);
+}
 
 /**
  * devmem_alloc() - allocate a buffer with @guard bytes of guard band on each
- * side, and track it. A pooled allocation of the same total size is taken
- * first (it reads as zeros); otherwise cuMemAlloc, and when that runs out
- * of memory, the pool is released and cuMemAlloc tried once more. The
+ * side, and track it. The slab is tried first (first fit, no driver call),
+ * then a pooled allocation of the same total size (both read as zeros);
+ * otherwise cuMemAlloc, and when that runs out of memory, the pool is
+ * released and cuMemAlloc tried once more. The
  * contents are undefined until generated, poisoned or zeroed.
  * @ret_buf: filled on success
  * Return: 0, GPU_E_CUDA (CUDA_ERROR_OUT_OF_MEMORY in gpu_error_last() when
@@ -497,7 +586,9 @@ int devmem_alloc(size_t bytes, size_t guard, DevBuf *ret_buf)
                         return -ENOMEM;
                 live = grown;
         }
-        if (!(b.base = pool_take(b.total))) {
+        if (slab_take(&b) == 0) {
+                /* from the slab: zeros, no driver call */
+        } else if (!(b.base = pool_take(b.total))) {
                 int64_t t0 = gpu_now_ns();
                 r = gpu_alloc(b.total, &b.base);
                 driver_alloc_ns += gpu_now_ns() - t0;
@@ -540,8 +631,8 @@ static size_t untrack(GpuPtr base)
 }
 
 /**
- * devmem_free() - zero the whole allocation (guards included), move it to
- * the pool, and clear @buf. A zeroed DevBuf is accepted. The zeroing is
+ * devmem_free() - zero the whole allocation (guards included), give it back
+ * to the slab or the pool, and clear @buf. A zeroed DevBuf is accepted. The zeroing is
  * queued on the worker's stream, not waited for: everything that can touch
  * the memory later is queued behind it. Only when the pool must shrink
  * does this wait (pool_trim()).
@@ -556,18 +647,18 @@ int devmem_free(DevBuf *buf)
 
         if (!buf || !buf->base)
                 return 0;
-        if ((r = settle()) || (r = gpu_memset8(buf->base, 0, buf->total)))
+        if ((r = settle()) || (r = zero_all(buf)))
                 return r;
         total = untrack(buf->base);
-        r = pool_return(buf->base, total ? total : buf->total);
+        r = give_back(buf->base, total ? total : buf->total);
         memset(buf, 0, sizeof(*buf));
         return r;
 }
 
 /**
  * devmem_free_all() - zero every live allocation, wait once (so that a
- * failure or a timeout of anything queued before shows here), and move
- * them all to the pool. Return: 0, GPU_E_CUDA, GPU_E_TIMEOUT (nothing
+ * failure or a timeout of anything queued before shows here), and give
+ * them all back to the slab or the pool. Return: 0, GPU_E_CUDA, GPU_E_TIMEOUT (nothing
  * released when the zeroing or the wait failed: the caller exits, and the
  * process's death frees the memory; an error while shrinking the pool
  * leaves the live table empty).
@@ -580,13 +671,15 @@ int devmem_free_all(void)
         if ((r = settle()))
                 return r;
         for (size_t i = 0; i < n_live; i++)
-                if ((r = gpu_memset8(live[i].base, 0, live[i].total)))
+                if ((r = zero_all(&live[i])))
                         return r;
         if ((r = gpu_stream_wait()))
                 return r;
         while (n_live > 0) {
                 DevBuf *b = &live[n_live - 1];
-                if (pool_put(b->base, b->total) < 0 && (r = gpu_free(b->base)))
+                if (in_slab(b->base))
+                        slab_give(b->base, b->total);
+                else if (pool_put(b->base, b->total) < 0 && (r = gpu_free(b->base)))
                         return r;
                 n_live--;
         }

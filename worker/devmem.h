@@ -8,6 +8,19 @@
  * the deadline (gpu_deadline_set()), and copy small results back through
  * page-locked memory.
  *
+ * Slab: at start-up each worker allocates one block of device memory (a
+ * 1/DEVMEM_SLAB_SHARE of its memory budget, below) and zeroes it; buffers
+ * that fit are placed in it on the host (worker/extents.h: first fit, 512
+ * byte granules), with no driver call, and freeing one queues its zeroing
+ * and gives the range back at once. cuMemAlloc is not free: pool misses
+ * cost 9 ms a shape set on one H100 with the RL corpus, and 42 ms on each
+ * of two busy H100s of one host (BENCHMARKS.md).
+ * The price: a candidate's stray write more than a guard band past its
+ * buffer lands in another slab range (another buffer of the job, or free
+ * slab memory, zeroed again only when reused) where a separate cuMemAlloc
+ * might have faulted; the driver sub-allocates small cuMemAllocs from
+ * shared pages, so that was never a guarantee.
+ *
  * Buffer pool: a freed allocation is not given back to the driver but kept
  * for the next devmem_alloc() of the same total size (the same shapes recur
  * within a job and across the jobs of a task), which saves a cuMemAlloc, a
@@ -16,10 +29,11 @@
  * single stream, so every later use of the memory (by the helpers, cuBLAS,
  * copies, or a later job's kernels, stray pointers included) is ordered
  * after it, and devmem_free() need not wait. Pooled memory belongs to no
- * job: devmem_live_*() do not count it. The pool holds at most
+ * job: devmem_live_*() do not count it. The memory budget is
  * min(device memory / 16, 4 GiB), or KEVALD_DEVMEM_POOL_BYTES bytes when
- * that is set in the environment (0: no pool, every free waits and calls
- * cuMemFree as before), and at most DEVMEM_POOL_ENTRIES_MAX allocations;
+ * that is set in the environment (0: no slab and no pool, every free waits
+ * and calls cuMemFree); the pool holds at most the budget less the slab,
+ * and at most DEVMEM_POOL_ENTRIES_MAX allocations;
  * beyond that the least recently freed go back to the driver. When
  * cuMemAlloc runs out of memory the whole pool is released and the
  * allocation tried once more. Memory goes back to the driver only after a
@@ -55,10 +69,12 @@ typedef struct DevGuardReport {
         uint64_t after_last;    /* offset past the end of the last damaged byte */
 } DevGuardReport;
 
-/* The pool's default size is min(device memory / 16, this; every worker
- * process of a GPU, standbys included, keeps its own pool); most
- * allocations it keeps (each is at least 256 bytes). */
+/* The memory budget's default is min(device memory / 16, this; every worker
+ * process of a GPU, standbys included, keeps its own slab and pool); the
+ * slab's share of it; most allocations the pool keeps (each is at least 256
+ * bytes). */
 #define DEVMEM_POOL_CAP_BYTES (4ull << 30)
+#define DEVMEM_SLAB_SHARE 4
 #define DEVMEM_POOL_ENTRIES_MAX 1024
 
 int devmem_init(const void *fatbin, size_t len, int sms);
@@ -73,6 +89,7 @@ int devmem_pool_release(void);
 size_t devmem_pool_count(void);
 uint64_t devmem_pool_bytes(void);
 uint64_t devmem_pool_limit(void);
+uint64_t devmem_slab_bytes(void);
 
 /* Fills and tally comparisons between these two go out in batched launches. */
 void devmem_batch_begin(void);

@@ -245,37 +245,47 @@ def one_job(worker, n, taskname, shapes, flavor, plan):
     return result
 
 
-# The device-memory pool (worker/devmem.c), each group on a worker of its
-# own with KEVALD_DEVMEM_POOL_BYTES (None: the default, 1/4 of the fake's
-# 512 MiB): name, N, scratch elements (a candidate scratch buffer "s", the
-# kernel's fifth argument), flavor, expect, check(allocs, frees, bytes the
-# worker holds beyond start-up, the timed shape set's phases_ms.alloc: ms in
-# cuMemAlloc on pool misses). A vector_add job of one shape set with 3
-# correctness trials has 9 distinct buffers (3 candidate x 2 sets, 3
-# reference) and, without the pool, makes 33 cuMemAlloc calls (9 a trial,
-# 6 for timing).
+# The device-memory slab and pool (worker/devmem.c), each group on a worker
+# of its own with KEVALD_DEVMEM_POOL_BYTES, the worker's memory budget (None:
+# the default, 1/16 of the fake's 512 MiB; a quarter of the budget is the
+# slab, allocated at start-up, the rest bounds the pool): name, N, scratch
+# elements (a candidate scratch buffer "s", the kernel's fifth argument),
+# flavor, expect, check(allocs, frees, bytes the worker holds beyond
+# start-up, the timed shape set's phases_ms.alloc: ms in cuMemAlloc). A
+# vector_add job of one shape set with 3 correctness trials has 9 distinct
+# buffers (3 candidate x 2 sets of 384 KiB with guards, 3 reference of 256
+# KiB at N = 65536) and, with neither slab nor pool, makes 33 cuMemAlloc
+# calls (9 a trial, 6 for timing).
 V = {"verdict": "correct", "cleanup.allocations_left": 0}
 MIB = 1 << 20
 POOL_GROUPS = [
-    (None, [
-        ("pool_first", 65536, None, "vadd", V, lambda a, f, u, al: a <= 9 and f == 0 and u > 0),
-        ("pool_again", 65536, None, "vadd", V, lambda a, f, u, al: a == 0 and f == 0 and u == 0 and al == 0),
-        # leaks: each marker job's buffers go to the pool, sizes the snooper does not reuse;
+    (None, [  # 8 MiB of slab: every buffer fits, no driver call at all
+        ("slab_first", 65536, None, "vadd", V, lambda a, f, u, al: a == 0 and f == 0 and u == 0 and al == 0),
+        ("slab_again", 65536, None, "vadd", V, lambda a, f, u, al: a == 0 and f == 0 and u == 0 and al == 0),
+        # leaks: each marker job's buffers go back to the slab, reused by the next jobs;
         # vadd_snoop aborts the worker if it finds the marker anywhere in device memory
         ("leak_mark", 5000, None, "vadd_mark", {"verdict": "incorrect", "error.kind": "mismatch",
-                                                "cleanup.allocations_left": 0}, lambda a, f, u, al: a > 0 and f == 0),
-        ("leak_mark_scratch", 6000, 1000, "vadd_mark_scratch", V, lambda a, f, u, al: a > 0 and f == 0),
-        ("leak_snoop", 7000, None, "vadd_snoop", V, lambda a, f, u, al: a > 0),
+                                                "cleanup.allocations_left": 0}, lambda a, f, u, al: a == 0 and f == 0),
+        ("leak_mark_scratch", 6000, 1000, "vadd_mark_scratch", V, lambda a, f, u, al: a == 0 and f == 0),
+        ("leak_snoop", 7000, None, "vadd_snoop", V, lambda a, f, u, al: a == 0),
     ]),
-    (1 * MIB, [  # bounded: the least recently freed go back (zeroed: the fake's cuMemFree checks)
-        ("pool_bounded", 65536, None, "vadd", V, lambda a, f, u, al: f > 0 and 0 < u <= 1 * MIB),
+    (4 * MIB, [  # a 1 MiB slab: what does not fit comes from the driver, then from the pool
+        ("slab_overflow", 65536, None, "vadd", V, lambda a, f, u, al: 0 < a < 9 and f == 0),
+        ("slab_overflow_again", 65536, None, "vadd", V, lambda a, f, u, al: a == 0 and f == 0 and al == 0),
     ]),
-    (0, [  # no pool: every free is a cuMemFree, as before the pool
+    (1 * MIB, [  # bounded: a 256 KiB slab, a 768 KiB pool; the least recently freed go back
+        ("pool_bounded", 65536, None, "vadd", V, lambda a, f, u, al: f > 0 and 0 < u <= 768 << 10),
+    ]),
+    (0, [  # neither slab nor pool: every free is a cuMemFree
         ("pool_off", 65536, None, "vadd", V, lambda a, f, u, al: a == 33 and f == 33 and u == 0 and al > 0),
     ]),
-    (400 * MIB, [  # out of memory with a full pool: released, then the allocation retried
+    (400 * MIB, [  # a 100 MiB slab; out of memory with a full pool: released, then the allocation retried
         ("oom_fill", 65536, 100 * MIB // 4, "vadd", V, lambda a, f, u, al: f == 0 and u >= 200 * MIB),
         ("oom_retry", 65536, 130 * MIB // 4, "vadd", V, lambda a, f, u, al: f >= 2 and u >= 260 * MIB),
+    ]),
+    (2400 * MIB, [  # no room for a 600 MiB slab on the fake's 512 MiB: the pool alone
+        ("slab_none", 65536, None, "vadd", V, lambda a, f, u, al: 0 < a <= 9 and f == 0 and u > 0),
+        ("slab_none_again", 65536, None, "vadd", V, lambda a, f, u, al: a == 0 and f == 0 and al == 0),
     ]),
 ]
 
