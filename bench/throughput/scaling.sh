@@ -6,7 +6,8 @@
 #   bash bench/throughput/scaling.sh            # OUT=/tmp/out, KEVALD_BUILD=build
 # Environment: KEVALD_BUILD, OUT, CORPUS_COUNT (default 2000: enough work that
 #   4 GPUs are busy for ~50 s at the target rate), SHAPES (small|library, default small),
-#   DEADLINE (seconds per run, default 240), TIMING (run.py --timing; empty: the corpus's fast).
+#   DEADLINE (seconds per run, default 240), TIMING (run.py --timing; empty: the corpus's fast),
+#   RESULTS (non-empty: every job's result to scaling_<N>gpu.results.jsonl, for results_summary.py).
 set -u
 cd "$(dirname "$0")/../.."
 KEVALD_BUILD=${KEVALD_BUILD:-build}
@@ -29,7 +30,7 @@ for LIST in 0 0,1 0,1,2,3; do
         echo "== $N GPU(s): --gpus $LIST" >&2
         timeout -k 10 $(( DEADLINE + 60 )) python3 bench/throughput/run.py --kevald "$KEVALD" --gpus "$LIST" \
                 --corpus "$OUT/corpus_scaling.json" --shapes "$SHAPES" --batch 256 --latency 0 \
-                ${TIMING:+--timing "$TIMING"} \
+                ${TIMING:+--timing "$TIMING"} ${RESULTS:+--results "$OUT/scaling_${N}gpu.results.jsonl"} \
                 --deadline "$DEADLINE" --label "scaling $N GPU" \
                 --serve-arg=--log-level=info --keep-log "$OUT/scaling_${N}gpu.server.log" \
                 --json "$OUT/scaling_${N}gpu.json" --md "$OUT/scaling_${N}gpu.md" 2>&1 | tee "$OUT/scaling_${N}gpu.log"
