@@ -40,6 +40,7 @@ int proctab_env(ProcRole role, int gpu_index, char ***ret_env)
 {
         const char *cuda = getenv("KEVALD_CUDA_HOME");
         const char *ld = getenv("LD_LIBRARY_PATH");
+        const char *budget = getenv("KEVALD_DEVMEM_POOL_BYTES");
         char **env = calloc(10, sizeof(char *));
         int n = 0;
 
@@ -60,6 +61,9 @@ int proctab_env(ProcRole role, int gpu_index, char ***ret_env)
                         goto fail;
                 /* Pinned through CUDA_VISIBLE_DEVICES, the worker's device is 0. */
                 if (asprintf(&env[n++], "KEVALD_GPU_INDEX=0") < 0)
+                        goto fail;
+                /* The worker's device-memory budget (worker/devmem.h), for operators and benchmarks. */
+                if (budget && asprintf(&env[n++], "KEVALD_DEVMEM_POOL_BYTES=%s", budget) < 0)
                         goto fail;
         }
         env[n] = NULL;
