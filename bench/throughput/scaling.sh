@@ -7,7 +7,9 @@
 # Environment: KEVALD_BUILD, OUT, CORPUS_COUNT (default 2000: enough work that
 #   4 GPUs are busy for ~50 s at the target rate), SHAPES (small|library, default small),
 #   DEADLINE (seconds per run, default 240), TIMING (run.py --timing; empty: the corpus's fast),
-#   RESULTS (non-empty: every job's result to scaling_<N>gpu.results.jsonl, for results_summary.py).
+#   RESULTS (non-empty: every job's result to scaling_<N>gpu.results.jsonl, for results_summary.py),
+#   WORKERS (kevald serve --gpu-workers-per-gpu; empty: the server's default),
+#   LISTS (the --gpus lists to run, default "0 0,1 0,1,2,3").
 set -u
 cd "$(dirname "$0")/../.."
 KEVALD_BUILD=${KEVALD_BUILD:-build}
@@ -24,13 +26,14 @@ if [ "${NGPU:-0}" -lt 1 ]; then
         exit 2
 fi
 python3 bench/throughput/make_corpus.py --count "$CORPUS_COUNT" -o "$OUT/corpus_scaling.json"
-for LIST in 0 0,1 0,1,2,3; do
+for LIST in ${LISTS:-0 0,1 0,1,2,3}; do
         N=$(( $(echo "$LIST" | tr -cd , | wc -c) + 1 ))
         [ "$N" -le "$NGPU" ] || continue
         echo "== $N GPU(s): --gpus $LIST" >&2
         timeout -k 10 $(( DEADLINE + 60 )) python3 bench/throughput/run.py --kevald "$KEVALD" --gpus "$LIST" \
                 --corpus "$OUT/corpus_scaling.json" --shapes "$SHAPES" --batch 256 --latency 0 \
                 ${TIMING:+--timing "$TIMING"} ${RESULTS:+--results "$OUT/scaling_${N}gpu.results.jsonl"} \
+                ${WORKERS:+--serve-arg=--gpu-workers-per-gpu --serve-arg="$WORKERS"} \
                 --deadline "$DEADLINE" --label "scaling $N GPU" \
                 --serve-arg=--log-level=info --keep-log "$OUT/scaling_${N}gpu.server.log" \
                 --json "$OUT/scaling_${N}gpu.json" --md "$OUT/scaling_${N}gpu.md" 2>&1 | tee "$OUT/scaling_${N}gpu.log"
