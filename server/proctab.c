@@ -41,7 +41,8 @@ int proctab_env(ProcRole role, int gpu_index, char ***ret_env)
         const char *cuda = getenv("KEVALD_CUDA_HOME");
         const char *ld = getenv("LD_LIBRARY_PATH");
         const char *budget = getenv("KEVALD_DEVMEM_POOL_BYTES");
-        char **env = calloc(10, sizeof(char *));
+        const char *conns = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+        char **env = calloc(12, sizeof(char *));
         int n = 0;
 
         if (!env)
@@ -64,6 +65,8 @@ int proctab_env(ProcRole role, int gpu_index, char ***ret_env)
                         goto fail;
                 /* The worker's device-memory budget (worker/devmem.h), for operators and benchmarks. */
                 if (budget && asprintf(&env[n++], "KEVALD_DEVMEM_POOL_BYTES=%s", budget) < 0)
+                        goto fail;
+                if (conns && asprintf(&env[n++], "CUDA_DEVICE_MAX_CONNECTIONS=%s", conns) < 0)
                         goto fail;
         }
         env[n] = NULL;

@@ -29,8 +29,8 @@ const ProcSpec *proctab_get(ProcRole role);
  * @ret_env:   NULL-terminated array of new strings; free with proctab_env_free()
  * Only PATH, LD_LIBRARY_PATH (when the supervisor has one: the CUDA libraries),
  * KEVALD_CUDA_HOME, KEVALD_PARENT_PID and, for GPUs, CUDA_VISIBLE_DEVICES,
- * KEVALD_GPU_INDEX and KEVALD_DEVMEM_POOL_BYTES (when the supervisor has it)
- * are passed.
+ * KEVALD_GPU_INDEX, and KEVALD_DEVMEM_POOL_BYTES and CUDA_DEVICE_MAX_CONNECTIONS
+ * (when the supervisor has them) are passed.
  * Return: 0 or -ENOMEM.
  */
 int proctab_env(ProcRole role, int gpu_index, char ***ret_env);

@@ -33,18 +33,21 @@ int main(void)
         char **env;
 
         setenv("KEVALD_DEVMEM_POOL_BYTES", "268435456", 1);
+        setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 1);
         setenv("KEVALD_TEST_SECRET", "x", 1);
         CHECK(proctab_env(PROC_GPU, 3, &env) == 0);
         CHECK(has(env, "CUDA_VISIBLE_DEVICES=3") && has(env, "KEVALD_GPU_INDEX=0"));
-        CHECK(has(env, "KEVALD_DEVMEM_POOL_BYTES=268435456"));
+        CHECK(has(env, "KEVALD_DEVMEM_POOL_BYTES=268435456") && has(env, "CUDA_DEVICE_MAX_CONNECTIONS=1"));
         CHECK(has(env, "PATH=/usr/bin:/bin") && !has_name(env, "KEVALD_TEST_SECRET") && !has_name(env, "HOME"));
         proctab_env_free(env);
         CHECK(proctab_env(PROC_COMPILE, 0, &env) == 0);
-        CHECK(!has_name(env, "KEVALD_DEVMEM_POOL_BYTES") && !has_name(env, "CUDA_VISIBLE_DEVICES"));
+        CHECK(!has_name(env, "KEVALD_DEVMEM_POOL_BYTES") && !has_name(env, "CUDA_VISIBLE_DEVICES") &&
+              !has_name(env, "CUDA_DEVICE_MAX_CONNECTIONS"));
         proctab_env_free(env);
         unsetenv("KEVALD_DEVMEM_POOL_BYTES");
+        unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
         CHECK(proctab_env(PROC_GPU, 0, &env) == 0);
-        CHECK(!has_name(env, "KEVALD_DEVMEM_POOL_BYTES"));
+        CHECK(!has_name(env, "KEVALD_DEVMEM_POOL_BYTES") && !has_name(env, "CUDA_DEVICE_MAX_CONNECTIONS"));
         proctab_env_free(env);
         if (failures)
                 fprintf(stderr, "test-proctab: %d failure(s)\n", failures);
