@@ -567,7 +567,11 @@ CUresult cuGetErrorString(CUresult e, const char **s)
 
 CUresult cuInit(unsigned flags)
 {
+        const char *conns = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+
         (void)flags;
+        /* what the worker asked of the driver's hardware queues (0: unset) */
+        mem_log("init_max_connections", conns ? (size_t)atoi(conns) : 0);
         return CUDA_SUCCESS;
 }
 

@@ -304,6 +304,9 @@ def pool_cases(args, logdir):
             worker = rs.Worker(args.gpu_bin, ["--no-sandbox"], args.verbose)
             log = MemLog(path)
             _, _, base = log.since()
+            # the worker asks for one hardware queue before cuInit (worker/gpu.c)
+            if "init_max_connections 1 " not in open(path).read():
+                raise RuntimeError("cuInit ran without CUDA_DEVICE_MAX_CONNECTIONS=1")
         except Exception as e:  # noqa: BLE001
             print("FAIL pool group %d: %s: %s" % (gi, type(e).__name__, e))
             failed += len(cases)
