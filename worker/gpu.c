@@ -199,12 +199,11 @@ int gpu_init(int index, GpuInfo *ret_info)
 
         memset(&info, 0, sizeof(info));
         info.index = index;
-        /* One hardware queue: the worker has one stream. The driver creates
-         * a context's channels under a lock that every process of the host
-         * shares; with the default 8 connections a context took 110 ms
-         * alone and 894 ms p50 with 8 created at once on an H100, with 1:
-         * 63 and 287 ms (bench/faults/ctxstart.py, BENCHMARKS.md). Set in
-         * the environment, the caller's value stays. */
+        /* One hardware queue: the worker has one stream. Context creation
+         * is serialized across the host's processes; with the default 8
+         * queues a context took 110 ms alone and 894 ms p50 with 8 created
+         * at once on an H100, with 1: 63 and 287 ms (bench/faults/ctxstart.py,
+         * BENCHMARKS.md). Set in the environment, the caller's value stays. */
         if (setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 0) < 0)
                 return -errno;
         if ((r = CHECK(cuInit(0))))
