@@ -42,7 +42,7 @@ int proctab_env(ProcRole role, int gpu_index, char ***ret_env)
         const char *ld = getenv("LD_LIBRARY_PATH");
         const char *budget = getenv("KEVALD_DEVMEM_POOL_BYTES");
         const char *conns = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-        char **env = calloc(12, sizeof(char *));
+        char **env = calloc(12, sizeof(char *)); /* at most 9 entries and the NULL */
         int n = 0;
 
         if (!env)

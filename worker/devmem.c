@@ -4,7 +4,9 @@
  * on the worker's one stream and given it back to the slab's free ranges or
  * the pool; every free slab range and every pool entry is zero or has its
  * zeroing queued ahead of anything later on that stream, so whatever reuses
- * it (or reads it through a stray pointer) sees zeros. The
+ * it (or reads it through a stray pointer) sees zeros; the exception is a
+ * stray write of the running job into free memory, which the end of the job
+ * erases in the slab up to the farthest range the job had (slab_used). The
  * pool is ordered by the time of the free (oldest first), holds at most
  * pool_limit bytes and DEVMEM_POOL_ENTRIES_MAX entries, and gives memory
  * back with cuMemFree only after a deadline-bounded wait for the stream
@@ -68,9 +70,13 @@ typedef struct PoolEntry {
         size_t total;
 } PoolEntry;
 
-/* The slab: one allocation made at start-up, carved on the host. */
+/* The slab: one allocation made at start-up, carved on the host. Every
+ * byte at or past slab_used is zero (or its zeroing queued) unless a kernel
+ * wrote there through a stray pointer: slab_used is the end of the
+ * farthest range handed out since the job began. */
 static GpuPtr slab;
 static Extents slab_free;
+static uint64_t slab_used;
 
 static PoolEntry *pool;          /* oldest free first */
 static size_t n_pool, cap_pool;
@@ -115,8 +121,11 @@ static int slab_init(uint64_t bytes)
                 }
                 return r;
         }
-        if ((r = gpu_memset8(slab, 0, bytes)) || (r = extents_init(&slab_free, bytes)))
+        if ((r = gpu_memset8(slab, 0, bytes)) || (r = extents_init(&slab_free, bytes))) {
+                gpu_free(slab); /* nothing of it handed out; the caller gives up */
+                slab = 0;
                 return r;
+        }
         return 0;
 }
 
@@ -527,6 +536,8 @@ static int slab_take(DevBuf *b)
         if (!slab || extents_take(&slab_free, b->total, &off))
                 return -ENOSPC;
         b->base = slab + off;
+        if (off + extents_round(b->total) > slab_used)
+                slab_used = off + extents_round(b->total);
         return 0;
 }
 
@@ -670,11 +681,16 @@ int devmem_free_all(void)
         batching = false; /* a job's end: nothing of it is collected further */
         if ((r = settle()))
                 return r;
+        /* the slab up to the farthest range the job had, in one go: its
+         * buffers, and what stray writes left in the gaps and slack */
+        if (slab_used && (r = gpu_memset8(slab, 0, slab_used)))
+                return r;
         for (size_t i = 0; i < n_live; i++)
-                if ((r = zero_all(&live[i])))
+                if (!in_slab(live[i].base) && (r = zero_all(&live[i])))
                         return r;
         if ((r = gpu_stream_wait()))
                 return r;
+        slab_used = 0;
         while (n_live > 0) {
                 DevBuf *b = &live[n_live - 1];
                 if (in_slab(b->base))

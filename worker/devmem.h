@@ -16,10 +16,17 @@
  * cost 9 ms a shape set on one H100 with the RL corpus, and 42 ms on each
  * of two busy H100s of one host (BENCHMARKS.md).
  * The price: a candidate's stray write more than a guard band past its
- * buffer lands in another slab range (another buffer of the job, or free
- * slab memory, zeroed again only when reused) where a separate cuMemAlloc
+ * buffer lands in another slab range (another buffer of the job, the
+ * reference's included, or free slab memory) where a separate cuMemAlloc
  * might have faulted; the driver sub-allocates small cuMemAllocs from
- * shared pages, so that was never a guarantee.
+ * shared pages and every buffer is in the one address space of the
+ * process, so that was never a guarantee. The end of a job zeroes the slab
+ * up to the farthest range the job had, so what such writes left there
+ * does not outlive the job; a write farther into the slab than any of the
+ * job's ranges is not erased (later buffers are still generated, poisoned
+ * or zeroed before any use). The slab is not given back when the device
+ * runs out of memory (the pool is): each worker, standbys included, keeps
+ * its quarter of the budget, 1 GiB on an 80 GB card.
  *
  * Buffer pool: a freed allocation is not given back to the driver but kept
  * for the next devmem_alloc() of the same total size (the same shapes recur

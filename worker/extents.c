@@ -26,12 +26,14 @@ uint64_t extents_round(uint64_t bytes)
  */
 int extents_init(Extents *e, uint64_t size)
 {
+        uint64_t len = size / EXTENTS_GRANULE * EXTENTS_GRANULE;
+
         memset(e, 0, sizeof(*e));
-        e->size = size / EXTENTS_GRANULE * EXTENTS_GRANULE;
-        if (e->size == 0)
+        if (len == 0)
                 return 0;
         if (!(e->free = malloc(16 * sizeof(*e->free))))
-                return -ENOMEM;
+                return -ENOMEM; /* an empty region, as for size 0 */
+        e->size = len;
         e->cap = 16;
         e->free[0] = (ExtentRange){ 0, e->size };
         e->n = 1;

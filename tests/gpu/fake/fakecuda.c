@@ -25,7 +25,9 @@
  * output with LEAK_MARK (a wrong answer: the job fails, its buffers are
  * freed by the cleanup); vadd_mark_scratch is a correct vadd with a fifth
  * parameter, a scratch buffer, that it stamps with LEAK_MARK (the job
- * passes, its buffers are freed one by one); flavor vadd_snoop is a correct
+ * passes, its buffers are freed one by one); vadd_mark_stray is a correct
+ * vadd that writes LEAK_MARK 16 bytes past its output's guard band (use it
+ * only where that is memory of the worker's slab); flavor vadd_snoop is a correct
  * vadd that first searches every live allocation for LEAK_MARK and aborts
  * when it finds one: a later job must never see an earlier job's data,
  * whether the memory was freed, pooled, or handed out again.
@@ -397,6 +399,9 @@ static void k_vadd(struct CUmod_st *m, void **p)
                         memcpy((char *)y + i, LEAK_MARK, 16);
         if (strcmp(f, "vadd_mark_scratch") == 0)
                 memcpy(PTR(char *, 4), LEAK_MARK, 16);
+        /* just past the output's guard band (64 KiB): in the slab's granule slack at N = 5000 */
+        if (strcmp(f, "vadd_mark_stray") == 0)
+                memcpy((char *)y + (size_t)n * sizeof(float) + (64u << 10) + 16, LEAK_MARK, 16);
 }
 
 static void k_axpy(struct CUmod_st *m, void **p)

@@ -267,6 +267,8 @@ POOL_GROUPS = [
         ("leak_mark", 5000, None, "vadd_mark", {"verdict": "incorrect", "error.kind": "mismatch",
                                                 "cleanup.allocations_left": 0}, lambda a, f, u, al: a == 0 and f == 0),
         ("leak_mark_scratch", 6000, 1000, "vadd_mark_scratch", V, lambda a, f, u, al: a == 0 and f == 0),
+        # a stray write past a guard band, into the granule slack after the buffer (zeroed with it)
+        ("leak_mark_stray", 5000, None, "vadd_mark_stray", V, lambda a, f, u, al: a == 0 and f == 0),
         ("leak_snoop", 7000, None, "vadd_snoop", V, lambda a, f, u, al: a == 0),
     ]),
     (4 * MIB, [  # a 1 MiB slab: what does not fit comes from the driver, then from the pool
@@ -305,8 +307,9 @@ def pool_cases(args, logdir):
             log = MemLog(path)
             _, _, base = log.since()
             # the worker asks for one hardware queue before cuInit (worker/gpu.c)
-            if "init_max_connections 1 " not in open(path).read():
-                raise RuntimeError("cuInit ran without CUDA_DEVICE_MAX_CONNECTIONS=1")
+            with open(path) as f:
+                if "init_max_connections 1 " not in f.read():
+                    raise RuntimeError("cuInit ran without CUDA_DEVICE_MAX_CONNECTIONS=1")
         except Exception as e:  # noqa: BLE001
             print("FAIL pool group %d: %s: %s" % (gi, type(e).__name__, e))
             failed += len(cases)
@@ -350,6 +353,7 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     os.environ["LD_LIBRARY_PATH"] = args.fake_libs
+    os.environ.pop("CUDA_DEVICE_MAX_CONNECTIONS", None)  # the worker's own default is checked
     seed = "00c0ffee12345678"
     worker, failed = None, 0
     for n, (name, taskname, flavor, plan, over, expect, life, check) in enumerate(CASES):
