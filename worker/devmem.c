@@ -113,7 +113,7 @@ static int slab_init(uint64_t bytes)
         if (bytes == 0)
                 return 0;
         if ((r = gpu_alloc(bytes, &slab))) {
-                if (r == GPU_E_CUDA && strcmp(gpu_error_last()->name, "CUDA_ERROR_OUT_OF_MEMORY") == 0) {
+                if (gpu_out_of_memory(r)) {
                         log_warn("devmem: no room for a slab of %llu bytes; buffers come from the driver",
                                  (unsigned long long)bytes);
                         slab = 0;
@@ -509,12 +509,6 @@ uint64_t devmem_pool_limit(void)
         return pool_limit;
 }
 
-/** devmem_slab_bytes() - the slab's size (0: no slab). */
-uint64_t devmem_slab_bytes(void)
-{
-        return slab_free.size;
-}
-
 /* ------------------------------------------------------------- buffers -- */
 
 static bool in_slab(GpuPtr base)
@@ -536,8 +530,8 @@ static int slab_take(DevBuf *b)
         if (!slab || extents_take(&slab_free, b->total, &off))
                 return -ENOSPC;
         b->base = slab + off;
-        if (off + extents_round(b->total) > slab_used)
-                slab_used = off + extents_round(b->total);
+        if (off + span(b) > slab_used)
+                slab_used = off + span(b);
         return 0;
 }
 
@@ -597,14 +591,11 @@ int devmem_alloc(size_t bytes, size_t guard, DevBuf *ret_buf)
                         return -ENOMEM;
                 live = grown;
         }
-        if (slab_take(&b) == 0) {
-                /* from the slab: zeros, no driver call */
-        } else if (!(b.base = pool_take(b.total))) {
+        if (slab_take(&b) < 0 && !(b.base = pool_take(b.total))) {
                 int64_t t0 = gpu_now_ns();
                 r = gpu_alloc(b.total, &b.base);
                 driver_alloc_ns += gpu_now_ns() - t0;
-                if (r == GPU_E_CUDA && n_pool > 0 &&
-                    strcmp(gpu_error_last()->name, "CUDA_ERROR_OUT_OF_MEMORY") == 0) {
+                if (n_pool > 0 && gpu_out_of_memory(r)) {
                         log_debug("devmem: out of memory for %zu bytes; releasing the pool (%llu bytes)", b.total,
                                   (unsigned long long)pool_bytes);
                         if ((r = devmem_pool_release()) == 0)

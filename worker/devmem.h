@@ -96,7 +96,6 @@ int devmem_pool_release(void);
 size_t devmem_pool_count(void);
 uint64_t devmem_pool_bytes(void);
 uint64_t devmem_pool_limit(void);
-uint64_t devmem_slab_bytes(void);
 
 /* Fills and tally comparisons between these two go out in batched launches. */
 void devmem_batch_begin(void);

@@ -81,6 +81,12 @@ bool gpu_is_sticky(void)
         return sticky_seen;
 }
 
+/** gpu_out_of_memory() - @r is GPU_E_CUDA for CUDA_ERROR_OUT_OF_MEMORY (gpu_error_last()). */
+bool gpu_out_of_memory(int r)
+{
+        return r == GPU_E_CUDA && strcmp(gpu_error_last()->name, "CUDA_ERROR_OUT_OF_MEMORY") == 0;
+}
+
 /**
  * gpu_error_set() - record an error (used by blas.c for cuBLAS statuses)
  * @code, @name, @message, @where: copied (truncated to fit)

@@ -72,6 +72,7 @@ typedef struct GpuKernelAttrs {
 const GpuError *gpu_error_last(void);
 void gpu_error_set(int code, const char *name, const char *message, const char *where, bool sticky);
 bool gpu_is_sticky(void);
+bool gpu_out_of_memory(int r);
 bool gpu_result_is_sticky(int cuda_result);
 
 void gpu_driver_version_read(char *buf, size_t len);

@@ -436,7 +436,7 @@ static int set_alloc(Run *r, const JobShape *s, const JobSide *side, bool guards
         for (int i = 0; i < total; i++) {
                 const JobBuffer *b = gpu_job_side_buffer(s, side, i);
                 int rc = devmem_alloc(b->bytes, guards ? DEVMEM_GUARD_BYTES : 0, &set->b[i]);
-                if (rc == GPU_E_CUDA && strcmp(gpu_error_last()->name, "CUDA_ERROR_OUT_OF_MEMORY") == 0)
+                if (gpu_out_of_memory(rc))
                         return fail_with(r, "runtime_error", "cuda",
                                          json_pack("{s:s, s:s, s:b, s:s, s:I}", "name", "CUDA_ERROR_OUT_OF_MEMORY",
                                                    "call", "cuMemAlloc", "sticky", 0, "buffer", b->name, "bytes",
