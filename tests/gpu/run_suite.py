@@ -389,6 +389,8 @@ def detail_of(result):
         t = result.get("timing") or {}
         return "speedup %.3g, busy %.1f ms" % (t.get("speedup") or 0, result.get("gpu_busy_ms") or 0)
     bits = [str(e.get(k)) for k in ("kind", "name") if e.get(k)]
+    if "surfaced_ms" in e:
+        bits.append("surfaced %s ms%s" % (e["surfaced_ms"], " after the limit" if e.get("after_limit") else ""))
     msg = (e.get("message") or "").replace("\n", " ")
     return ("%s: %s" % ("/".join(bits), msg))[:110]
 

@@ -380,8 +380,12 @@ static void k_vadd(struct CUmod_st *m, void **p)
                 y[n] = 1.0f;
         if (strcmp(f, "vadd_under") == 0)
                 y[-3] = 2.0f;
-        if (strcmp(f, "vadd_illegal") == 0)
-                sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+        /* as the driver does: the launch and the next event record succeed, a
+         * query after the kernel's (short) run finds the fault */
+        if (strcmp(f, "vadd_illegal") == 0 && !fault_pending && !sticky) {
+                fault_at = busy_until = now_ms() + 20.0;
+                fault_pending = CUDA_ERROR_ILLEGAL_ADDRESS;
+        }
         if (strcmp(f, "vadd_spin") == 0)
                 spinning = 1;
         /* a kernel that completes after 150 ms: past a 100 ms launch limit, within the grace */

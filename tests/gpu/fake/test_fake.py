@@ -111,7 +111,7 @@ CASES = [
      "correctness.shapes.1.revalidated": None, "correctness.shapes.1.passed": True}, "stays", "time_first"),
     ("illegal_address", "vector_add", "vadd_illegal", vplan(), None, {"verdict": "runtime_error",
      "error.name": "CUDA_ERROR_ILLEGAL_ADDRESS", "error.sticky": True, "error.launch": 0, "error.phase": "correctness",
-     "exiting": "sticky"}, "exits", None),
+     "error.after_limit": False, "exiting": "sticky"}, "exits", "early_fault"),
     ("spin", "vector_add", "vadd_spin", vplan(), {"launch_timeout_ms": 300}, {"verdict": "timeout",
      "error.kind": "timeout", "error.phase": "correctness", "error.launch": 0, "exiting": "timeout",
      "error.launch_limit_ms": 300}, "exits", None),
@@ -130,7 +130,8 @@ CASES = [
     # a fault the driver reports 300 ms late, after the 100 ms launch limit: a runtime error with its name...
     ("late_fault", "vector_add", "vadd_late_fault", vplan(), {"launch_factor": 1, "launch_floor_ms": 100,
      "fault_grace_ms": 1000}, {"verdict": "runtime_error", "error.kind": "cuda",
-     "error.name": "CUDA_ERROR_ILLEGAL_ADDRESS", "error.phase": "correctness", "exiting": "sticky"}, "exits", None),
+     "error.name": "CUDA_ERROR_ILLEGAL_ADDRESS", "error.phase": "correctness", "error.after_limit": True,
+     "exiting": "sticky"}, "exits", "late_fault"),
     # ...and without the grace it would have been called a timeout
     ("late_fault_no_grace", "vector_add", "vadd_late_fault", vplan(), {"launch_factor": 1, "launch_floor_ms": 100,
      "fault_grace_ms": 0}, {"verdict": "timeout", "error.kind": "timeout", "error.fault_grace_ms": 0}, "exits", None),
@@ -164,6 +165,12 @@ def extra_check(kind, task, result, seed):
         # (the fake's reference takes ~0 ms here: its events land on the slow kernel's end)
         if not (sh["speedup"] or 0) < 0.1 or sh["candidate"]["trials"] != 3:
             return "too_slow timing: %r" % sh
+    if kind in ("early_fault", "late_fault"):
+        # how long the wait took until the fault surfaced: the fake reports the late one 300 ms after its launch
+        ms = (result.get("error") or {}).get("surfaced_ms")
+        lo, hi = (300, 1100) if kind == "late_fault" else (0, 100)
+        if not (isinstance(ms, (int, float)) and lo <= ms < hi):
+            return "error.surfaced_ms %r, expected in [%d, %d)" % (ms, lo, hi)
     if kind == "time_first":
         if len((result.get("timing") or {}).get("shapes") or []) != 1:
             return "timing.shapes: %r (want the first shape set only)" % (result.get("timing") or {}).get("shapes")
