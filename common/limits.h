@@ -71,6 +71,13 @@
 #define LIMIT_CORRECTNESS_TRIALS_MAX 16
 #define LIMIT_PRINTF_FIFO_BYTES (1u << 20)
 #define LIMIT_GPU_NOFILE 1024                  /* open files of a GPU worker (cuInit needs >= 64) */
+/* After a launch limit passes, how long the worker waits for a fault that
+ * the driver reports late before it calls the kernel hung (fault_grace_ms).
+ * With one hardware queue per context (CUDA_DEVICE_MAX_CONNECTIONS=1, which
+ * the worker sets) the slowest surfacing measured on an H100 is a misaligned
+ * address at 287 ms, traps at 60-93 ms; with the driver's default 8 queues a
+ * trap took 311-362 ms, and the default was 500 (BENCHMARKS.md, issue 13). */
+#define LIMIT_FAULT_GRACE_MS_DEFAULT 300
 
 /* Command-line client (server/httpclient.c) */
 #define LIMIT_CLIENT_HEADER_BYTES (64u << 10)    /* response status line and headers */

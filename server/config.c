@@ -90,7 +90,7 @@ static const KeyDef keys[] = {
             "(at least launch_floor_ms, at most launch_timeout_ms) before it counts as hung; "
             "a slower kernel that completes is judged and timed; 0: always the ceiling"),
         INT("launch_floor_ms", launch_floor_ms, "100", 1, 600000, "lower bound of the derived launch limit"),
-        INT("fault_grace_ms", fault_grace_ms, "500", 0, 60000,
+        INT("fault_grace_ms", fault_grace_ms, XSTR(LIMIT_FAULT_GRACE_MS_DEFAULT), 0, 60000,
             "after a launch limit passes, how long to wait for a fault the driver reports late "
             "before the kernel counts as hung (runtime_error, not timeout)"),
         INT("gpu_workers_per_gpu", gpu_workers_per_gpu, "3", 1, 8,

@@ -1537,7 +1537,7 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         if (d->cfg.launch_factor == 0)
                 d->cfg.launch_factor = 1000;
         if (d->cfg.fault_grace_ms == 0)
-                d->cfg.fault_grace_ms = 500;
+                d->cfg.fault_grace_ms = LIMIT_FAULT_GRACE_MS_DEFAULT;
         if (d->cfg.fault_grace_ms < 0)
                 d->cfg.fault_grace_ms = 0;
         if (d->cfg.launch_floor_ms <= 0)

@@ -122,7 +122,7 @@ typedef struct GpuJob {
  * this much longer before it calls the kernel hung, so that a fault is named
  * as the fault it is, and a kernel that completes meanwhile is slow, not
  * hung. */
-#define GPU_JOB_FAULT_GRACE_MS 500
+#define GPU_JOB_FAULT_GRACE_MS LIMIT_FAULT_GRACE_MS_DEFAULT
 
 int gpu_job_parse(json_t *doc, size_t blob_len, GpuJob **ret_job, char *err, size_t err_len);
 void gpu_job_free(GpuJob *job);

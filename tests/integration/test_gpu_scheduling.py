@@ -196,7 +196,7 @@ def test_job_carries_launch_limits(one_gpu):
     assert job["has_launch_factor"] and job["launch_factor"] == 1000, job
     assert job["has_launch_floor"] and job["launch_floor_ms"] == 100, job
     assert job["launch_timeout_ms"] == 10000, job
-    assert job["fault_grace_ms"] == 500, job
+    assert job["fault_grace_ms"] == 300, job
 
 
 EXIT_MARKERS = {  # marker: (the fake's verdict, the "exiting" it sends; see fake_gpu_worker.py)
