@@ -463,6 +463,9 @@ def parse_args(argv):
     ap.add_argument("--poll", choices=("event", "stream"), default="event",
                     help="cudaEventQuery on an event recorded after the launch (like kevald-gpu; default) or "
                          "cudaStreamQuery")
+    ap.add_argument("--max-connections", type=int, default=1,
+                    help="CUDA_DEVICE_MAX_CONNECTIONS of every child: 1 as kevald-gpu sets it (default), "
+                         "0 for the driver's own default (8); a value in the environment wins")
     ap.add_argument("--child", choices=KINDS + ("probe",), help=argparse.SUPPRESS)
     ap.add_argument("--result-file", help=argparse.SUPPRESS)
     ap.add_argument("--t-spawn", type=int, default=0, help=argparse.SUPPRESS)
@@ -485,6 +488,8 @@ def main(argv=None):
     if a.child:
         child_main(a)  # never returns
     env = dict(os.environ)
+    if a.max_connections > 0:
+        env.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", str(a.max_connections))
     with tempfile.TemporaryDirectory(prefix="kevald-faults-") as tmp:
         env.setdefault("CUPY_CACHE_DIR", os.path.join(tmp, "cupy-cache"))
         probe = run_child(a, "probe", tmp, env)
@@ -496,6 +501,7 @@ def main(argv=None):
                   file=sys.stderr)
             return 77 if "cupy" in str(probe.get("fatal")) else 1
         meta = {k: probe.get(k) for k in ("gpu", "cc", "devices", "cupy", "driver", "runtime")}
+        meta.update(max_connections=env.get("CUDA_DEVICE_MAX_CONNECTIONS", "driver default"))
         meta.update(device=a.device, blocks=a.blocks, threads=THREADS, work_iters=a.work_iters, poll=a.poll,
                     samples=a.samples, timeout_s=a.timeout, hang_after_s=a.hang_after, kinds=a.kind_list,
                     started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), host=os.uname().nodename)

@@ -3,7 +3,9 @@
 results_summary.py FILE... - where the GPU worker's time went, from
 `bench/throughput/run.py --results FILE` (one JSON line per submission):
 per verdict, the mean of each phase (phases_ms: load, correctness, gate,
-timing, cleanup) and of the worker's wall; for timed kernels, the trials,
+timing, cleanup) and of the worker's wall, and for faults found while the
+worker waited, how long they took to surface (error.surfaced_ms) and how
+many only within fault_grace_ms (error.after_limit); for timed kernels, the trials,
 executions per trial (L), how they were launched and why timing stopped.
 """
 import collections
@@ -29,6 +31,12 @@ def main():
             if walls:
                 line += " wall mean %.1f p50 %.1f ms;" % (statistics.mean(walls), statistics.median(walls))
             line += " ".join(" %s %.1f" % (k, statistics.mean(x)) for k, x in phases.items())
+            # faults: how long after its launch each surfaced, and how many only within fault_grace_ms
+            sf = [(r.get("error") or {}).get("surfaced_ms") for r in rs]
+            sf = [x for x in sf if isinstance(x, (int, float))]
+            if sf:
+                line += "; surfaced_ms p50 %.1f max %.1f, after the limit %d" % (
+                    statistics.median(sf), max(sf), sum(1 for r in rs if (r.get("error") or {}).get("after_limit")))
             print(line)
         timed = [sh for r in rows for sh in r.get("timing") or []]
         if timed:

@@ -565,7 +565,10 @@ def main():
             with open(args.results, "w") as fh:
                 for it, r in zip(items, results):
                     res = (r or {}).get("result") or {}
+                    err = res.get("error") or {}
                     fh.write(json.dumps({"id": it["id"], "category": it["category"], "verdict": (r or {}).get("verdict"),
+                                         "error": {k: err[k] for k in ("kind", "name", "surfaced_ms", "after_limit")
+                                                   if k in err} or None,
                                          "wall_ms": res.get("wall_ms"), "phases_ms": res.get("phases_ms"),
                                          "gpu_active_ms": res.get("gpu_active_ms"),
                                          "timing": [{k: sh.get(k) for k in ("shape", "stop", "launches_per_trial",
