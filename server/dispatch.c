@@ -77,6 +77,25 @@ typedef enum { SLOT_CAND = 0, SLOT_REF = 1 } Slot;
 
 typedef struct Dispatcher Dispatcher;
 typedef struct Job Job;
+
+/* Where a GPU's time goes, as the dispatcher sees it. Settled each time the
+ * loop is about to wait (uv_prepare), so that every interval is charged to
+ * the state the GPU was in during it:
+ *   running     a job is in flight on it, or a worker that timed out or is
+ *               being killed still holds it;
+ *   no_worker   nothing runs and none of its workers is ready (all starting,
+ *               restarting or exiting): what restarts cost the GPU;
+ *   no_work     a worker is ready and nothing runs: the run stage had no job
+ *               for it (an empty queue, or jobs still compiling). */
+enum { GPU_T_RUNNING, GPU_T_NO_WORKER, GPU_T_NO_WORK, GPU_T_N };
+static const char *const gpu_time_name[GPU_T_N] = { "running", "no_worker", "no_work" };
+
+typedef struct GpuClock {
+        int index;              /* the host's GPU index */
+        int state;              /* GPU_T_*, as of the last settle */
+        uint64_t since_ns;
+        double s[GPU_T_N];      /* seconds in each state since start-up */
+} GpuClock;
 typedef struct CompileReq CompileReq;
 
 /* A compiled artifact: the compile RESULT and its CUBIN. */
@@ -154,6 +173,9 @@ struct Dispatcher {
         Worker workers[MAX_WORKERS];
         int n_workers;
         int n_compile;
+        GpuClock clocks[MAX_WORKERS];
+        int n_clocks;
+        uv_prepare_t settle;
 
         CompileReq *compiles;   /* queued and in-flight requests */
         Job *jobs;              /* compile-stage jobs in memory */
@@ -268,6 +290,49 @@ static const char *worker_state_name(const Worker *w)
         }
 }
 
+static bool gpu_reserved(Dispatcher *d, int index);
+
+static int gpu_time_state(Dispatcher *d, int index)
+{
+        bool ready = false;
+
+        if (gpu_reserved(d, index))
+                return GPU_T_RUNNING;
+        for (int i = 0; i < d->n_workers; i++) {
+                const Worker *w = &d->workers[i];
+                if (w->spec->role == PROC_GPU && w->index == index && w->state == W_IDLE && !w->dying)
+                        ready = true;
+        }
+        return ready ? GPU_T_NO_WORK : GPU_T_NO_WORKER;
+}
+
+/* Charge the time since the last settle to each GPU's state then, and take
+ * its state now. */
+static void gpu_clocks_settle(Dispatcher *d)
+{
+        uint64_t now = uv_hrtime();
+
+        for (int i = 0; i < d->n_clocks; i++) {
+                GpuClock *c = &d->clocks[i];
+                c->s[c->state] += (double)(now - c->since_ns) / 1e9;
+                c->since_ns = now;
+                c->state = gpu_time_state(d, c->index);
+        }
+}
+
+static void on_prepare(uv_prepare_t *h)
+{
+        gpu_clocks_settle(h->data);
+}
+
+static const GpuClock *gpu_clock(const Dispatcher *d, int index)
+{
+        for (int i = 0; i < d->n_clocks; i++)
+                if (d->clocks[i].index == index)
+                        return &d->clocks[i];
+        return NULL;
+}
+
 /* Fold GPU worker @w into the status entry of its GPU (one per GPU). */
 static void gpu_status_add(json_t *gpus, const Worker *w)
 {
@@ -282,8 +347,13 @@ static void gpu_status_add(json_t *gpus, const Worker *w)
                         break;
         }
         if (i == json_array_size(gpus)) {
+                const GpuClock *c = gpu_clock(w->d, w->index);
+                json_t *t = json_object();
                 g = json_pack("{s:i, s:s, s:i, s:f, s:i, s:i}", "index", w->index, "state", state, "restarts", 0,
                               "busy_s", 0.0, "workers", 0, "workers_ready", 0);
+                for (int k = 0; c && k < GPU_T_N; k++)
+                        json_object_set_new(t, gpu_time_name[k], json_real(c->s[k]));
+                json_object_set_new(g, "time_s", t);
                 json_array_append_new(gpus, g);
         }
         /* the GPU's state is its most useful worker's: busy > ready > starting > restarting > failed */
@@ -315,6 +385,7 @@ static void status_rebuild(Dispatcher *d)
         int c_ready = 0, c_busy = 0, c_restarts = 0, c_failed = 0, g_ready = 0;
         bool ready;
 
+        gpu_clocks_settle(d);
         for (int i = 0; i < d->n_workers; i++) {
                 Worker *w = &d->workers[i];
                 json_t *wl = json_object_get(w->hello, "layers");
@@ -1409,6 +1480,8 @@ static void on_tick(uv_timer_t *t)
                 shutdown_now(d);
                 return;
         }
+        if (d->n_clocks > 0) /* the GPU clocks in the status stay within a tick of now */
+                d->status_dirty = true;
         pump(d);
 }
 
@@ -1451,6 +1524,8 @@ static void shutdown_now(Dispatcher *d)
         uv_close((uv_handle_t *)&d->wake, close_cb_noop);
         uv_close((uv_handle_t *)&d->stop_async, close_cb_noop);
         uv_close((uv_handle_t *)&d->pump_idle, close_cb_noop);
+        uv_prepare_stop(&d->settle);
+        uv_close((uv_handle_t *)&d->settle, close_cb_noop);
         status_rebuild(d);
         /* The loop ends once the workers' exit callbacks have closed their handles. */
 }
@@ -1584,7 +1659,8 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         uv_async_init(&d->loop, &d->stop_async, on_stop);
         uv_timer_init(&d->loop, &d->tick);
         uv_idle_init(&d->loop, &d->pump_idle);
-        d->wake.data = d->stop_async.data = d->tick.data = d->pump_idle.data = d;
+        uv_prepare_init(&d->loop, &d->settle);
+        d->wake.data = d->stop_async.data = d->tick.data = d->pump_idle.data = d->settle.data = d;
         for (int i = 0; i < n_compile; i++) {
                 Worker *w = &d->workers[d->n_workers++];
                 w->d = d;
@@ -1593,6 +1669,8 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         }
         d->n_compile = n_compile;
         for (int i = 0; i < n_gpus; i++) {
+                d->clocks[d->n_clocks++] = (GpuClock){ .index = gpus[i], .state = GPU_T_NO_WORKER,
+                                                       .since_ns = uv_hrtime() };
                 for (int k = 0; k < d->cfg.gpu_workers_per_gpu; k++) {
                         Worker *w = &d->workers[d->n_workers++];
                         w->d = d;
@@ -1606,6 +1684,7 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         for (int i = 0; i < d->n_workers; i++)
                 worker_start(&d->workers[i]);
         status_rebuild(d);
+        uv_prepare_start(&d->settle, on_prepare);
         uv_timer_start(&d->tick, on_tick, 100, 100);
         r = uv_thread_create(&d->thread, loop_main, d);
         if (r < 0) {

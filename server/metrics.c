@@ -256,6 +256,17 @@ static void render_dispatch(json_t *d, Buf *b)
                 bprintf(b, "kevald_gpu_busy_seconds_total{gpu=\"%lld\"} %.6f\n", jint(g, "index"),
                         json_is_number(bs) ? json_number_value(bs) : 0.0);
         }
+        bprintf(b, "# HELP kevald_gpu_time_seconds_total Seconds each GPU spent with a job running, with no worker "
+                   "ready, and with nothing to run (the dispatcher's clock).\n"
+                   "# TYPE kevald_gpu_time_seconds_total counter\n");
+        json_array_foreach(gpus, i, g) {
+                const char *state;
+                json_t *secs;
+
+                json_object_foreach(json_object_get(g, "time_s"), state, secs)
+                        bprintf(b, "kevald_gpu_time_seconds_total{gpu=\"%lld\",state=\"%s\"} %.6f\n", jint(g, "index"),
+                                state, json_number_value(secs));
+        }
         bprintf(b, "# HELP kevald_sandbox_layer_active Confinement layers in force, by worker profile.\n"
                    "# TYPE kevald_sandbox_layer_active gauge\n");
         json_object_foreach(layers, key, v) {

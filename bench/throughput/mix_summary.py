@@ -32,6 +32,9 @@ def main():
               "verdicts %s" % (name, label, c["finished"], c["submissions"], c["wall_s"], c["evals_per_min"],
                                c["evals_per_min_steady"], r.get("gpu_active_pct"), r.get("nvml_util_pct"),
                                r.get("gpu_worker_restarts"), json.dumps(c["verdicts"])))
+        if r.get("gpu_time_pct"):
+            print("%s %-7s: GPU clock %% %s; busy while it had work %s%%" % (
+                name, label, json.dumps(r["gpu_time_pct"]), r.get("gpu_active_while_working_pct")))
         if phases:
             print("%s %-7s: phases ms by verdict %s" % (name, label, json.dumps(phases)))
         for k in ("latency_distinct", "latency_same"):

@@ -452,6 +452,12 @@ def markdown(rep):
         lines.append("| worker occupied = sum(wall_ms) / (wall × GPUs) | %s%% |" % fmt(rep.get("gpu_occupied_pct")))
         lines.append("| dispatcher's GPU busy (workers[].busy_s) / (wall × GPUs); GPU worker restarts | %s%%; %s |" % (
             fmt(rep.get("dispatcher_busy_pct")), fmt(rep.get("gpu_worker_restarts"))))
+        gt = rep.get("gpu_time_pct") or {}
+        lines.append("| the dispatcher's GPU clock (/readyz gpus[].time_s): a job running / no worker ready / "
+                     "nothing to run | %s%% / %s%% / %s%% |" % (fmt(gt.get("running")), fmt(gt.get("no_worker")),
+                                                              fmt(gt.get("no_work"))))
+        lines.append("| GPU busy while it had work = sum(gpu_active_ms) / (running + no_worker) | %s%% |" % fmt(
+            rep.get("gpu_active_while_working_pct")))
         lines.append("| jobs per GPU | %s |" % json.dumps(c["jobs_per_gpu"]))
         lines.append("| GPU worker time by verdict: Σ wall_ms (jobs reporting it / all) | %s |" % "; ".join(
             "%s %.1f s, GPU active %.1f s (%d/%d)" % (k, v["wall_ms"] / 1000.0, v.get("gpu_active_ms", 0) / 1000.0,
@@ -594,14 +600,25 @@ def main():
         if isinstance(after, dict) and after.get("gpus"):
             busy = 0.0
             restarts = 0
+            times = {}  # the dispatcher's clock per GPU state (running, no_worker, no_work), summed over GPUs
             for g in after["gpus"]:
                 b = gpu_before.get(g.get("index"), {})
                 busy += (g.get("busy_s") or 0.0) - (b.get("busy_s") or 0.0)
                 restarts += (g.get("restarts") or 0) - (b.get("restarts") or 0)
+                for k, v in (g.get("time_s") or {}).items():
+                    times[k] = times.get(k, 0.0) + v - ((b.get("time_s") or {}).get(k) or 0.0)
             rep["dispatcher_gpu_busy_s"] = round(busy, 2)
             rep["gpu_worker_restarts"] = restarts
             if ngpu and c["wall_s"] > 0:
                 rep["dispatcher_busy_pct"] = round(100.0 * busy / (c["wall_s"] * ngpu), 1)
+            if sum(times.values()) > 0:
+                tot = sum(times.values())
+                rep["gpu_time_s"] = {k: round(v, 3) for k, v in times.items()}
+                rep["gpu_time_pct"] = {k: round(100.0 * v / tot, 1) for k, v in times.items()}
+                # the GPU's own busy share of the time it had a job or waited for a worker to run one
+                had_work = times.get("running", 0.0) + times.get("no_worker", 0.0)
+                if had_work > 0:
+                    rep["gpu_active_while_working_pct"] = round(100.0 * c["gpu_active_ms_sum"] / 1000.0 / had_work, 1)
         if args.latency and c["unfinished"]:
             print("latency probes skipped: the corpus did not finish, the server is not idle", file=sys.stderr)
         elif args.latency:

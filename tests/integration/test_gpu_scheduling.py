@@ -393,6 +393,43 @@ def test_watchdog_kill_holds_the_gpu(tmp_path):
     assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
 
 
+def gpu_times(fs):
+    """/readyz gpus[0].time_s, and the monotonic time it was read."""
+    (g,) = fs.readyz()["gpus"]
+    return time.monotonic(), g["time_s"]
+
+
+def test_gpu_time_accounting(tmp_path):
+    """/readyz says where each GPU's time went: running (a job in flight, or a timed-out worker
+    still holding the GPU), no_worker (none ready: the restart after a timeout, with one worker
+    per GPU) and no_work (ready, nothing to run). The three add up to the time that passed."""
+    fs = FakeGpuServer(tmp_path, gpus="0", per_gpu=1, knobs={"work_s": 0.1, "exit_delay_s": 0.3}).start()
+    try:
+        warm_cache(fs, ["timeout_exit"])
+        fs.wait_gpus_ready()
+        t0, a = gpu_times(fs)
+        assert set(a) == {"running", "no_worker", "no_work"}, a
+        assert a["no_worker"] > 0, f"the worker's start-up is time without a worker: {a}"
+        ids = fs.submit([full(), full("timeout_exit"), full()])
+        done = fs.wait_all(ids)
+        assert [done[i]["verdict"] for i in ids] == ["correct", "timeout", "correct"], done
+        fs.wait_gpus_ready()
+        time.sleep(0.5)
+        t1, b = gpu_times(fs)
+        d = {k: b[k] - a[k] for k in a}
+        # three jobs of 0.1 s, and the timed-out worker holds the GPU until it has exited (0.3 s later):
+        # 0.6 s, less what the dispatcher sees of each edge a loop turn late
+        assert d["running"] >= 0.55, d
+        # one worker per GPU: the job after the timeout waits for a new process
+        assert d["no_worker"] > 0.005, d
+        assert d["no_work"] >= 0.4, d
+        # the status is rebuilt every 100 ms tick: each reading may lag by that much
+        assert abs(sum(d.values()) - (t1 - t0)) < 0.3, (d, t1 - t0)
+    finally:
+        rc = fs.stop()
+    assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
+
+
 def test_invalid_verdict_does_not_hurt_the_next_job(tmp_path):
     """A RESULT without a valid verdict kills its worker; the job after it must not pay for that,
     and the offending job ends (internal_error) within max_attempts instead of cycling forever."""
