@@ -78,6 +78,10 @@
  * address at 287 ms, traps at 60-93 ms; with the driver's default 8 queues a
  * trap took 311-362 ms, and the default was 500 (BENCHMARKS.md, issue 13). */
 #define LIMIT_FAULT_GRACE_MS_DEFAULT 300
+/* The least a derived per-launch limit can be (launch_floor_ms): it clears a
+ * first launch's own start (lazy module loading); a hung kernel on a small
+ * shape set costs this plus the grace. */
+#define LIMIT_LAUNCH_FLOOR_MS_DEFAULT 100
 
 /* Command-line client (server/httpclient.c) */
 #define LIMIT_CLIENT_HEADER_BYTES (64u << 10)    /* response status line and headers */

@@ -89,7 +89,8 @@ static const KeyDef keys[] = {
             "per shape set, a plan execution may take this many times the reference's own time "
             "(at least launch_floor_ms, at most launch_timeout_ms) before it counts as hung; "
             "a slower kernel that completes is judged and timed; 0: always the ceiling"),
-        INT("launch_floor_ms", launch_floor_ms, "100", 1, 600000, "lower bound of the derived launch limit"),
+        INT("launch_floor_ms", launch_floor_ms, XSTR(LIMIT_LAUNCH_FLOOR_MS_DEFAULT), 1, 600000,
+            "lower bound of the derived launch limit"),
         INT("fault_grace_ms", fault_grace_ms, XSTR(LIMIT_FAULT_GRACE_MS_DEFAULT), 0, 60000,
             "after a launch limit passes, how long to wait for a fault the driver reports late "
             "before the kernel counts as hung (runtime_error, not timeout)"),

@@ -1616,7 +1616,7 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         if (d->cfg.fault_grace_ms < 0)
                 d->cfg.fault_grace_ms = 0;
         if (d->cfg.launch_floor_ms <= 0)
-                d->cfg.launch_floor_ms = 250;
+                d->cfg.launch_floor_ms = LIMIT_LAUNCH_FLOOR_MS_DEFAULT;
         if (d->cfg.gpu_workers_per_gpu <= 0)
                 d->cfg.gpu_workers_per_gpu = 3;
         if (d->cfg.gpu_workers_per_gpu > 8)

@@ -32,7 +32,7 @@ typedef struct DispatchConfig {
         double launch_factor;       /* per-launch limit = factor x the reference's time on the shape set,
                                      * at least launch_floor_ms, at most launch_timeout_ms
                                      * (0: default 1000; negative: off, the ceiling for every launch) */
-        int launch_floor_ms;        /* default 250 */
+        int launch_floor_ms;        /* 0: LIMIT_LAUNCH_FLOOR_MS_DEFAULT */
         int fault_grace_ms;         /* wait for a late fault after a launch limit (0: LIMIT_FAULT_GRACE_MS_DEFAULT; -1: none) */
         int gpu_workers_per_gpu;    /* worker processes per GPU, one running at a time (0: default 3) */
         int compile_timeout_ms;     /* deadline of one compile (default LIMIT_COMPILE_WALL_MS) */

@@ -569,7 +569,7 @@ int gpu_job_parse(json_t *doc, size_t blob_len, GpuJob **ret_job, char *err, siz
         job->warmup = 3;
         job->deadline_ms = 120000;
         job->launch_timeout_ms = 10000;
-        job->launch_floor_ms = 100;
+        job->launch_floor_ms = LIMIT_LAUNCH_FLOOR_MS_DEFAULT;
         job->fault_grace_ms = GPU_JOB_FAULT_GRACE_MS;
         job->trials = 3;
         if (!json_is_object(doc)) {

@@ -107,7 +107,7 @@ typedef struct GpuJob {
         int64_t launch_timeout_ms;  /* one plan execution (default 10000); the ceiling when derived */
         double launch_factor;       /* > 0: per shape set, the limit is launch_factor x the reference's
                                      * own time there, at least launch_floor_ms (default 0: off) */
-        int64_t launch_floor_ms;    /* default 250 */
+        int64_t launch_floor_ms;    /* default LIMIT_LAUNCH_FLOOR_MS_DEFAULT */
         int64_t fault_grace_ms;     /* after a launch limit: how long a fault may take to surface */
         int trials;             /* correctness trials */
         bool dump;              /* kevald eval --dump: stream the reference side's buffers first */
