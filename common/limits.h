@@ -75,8 +75,10 @@
  * the driver reports late before it calls the kernel hung (fault_grace_ms).
  * With one hardware queue per context (CUDA_DEVICE_MAX_CONNECTIONS=1, which
  * the worker sets) the slowest surfacing measured on an H100 is a misaligned
- * address at 287 ms, traps at 60-93 ms; with the driver's default 8 queues a
- * trap took 311-362 ms, and the default was 500 (BENCHMARKS.md, issue 13). */
+ * address at 287 ms, traps at 56-93 ms; with the driver's default 8 queues a
+ * trap took 311-362 ms, and the default was 500 (BENCHMARKS.md, issue 13).
+ * The least grace: the dispatcher raises it when faults surface late
+ * (server/dispatch.c grace_note()). */
 #define LIMIT_FAULT_GRACE_MS_DEFAULT 300
 /* The least a derived per-launch limit can be (launch_floor_ms): it clears a
  * first launch's own start (lazy module loading); a hung kernel on a small

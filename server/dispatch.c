@@ -66,6 +66,9 @@
 #define PUMP_BATCH 256                 /* claims per loop turn before yielding */
 #define WATCHDOG_GRACE_MS 5000
 #define REF_CACHE_SLOTS 64
+#define GRACE_SEEN_N 32                /* faults that surfaced within the grace, remembered */
+#define GRACE_MARGIN 1.5               /* the grace sent: this times the most of it one of them used */
+#define GRACE_ADAPT_MAX_MS 2000        /* ...at most this (or the configured grace, if larger) */
 
 /* W_EXITING: a GPU worker sent its RESULT with "exiting" and is on its way
  * out. After a timeout ("exiting": "timeout") its GPU stays reserved until
@@ -189,6 +192,11 @@ struct Dispatcher {
         double stop_grace_s;
         uint64_t stop_deadline_ms;
 
+        /* the fault grace each job gets (grace_note()) */
+        int fault_grace_now;
+        double grace_seen[GRACE_SEEN_N];
+        int grace_seen_next;
+
         /* counters */
         uint64_t jobs_done, cache_hits, cache_misses, compiles_sent;
         json_t *verdicts;
@@ -290,17 +298,20 @@ static const char *worker_state_name(const Worker *w)
         }
 }
 
-static bool gpu_reserved(Dispatcher *d, int index);
-
 static int gpu_time_state(Dispatcher *d, int index)
 {
         bool ready = false;
 
-        if (gpu_reserved(d, index))
-                return GPU_T_RUNNING;
         for (int i = 0; i < d->n_workers; i++) {
                 const Worker *w = &d->workers[i];
-                if (w->spec->role == PROC_GPU && w->index == index && w->state == W_IDLE && !w->dying)
+                if (w->spec->role != PROC_GPU || w->index != index || w->state == W_STOPPED)
+                        continue;
+                /* a job, or a hung one's worker on its way out; not a standby or a
+                 * start-up that is being killed (that is time without a worker) */
+                if (w->state == W_BUSY || (w->state == W_EXITING && w->holds_gpu) ||
+                    (w->dying && w->killed_by_watchdog))
+                        return GPU_T_RUNNING;
+                if (w->state == W_IDLE && !w->dying)
                         ready = true;
         }
         return ready ? GPU_T_NO_WORK : GPU_T_NO_WORKER;
@@ -410,6 +421,7 @@ static void status_rebuild(Dispatcher *d)
                                       c_busy, "restarts", c_restarts, "failed", c_failed));
         json_object_set_new(st, "gpus", gpus);
         json_object_set_new(st, "gpu_ready", json_integer(g_ready));
+        json_object_set_new(st, "fault_grace_ms", json_integer(d->fault_grace_now));
         json_object_set_new(st, "layers", layers);
         json_object_set_new(st, "counters",
                             json_pack("{s:I, s:I, s:I, s:I, s:O}", "jobs_done", (json_int_t)d->jobs_done,
@@ -1296,7 +1308,7 @@ static int run_one(Dispatcher *d, Worker *w)
                                       (json_int_t)j->art[SLOT_REF]->cubin_len));
         json_object_set_new(gjob, "deadline_ms", json_integer((json_int_t)(d->cfg.job_timeout_s * 1000)));
         json_object_set_new(gjob, "launch_timeout_ms", json_integer(d->cfg.launch_timeout_ms));
-        json_object_set_new(gjob, "fault_grace_ms", json_integer(d->cfg.fault_grace_ms));
+        json_object_set_new(gjob, "fault_grace_ms", json_integer(d->fault_grace_now));
         if (d->cfg.launch_factor > 0) {
                 json_object_set_new(gjob, "launch_factor", json_real(d->cfg.launch_factor));
                 json_object_set_new(gjob, "launch_floor_ms", json_integer(d->cfg.launch_floor_ms));
@@ -1321,6 +1333,42 @@ static int run_one(Dispatcher *d, Worker *w)
         w->deadline_ms = w->sent_at_ms + (uint64_t)(d->cfg.job_timeout_s * 1000) + WATCHDOG_GRACE_MS;
         d->status_dirty = true;
         return 1;
+}
+
+/*
+ * The grace adapts to the host. How late the driver reports a fault grows
+ * with what else the host's driver is doing: on one H100 the latest seen was
+ * ~290 ms after its launch, on two H200s under the RL mix 336 ms (context
+ * creations of restarting workers queue in the driver; BENCHMARKS.md). The
+ * configured fault_grace_ms is the least grace; a runtime error that
+ * surfaced only within the grace says how much of it it used
+ * (error.grace_used_ms), and every job after it gets GRACE_MARGIN times the
+ * most that any of the last GRACE_SEEN_N such faults used, at most
+ * GRACE_ADAPT_MAX_MS. So a fault stays named as one on a busy host, and a
+ * hang on a quiet one costs no more than the configured grace. A grace of 0
+ * (none) is left alone.
+ */
+static void grace_note(Dispatcher *d, json_t *error)
+{
+        json_t *used = json_object_get(error, "grace_used_ms");
+        int before = d->fault_grace_now, least = d->cfg.fault_grace_ms;
+        int most = least > GRACE_ADAPT_MAX_MS ? least : GRACE_ADAPT_MAX_MS;
+        double m = 0, want;
+
+        if (least <= 0 || !json_is_true(json_object_get(error, "after_limit")) || !json_is_number(used))
+                return;
+        d->grace_seen[d->grace_seen_next] = json_number_value(used);
+        d->grace_seen_next = (d->grace_seen_next + 1) % GRACE_SEEN_N;
+        for (int i = 0; i < GRACE_SEEN_N; i++)
+                if (d->grace_seen[i] > m)
+                        m = d->grace_seen[i];
+        want = ceil(m * GRACE_MARGIN);
+        d->fault_grace_now = want < least ? least : want > most ? most : (int)want;
+        if (d->fault_grace_now != before) {
+                log_info("dispatch: fault_grace_ms %d -> %d: a fault surfaced %.1f ms into the grace",
+                         before, d->fault_grace_now, json_number_value(used));
+                d->status_dirty = true;
+        }
 }
 
 static void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result)
@@ -1349,6 +1397,8 @@ static void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result)
                 job_free(j);
                 return;
         }
+        if (strcmp(verdict, "runtime_error") == 0)
+                grace_note(d, json_object_get(result, "error"));
         /* the worker sees its GPU as device 0 (CUDA_VISIBLE_DEVICES): say which one of the host it was */
         if (json_is_object(json_object_get(result, "gpu")))
                 json_object_set_new(json_object_get(result, "gpu"), "index", json_integer(w->index));
@@ -1615,6 +1665,7 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
                 d->cfg.fault_grace_ms = LIMIT_FAULT_GRACE_MS_DEFAULT;
         if (d->cfg.fault_grace_ms < 0)
                 d->cfg.fault_grace_ms = 0;
+        d->fault_grace_now = d->cfg.fault_grace_ms;
         if (d->cfg.launch_floor_ms <= 0)
                 d->cfg.launch_floor_ms = LIMIT_LAUNCH_FLOOR_MS_DEFAULT;
         if (d->cfg.gpu_workers_per_gpu <= 0)

@@ -72,7 +72,8 @@ typedef struct Run {
         int late_runs;         /* waits that outlasted the launch limit and completed within the grace */
         bool fault_waited;     /* the error being reported surfaced in wait_bounded(): */
         double fault_wait_ms;  /*   after this long a wait, */
-        bool fault_late;       /*   and only after the launch limit (within the grace) */
+        bool fault_late;       /*   and only after the launch limit, */
+        double fault_grace_ms; /*   this far into the grace */
         GpuElfGlobals cand_globals; /* the candidate's __device__ variables, zeroed before unloading */
         int globals_zeroed, globals_missed;
 } Run;
@@ -219,9 +220,12 @@ static int fail_gpu(Run *r, int rc)
         else
                 verdict = "internal_error";
         extra = json_pack("{s:s, s:s, s:b}", "name", e->name, "call", e->where, "sticky", e->sticky);
-        if (r->fault_waited) {
+        if (r->fault_waited) { /* this error surfaced in the last wait_bounded() */
+                r->fault_waited = false;
                 json_object_set_new(extra, "surfaced_ms", json_real(round(r->fault_wait_ms * 10) / 10));
                 json_object_set_new(extra, "after_limit", json_boolean(r->fault_late));
+                if (r->fault_late) /* what the dispatcher sizes the grace from (dispatch.c) */
+                        json_object_set_new(extra, "grace_used_ms", json_real(round(r->fault_grace_ms * 10) / 10));
         }
         return fail_with(r, verdict, "cuda", extra, "%s: %s (in %s)", e->name, e->message, e->where);
 }
@@ -244,7 +248,7 @@ static int fail_gpu(Run *r, int rc)
  */
 static int wait_bounded(Run *r, GpuEvent *ev, int64_t allowed_ms)
 {
-        int64_t t0 = gpu_now_ns(), saved = gpu_deadline_get(), lim = t0 + allowed_ms * 1000000LL;
+        int64_t t0 = gpu_now_ns(), saved = gpu_deadline_get(), lim = t0 + allowed_ms * 1000000LL, now;
         bool late = false;
         int rc;
 
@@ -267,11 +271,13 @@ static int wait_bounded(Run *r, GpuEvent *ev, int64_t allowed_ms)
          * took the grace, so that an operator sees a grace grown too short. */
         r->fault_waited = rc == GPU_E_CUDA;
         if (r->fault_waited) {
-                r->fault_wait_ms = (double)(gpu_now_ns() - t0) / 1e6;
+                now = gpu_now_ns();
+                r->fault_wait_ms = (double)(now - t0) / 1e6;
                 r->fault_late = late;
+                r->fault_grace_ms = late ? (double)(now - lim) / 1e6 : 0;
                 if (late)
-                        log_warn("gpu: job %" PRId64 ": a fault surfaced %.1f ms into a wait with a launch limit "
-                                 "of %" PRId64 " ms, within fault_grace_ms (%" PRId64 " ms)",
+                        log_warn("gpu: job %" PRId64 ": a fault surfaced %.1f ms into a wait allowed %" PRId64
+                                 " ms, within fault_grace_ms (%" PRId64 " ms)",
                                  r->job->id, r->fault_wait_ms, allowed_ms, r->job->fault_grace_ms);
         }
         return rc;

@@ -37,6 +37,8 @@ source a JOB carries besides the CUBIN): a name containing
                         "default" with roofline.suspicious true (as worker/judge.c)
   incorrect             "incorrect"
   runtime_error_exit    "runtime_error", "exiting": "sticky", exit 3 after exit_delay_s
+  late_fault_exit       the same at once, its error saying the fault surfaced 250 ms
+                        into the fault grace (after_limit, grace_used_ms)
   timeout_exit          "timeout", "exiting": "timeout", exit 4 after exit_delay_s
   timeout_exitnow       "timeout", "exiting": "timeout", exit 4 at once (like the
                         real worker's _exit right after its RESULT)
@@ -163,6 +165,7 @@ EXITS = {
     "timeout_exitnow": ("timeout", "timeout", 4, False),
     "legacy_exit": ("runtime_error", True, 3, True),
     "timeout_hang": ("timeout", "timeout", 4, None),  # says it exits, never does (killed)
+    "late_fault_exit": ("runtime_error", "sticky", 3, False),  # a fault that surfaced 250 ms into the grace
 }
 
 
@@ -192,6 +195,9 @@ def result_for(job, mark, t0, t1):
         verdict, exiting, _, _ = EXITS[mark]
         base.update(verdict=verdict, timing=None, exiting=exiting,
                     error={"kind": verdict, "message": f"fake: {mark} in job {job.get('id')}"})
+        if mark == "late_fault_exit":  # as worker/judge.c reports a fault seen only within fault_grace_ms
+            base["error"].update(kind="cuda", name="CUDA_ERROR_ILLEGAL_ADDRESS", surfaced_ms=350.0, after_limit=True,
+                                 grace_used_ms=250.0)
     elif mark == "bogus":
         base.update(verdict="bogus")
     else:
