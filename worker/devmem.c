@@ -594,13 +594,13 @@ int devmem_alloc(size_t bytes, size_t guard, DevBuf *ret_buf)
         if (slab_take(&b) < 0 && !(b.base = pool_take(b.total))) {
                 int64_t t0 = gpu_now_ns();
                 r = gpu_alloc(b.total, &b.base);
-                driver_alloc_ns += gpu_now_ns() - t0;
                 if (n_pool > 0 && gpu_out_of_memory(r)) {
                         log_debug("devmem: out of memory for %zu bytes; releasing the pool (%llu bytes)", b.total,
                                   (unsigned long long)pool_bytes);
                         if ((r = devmem_pool_release()) == 0)
                                 r = gpu_alloc(b.total, &b.base);
                 }
+                driver_alloc_ns += gpu_now_ns() - t0; /* the release and the retry count too */
                 if (r)
                         return r;
         }
