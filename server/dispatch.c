@@ -1337,9 +1337,10 @@ static int run_one(Dispatcher *d, Worker *w)
 
 /*
  * The grace adapts to the host. How late the driver reports a fault grows
- * with what else the host's driver is doing: on one H100 the latest seen was
- * ~290 ms after its launch, on two H200s under the RL mix 336 ms (context
- * creations of restarting workers queue in the driver; BENCHMARKS.md). The
+ * with what else the host's driver is doing: under the RL mix, the faults
+ * that surfaced after their 100 ms launch limit used at most 76 ms of the
+ * grace with one H200 busy, and 148 ms with two (restarting workers'
+ * context creations queue in the driver; BENCHMARKS.md). The
  * configured fault_grace_ms is the least grace; a runtime error that
  * surfaced only within the grace says how much of it it used
  * (error.grace_used_ms), and every job after it gets GRACE_MARGIN times the
