@@ -144,22 +144,28 @@ def gpu_env(index):
     return dict(os.environ, CUDA_VISIBLE_DEVICES=str(index)) if index is not None else dict(os.environ)
 
 
-def worker_cycle(path, t_spawn, faults, gpu=None):
-    """Start kevald-gpu, wait for its HELLO, close its input (it exits): the context window is
-    [spawn, HELLO], the exit window [end of input, gone]."""
+def read_at_least(stream, n, timeout_s=60):
+    """Bytes from a child's @stream until there are @n, it closes, or @timeout_s pass."""
     import select
-    import struct
-    p = subprocess.Popen([path, "--no-sandbox"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, env=dict(gpu_env(gpu), KEVALD_GPU_INDEX="0"))
     buf = b""
-    deadline = mono() + 60
-    while len(buf) < 16 and mono() < deadline:
-        r, _, _ = select.select([p.stdout], [], [], 1)
+    deadline = mono() + timeout_s
+    while len(buf) < n and mono() < deadline:
+        r, _, _ = select.select([stream], [], [], 1)
         if r:
-            chunk = os.read(p.stdout.fileno(), 1 << 16)
+            chunk = os.read(stream.fileno(), 1 << 16)
             if not chunk:
                 break
             buf += chunk
+    return buf
+
+
+def worker_cycle(path, t_spawn, faults, gpu=None):
+    """Start kevald-gpu, wait for its HELLO, close its input (it exits): the context window is
+    [spawn, HELLO], the exit window [end of input, gone]."""
+    import struct
+    p = subprocess.Popen([path, "--no-sandbox"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=dict(gpu_env(gpu), KEVALD_GPU_INDEX="0"))
+    buf = read_at_least(p.stdout, 16)
     t_hello = mono()
     ok = len(buf) >= 16 and struct.unpack("<4I", buf[:16])[1] == 1
     p.stdin.close()

@@ -24,16 +24,16 @@ Runs until --seconds pass or SIGTERM, then prints one JSON line: the mode,
 the cycles done, and their start-up (spawn to ready) and exit times, p50.
 """
 import argparse
-import ctypes
 import json
 import os
-import select
 import signal
 import statistics
 import struct
 import subprocess
 import sys
 import time
+
+from bystander import read_at_least  # this folder is on sys.path when a script here runs
 
 CONTEXT_CHILD = r"""
 import ctypes, sys
@@ -63,15 +63,7 @@ def cycle(mode, worker):
         need = 1
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-    buf = b""
-    deadline = t0 + 60
-    while len(buf) < need and time.monotonic() < deadline:
-        r, _, _ = select.select([p.stdout], [], [], 1)
-        if r:
-            chunk = os.read(p.stdout.fileno(), 1 << 16)
-            if not chunk:
-                break
-            buf += chunk
+    buf = read_at_least(p.stdout, need)
     t1 = time.monotonic()
     ok = len(buf) >= need and (mode == "context" and buf.startswith(b"ready") or
                                mode != "context" and struct.unpack("<4I", buf[:16])[1] == 1)
