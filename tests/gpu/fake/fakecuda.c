@@ -73,7 +73,8 @@ static struct CUctx_st the_ctx;
 static CUresult sticky;
 static int spinning;
 /* vadd_slow: the stream is busy until then (events recorded meanwhile
- * complete then); vadd_late_fault: a sticky fault appears then */
+ * complete then); vadd_illegal, vadd_late_fault: a sticky fault appears
+ * then (fault_after()) */
 static double busy_until, fault_at;
 static CUresult fault_pending;
 static unsigned long long mem_used;
@@ -343,6 +344,16 @@ static int seen_before(const float *x, const float *z)
         return 0;
 }
 
+/* An illegal address the driver reports @ms after the launch: the stream
+ * stays busy until then, and the fault is sticky from then on (one at a time). */
+static void fault_after(double ms)
+{
+        if (fault_pending || sticky)
+                return;
+        fault_at = busy_until = now_ms() + ms;
+        fault_pending = CUDA_ERROR_ILLEGAL_ADDRESS;
+}
+
 static void k_vadd(struct CUmod_st *m, void **p)
 {
         float *x = PTR(float *, 0), *z = PTR(float *, 1), *y = PTR(float *, 2);
@@ -382,20 +393,16 @@ static void k_vadd(struct CUmod_st *m, void **p)
                 y[-3] = 2.0f;
         /* as the driver does: the launch and the next event record succeed, a
          * query after the kernel's (short) run finds the fault */
-        if (strcmp(f, "vadd_illegal") == 0 && !fault_pending && !sticky) {
-                fault_at = busy_until = now_ms() + 20.0;
-                fault_pending = CUDA_ERROR_ILLEGAL_ADDRESS;
-        }
+        if (strcmp(f, "vadd_illegal") == 0)
+                fault_after(20.0);
         if (strcmp(f, "vadd_spin") == 0)
                 spinning = 1;
         /* a kernel that completes after 150 ms: past a 100 ms launch limit, within the grace */
         if (strcmp(f, "vadd_slow") == 0)
                 busy_until = now_ms() + 150.0;
         /* a fault the driver reports 300 ms late; the stream stays busy until then */
-        if (strcmp(f, "vadd_late_fault") == 0 && !fault_pending && !sticky) {
-                fault_at = busy_until = now_ms() + 300.0;
-                fault_pending = CUDA_ERROR_ILLEGAL_ADDRESS;
-        }
+        if (strcmp(f, "vadd_late_fault") == 0)
+                fault_after(300.0);
         if (strcmp(f, "vadd_crash") == 0)
                 abort(); /* the worker dies mid-job (for the runner's own tests) */
         if (strcmp(f, "vadd_mark") == 0)
