@@ -16,7 +16,8 @@ without faults. Which part of a restart disturbs them? Modes:
             the same with KEVALD_DEVMEM_POOL_BYTES=0 (no slab, no pool:
             nothing allocated or zeroed at start-up)
   context   a bare process that creates a context (cuInit, the primary
-            context, one stream) through ctypes and exits
+            context, one stream) through ctypes and exits: ctxstart.py's
+            child
   none      nothing (the baseline, so that every run has the same shape)
 
 Usage: python3 bench/faults/churn.py MODE [--per-s 2.2] [--seconds S] [--worker PATH]
@@ -35,17 +36,7 @@ import time
 
 from bystander import read_at_least  # this folder is on sys.path when a script here runs
 
-CONTEXT_CHILD = r"""
-import ctypes, sys
-cu = ctypes.CDLL("libcuda.so.1")
-ctx, dev, st = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_void_p()
-ok = (cu.cuInit(0) == 0 and cu.cuDeviceGet(ctypes.byref(dev), 0) == 0 and
-      cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and cu.cuCtxSetCurrent(ctx) == 0 and
-      cu.cuStreamCreate(ctypes.byref(st), 1) == 0)
-sys.stdout.write("ready\n" if ok else "failed\n")
-sys.stdout.flush()
-sys.stdin.read()
-"""
+CTXSTART = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ctxstart.py")
 
 
 def cycle(mode, worker):
@@ -59,13 +50,14 @@ def cycle(mode, worker):
             env["KEVALD_DEVMEM_POOL_BYTES"] = "0"
         need = 16  # a frame header: the HELLO
     else:
-        cmd = [sys.executable, "-c", CONTEXT_CHILD]
-        need = 1
+        # its child: starts at once, no allocation; one JSON line, "init" first on success
+        cmd = [sys.executable, CTXSTART, "--child", repr(time.monotonic()), "0"]
+        need = 8
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     buf = read_at_least(p.stdout, need)
     t1 = time.monotonic()
-    ok = len(buf) >= need and (mode == "context" and buf.startswith(b"ready") or
+    ok = len(buf) >= need and (mode == "context" and buf.startswith(b'{"init"') or
                                mode != "context" and struct.unpack("<4I", buf[:16])[1] == 1)
     p.stdin.close()
     t2 = time.monotonic()
