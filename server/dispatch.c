@@ -80,6 +80,7 @@ typedef enum { SLOT_CAND = 0, SLOT_REF = 1 } Slot;
 
 typedef struct Dispatcher Dispatcher;
 typedef struct Job Job;
+typedef struct CompileReq CompileReq;
 
 /* Where a GPU's time goes, as the dispatcher sees it. Settled each time the
  * loop is about to wait (uv_prepare), so that every interval is charged to
@@ -99,7 +100,6 @@ typedef struct GpuClock {
         uint64_t since_ns;
         double s[GPU_T_N];      /* seconds in each state since start-up */
 } GpuClock;
-typedef struct CompileReq CompileReq;
 
 /* A compiled artifact: the compile RESULT and its CUBIN. */
 typedef struct Artifact {
