@@ -94,6 +94,9 @@ static const KeyDef keys[] = {
         INT("fault_grace_ms", fault_grace_ms, XSTR(LIMIT_FAULT_GRACE_MS_DEFAULT), 0, 60000,
             "after a launch limit passes, how long to wait for a fault the driver reports late "
             "before the kernel counts as hung (runtime_error, not timeout)"),
+        BOOL("fence", fence, "true",
+             "run the correctness phase on the candidate's fenced build, whose bad memory accesses, traps "
+             "and asserts stop with a precise report and keep the GPU worker's context (worker/fence.h)"),
         INT("gpu_workers_per_gpu", gpu_workers_per_gpu, "3", 1, 8,
             "GPU worker processes per GPU, one running a job at a time; the others stand by warm, "
             "so a restart after a sticky error or a timeout costs no GPU time"),

@@ -32,6 +32,7 @@ typedef struct Config {
         int auth;                  /* ConfigAuth */
         bool insecure_no_auth;
         bool sandbox;
+        bool fence;               /* fenced correctness runs (worker/fence.h) */
         int64_t compile_workers;
         int64_t threads;
         int64_t connection_limit;

@@ -101,12 +101,14 @@ typedef struct GpuClock {
         double s[GPU_T_N];      /* seconds in each state since start-up */
 } GpuClock;
 
-/* A compiled artifact: the compile RESULT and its CUBIN. */
+/* A compiled artifact: the compile RESULT and its CUBINs. */
 typedef struct Artifact {
         uint8_t key[32];
         json_t *compile;   /* compile RESULT JSON */
-        uint8_t *cubin;
+        uint8_t *cubin;    /* the plain CUBIN, then the fenced one (if any) */
         size_t cubin_len;
+        size_t plain_len;  /* cubin[0, plain_len): the plain build */
+        size_t fenced_len; /* cubin[plain_len, plain_len + fenced_len): the fenced build, or 0 */
         int cache_hit;
 } Artifact;
 
@@ -225,6 +227,25 @@ static void artifact_free(Artifact *a)
         free(a);
 }
 
+/*
+ * Where the plain and the fenced build lie in the blob: compile.fence's
+ * offset and size when they describe exactly the blob's tail after a
+ * non-empty plain part; otherwise the whole blob is the plain build.
+ */
+static void artifact_split(Artifact *a)
+{
+        json_t *fence = json_object_get(a->compile, "fence");
+        json_int_t off = json_integer_value(json_object_get(fence, "offset"));
+        json_int_t size = json_integer_value(json_object_get(fence, "size"));
+
+        a->plain_len = a->cubin_len;
+        a->fenced_len = 0;
+        if (off > 0 && size > 0 && (uint64_t)off + (uint64_t)size == a->cubin_len) {
+                a->plain_len = (size_t)off;
+                a->fenced_len = (size_t)size;
+        }
+}
+
 static Artifact *artifact_new(const uint8_t key[32], json_t *compile, const uint8_t *cubin, size_t len,
                               int cache_hit)
 {
@@ -244,6 +265,7 @@ static Artifact *artifact_new(const uint8_t key[32], json_t *compile, const uint
                 memcpy(a->cubin, cubin, len);
                 a->cubin_len = len;
         }
+        artifact_split(a);
         return a;
 }
 
@@ -1301,11 +1323,18 @@ static int run_one(Dispatcher *d, Worker *w)
                 job_free(j);
                 return 1;
         }
-        json_object_set_new(gjob, "cubins",
-                            json_pack("{s:{s:i, s:I}, s:{s:I, s:I}}", "candidate", "offset", 0, "size",
-                                      (json_int_t)j->art[SLOT_CAND]->cubin_len, "reference", "offset",
-                                      (json_int_t)j->art[SLOT_CAND]->cubin_len, "size",
-                                      (json_int_t)j->art[SLOT_REF]->cubin_len));
+        {
+                /* the candidate's blob whole (plain, then fenced), then the reference's plain build */
+                const Artifact *ca = j->art[SLOT_CAND], *ra = j->art[SLOT_REF];
+                json_t *cubins = json_pack("{s:{s:i, s:I}, s:{s:I, s:I}}", "candidate", "offset", 0, "size",
+                                           (json_int_t)ca->plain_len, "reference", "offset",
+                                           (json_int_t)ca->cubin_len, "size", (json_int_t)ra->plain_len);
+                if (cubins && ca->fenced_len && !d->cfg.no_fence)
+                        json_object_set_new(cubins, "candidate_fenced",
+                                            json_pack("{s:I, s:I}", "offset", (json_int_t)ca->plain_len, "size",
+                                                      (json_int_t)ca->fenced_len));
+                json_object_set_new(gjob, "cubins", cubins);
+        }
         json_object_set_new(gjob, "deadline_ms", json_integer((json_int_t)(d->cfg.job_timeout_s * 1000)));
         json_object_set_new(gjob, "launch_timeout_ms", json_integer(d->cfg.launch_timeout_ms));
         json_object_set_new(gjob, "fault_grace_ms", json_integer(d->fault_grace_now));
@@ -1318,7 +1347,7 @@ static int run_one(Dispatcher *d, Worker *w)
         if (!json_object_get(gjob, "mode"))
                 json_object_set_new(gjob, "mode", json_string("full"));
         r = worker_send(w, FRAME_JOB, gjob, j->art[SLOT_CAND]->cubin, j->art[SLOT_CAND]->cubin_len,
-                        j->art[SLOT_REF]->cubin, j->art[SLOT_REF]->cubin_len);
+                        j->art[SLOT_REF]->cubin, j->art[SLOT_REF]->plain_len);
         json_decref(gjob);
         if (r < 0) {
                 store_requeue(d->store, sj->id, d->owner, STAGE_RUN);

@@ -10,7 +10,9 @@
  * failures (out of memory) come back as a negative errno.
  *
  * Options we add to NVRTC: -arch=<arch>, -I<cuda>/include,
- * -I<cuda>/include/cccl (CUDA 13 keeps libcu++/CUB/Thrust there), and
+ * -I<cuda>/include/cccl (CUDA 13 keeps libcu++/CUB/Thrust there),
+ * -lineinfo (the source lines of the fenced build's sites; ptxas emits the
+ * same SASS with it: checked section by section on every task kernel) and
  * --ptxas-options=-v (the resource report; its lines never reach the
  * client). Client -O<n> is passed as --ptxas-options=-O<n> (NVRTC itself
  * has no -O). For PTX, nvJitLink gets -arch=<arch> and -Xptxas=-v plus the
@@ -18,6 +20,13 @@
  * -fmad as -fma, -use_fast_math as those four, -maxrregcount,
  * -lineinfo, -O<n> as -Xptxas=-O<n>); C++ front-end options are ignored
  * with a note in the log.
+ *
+ * Every successful compile also yields a fenced build (worker/fence.h):
+ * the same PTX (NVRTC's, or the submission) through fence_ptx() and
+ * nvJitLink with the same ptxas options. It is best effort: a module the
+ * pass refuses, or fenced PTX that does not link, leaves the plain CUBIN
+ * alone, with the reason in result.fence.error, and the GPU worker then
+ * runs the plain build in every phase.
  */
 #include "worker/compile.h"
 
@@ -37,6 +46,7 @@
 #include "common/log.h"
 #include "common/options.h"
 #include "worker/cubin.h"
+#include "worker/fence.h"
 #include "worker/logtrim.h"
 
 #define COMPILE_INCLUDE_DIRS 2
@@ -745,18 +755,29 @@ static int set_clean_log(const Compiler *c, json_t *res, const char *raw, const 
 }
 
 /* NVRTC: CUDA C++ to CUBIN. */
+static bool has_option(const CompileJob *job, const char *o)
+{
+        for (size_t i = 0; i < job->n_options; i++)
+                if (strcmp(job->options[i], o) == 0)
+                        return true;
+        return false;
+}
+
+static int build_fenced(const CompileJob *job, const char *arch, const char *ptx, size_t len,
+                        const char *source_name, json_t *res, CompileOutput *out);
+
 static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const char *src,
                      json_t *res, CompileOutput *out)
 {
         nvrtcProgram prog = NULL;
         const char **opts = NULL;
-        char *arch_opt = NULL, *raw = NULL, *oflags[LIMIT_OPTIONS_MAX] = { 0 };
+        char *arch_opt = NULL, *raw = NULL, *ptx = NULL, *oflags[LIMIT_OPTIONS_MAX] = { 0 };
         size_t n_opts = 0, log_size = 0, cubin_size = 0;
         nvrtcResult nr;
         json_t *lowered = json_object_get(res, "lowered_names");
         int r = 0;
 
-        opts = calloc(job->n_options + 5 + COMPILE_INCLUDE_DIRS, sizeof(char *));
+        opts = calloc(job->n_options + 6 + COMPILE_INCLUDE_DIRS, sizeof(char *));
         arch_opt = xasprintf("-arch=%s", arch);
         if (!opts || !arch_opt) {
                 r = -ENOMEM;
@@ -778,6 +799,8 @@ static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const
         for (size_t i = 0; i < c->n_include_dirs; i++)
                 opts[n_opts++] = c->include_opts[i];
         opts[n_opts++] = "--ptxas-options=-v";
+        if (!has_option(job, "-lineinfo") && !has_option(job, "--generate-line-info"))
+                opts[n_opts++] = "-lineinfo";
         /*
          * First with -minimal, which leaves out of the implicit headers what a
          * kernel here cannot use or rarely does (textures and surfaces, device
@@ -874,9 +897,19 @@ static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const
                 log_error("compile: NVRTC produced a CUBIN that cubin_parse() refuses");
                 r = -EIO;
         }
-        if (r == 0)
+        if (r == 0) {
+                size_t ptx_size = 0;
                 json_object_set_new(res, "ok", json_true());
+                if (nvrtcGetPTXSize(prog, &ptx_size) == NVRTC_SUCCESS && ptx_size > 1 &&
+                    (ptx = malloc(ptx_size)) && nvrtcGetPTX(prog, ptx) == NVRTC_SUCCESS)
+                        r = build_fenced(job, arch, ptx, strnlen(ptx, ptx_size), COMPILE_SOURCE_NAME, res, out);
+                else if (!ptx && ptx_size > 1)
+                        r = -ENOMEM;
+                else
+                        json_object_set_new(res, "fence", json_pack("{s:s}", "error", "NVRTC gave no PTX"));
+        }
 out:
+        free(ptx);
         for (size_t i = 0; i < LIMIT_OPTIONS_MAX; i++)
                 free(oflags[i]);
         free(opts);
@@ -1061,8 +1094,10 @@ static int run_jitlink(Compiler *c, const CompileJob *job, const char *arch, con
                 log_error("compile: nvJitLink produced a CUBIN that cubin_parse() refuses");
                 r = -EIO;
         }
-        if (r == 0)
+        if (r == 0) {
                 json_object_set_new(res, "ok", json_true());
+                r = build_fenced(job, arch, src, job->source_len, NULL, res, out);
+        }
 out:
         if (h)
                 nvJitLinkDestroy(&h);
@@ -1076,6 +1111,116 @@ out:
         free(err);
         free(info);
         out->raw_log = raw;
+        return r;
+}
+
+/* The first line of @log, for a short reason. */
+static void first_line(const char *log, char *buf, size_t len)
+{
+        size_t n = strcspn(log, "\n");
+
+        snprintf(buf, len, "%.*s", (int)(n < 200 ? n : 200), log);
+}
+
+/*
+ * The fenced build of @ptx (NVRTC's output, or a PTX submission) into
+ * out->fenced, with the same ptxas options as the plain build; what it
+ * checks, or why there is none, into @res's "fence". A refusal of the pass
+ * or of nvJitLink is not the submission's failure.
+ * Return: 0 or -ENOMEM.
+ */
+static int build_fenced(const CompileJob *job, const char *arch, const char *ptx, size_t len,
+                        const char *source_name, json_t *res, CompileOutput *out)
+{
+        double t0 = now_ms();
+        FenceReport rep = { 0 };
+        nvJitLinkHandle h = NULL;
+        nvJitLinkResult jr;
+        char *fptx = NULL, **copts = NULL, *notes = NULL, *arch_opt = NULL, why[256] = "";
+        const char **opts = NULL;
+        size_t flen = 0, n_copts = 0, n_opts = 0, size = 0;
+        json_t *fence;
+        int r;
+
+        r = fence_ptx(ptx, len, source_name, &fptx, &flen, &rep);
+        if (r < 0)
+                goto out;
+        if (r == FENCE_E_UNSUPPORTED) {
+                snprintf(why, sizeof(why), "the fence pass cannot check this module: %s", rep.note);
+                r = 0;
+                goto done;
+        }
+        if ((r = ptx_options(job, &copts, &n_copts, &notes)))
+                goto out;
+        opts = calloc(n_copts + 1, sizeof(char *));
+        arch_opt = xasprintf("-arch=%s", arch);
+        if (!opts || !arch_opt) {
+                r = -ENOMEM;
+                goto out;
+        }
+        opts[n_opts++] = arch_opt;
+        for (size_t i = 0; i < n_copts; i++)
+                opts[n_opts++] = copts[i];
+        jr = nvJitLinkCreate(&h, (uint32_t)n_opts, opts);
+        if (jr != NVJITLINK_SUCCESS) {
+                h = NULL;
+                snprintf(why, sizeof(why), "nvJitLink refused the options (%d)", (int)jr);
+                goto done;
+        }
+        jr = nvJitLinkAddData(h, NVJITLINK_INPUT_PTX, fptx, flen, "kernel.fenced.ptx");
+        if (jr == NVJITLINK_SUCCESS)
+                jr = nvJitLinkComplete(h);
+        if (jr != NVJITLINK_SUCCESS) {
+                char *log = jitlink_log(h, true), line[220];
+                if (!log) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                first_line(log, line, sizeof(line));
+                snprintf(why, sizeof(why), "the fenced PTX did not link: %s", line);
+                log_warn("compile: the fenced PTX did not link (%d): %s", (int)jr, log);
+                free(log);
+                goto done;
+        }
+        if (nvJitLinkGetLinkedCubinSize(h, &size) != NVJITLINK_SUCCESS || size == 0 || size > LIMIT_CUBIN_BYTES) {
+                snprintf(why, sizeof(why), "the fenced CUBIN is empty or larger than the limit");
+                goto done;
+        }
+        if (!(out->fenced = malloc(size))) {
+                r = -ENOMEM;
+                goto out;
+        }
+        if (nvJitLinkGetLinkedCubin(h, out->fenced) != NVJITLINK_SUCCESS) {
+                free(out->fenced);
+                out->fenced = NULL;
+                snprintf(why, sizeof(why), "nvJitLink gave no fenced CUBIN");
+                goto done;
+        }
+        out->fenced_len = size;
+done:
+        fence = json_pack("{s:I, s:I, s:f}", "sites", (json_int_t)rep.sites, "unchecked", (json_int_t)rep.unchecked,
+                          "ms", (double)(long)((now_ms() - t0) * 100) / 100.0);
+        if (!fence) {
+                r = -ENOMEM;
+                goto out;
+        }
+        if (why[0])
+                json_object_set_new(fence, "error", json_string(why));
+        else if (rep.unchecked)
+                json_object_set_new(fence, "note", json_string(rep.note));
+        if (json_object_set_new(res, "fence", fence))
+                r = -ENOMEM;
+out:
+        if (h)
+                nvJitLinkDestroy(&h);
+        if (copts)
+                for (size_t i = 0; i < n_copts; i++)
+                        free(copts[i]);
+        free(copts);
+        free(opts);
+        free(notes);
+        free(arch_opt);
+        free(fptx);
         return r;
 }
 
@@ -1191,8 +1336,9 @@ done:
                 r = -ENOMEM;
         if (r == 0 && !json_is_true(json_object_get(out.result, "ok"))) {
                 free(out.cubin);
-                out.cubin = NULL;
-                out.cubin_len = 0;
+                free(out.fenced);
+                out.cubin = out.fenced = NULL;
+                out.cubin_len = out.fenced_len = 0;
         }
         if (r != 0) {
                 compile_output_clear(&out);
@@ -1209,6 +1355,7 @@ void compile_output_clear(CompileOutput *out)
                 return;
         json_decref(out->result);
         free(out->cubin);
+        free(out->fenced);
         free(out->raw_log);
         memset(out, 0, sizeof(*out));
 }

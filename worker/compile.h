@@ -42,6 +42,9 @@ typedef struct CompileOutput {
         json_t *result;     /* the RESULT object of docs/internals.md, without "id" */
         uint8_t *cubin;     /* NULL unless result.ok */
         size_t cubin_len;
+        uint8_t *fenced;    /* the fenced build (worker/fence.h) of the same PTX, or NULL;
+                             * result.fence says what it checks or why there is none */
+        size_t fenced_len;
         char *raw_log;      /* the untrimmed compiler log (ptxas lines and all), for the
                              * worker's debug log and tests; never for clients; may be NULL */
 } CompileOutput;

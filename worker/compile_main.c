@@ -158,6 +158,31 @@ static int send_result(const json_t *json, const void *blob, size_t blob_len)
         return r;
 }
 
+/*
+ * The RESULT of a compile: the blob is the plain CUBIN, then the fenced one
+ * when there is one, whose place result.fence.offset and .size give.
+ */
+static int send_output(CompileOutput *out)
+{
+        json_t *fence = json_object_get(out->result, "fence");
+        uint8_t *blob;
+        int r;
+
+        if (!out->fenced || !json_is_object(fence))
+                return send_result(out->result, out->cubin, out->cubin_len);
+        if (!(blob = malloc(out->cubin_len + out->fenced_len)))
+                return -ENOMEM;
+        memcpy(blob, out->cubin, out->cubin_len);
+        memcpy(blob + out->cubin_len, out->fenced, out->fenced_len);
+        if (json_object_set_new(fence, "offset", json_integer((json_int_t)out->cubin_len)) ||
+            json_object_set_new(fence, "size", json_integer((json_int_t)out->fenced_len)))
+                r = -ENOMEM;
+        else
+                r = send_result(out->result, blob, out->cubin_len + out->fenced_len);
+        free(blob);
+        return r;
+}
+
 static int send_frame(uint32_t type, const json_t *json)
 {
         char *text = json_dumps(json, JSON_COMPACT);
@@ -308,7 +333,7 @@ static int handle_job(Compiler *c, const Frame *f)
                 r = -ENOMEM;
                 goto out;
         }
-        r = send_result(out.result, out.cubin, out.cubin_len);
+        r = send_output(&out);
         if (r != 0)
                 log_error("compile: writing the RESULT failed: %s", strerror(-r));
         (void)sandbox_rearm_cpu(0);

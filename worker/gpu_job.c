@@ -635,18 +635,23 @@ int gpu_job_parse(json_t *doc, size_t blob_len, GpuJob **ret_job, char *err, siz
                 /* A reference made only of library steps may come without a CUBIN
                  * (absent, or size 0); the candidate always has one. */
                 json_t *cand = json_object_get(cubins, "candidate"), *ref = json_object_get(cubins, "reference");
-                int64_t co = 0, cs = 0, ro = 0, rs = 0;
+                json_t *fenced = json_object_get(cubins, "candidate_fenced");
+                int64_t co = 0, cs = 0, ro = 0, rs = 0, fo = 0, fs = 0;
                 snprintf(c.path, sizeof(c.path), "/cubins");
-                if (!json_is_object(cand) || (ref && !json_is_object(ref))) {
-                        r = fail(&c, "needs a 'candidate' object (and 'reference', if any, an object)");
+                if (!json_is_object(cand) || (ref && !json_is_object(ref)) || (fenced && !json_is_object(fenced))) {
+                        r = fail(&c, "needs a 'candidate' object (and 'reference' and 'candidate_fenced', if any, "
+                                     "objects)");
                         goto out;
                 }
                 if ((r = get_int(&c, cand, "offset", true, 0, (int64_t)blob_len, &co)) ||
                     (r = get_int(&c, cand, "size", true, 1, (int64_t)blob_len, &cs)) ||
                     (ref && (r = get_int(&c, ref, "offset", true, 0, (int64_t)blob_len, &ro))) ||
-                    (ref && (r = get_int(&c, ref, "size", true, 0, (int64_t)blob_len, &rs))))
+                    (ref && (r = get_int(&c, ref, "size", true, 0, (int64_t)blob_len, &rs))) ||
+                    (fenced && (r = get_int(&c, fenced, "offset", true, 0, (int64_t)blob_len, &fo))) ||
+                    (fenced && (r = get_int(&c, fenced, "size", true, 1, (int64_t)blob_len, &fs))))
                         goto out;
-                if ((uint64_t)co + (uint64_t)cs > blob_len || (uint64_t)ro + (uint64_t)rs > blob_len) {
+                if ((uint64_t)co + (uint64_t)cs > blob_len || (uint64_t)ro + (uint64_t)rs > blob_len ||
+                    (uint64_t)fo + (uint64_t)fs > blob_len) {
                         r = fail(&c, "a CUBIN range lies outside the blob of %zu bytes", blob_len);
                         goto out;
                 }
@@ -654,6 +659,8 @@ int gpu_job_parse(json_t *doc, size_t blob_len, GpuJob **ret_job, char *err, siz
                 job->cand_size = (size_t)cs;
                 job->ref_off = (size_t)ro;
                 job->ref_size = (size_t)rs;
+                job->fenced_off = (size_t)fo;
+                job->fenced_size = (size_t)fs;
                 c.path[0] = '\0';
         }
         shapes = json_object_get(doc, "shapes");

@@ -112,6 +112,7 @@ typedef struct GpuJob {
         int trials;             /* correctness trials */
         bool dump;              /* kevald eval --dump: stream the reference side's buffers first */
         size_t cand_off, cand_size, ref_off, ref_size; /* ref_size 0: no reference CUBIN */
+        size_t fenced_off, fenced_size;                /* the candidate's fenced build; size 0: none */
         JobShape *shapes;
         int n_shapes;
 } GpuJob;

@@ -21,6 +21,7 @@
 #include "worker/blas.h"
 #include "worker/devmem.h"
 #include "worker/devrng.h"
+#include "worker/fenced.h"
 #include "worker/gpu_elf.h"
 #include "worker/gpu_job.h"
 #include "worker/timing.h"
@@ -76,6 +77,11 @@ typedef struct Run {
         double fault_grace_ms; /*   this far into the grace */
         GpuElfGlobals cand_globals; /* the candidate's __device__ variables, zeroed before unloading */
         int globals_zeroed, globals_missed;
+        /* the fenced build (worker/fenced.h): the candidate of the correctness phase */
+        FenceRun fence;
+        bool fence_on;      /* loaded and usable */
+        bool fencing;       /* now in the correctness phase: candidate plans run fenced */
+        GpuKernel **fkern[LIMIT_TASK_SHAPES_MAX]; /* per shape and step: fenced, or the plain kernel */
 } Run;
 
 /**
@@ -91,6 +97,8 @@ int judge_init(void)
                         return r;
         if ((r = gpu_event_create(&ev_a)) || (r = gpu_event_create(&ev_b)))
                 return r;
+        if (fenced_init())
+                log_warn("gpu: no page-locked buffer for fenced builds; the plain build runs in every phase");
         return 0;
 }
 
@@ -313,9 +321,8 @@ static const char *scalar_name(int t)
  * the section layout from a resolved neighbour of the same section.
  * Asynchronous; the caller waits.
  */
-static int zero_globals(Run *r)
+static int zero_globals(Run *r, GpuModule *mod, GpuElfGlobals *g)
 {
-        GpuElfGlobals *g = &r->cand_globals;
         GpuPtr base[GPU_ELF_SECTIONS_MAX] = { 0 };
 
         for (int pass = 0; pass < 2; pass++) {
@@ -325,7 +332,7 @@ static int zero_globals(Run *r)
                         size_t bytes = 0;
                         int rc;
                         if (pass == 0) {
-                                rc = gpu_module_global(r->cand_mod, v->name, &p, &bytes);
+                                rc = gpu_module_global(mod, v->name, &p, &bytes);
                                 if (rc == GPU_E_CUDA && gpu_is_sticky())
                                         return rc;
                                 if (rc) /* not found, or refused: try the layout in pass 1 */
@@ -336,7 +343,7 @@ static int zero_globals(Run *r)
                                         return rc;
                                 r->globals_zeroed++;
                         } else {
-                                if (gpu_module_global(r->cand_mod, v->name, &p, &bytes) == 0)
+                                if (gpu_module_global(mod, v->name, &p, &bytes) == 0)
                                         continue; /* done in pass 0 */
                                 if (gpu_is_sticky())
                                         return GPU_E_CUDA;
@@ -410,6 +417,44 @@ static int load_side(Run *r, int si, int side_idx)
         }
         r->launch = -1;
         r->kernel = NULL;
+        return 0;
+}
+
+/*
+ * The fenced kernels of shape set @si's candidate plan. A step whose fenced
+ * kernel is missing, or cannot launch with the plan's block and shared
+ * memory (the checks cost registers), runs its plain kernel instead.
+ */
+static int load_fenced_side(Run *r, int si)
+{
+        const JobSide *side = &r->job->shapes[si].cand;
+        GpuKernel **ks = calloc((size_t)side->n_steps, sizeof(*ks));
+
+        if (!ks)
+                return fail_gpu(r, -ENOMEM);
+        r->fkern[si] = ks;
+        for (int j = 0; j < side->n_steps; j++) {
+                const JobStep *st = &side->steps[j];
+                int threads = (int)(st->block[0] * st->block[1] * st->block[2]), blocks = 0, rc;
+                GpuKernelAttrs at;
+                ks[j] = r->kern[si][SIDE_CAND][j];
+                if (st->kind == JOB_STEP_GEMM)
+                        continue;
+                rc = gpu_kernel_get(r->fence.mod, st->kernel, &ks[j]);
+                if (rc == 0)
+                        rc = gpu_kernel_attrs(ks[j], &at);
+                if (rc == 0 && (int)st->shared > at.max_dynamic_shared)
+                        rc = gpu_kernel_set_max_dynamic_shared(ks[j], (int)st->shared);
+                if (rc == 0 && at.max_threads_per_block >= threads)
+                        rc = gpu_kernel_occupancy(ks[j], threads, st->shared, &blocks);
+                if (rc == GPU_E_CUDA && gpu_is_sticky())
+                        return fail_gpu(r, rc);
+                if (rc || blocks < 1) {
+                        log_info("gpu: job %" PRId64 ": launch %d runs kernel '%s' unfenced (%s)", r->job->id, j,
+                                 st->kernel, rc ? "no fenced kernel" : "the fenced kernel does not fit the block");
+                        ks[j] = r->kern[si][SIDE_CAND][j];
+                }
+        }
         return 0;
 }
 
@@ -587,6 +632,41 @@ static bool side_has_gemm(const JobSide *side)
         return false;
 }
 
+/* The ranges of a candidate @set for the fence: its buffers and guard bands. */
+static int fence_buffers(Run *r, const JobShape *s, const BufSet *set, FenceBuffer *bufs)
+{
+        for (int i = 0; i < set->n; i++) {
+                const JobBuffer *b = gpu_job_side_buffer(s, &s->cand, i);
+                bufs[i] = (FenceBuffer){ .name = b->name, .ptr = set->b[i].ptr, .bytes = b->bytes,
+                                         .guard = set->b[i].guard, .elem = (unsigned)kv_dtype_size(b->dtype) };
+        }
+        (void)r;
+        return set->n;
+}
+
+/* The fenced build stopped a thread: the verdict, with where and what. */
+static int fence_fail(Run *r, const JobShape *s, const BufSet *set, const FenceRecord *rec)
+{
+        FenceBuffer bufs[MAX_SET + GPU_ELF_SECTIONS_MAX];
+        char fn[GPU_ELF_NAME_BYTES] = "", msg[768];
+        int n = fence_buffers(r, s, set, bufs);
+        unsigned fi = fence_site_func(rec->site);
+        json_t *extra;
+
+        for (int i = 0; i < r->fence.n_sections; i++)
+                bufs[n++] = r->fence.sections[i];
+        if (fi != FENCE_FUNC_UNKNOWN) {
+                int rc = fenced_function(&r->fence, fi, fn, sizeof(fn));
+                if (rc == GPU_E_CUDA)
+                        return fail_gpu(r, rc);
+        }
+        extra = fence_report(rec, bufs, n, r->kernel ? r->kernel : "?", fn,
+                             "kernel.cu", msg, sizeof(msg));
+        if (!extra)
+                return fail_gpu(r, -ENOMEM);
+        return fail_with(r, "runtime_error", "cuda", extra, "%s: %s", fence_error_name(rec->site), msg);
+}
+
 /*
  * Run one side's plan. With @wait_each every launch is bracketed by events
  * and waited for (exact blame; its GPU time is added to busy_ms); otherwise
@@ -596,21 +676,39 @@ static int run_plan(Run *r, int si, int side_idx, const BufSet *set, bool wait_e
 {
         const JobShape *s = &r->job->shapes[si];
         const JobSide *side = side_idx == SIDE_CAND ? &s->cand : &s->ref;
+        bool fenced = wait_each && side_idx == SIDE_CAND && r->fencing && r->fkern[si];
+        GpuKernel **ks = fenced ? r->fkern[si] : r->kern[si][side_idx];
 
+        if (fenced) {
+                FenceBuffer bufs[MAX_SET];
+                int rc = fenced_arm(&r->fence, bufs, fence_buffers(r, s, set, bufs));
+                r->side = SIDE_HELPER;
+                if (rc == FENCED_E_UNUSABLE) { /* more ranges than the table holds */
+                        fenced = false;
+                        ks = r->kern[si][side_idx];
+                } else if (rc) {
+                        return fail_gpu(r, rc);
+                }
+        }
         for (int j = 0; j < side->n_steps; j++) {
                 double ms = 0;
+                FenceRecord rec;
                 r->side = side_idx;
                 r->launch = j;
                 r->kernel = side->steps[j].kernel;
                 if (wait_each)
                         TRY_GPU(r, gpu_event_record(ev_a));
-                TRY_GPU(r, launch_step(r, s, side, r->kern[si][side_idx][j], &side->steps[j], set));
+                TRY_GPU(r, launch_step(r, s, side, ks[j], &side->steps[j], set));
+                if (fenced)
+                        TRY_GPU(r, fenced_fetch(&r->fence));
                 if (wait_each) {
                         TRY_GPU(r, gpu_event_record(ev_b));
                         TRY_GPU(r, wait_bounded(r, ev_b, launch_limit(r, NULL)));
                         TRY_GPU(r, gpu_event_elapsed_ms(ev_a, ev_b, &ms));
                         r->busy_ms += ms;
                 }
+                if (fenced && fenced_tripped(&r->fence, &rec))
+                        return fence_fail(r, s, set, &rec);
         }
         r->launch = -1;
         r->kernel = NULL;
@@ -1018,8 +1116,10 @@ static int correctness_shape(Run *r, int si, json_t *shapes_out)
         if (r->env->progress)
                 r->env->progress(r->env->progress_userdata, r->job->id, "correctness", s->name);
         rc = calibrate_limit(r, si);
+        r->fencing = r->fence_on;
         for (int t = 0; t < r->job->trials && rc == 0; t++)
                 rc = correctness_trial(r, si, t, rep);
+        r->fencing = false;
         {
                 json_t *o = shape_report_json(s, rep, rc == 0);
                 json_object_set_new(o, "launch_limit_ms", json_integer((json_int_t)r->shape_limit_ms[si]));
@@ -1756,6 +1856,14 @@ int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t
                 fail_gpu(r, -ENOMEM);
                 goto cleanup;
         } /* GPU_ELF_E_MALFORMED (not a plain CUBIN): nothing listed to zero */
+        if (job->fenced_size > 0) {
+                rc = fenced_open(&r->fence, blob + job->fenced_off, job->fenced_size);
+                if (rc != 0 && rc != FENCED_E_UNUSABLE) {
+                        fail_gpu(r, rc);
+                        goto cleanup;
+                }
+                r->fence_on = rc == 0;
+        }
         /* The reference first: a dump (kevald eval --dump) needs only the
          * reference side, and must not depend on the candidate's plan. */
         for (int si = 0; si < job->n_shapes; si++) {
@@ -1768,7 +1876,7 @@ int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t
                 goto cleanup;
         for (int si = 0; si < job->n_shapes; si++) {
                 r->shape = si;
-                if (load_side(r, si, SIDE_CAND))
+                if (load_side(r, si, SIDE_CAND) || (r->fence_on && load_fenced_side(r, si)))
                         goto cleanup;
         }
         r->shape = -1;
@@ -1826,7 +1934,9 @@ cleanup:
                 int64_t saved = gpu_deadline_get();
                 gpu_deadline_set(gpu_now_ns() + CLEANUP_NS);
                 r->side = SIDE_HELPER;
-                rc = r->cand_mod ? zero_globals(r) : 0;
+                rc = r->cand_mod ? zero_globals(r, r->cand_mod, &r->cand_globals) : 0;
+                if (rc == 0 && r->fence.mod)
+                        rc = zero_globals(r, r->fence.mod, &r->fence.globals);
                 if (rc == 0)
                         rc = devmem_free_all();
                 if (rc) {
@@ -1842,20 +1952,22 @@ cleanup:
                 } else {
                         gpu_module_unload(r->cand_mod);
                         gpu_module_unload(r->ref_mod);
+                        fenced_close(&r->fence);
                 }
                 gpu_deadline_set(saved);
         }
         for (int si = 0; si < LIMIT_TASK_SHAPES_MAX; si++) {
                 free(r->kern[si][0]);
                 free(r->kern[si][1]);
+                free(r->fkern[si]);
         }
 done:
         result = json_object();
         json_object_set_new(result, "id", json_integer(job ? job->id : json_integer_value(json_object_get(job_json, "id"))));
         json_object_set_new(result, "verdict", json_string(r->verdict ? r->verdict : "internal_error"));
         json_object_set_new(result, "correctness",
-                            json_pack("{s:b, s:o}", "passed", r->verdict && strcmp(r->verdict, "correct") == 0,
-                                      "shapes", corr_shapes));
+                            json_pack("{s:b, s:o, s:b}", "passed", r->verdict && strcmp(r->verdict, "correct") == 0,
+                                      "shapes", corr_shapes, "fenced", r->fence_on));
         json_object_set_new(result, "timing", timing);
         json_object_set_new(result, "resources", resources);
         json_object_set_new(result, "error", r->error ? r->error : json_null());
@@ -1866,6 +1978,7 @@ done:
                                                          (json_int_t)devmem_live_count(), "globals_zeroed",
                                                          r->globals_zeroed, "globals_missed", r->globals_missed));
         gpu_elf_globals_clear(&r->cand_globals);
+        gpu_elf_globals_clear(&r->fence.globals);
         json_object_set_new(result, "wall_ms", json_real((double)(gpu_now_ns() - t0) / 1e6));
         json_object_set_new(result, "late_waits", json_integer(r->late_runs));
         json_object_set_new(result, "phases_ms", phases_json(t0, t_phase, gpu_now_ns()));

@@ -15,8 +15,12 @@
  *     headers still work; no host file content in any log; and a
  *     differential test against NVRTC's own preprocessor (a canary file:
  *     whenever NVRTC reads it, the check must have refused the source);
+ *   - every successful compile has a fenced build beside the plain one
+ *     (worker/fence.h): an ELF with the fence's symbols, result.fence with
+ *     the count of checked sites; the plain CUBIN has none of them;
  *   - the executable speaks the protocol (HELLO, JOB -> RESULT with the
- *     CUBIN, SHUTDOWN, EOF, a malformed JOB), and a template bomb ends in a
+ *     CUBIN, then the fenced CUBIN where result.fence.offset and .size say,
+ *     SHUTDOWN, EOF, a malformed JOB), and a template bomb ends in a
  *     timeout RESULT and exit status 3.
  */
 #include <dlfcn.h>
@@ -71,6 +75,29 @@ static const char *jstr(json_t *o, const char *key)
 static bool is_ok(const CompileOutput *out)
 {
         return out->result && json_is_true(json_object_get(out->result, "ok"));
+}
+
+static bool has_bytes(const uint8_t *p, size_t n, const char *what)
+{
+        size_t k = strlen(what);
+
+        for (size_t i = 0; p && i + k <= n; i++)
+                if (memcmp(p + i, what, k) == 0)
+                        return true;
+        return false;
+}
+
+/* The fenced build is there, is an ELF with the fence's record, and checks @sites accesses. */
+static void check_fenced(const CompileOutput *out, json_int_t sites)
+{
+        json_t *fence = json_object_get(out->result, "fence");
+
+        CHECK(json_is_object(fence) && !json_object_get(fence, "error"));
+        CHECK(json_integer_value(json_object_get(fence, "sites")) == sites);
+        CHECK(out->fenced && out->fenced_len > 64 && memcmp(out->fenced, "\177ELF", 4) == 0);
+        CHECK(has_bytes(out->fenced, out->fenced_len, "__kevald_fence_rec"));
+        CHECK(has_bytes(out->fenced, out->fenced_len, "__kevald_fence_tab"));
+        CHECK(!has_bytes(out->cubin, out->cubin_len, "__kevald_fence_rec"));
 }
 
 static json_t *kernel(const CompileOutput *out, const char *name)
@@ -128,6 +155,7 @@ static void t_good(void)
         CHECK(strcmp(jstr(out.result, "arch"), "sm_90a") == 0);
         CHECK(strcmp(jstr(out.result, "nvrtc"), compile_nvrtc_version(comp)) == 0);
         CHECK(json_array_size(json_object_get(out.result, "kernels")) == 2);
+        check_fenced(&out, 4); /* k1: p[i] read and written; lb: p[0] read, p[threadIdx.x] written */
         k = kernel(&out, "k1");
         CHECK(k != NULL);
         if (k) {
@@ -302,6 +330,7 @@ static void t_ptx(void)
               jint(json_array_get(json_object_get(k, "params"), 3), "size") == 4);
         CHECK(k && jint(k, "registers") == ptxas_registers(out.raw_log, "vadd"));
         CHECK(strstr(jstr(out.result, "log"), "option '-DIGNORED=1' applies to CUDA C++ only") != NULL);
+        check_fenced(&out, 3); /* two loads, one store */
         compile_output_clear(&out);
 
         /* .maxntid (Triton writes it) and .reqntid bound the block size. */
@@ -874,6 +903,13 @@ static void t_protocol(void)
         res = read_json(&ch, FRAME_RESULT, &f);
         CHECK(res && jint(res, "id") == 41 && json_is_true(json_object_get(res, "ok")));
         CHECK(f.blob_len > 0 && memcmp(f.blob, "\177ELF", 4) == 0);
+        {
+                json_t *fence = json_object_get(res, "fence");
+                json_int_t off = jint(fence, "offset"), size = jint(fence, "size");
+                CHECK(off > 64 && size > 64 && (size_t)(off + size) == f.blob_len);
+                CHECK(off > 64 && (size_t)off < f.blob_len && memcmp(f.blob + off, "\177ELF", 4) == 0);
+                CHECK(jint(fence, "sites") > 0);
+        }
         CHECK(res && json_array_size(json_object_get(res, "kernels")) == 1);
         frame_clear(&f);
         json_decref(res);

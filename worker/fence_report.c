@@ -1,0 +1,189 @@
+/*
+ * fence_report - see fence_report.h. The CUDA error a violation is named
+ * by is the one the access would have raised had it run: an address in no
+ * range CUDA_ERROR_ILLEGAL_ADDRESS, a misaligned one
+ * CUDA_ERROR_MISALIGNED_ADDRESS, a trap CUDA_ERROR_LAUNCH_FAILED, a failed
+ * assert CUDA_ERROR_ASSERT. The buffer named is the one whose range (guard
+ * bands included) lies nearest the address, within NEAR_BYTES; farther off,
+ * the address is "in no buffer of this job".
+ */
+#include "worker/fence_report.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NEAR_BYTES (64ull << 20)
+
+/** fence_record_decode() - the record's words (fence_abi.h) as a FenceRecord. */
+void fence_record_decode(const uint64_t words[FENCE_REC_WORDS], FenceRecord *ret)
+{
+        memset(ret, 0, sizeof(*ret));
+        ret->site = words[0];
+        ret->addr = words[1];
+        /* six u32 from byte 16 on, little-endian: tid.x, tid.y, tid.z, ctaid.x, ctaid.y, ctaid.z */
+        ret->tid[0] = (uint32_t)words[2];
+        ret->tid[1] = (uint32_t)(words[2] >> 32);
+        ret->tid[2] = (uint32_t)words[3];
+        ret->ctaid[0] = (uint32_t)(words[3] >> 32);
+        ret->ctaid[1] = (uint32_t)words[4];
+        ret->ctaid[2] = (uint32_t)(words[4] >> 32);
+}
+
+/** fence_error_name() - the CUDA error the violation of @site prevented; static storage. */
+const char *fence_error_name(uint64_t site)
+{
+        switch (fence_site_kind(site)) {
+        case FENCE_KIND_TRAP:
+                return "CUDA_ERROR_LAUNCH_FAILED";
+        case FENCE_KIND_ASSERT:
+                return "CUDA_ERROR_ASSERT";
+        default:
+                return fence_site_misaligned(site) ? "CUDA_ERROR_MISALIGNED_ADDRESS" : "CUDA_ERROR_ILLEGAL_ADDRESS";
+        }
+}
+
+static const char *verb(unsigned kind)
+{
+        switch (kind) {
+        case FENCE_KIND_LOAD:
+                return "read";
+        case FENCE_KIND_STORE:
+                return "wrote";
+        case FENCE_KIND_ATOMIC:
+                return "updated (atomic)";
+        case FENCE_KIND_COPY:
+                return "copied (cp.async) from";
+        default:
+                return "accessed";
+        }
+}
+
+static const char *access_name(unsigned kind)
+{
+        static const char *const n[] = { "?", "load", "store", "atomic", "async_copy", "trap", "assert" };
+        return kind < sizeof(n) / sizeof(n[0]) ? n[kind] : "?";
+}
+
+/* Distance from @a to the allowed range of @b (0 inside). */
+static uint64_t distance(uint64_t a, const FenceBuffer *b)
+{
+        uint64_t lo = b->ptr - b->guard, hi = b->ptr + b->bytes + b->guard;
+
+        if (a < lo)
+                return lo - a;
+        if (a >= hi)
+                return a - hi + 1;
+        return 0;
+}
+
+static const char *plural(int64_t n)
+{
+        return n == 1 || n == -1 ? "" : "s";
+}
+
+/**
+ * fence_report() - the error object and message of a violation
+ * @rec:         the decoded record (rec->site != 0); borrowed
+ * @bufs:        the ranges the candidate was allowed; borrowed
+ * @n:           how many
+ * @kernel:      the kernel launched; borrowed
+ * @function:    the function the site is in, when it is not @kernel (a
+ *               device function), or NULL; borrowed
+ * @source_file: "kernel.cu" or "kernel.ptx", what a site's line is of; borrowed
+ * @msg:         the message, "kernel 'k' wrote y[1024] ..."
+ * @msglen:      its size
+ *
+ * Return: a new object with name, call, sticky (false), fenced (true),
+ * access, bytes, address, buffer, index, offset, thread, block, line, file,
+ * function; NULL when out of memory.
+ */
+json_t *fence_report(const FenceRecord *rec, const FenceBuffer *bufs, int n, const char *kernel,
+                     const char *function, const char *source_file, char *msg, size_t msglen)
+{
+        unsigned kind = fence_site_kind(rec->site), size = fence_site_size(rec->site);
+        unsigned line = fence_site_line(rec->site);
+        const FenceBuffer *near = NULL;
+        uint64_t best = UINT64_MAX;
+        char where[256] = "", what[320], at[160] = "", in_fn[300] = "";
+        json_t *o;
+
+        if (line)
+                snprintf(at, sizeof(at), " at %s line %u", fence_site_ptx_line(rec->site) ? "kernel.ptx" : source_file,
+                         line);
+        if (function && *function && strcmp(function, kernel) != 0)
+                snprintf(in_fn, sizeof(in_fn), " in function '%s'", function);
+        o = json_pack("{s:s, s:s, s:b, s:b, s:s}", "name", fence_error_name(rec->site), "call", "fenced launch",
+                      "sticky", 0, "fenced", 1, "access", access_name(kind));
+        if (!o)
+                return NULL;
+        json_object_set_new(o, "thread", json_pack("[I, I, I]", (json_int_t)rec->tid[0], (json_int_t)rec->tid[1],
+                                                   (json_int_t)rec->tid[2]));
+        json_object_set_new(o, "block", json_pack("[I, I, I]", (json_int_t)rec->ctaid[0], (json_int_t)rec->ctaid[1],
+                                                  (json_int_t)rec->ctaid[2]));
+        json_object_set_new(o, "line", line ? json_integer(line) : json_null());
+        json_object_set_new(o, "file", line ? json_string(fence_site_ptx_line(rec->site) ? "kernel.ptx" : source_file)
+                                            : json_null());
+        json_object_set_new(o, "function", function && *function ? json_string(function) : json_null());
+        if (kind == FENCE_KIND_TRAP || kind == FENCE_KIND_ASSERT) {
+                snprintf(msg, msglen, "kernel '%s'%s %s%s, thread (%u,%u,%u) of block (%u,%u,%u); the thread was "
+                         "stopped and the context kept (fenced build)",
+                         kernel, in_fn, kind == FENCE_KIND_TRAP ? "executed trap" : "failed an assertion", at,
+                         rec->tid[0], rec->tid[1], rec->tid[2], rec->ctaid[0], rec->ctaid[1], rec->ctaid[2]);
+                return o;
+        }
+        for (int i = 0; i < n; i++) {
+                uint64_t d = distance(rec->addr, &bufs[i]);
+                if (d < best) {
+                        best = d;
+                        near = &bufs[i];
+                }
+        }
+        json_object_set_new(o, "bytes", json_integer(size));
+        {
+                char hex[24];
+                snprintf(hex, sizeof(hex), "0x%" PRIx64, rec->addr);
+                json_object_set_new(o, "address", json_string(hex));
+        }
+        if (near && (best == 0 || best <= NEAR_BYTES)) {
+                int64_t off = (int64_t)(rec->addr - near->ptr);
+                unsigned elem = near->elem ? near->elem : 1;
+                int64_t idx = off >= 0 ? off / (int64_t)elem : -((-off + (int64_t)elem - 1) / (int64_t)elem);
+                int64_t count = (int64_t)(near->bytes / elem);
+                json_object_set_new(o, "buffer", json_string(near->name));
+                json_object_set_new(o, "offset", json_integer(off));
+                json_object_set_new(o, "index", json_integer(idx));
+                if (fence_site_misaligned(rec->site) && off % (int64_t)elem == 0)
+                        snprintf(where, sizeof(where), "%s%s[%" PRId64 "] through a pointer misaligned for a "
+                                 "%u-byte access",
+                                 near->is_global ? "__device__ " : "", near->name, idx, size);
+                else if (fence_site_misaligned(rec->site))
+                        snprintf(where, sizeof(where), "%s%s at byte offset %" PRId64 ", misaligned for a %u-byte "
+                                 "access",
+                                 near->is_global ? "__device__ " : "", near->name, off, size);
+                else if (idx >= count)
+                        snprintf(where, sizeof(where), "%s%s[%" PRId64 "], %" PRId64 " element%s past its end "
+                                 "(%" PRId64 " elements)",
+                                 near->is_global ? "__device__ " : "", near->name, idx, idx - count + 1,
+                                 plural(idx - count + 1), count);
+                else if (idx < 0)
+                        snprintf(where, sizeof(where), "%s%s[%" PRId64 "], %" PRId64 " element%s before its start",
+                                 near->is_global ? "__device__ " : "", near->name, idx, -idx, plural(-idx));
+                else /* inside, but the access runs past the end */
+                        snprintf(where, sizeof(where), "%s%s[%" PRId64 "], an access of %u bytes running past "
+                                 "its end",
+                                 near->is_global ? "__device__ " : "", near->name, idx, size);
+        } else {
+                json_object_set_new(o, "buffer", json_null());
+                json_object_set_new(o, "offset", json_null());
+                json_object_set_new(o, "index", json_null());
+                snprintf(where, sizeof(where), "address 0x%" PRIx64 ", which is in no buffer of this job%s", rec->addr,
+                         fence_site_misaligned(rec->site) ? " and misaligned" : "");
+        }
+        snprintf(what, sizeof(what), "%s %s", verb(kind), where);
+        snprintf(msg, msglen, "kernel '%s'%s %s%s, thread (%u,%u,%u) of block (%u,%u,%u); the access was stopped "
+                 "before it ran and the context kept (fenced build)",
+                 kernel, in_fn, what, at, rec->tid[0], rec->tid[1], rec->tid[2], rec->ctaid[0], rec->ctaid[1],
+                 rec->ctaid[2]);
+        return o;
+}

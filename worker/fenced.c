@@ -1,0 +1,208 @@
+/*
+ * fenced - see fenced.h. The table and the record travel through one
+ * page-locked buffer made at start-up (fenced_init(), before the sandbox
+ * locks), so that arming and fetching are asynchronous copies on the
+ * worker's one stream, ordered with the launches between them: arm, the
+ * launch, fetch, then the launch's end event, whose wait covers all three.
+ */
+#include "worker/fenced.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+#define NAMES_MAX 4096
+
+static uint64_t *pinned; /* table words, then record words, then names */
+
+/** fenced_init() - the page-locked buffer. Return: 0, GPU_E_CUDA. */
+int fenced_init(void)
+{
+        void *p;
+        int r = gpu_host_alloc((FENCE_TAB_WORDS + FENCE_REC_WORDS) * sizeof(uint64_t) + NAMES_MAX, &p);
+
+        if (r == 0)
+                pinned = p;
+        return r;
+}
+
+static uint64_t *tab_words(void)
+{
+        return pinned;
+}
+
+static uint64_t *rec_words(void)
+{
+        return pinned + FENCE_TAB_WORDS;
+}
+
+static char *names_bytes(void)
+{
+        return (char *)(pinned + FENCE_TAB_WORDS + FENCE_REC_WORDS);
+}
+
+/* A sticky error ends the process; anything else only this build's use. */
+static int unusable(FenceRun *f, int rc, const char *what)
+{
+        if (rc == GPU_E_CUDA && gpu_is_sticky())
+                return GPU_E_CUDA;
+        log_warn("gpu: the fenced build is not usable (%s); the plain build runs instead", what);
+        fenced_close(f);
+        return FENCED_E_UNUSABLE;
+}
+
+/* Place each data section of the module through a variable the driver resolves in it. */
+static int place_sections(FenceRun *f)
+{
+        GpuElfGlobals *g = &f->globals;
+        bool placed[GPU_ELF_SECTIONS_MAX] = { false };
+
+        for (int i = 0; i < g->n_globals; i++) {
+                const GpuElfGlobal *v = &g->globals[i];
+                FenceBuffer *b;
+                GpuPtr p = 0;
+                size_t bytes = 0;
+                int rc;
+                if (v->section < 0 || v->section >= g->n_sections || placed[v->section])
+                        continue;
+                rc = gpu_module_global(f->mod, v->name, &p, &bytes);
+                if (rc == GPU_E_CUDA && gpu_is_sticky())
+                        return rc;
+                if (rc || p < v->offset)
+                        continue;
+                placed[v->section] = true;
+                b = &f->sections[f->n_sections++];
+                b->name = "the module's __device__ data";
+                b->ptr = p - v->offset;
+                b->bytes = g->sections[v->section].size;
+                b->elem = 1;
+                b->is_global = 1;
+        }
+        return 0;
+}
+
+/**
+ * fenced_open() - load a fenced build and find its table and record
+ * @f:     zeroed; filled on success
+ * @image: the fenced CUBIN; borrowed
+ * @size:  its size
+ *
+ * Return: 0; FENCED_E_UNUSABLE when the build cannot be used (logged; @f is
+ * left closed); GPU_E_CUDA after a sticky error.
+ */
+int fenced_open(FenceRun *f, const uint8_t *image, size_t size)
+{
+        void *copy;
+        size_t bytes = 0;
+        int rc;
+
+        memset(f, 0, sizeof(*f));
+        if (!pinned)
+                return FENCED_E_UNUSABLE;
+        if (!(copy = malloc(size)))
+                return -ENOMEM;
+        memcpy(copy, image, size); /* malloc's alignment suits the ELF loader */
+        rc = gpu_module_load(copy, size, &f->mod);
+        free(copy);
+        if (rc) {
+                f->mod = NULL;
+                return unusable(f, rc, "it does not load");
+        }
+        if ((rc = gpu_module_global(f->mod, FENCE_SYM_TABLE, &f->tab, &bytes)) ||
+            bytes < FENCE_TAB_WORDS * sizeof(uint64_t))
+                return unusable(f, rc, "no allocation table");
+        if ((rc = gpu_module_global(f->mod, FENCE_SYM_RECORD, &f->rec, &bytes)) ||
+            bytes < FENCE_REC_WORDS * sizeof(uint64_t))
+                return unusable(f, rc, "no violation record");
+        if ((rc = gpu_module_global(f->mod, FENCE_SYM_NAMES, &f->names, &f->names_bytes)))
+                return unusable(f, rc, "no names");
+        rc = gpu_elf_globals(image, size, &f->globals);
+        if (rc < 0)
+                return rc;
+        if (rc)
+                return unusable(f, 0, "its ELF is not understood");
+        if ((rc = place_sections(f)))
+                return unusable(f, rc, "its data sections cannot be placed");
+        return 0;
+}
+
+/**
+ * fenced_arm() - queue the table for the launches that follow, and clear the record
+ * @f:    an open FenceRun
+ * @bufs: the job's buffers of the set the launches use; borrowed
+ * @n:    how many
+ *
+ * Asynchronous; the caller waits (the launches' end event).
+ * Return: 0, GPU_E_CUDA, or FENCED_E_UNUSABLE when there are more ranges
+ * than the table holds.
+ */
+int fenced_arm(FenceRun *f, const FenceBuffer *bufs, int n)
+{
+        uint64_t *t = tab_words();
+        int k = 0, rc;
+
+        if (n + f->n_sections > FENCE_RANGES_MAX)
+                return FENCED_E_UNUSABLE;
+        for (int i = 0; i < n + f->n_sections; i++) {
+                const FenceBuffer *b = i < n ? &bufs[i] : &f->sections[i - n];
+                t[1 + 2 * k] = b->ptr - b->guard;
+                t[2 + 2 * k] = b->ptr + b->bytes + b->guard;
+                k++;
+        }
+        t[0] = (uint64_t)k;
+        if ((rc = gpu_copy_htod(f->tab, t, (size_t)(1 + 2 * k) * sizeof(uint64_t))) ||
+            (rc = gpu_memset8(f->rec, 0, FENCE_REC_WORDS * sizeof(uint64_t))))
+                return rc;
+        memset(rec_words(), 0, FENCE_REC_WORDS * sizeof(uint64_t));
+        return 0;
+}
+
+/** fenced_fetch() - queue the record's copy to the host. Return: 0, GPU_E_CUDA. */
+int fenced_fetch(FenceRun *f)
+{
+        return gpu_copy_dtoh(rec_words(), f->rec, FENCE_REC_WORDS * sizeof(uint64_t));
+}
+
+/** fenced_tripped() - after the fetch completed: whether a violation was recorded, and which. */
+bool fenced_tripped(const FenceRun *f, FenceRecord *ret)
+{
+        (void)f;
+        if (rec_words()[0] == 0)
+                return false;
+        fence_record_decode(rec_words(), ret);
+        return true;
+}
+
+/**
+ * fenced_function() - the name of the function of index @index (synchronous)
+ * Return: 0, GPU_E_NOT_FOUND (no such index), GPU_E_CUDA.
+ */
+int fenced_function(FenceRun *f, unsigned index, char *buf, size_t len)
+{
+        size_t n = f->names_bytes < NAMES_MAX ? f->names_bytes : NAMES_MAX;
+        const char *s = names_bytes(), *end = s + n;
+        int rc;
+
+        if ((rc = gpu_copy_dtoh(names_bytes(), f->names, n)) || (rc = gpu_stream_wait()))
+                return rc;
+        while (index > 0 && s < end) {
+                s += strnlen(s, (size_t)(end - s)) + 1;
+                index--;
+        }
+        if (s >= end || strnlen(s, (size_t)(end - s)) == (size_t)(end - s))
+                return GPU_E_NOT_FOUND;
+        snprintf(buf, len, "%s", s);
+        return 0;
+}
+
+/** fenced_close() - unload and forget; accepts a closed one. The caller zeroes the globals first. */
+void fenced_close(FenceRun *f)
+{
+        if (f->mod)
+                gpu_module_unload(f->mod);
+        gpu_elf_globals_clear(&f->globals);
+        memset(f, 0, sizeof(*f));
+}

@@ -1,0 +1,42 @@
+/*
+ * fenced - the GPU worker's side of a candidate's fenced build
+ * (worker/fence.h): load it, tell it which ranges the job's launches may
+ * touch (the table), and read back its first violation (the record).
+ * Built on gpu.h; no CUDA header.
+ *
+ * The ranges of a launch are the job's buffers of the set it runs on, guard
+ * bands included (a write into a guard band is the guard check's to judge,
+ * as without the fence), and the module's own __device__ data: each data
+ * section whole, placed through one of the pass's symbols in it or a
+ * variable the driver resolves.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "worker/fence_report.h"
+#include "worker/gpu.h"
+#include "worker/gpu_elf.h"
+
+enum {
+        FENCED_E_UNUSABLE = 1, /* no usable fenced build: run the plain one */
+};
+
+typedef struct FenceRun {
+        GpuModule *mod;
+        GpuPtr tab, rec, names;
+        size_t names_bytes;
+        FenceBuffer sections[GPU_ELF_SECTIONS_MAX]; /* the module's data sections */
+        int n_sections;
+        GpuElfGlobals globals; /* the module's variables, zeroed before unloading */
+} FenceRun;
+
+int fenced_init(void);
+int fenced_open(FenceRun *f, const uint8_t *image, size_t size);
+int fenced_arm(FenceRun *f, const FenceBuffer *bufs, int n);
+int fenced_fetch(FenceRun *f);
+bool fenced_tripped(const FenceRun *f, FenceRecord *ret);
+int fenced_function(FenceRun *f, unsigned index, char *buf, size_t len);
+void fenced_close(FenceRun *f);
