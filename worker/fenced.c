@@ -120,10 +120,10 @@ int fenced_open(FenceRun *f, const uint8_t *image, size_t size)
         if ((rc = gpu_module_global(f->mod, FENCE_SYM_NAMES, &f->names, &f->names_bytes)))
                 return unusable(f, rc, "no names");
         rc = gpu_elf_globals(image, size, &f->globals);
-        if (rc < 0)
+        if (rc < 0) {
+                fenced_close(f);
                 return rc;
-        if (rc)
-                return unusable(f, 0, "its ELF is not understood");
+        } /* GPU_ELF_E_MALFORMED: no __device__ data is listed, only the job's buffers are allowed */
         if ((rc = place_sections(f)))
                 return unusable(f, rc, "its data sections cannot be placed");
         return 0;

@@ -4,11 +4,10 @@
  * touch (the table), and read back its first violation (the record).
  * Built on gpu.h; no CUDA header.
  *
- * The ranges of a launch are the job's buffers of the set it runs on, guard
- * bands included (a write into a guard band is the guard check's to judge,
- * as without the fence), and the module's own __device__ data: each data
- * section whole, placed through one of the pass's symbols in it or a
- * variable the driver resolves.
+ * The ranges of a launch are the job's buffers of the set it runs on
+ * (exactly: the guard bands around them are not the candidate's), and the
+ * module's own __device__ data: each data section whole, placed through one
+ * of the pass's symbols in it or a variable the driver resolves.
  */
 #pragma once
 

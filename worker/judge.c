@@ -632,13 +632,18 @@ static bool side_has_gemm(const JobSide *side)
         return false;
 }
 
-/* The ranges of a candidate @set for the fence: its buffers and guard bands. */
+/*
+ * The ranges of a candidate @set for the fence: its buffers, exactly. A
+ * read or write one element past the end is stopped and named as such, as
+ * compute-sanitizer would; without the fence such a write is found later in
+ * the guard band (an incorrect verdict), such a read not at all.
+ */
 static int fence_buffers(Run *r, const JobShape *s, const BufSet *set, FenceBuffer *bufs)
 {
         for (int i = 0; i < set->n; i++) {
                 const JobBuffer *b = gpu_job_side_buffer(s, &s->cand, i);
                 bufs[i] = (FenceBuffer){ .name = b->name, .ptr = set->b[i].ptr, .bytes = b->bytes,
-                                         .guard = set->b[i].guard, .elem = (unsigned)kv_dtype_size(b->dtype) };
+                                         .elem = (unsigned)kv_dtype_size(b->dtype) };
         }
         (void)r;
         return set->n;
