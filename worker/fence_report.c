@@ -147,32 +147,39 @@ json_t *fence_report(const FenceRecord *rec, const FenceBuffer *bufs, int n, con
         }
         if (near && (best == 0 || best <= NEAR_BYTES)) {
                 int64_t off = (int64_t)(rec->addr - near->ptr);
-                unsigned elem = near->elem ? near->elem : 1;
+                unsigned elem = near->is_global || !near->elem ? 1 : near->elem;
                 int64_t idx = off >= 0 ? off / (int64_t)elem : -((-off + (int64_t)elem - 1) / (int64_t)elem);
                 int64_t count = (int64_t)(near->bytes / elem);
+                char name[96];
+                if (near->is_global) /* a data section of the module: bytes, not elements */
+                        snprintf(name, sizeof(name), "the module's __device__ data (%s) at byte", near->name);
+                else
+                        snprintf(name, sizeof(name), "%s", near->name);
                 json_object_set_new(o, "buffer", json_string(near->name));
                 json_object_set_new(o, "offset", json_integer(off));
                 json_object_set_new(o, "index", json_integer(idx));
-                if (fence_site_misaligned(rec->site) && off % (int64_t)elem == 0)
-                        snprintf(where, sizeof(where), "%s%s[%" PRId64 "] through a pointer misaligned for a "
-                                 "%u-byte access",
-                                 near->is_global ? "__device__ " : "", near->name, idx, size);
+                if (fence_site_misaligned(rec->site) && !near->is_global && off % (int64_t)elem == 0)
+                        snprintf(where, sizeof(where), "%s[%" PRId64 "] through a pointer misaligned for a "
+                                 "%u-byte access", name, idx, size);
                 else if (fence_site_misaligned(rec->site))
-                        snprintf(where, sizeof(where), "%s%s at byte offset %" PRId64 ", misaligned for a %u-byte "
-                                 "access",
-                                 near->is_global ? "__device__ " : "", near->name, off, size);
+                        snprintf(where, sizeof(where), "%s%s %" PRId64 ", misaligned for a %u-byte access", name,
+                                 near->is_global ? "" : " at byte offset", off, size);
                 else if (idx >= count)
-                        snprintf(where, sizeof(where), "%s%s[%" PRId64 "], %" PRId64 " element%s past its end "
-                                 "(%" PRId64 " elements)",
-                                 near->is_global ? "__device__ " : "", near->name, idx, idx - count + 1,
-                                 plural(idx - count + 1), count);
+                        snprintf(where, sizeof(where), "%s%s%" PRId64 "%s, %" PRId64 " %s%s past its end (%" PRId64
+                                 " %s)",
+                                 name, near->is_global ? " " : "[", idx, near->is_global ? "" : "]", idx - count + 1,
+                                 near->is_global ? "byte" : "element", plural(idx - count + 1), count,
+                                 near->is_global ? "bytes" : "elements");
                 else if (idx < 0)
-                        snprintf(where, sizeof(where), "%s%s[%" PRId64 "], %" PRId64 " element%s before its start",
-                                 near->is_global ? "__device__ " : "", near->name, idx, -idx, plural(-idx));
-                else /* inside, but the access runs past the end */
-                        snprintf(where, sizeof(where), "%s%s[%" PRId64 "], an access of %u bytes running past "
-                                 "its end",
-                                 near->is_global ? "__device__ " : "", near->name, idx, size);
+                        snprintf(where, sizeof(where), "%s%s%" PRId64 "%s, %" PRId64 " %s%s before its start", name,
+                                 near->is_global ? " " : "[", idx, near->is_global ? "" : "]", -idx,
+                                 near->is_global ? "byte" : "element", plural(-idx));
+                else if ((uint64_t)off + size > near->bytes) /* starts inside, runs past the end */
+                        snprintf(where, sizeof(where), "%s%s%" PRId64 "%s, an access of %u bytes running past its "
+                                 "end", name, near->is_global ? " " : "[", idx, near->is_global ? "" : "]", size);
+                else /* inside: the table did not hold this buffer */
+                        snprintf(where, sizeof(where), "%s%s%" PRId64 "%s (not in the allocation table)", name,
+                                 near->is_global ? " " : "[", idx, near->is_global ? "" : "]");
         } else {
                 json_object_set_new(o, "buffer", json_null());
                 json_object_set_new(o, "offset", json_null());

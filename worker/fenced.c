@@ -75,7 +75,7 @@ static int place_sections(FenceRun *f)
                         continue;
                 placed[v->section] = true;
                 b = &f->sections[f->n_sections++];
-                b->name = "the module's __device__ data";
+                b->name = g->sections[v->section].name; /* ".nv.global" */
                 b->ptr = p - v->offset;
                 b->bytes = g->sections[v->section].size;
                 b->elem = 1;
@@ -195,6 +195,36 @@ int fenced_function(FenceRun *f, unsigned index, char *buf, size_t len)
         if (s >= end || strnlen(s, (size_t)(end - s)) == (size_t)(end - s))
                 return GPU_E_NOT_FOUND;
         snprintf(buf, len, "%s", s);
+        return 0;
+}
+
+/**
+ * fenced_handoff() - carry the fenced module's __device__ state over to the plain module
+ * @f:      an open FenceRun
+ * @plain:  the plain module; borrowed
+ * @g:      the plain module's variables (its ELF); borrowed
+ *
+ * Each variable of @g that both modules resolve by name gets the fenced
+ * module's bytes, so that state a candidate keeps across launches (a launch
+ * counter, say) goes on in the timing phase where the correctness phase left
+ * it, as it would with one build. Asynchronous.
+ * Return: 0, GPU_E_CUDA.
+ */
+int fenced_handoff(FenceRun *f, GpuModule *plain, const GpuElfGlobals *g)
+{
+        for (int i = 0; i < g->n_globals; i++) {
+                GpuPtr pp = 0, fp = 0;
+                size_t pb = 0, fb = 0;
+                int rc = gpu_module_global(plain, g->globals[i].name, &pp, &pb);
+                if (rc == 0)
+                        rc = gpu_module_global(f->mod, g->globals[i].name, &fp, &fb);
+                if (rc == GPU_E_CUDA && gpu_is_sticky())
+                        return rc;
+                if (rc)
+                        continue; /* not resolved by name in one of them */
+                if ((rc = gpu_copy_dtod(pp, fp, pb < fb ? pb : fb)))
+                        return rc;
+        }
         return 0;
 }
 

@@ -81,6 +81,7 @@ typedef struct Run {
         FenceRun fence;
         bool fence_on;      /* loaded and usable */
         bool fencing;       /* now in the correctness phase: candidate plans run fenced */
+        int launches_fenced, launches_unfenced; /* candidate launches of the correctness phase */
         GpuKernel **fkern[LIMIT_TASK_SHAPES_MAX]; /* per shape and step: fenced, or the plain kernel */
 } Run;
 
@@ -689,6 +690,8 @@ static int run_plan(Run *r, int si, int side_idx, const BufSet *set, bool wait_e
                 int rc = fenced_arm(&r->fence, bufs, fence_buffers(r, s, set, bufs));
                 r->side = SIDE_HELPER;
                 if (rc == FENCED_E_UNUSABLE) { /* more ranges than the table holds */
+                        log_info("gpu: job %" PRId64 ": more ranges than the fence's table holds; shape set %d "
+                                 "runs unfenced", r->job->id, si);
                         fenced = false;
                         ks = r->kern[si][side_idx];
                 } else if (rc) {
@@ -704,6 +707,12 @@ static int run_plan(Run *r, int si, int side_idx, const BufSet *set, bool wait_e
                 if (wait_each)
                         TRY_GPU(r, gpu_event_record(ev_a));
                 TRY_GPU(r, launch_step(r, s, side, ks[j], &side->steps[j], set));
+                if (side_idx == SIDE_CAND && r->fencing && side->steps[j].kind != JOB_STEP_GEMM) {
+                        if (fenced && ks[j] != r->kern[si][side_idx][j])
+                                r->launches_fenced++;
+                        else
+                                r->launches_unfenced++;
+                }
                 if (fenced)
                         TRY_GPU(r, fenced_fetch(&r->fence));
                 if (wait_each) {
@@ -1894,6 +1903,16 @@ int judge_run(const JudgeEnv *env, json_t *job_json, const uint8_t *blob, size_t
                 if (correctness_shape(r, si, corr_shapes))
                         goto cleanup;
 
+        /* the plain build goes on from the fenced one's __device__ state */
+        if (r->launches_fenced > 0) {
+                r->side = SIDE_HELPER;
+                rc = fenced_handoff(&r->fence, r->cand_mod, &r->cand_globals);
+                if (rc) {
+                        fail_gpu(r, rc);
+                        goto cleanup;
+                }
+        }
+
         /* timing and revalidation */
         t_phase[1] = gpu_now_ns();
         {
@@ -1972,7 +1991,8 @@ done:
         json_object_set_new(result, "verdict", json_string(r->verdict ? r->verdict : "internal_error"));
         json_object_set_new(result, "correctness",
                             json_pack("{s:b, s:o, s:b}", "passed", r->verdict && strcmp(r->verdict, "correct") == 0,
-                                      "shapes", corr_shapes, "fenced", r->fence_on));
+                                      "shapes", corr_shapes, "fenced",
+                                      r->launches_fenced > 0 && r->launches_unfenced == 0));
         json_object_set_new(result, "timing", timing);
         json_object_set_new(result, "resources", resources);
         json_object_set_new(result, "error", r->error ? r->error : json_null());

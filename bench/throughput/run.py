@@ -573,8 +573,10 @@ def main():
                     res = (r or {}).get("result") or {}
                     err = res.get("error") or {}
                     fh.write(json.dumps({"id": it["id"], "category": it["category"], "verdict": (r or {}).get("verdict"),
-                                         "error": {k: err[k] for k in ("kind", "name", "surfaced_ms", "after_limit")
+                                         "error": {k: err[k] for k in ("kind", "name", "surfaced_ms", "after_limit",
+                                                                       "fenced", "access", "buffer", "index")
                                                    if k in err} or None,
+                                         "fenced": (res.get("correctness") or {}).get("fenced"),
                                          "wall_ms": res.get("wall_ms"), "phases_ms": res.get("phases_ms"),
                                          "gpu_active_ms": res.get("gpu_active_ms"),
                                          "timing": [{k: sh.get(k) for k in ("shape", "stop", "launches_per_trial",

@@ -10,8 +10,13 @@ Two ways to run each case:
       survives what it should (non-sticky errors, printf floods) and exits
       after what it must (sticky errors, timeouts), and that a job cannot read
       what the previous job left in device memory.
+      A case marked "fenced" is compiled instead by kevald-compile (from
+      the folder of kevald-gpu, or --compile-bin; one compile worker for the
+      whole run), whose RESULT carries the plain CUBIN and the fenced build
+      (worker/fence.h); the JOB then names both, "candidate" and
+      "candidate_fenced", and the correctness phase runs the fenced one.
   eval (--kevald PATH): each case through `kevald eval` (NVRTC compile, the
-      dispatcher, a fresh worker per case).
+      fenced build, the dispatcher, a fresh worker per case).
 
 The cases of cases.json run first, then the exploit suite of exploits.json
 (kernels that try to game the reward, each with the verdict the judge must
@@ -23,7 +28,8 @@ twin CASE, which ran earlier.
 Prints a table "case | expected | got | detail | ms" and exits 0 when every
 case passed, 1 otherwise, 77 when this host has no GPU. --check resolves
 every case into its JOB without a GPU (and, given --fatbins or --build-root,
-checks that every fatbin is there). Python 3 stdlib only.
+checks that every fatbin is there; with kevald-compile at hand it also
+compiles every fenced case and checks its fenced build). Python 3 stdlib only.
 """
 import argparse
 import ast
@@ -151,7 +157,10 @@ def resolve_side(scratch, plan, params):
     return {"scratch": sc, "plan": steps}
 
 
-def resolve_job(task, sub, job_id, seed, cand_size, ref_size, overrides):
+def resolve_job(task, sub, job_id, seed, cand_size, ref_size, overrides, fenced_size=0):
+    """The GPU JOB of @task and the case's plan @sub; the blob it goes with holds
+    the candidate CUBIN (@cand_size bytes), then its fenced build (@fenced_size,
+    0: none), then the reference's (@ref_size, 0: none)."""
     shapes = []
     for shape in task["shapes"]:
         params = {k: v for k, v in shape.items() if k != "name"}
@@ -179,8 +188,10 @@ def resolve_job(task, sub, job_id, seed, cand_size, ref_size, overrides):
     job = {"id": job_id, "seed": seed, "mode": "full", "timing": dict(FAST_TIMING), "deadline_ms": 60000,
            "launch_timeout_ms": 10000, "correctness_trials": task.get("correctness_trials", 3),
            "cubins": {"candidate": {"offset": 0, "size": cand_size}}, "shapes": shapes}
+    if fenced_size:
+        job["cubins"]["candidate_fenced"] = {"offset": cand_size, "size": fenced_size}
     if ref_size:
-        job["cubins"]["reference"] = {"offset": cand_size, "size": ref_size}
+        job["cubins"]["reference"] = {"offset": cand_size + fenced_size, "size": ref_size}
     job.update(overrides or {})
     return job
 
@@ -265,18 +276,28 @@ def oracle_check(task, result):
 # ---------------------------------------------------------------- workers --
 
 class Worker:
+    """A worker process (kevald-gpu here) that speaks frames on its stdin/stdout."""
     serial = 0
+    role = "kevald-gpu"
 
     def __init__(self, binary, extra_args, verbose):
-        Worker.serial += 1
-        self.id = Worker.serial
+        type(self).serial += 1
+        self.id = type(self).serial
         self.verbose = verbose
-        self.log = tempfile.NamedTemporaryFile(prefix="kevald-gpu-%d-" % self.id, suffix=".log", delete=False)
+        self.log = tempfile.NamedTemporaryFile(prefix="%s-%d-" % (self.role, self.id), suffix=".log", delete=False)
         t0 = time.monotonic()
         self.p = subprocess.Popen([binary] + extra_args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=self.log, env=dict(os.environ, KEVALD_LOG_LEVEL="info"))
         self.buf = b""
-        typ, self.hello, _ = self.read_frame(120)
+        try:
+            typ, self.hello, _ = self.read_frame(120)
+        except EOFError as e:
+            try:
+                self.p.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+            raise EOFError("%s exited (status %r) before its HELLO; log: %s" %
+                           (self.role, self.p.returncode, " | ".join(self.log_tail(5)) or "(empty)")) from e
         self.start_ms = (time.monotonic() - t0) * 1e3
         if typ != HELLO:
             raise RuntimeError("expected HELLO, got frame type %r" % typ)
@@ -355,6 +376,125 @@ class Worker:
             except (OSError, subprocess.TimeoutExpired, BrokenPipeError):
                 self.p.kill()
                 self.p.wait()
+
+
+class CompileError(Exception):
+    """A fenced case's source did not give a plain and a fenced CUBIN."""
+
+
+class CompileWorker(Worker):
+    """kevald-compile (docs/internals.md, "Compile worker"), one for the whole
+    run: CUDA C++ in, the plain CUBIN and its fenced build out."""
+    serial = 0
+    role = "kevald-compile"
+    jobs = 0
+
+    def compile(self, path, arch=None, options=None, timeout=120):
+        """Compile the file @path; (plain CUBIN, fenced CUBIN, RESULT) or CompileError.
+
+        The RESULT's blob is the plain CUBIN, then the fenced one, whose place
+        result.fence.offset and .size give; both must be ELF images and fill
+        the blob exactly."""
+        self.jobs += 1
+        job = {"id": self.jobs, "language": "cuda"}
+        if arch:
+            job["arch"] = arch
+        if options:
+            job["options"] = list(options)
+        with open(path, "rb") as f:
+            self.send(JOB, job, f.read())
+        typ, res, blob = self.read_frame(timeout)
+        if typ != RESULT or not isinstance(res, dict) or res.get("id") != job["id"]:
+            # out of step with the worker: the caller stops it
+            raise RuntimeError("expected the RESULT of compile job %d, got frame type %r" % (job["id"], typ))
+        if not res.get("ok"):
+            raise CompileError("%s: %s" % (res.get("error"), " ".join((res.get("log") or "").split())[:300]))
+        fence = res.get("fence")
+        if not isinstance(fence, dict):
+            raise CompileError("no result.fence: this kevald-compile builds no fenced CUBIN")
+        if fence.get("error") or "offset" not in fence:
+            raise CompileError("no fenced build: %s" % (fence.get("error") or "no fence.offset"))
+        off, size = fence["offset"], fence.get("size")
+        if not (isinstance(off, int) and isinstance(size, int) and 0 < off and size > 0 and off + size == len(blob)):
+            raise CompileError("fence.offset %r + size %r do not split the blob of %d bytes" % (off, size, len(blob)))
+        plain, fenced = blob[:off], blob[off:]
+        if plain[:4] != b"\x7fELF" or fenced[:4] != b"\x7fELF":
+            raise CompileError("the plain or the fenced CUBIN is not an ELF image")
+        if not fence.get("sites"):
+            raise CompileError("the fenced build checks no site (fence %s)" % json.dumps(fence))
+        return plain, fenced, res
+
+
+def fence_summary(res, plain, fenced):
+    f = res["fence"]
+    return "fenced build: %d sites, %d unchecked, %.1f ms; plain %d B, fenced %d B (compile %.0f ms, %s)" % (
+        f["sites"], f.get("unchecked", 0), f.get("ms", 0), len(plain), len(fenced), res.get("compile_ms", 0),
+        res.get("arch"))
+
+
+class Compiler:
+    """The run's compile worker, started at its first use and again if it exits,
+    with a cache: each fenced source is compiled once per arch."""
+
+    def __init__(self, binary, verbose):
+        self.binary, self.verbose = binary, verbose
+        self.worker, self.cache = None, {}
+        self.sandbox_failure = None
+
+    def start(self, extra):
+        self.worker = None
+        try:
+            self.worker = CompileWorker(self.binary, extra, self.verbose)
+        except Exception as e:  # noqa: BLE001
+            print("compile worker %s failed to start: %s: %s" %
+                  (" ".join(extra) or "(sandboxed)", type(e).__name__, e), flush=True)
+            return False
+        h = self.worker.hello
+        print("compile worker%s: pid %s, nvrtc %s, arch_default %s" % (" " + " ".join(extra) if extra else "",
+              h.get("pid"), h.get("nvrtc"), h.get("arch_default")), flush=True)
+        return True
+
+    def compile(self, path, arch, options, extra):
+        """(plain, fenced, RESULT) of @path, compiled at most once; CompileError."""
+        key = (path, arch, tuple(options or ()))
+        if key in self.cache:
+            return self.cache[key]
+        if not self.binary or not os.path.exists(self.binary):
+            raise CompileError("no kevald-compile (%s) for the fenced build" % self.binary)
+        if self.worker is None or self.worker.p.poll() is not None:
+            if self.sandbox_failure:
+                extra = ["--no-sandbox"]
+            if not self.start(extra) and not extra:
+                # as with kevald-gpu: learn what we can, unconfined, and say so
+                self.sandbox_failure = ("the sandboxed kevald-compile did not start (see above); the fenced cases "
+                                        "were compiled with --no-sandbox")
+                self.start(["--no-sandbox"])
+            if self.worker is None:
+                raise CompileError("kevald-compile did not start")
+        try:
+            out = self.worker.compile(path, arch, options)
+        except (EOFError, TimeoutError, BrokenPipeError, RuntimeError) as e:
+            tail = "; ".join(self.worker.log_tail(5))
+            self.stop()
+            raise CompileError("kevald-compile: %s: %s (log: %s)" % (type(e).__name__, e, tail))
+        self.cache[key] = out
+        return out
+
+    def stop(self):
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+
+
+def compile_bin_of(args):
+    """Where kevald-compile is: --compile-bin, else beside kevald-gpu, else in --build-root."""
+    if args.compile_bin:
+        return args.compile_bin
+    if args.gpu_bin:
+        return os.path.join(os.path.dirname(os.path.abspath(args.gpu_bin)), "kevald-compile")
+    if args.build_root:
+        return os.path.join(args.build_root, "worker", "kevald-compile")
+    return None
 
 
 # ----------------------------------------------------------------- checks --
@@ -438,11 +578,23 @@ def _fmt(v):
 
 
 def check_manifests(args):
-    """--check: resolve every case's JOB without a GPU; 0 when all resolve, else 1."""
+    """--check: resolve every case's JOB without a GPU; 0 when all resolve, else 1.
+
+    A fenced case is also compiled by kevald-compile when it is at hand (it
+    needs no GPU): its RESULT must carry a fenced build, and the JOB is
+    resolved with both CUBINs as direct mode sends it."""
     bad, seen = 0, {}
+    compiler, n_fenced, n_compiled = None, 0, 0
+    cbin = compile_bin_of(args)
+    if cbin and os.path.exists(cbin):
+        compiler = Compiler(cbin, args.verbose)
+    else:
+        print("note: no kevald-compile (%s): the fenced cases are resolved, not compiled" %
+              (cbin or "give --compile-bin"))
+    extra = ["--no-sandbox"] if args.no_sandbox else []
     for n, case in enumerate(load_cases()):
         name, src = case["name"], case.get("source", case["name"])
-        problems = []
+        problems, notes = [], []
         try:
             task = json.load(open(os.path.join(HERE, "tasks", case["task"] + ".json")))
             plan = json.load(open(os.path.join(HERE, "cases", src + ".plan.json")))
@@ -451,9 +603,31 @@ def check_manifests(args):
             ref_src = task["reference"].get("source_file")
             if ref_src and not os.path.exists(os.path.join(HERE, "tasks", ref_src)):
                 problems.append("no tasks/%s" % ref_src)
-            job = resolve_job(task, plan, n + 1, args.seed, 1, 1 if ref_src else 0, case.get("job"))
+            fenced = case.get("fenced", False)
+            if not isinstance(fenced, bool):
+                problems.append("fenced must be true or false")
+            cand_size, fenced_size = 1, 1 if fenced else 0
+            if fenced:
+                n_fenced += 1
+                if compiler is not None:
+                    try:
+                        plain, fcubin, res = compiler.compile(os.path.join(HERE, "cases", src + ".cu"), None,
+                                                              plan.get("options"), extra)
+                        cand_size, fenced_size = len(plain), len(fcubin)
+                        notes.append(fence_summary(res, plain, fcubin))
+                        n_compiled += 1
+                    except CompileError as e:
+                        problems.append("fenced build: %s" % e)
+            job = resolve_job(task, plan, n + 1, args.seed, cand_size, 1 if ref_src else 0, case.get("job"),
+                              fenced_size=fenced_size)
+            if fenced and (job["cubins"].get("candidate_fenced") != {"offset": cand_size, "size": fenced_size} or
+                           job["cubins"].get("reference", {}).get("offset", cand_size + fenced_size) !=
+                           cand_size + fenced_size):
+                problems.append("the JOB's cubins do not follow the blob: %s" % json.dumps(job["cubins"]))
             if args.fatbins:
-                for fb in ["case_%s.fatbin" % src] + (["task_%s.fatbin" % ref_src[:-3]] if ref_src else []):
+                # direct mode compiles a fenced case's source itself: only its reference is prebuilt
+                for fb in (["case_%s.fatbin" % src] if not fenced else []) + \
+                        (["task_%s.fatbin" % ref_src[:-3]] if ref_src else []):
                     if not os.path.exists(os.path.join(args.fatbins, fb)):
                         problems.append("no %s in %s" % (fb, args.fatbins))
             if name in seen:
@@ -484,7 +658,15 @@ def check_manifests(args):
               ("ok  " if not problems else "FAIL", name, case["_file"], case["task"],
                len(task.get("shapes", [])) if not problems else 0, steps,
                ("  " + "; ".join(problems)) if problems else ""))
-    print("gpu suite: --check: %d of %d cases resolve" % (len(seen) - bad, len(seen)))
+        for note in notes:
+            print("     " + note)
+    if compiler is not None:
+        compiler.stop()
+    print("gpu suite: --check: %d of %d cases resolve; %d of %d fenced cases compiled with a fenced build%s" %
+          (len(seen) - bad, len(seen), n_compiled, n_fenced, "" if compiler else " (no kevald-compile)"))
+    if compiler is not None and compiler.sandbox_failure:
+        print("gpu suite: --check: FAIL: " + compiler.sandbox_failure)
+        bad += 1
     return 1 if bad else 0
 
 
@@ -514,6 +696,8 @@ def start_worker(args, extra):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gpu-bin", help="kevald-gpu (direct mode)")
+    ap.add_argument("--compile-bin", help="kevald-compile, for the fenced cases of direct mode and --check "
+                    "(default: beside kevald-gpu, or in --build-root)")
     ap.add_argument("--fatbins", help="folder with the prebuilt case_*.fatbin and task_*.fatbin")
     ap.add_argument("--build-root", help="a meson build folder: takes worker/kevald-gpu and tests/gpu/*.fatbin from it")
     ap.add_argument("--kevald", help="run each case through `kevald eval` instead (eval mode)")
@@ -545,8 +729,10 @@ def main():
     sandbox_failure = None
     worker, worker_of = None, {}
     extra = ["--no-sandbox"] if args.no_sandbox else []
+    compiler = None if eval_mode else Compiler(compile_bin_of(args), args.verbose)
     for n, case in enumerate(cases):
         name, src = case["name"], case.get("source", case["name"])
+        fenced = bool(case.get("fenced"))
         task_path = os.path.join(HERE, "tasks", case["task"] + ".json")
         task = json.load(open(task_path))
         plan_path = os.path.join(HERE, "cases", src + ".plan.json")
@@ -584,12 +770,22 @@ def main():
                         worker = start_worker(args, extra)
                     if worker is None:
                         return 1
-                cand = open(os.path.join(args.fatbins, "case_%s.fatbin" % src), "rb").read()
+                fcubin = b""
+                if fenced:
+                    # NVRTC's CUBIN and its fenced build, for this GPU's arch
+                    cand, fcubin, cres = compiler.compile(os.path.join(HERE, "cases", src + ".cu"),
+                                                          worker.hello.get("arch"), plan.get("options"), extra)
+                    if args.verbose:
+                        print("     " + fence_summary(cres, cand, fcubin), flush=True)
+                else:
+                    cand = open(os.path.join(args.fatbins, "case_%s.fatbin" % src), "rb").read()
                 ref_src = task["reference"].get("source_file")
                 ref = open(os.path.join(args.fatbins, "task_%s.fatbin" % ref_src[:-3]), "rb").read() if ref_src else b""
-                job = resolve_job(task, plan, n + 1, args.seed, len(cand), len(ref), case.get("job"))
+                job = resolve_job(task, plan, n + 1, args.seed, len(cand), len(ref), case.get("job"),
+                                  fenced_size=len(fcubin))
+                blob = cand + fcubin + ref
                 worker_of[name] = worker.id
-                result, progress = worker.run(job, cand + ref, job["deadline_ms"] / 1000 + 30)
+                result, progress = worker.run(job, blob, job["deadline_ms"] / 1000 + 30)
                 if case.get("worker") == "exits":
                     if worker.alive_after(10):
                         problems.append("the worker did not exit after this case")
@@ -603,6 +799,8 @@ def main():
                     problems.append("the worker exited (status %r) but should have survived" % worker.p.returncode)
                 if case.get("same_worker_as") and worker_of.get(case["same_worker_as"]) != worker.id:
                     problems.append("not on the same worker as %s (a restart in between)" % case["same_worker_as"])
+        except CompileError as e:  # the case's own failure; the GPU worker is fine
+            problems.append("fenced build: %s" % e)
         except Exception as e:  # noqa: BLE001 - one case's failure must not end the suite
             problems.append("%s: %s" % (type(e).__name__, e))
             if worker is not None:
@@ -615,7 +813,7 @@ def main():
                 try:
                     w2 = start_worker(args, ["--no-sandbox"])
                     if w2 is not None:
-                        r2, _ = w2.run(job, cand + ref, job["deadline_ms"] / 1000 + 30)
+                        r2, _ = w2.run(job, blob, job["deadline_ms"] / 1000 + 30)
                         p2 = check_expect(case["expect"], r2)
                         problems.append("without the sandbox: %s" % ("passes" if not p2 else "; ".join(p2)))
                         w2.stop()
@@ -623,13 +821,20 @@ def main():
                     problems.append("without the sandbox also %s: %s" % (type(e2).__name__, e2))
         ms = (time.monotonic() - t0) * 1e3
         if result is not None:
-            expect = case["expect"]
-            if not eval_mode:
+            # "expect_fenced": what a case gets when its correctness phase ran a fenced build (eval
+            # mode, or a "fenced" case in direct mode), where that differs from the plain build's
+            expect = case["expect_fenced"] if "expect_fenced" in case and (eval_mode or case.get("fenced")) \
+                else case["expect"]
+            if not eval_mode and not fenced:
                 # Direct mode loads nvcc fatbins, whose __device__ variables the
                 # worker's ELF reader cannot list (it reads NVRTC's CUBINs, what
-                # production sends); eval mode checks the cleanup counters.
+                # production sends, and what a fenced case sends here too);
+                # eval mode checks the cleanup counters.
                 expect = {k: v for k, v in expect.items() if not k.startswith("cleanup.")}
             problems += check_expect(expect, result)
+            if fenced and "correctness.fenced" not in expect:
+                # the case is about the fenced build: it must have run
+                problems += check_expect({"correctness.fenced": True}, result)
             problems += check_expect(case.get("checks", {}), result)
             if case.get("oracle"):
                 o = oracle_check(task, result)
@@ -644,7 +849,8 @@ def main():
             # kept for --out (a copy: all_results feeds later twin comparisons as is)
             suite_of[name] = {"file": case["_file"], "class": case.get("class"),
                               "score_at_most": case.get("score_at_most"), "score": score_note}
-        exp = case["expect"]["verdict"]
+        exp = (case["expect_fenced"] if "expect_fenced" in case and (eval_mode or case.get("fenced"))
+               else case["expect"])["verdict"]
         exp = "|".join(exp) if isinstance(exp, list) else exp
         got = result.get("verdict") if result else "(none)"
         detail = "; ".join(problems) if problems else (detail_of(result) if result else "")
@@ -664,6 +870,8 @@ def main():
                 print("\n".join("     | " + l for l in worker.log_tail()), flush=True)
     if worker is not None:
         worker.stop()
+    if compiler is not None:
+        compiler.stop()
 
     print()
     print("| case | expected | got | detail | ms |")
@@ -674,6 +882,9 @@ def main():
     print("gpu suite: %d of %d cases passed" % (len(rows) - failed, len(rows)))
     if sandbox_failure:
         print("gpu suite: FAIL: " + sandbox_failure)
+        failed += 1
+    if compiler is not None and compiler.sandbox_failure:
+        print("gpu suite: FAIL: " + compiler.sandbox_failure)
         failed += 1
     if args.out:
         out = {k: (dict(v, suite=suite_of[k]) if k in suite_of and isinstance(v, dict) else v)

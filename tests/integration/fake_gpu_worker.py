@@ -16,7 +16,7 @@ folder the test makes, where this script is copied as `kevald-gpu`):
                  {"ev": "job", "pid", "gpu", "id", "start", "end", "verdict",
                   "exiting", "kernels", "launch_timeout_ms", "launch_factor",
                   "launch_floor_ms", "has_launch_factor", "has_launch_floor",
-                  "fault_grace_ms", "blob_ok", "job_keys"}
+                  "fault_grace_ms", "blob_ok", "fenced", "job_keys"}
                  (and {"ev": "start", "pid", "gpu", "id", "t"} on receipt: a
                  worker killed mid-job leaves only that line)
                  {"ev": "late_frame", "pid", "gpu", "t", "type", "id"}  (a frame
@@ -146,13 +146,16 @@ def marker(kernels):
 
 
 def blob_ok(job, blob):
-    """The blob is the candidate CUBIN then the reference CUBIN, as `cubins` says."""
+    """The blob is the candidate CUBIN, its fenced build (when cubins.candidate_fenced
+    says so), then the reference CUBIN, as `cubins` says; every part an ELF."""
     c = (job.get("cubins") or {}).get("candidate") or {}
+    f = (job.get("cubins") or {}).get("candidate_fenced") or {}
     r = (job.get("cubins") or {}).get("reference") or {}
     co, cs, ro, rs = c.get("offset"), c.get("size"), r.get("offset", 0), r.get("size", 0)
-    if not isinstance(cs, int) or cs <= 0 or co != 0 or ro != cs or co + cs + rs != len(blob):
+    fo, fs = f.get("offset", cs), f.get("size", 0)
+    if not isinstance(cs, int) or cs <= 0 or co != 0 or fo != cs or ro != cs + fs or co + cs + fs + rs != len(blob):
         return False
-    return blob[co:co + 4] == b"\x7fELF" and (rs == 0 or blob[ro:ro + 4] == b"\x7fELF")
+    return all(blob[o:o + 4] == b"\x7fELF" for o, n in ((co, cs), (fo, fs), (ro, rs)) if n)
 
 
 # marker: (verdict, the RESULT's "exiting", exit status, wait exit_delay_s before exiting).
@@ -261,7 +264,8 @@ def main():
             launch_floor_ms=job.get("launch_floor_ms"), has_launch_factor="launch_factor" in job,
             has_launch_floor="launch_floor_ms" in job, deadline_ms=job.get("deadline_ms"),
             fault_grace_ms=job.get("fault_grace_ms"),
-            blob_ok=blob_ok(job, blob), job_keys=sorted(job))
+            blob_ok=blob_ok(job, blob), fenced="candidate_fenced" in (job.get("cubins") or {}),
+            job_keys=sorted(job))
         write_frame(out_fd, RESULT, res)
         if mark in EXITS:
             _, _, code, wait = EXITS[mark]

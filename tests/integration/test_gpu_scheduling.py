@@ -181,6 +181,8 @@ def test_one_job_at_a_time_per_gpu(one_gpu):
     jobs = fs.jobs(set(ids))
     assert sorted(j["id"] for j in jobs) == sorted(ids), "each job ran exactly once"
     assert all(j["gpu"] == 0 and j["blob_ok"] for j in jobs), jobs
+    # every compile has a fenced build (worker/fence.h), and the JOB carries it after the plain one
+    assert all(j["fenced"] for j in jobs), jobs
     # the result recorded is the one the fake process that ran the job sent
     by_id = {j["id"]: j for j in jobs}
     for sid, body in done.items():
@@ -453,6 +455,20 @@ def test_fault_grace_adapts(tmp_path):
         assert [grace[i] for i in ids] == [300, 300, 375, 375], grace
         assert fs.readyz()["fault_grace_ms"] == 375
         assert "fault_grace_ms 300 -> 375" in fs.server.log_tail(1000), fs.server.log_tail()
+    finally:
+        rc = fs.stop()
+    assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
+
+
+def test_fence_off_sends_the_plain_build_only(tmp_path):
+    """With fence = false the JOB carries no fenced build (the plain one runs in every phase)."""
+    fs = FakeGpuServer(tmp_path, gpus="0", per_gpu=1, knobs={"work_s": 0.01}, args=["--fence=false"]).start()
+    try:
+        ids = fs.submit([full(tag=i) for i in range(2)])
+        done = fs.wait_all(ids)
+        assert all(done[i]["verdict"] == "correct" for i in ids), done
+        jobs = fs.jobs(set(ids))
+        assert len(jobs) == 2 and all(j["blob_ok"] and not j["fenced"] for j in jobs), jobs
     finally:
         rc = fs.stop()
     assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"

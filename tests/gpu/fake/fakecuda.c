@@ -31,6 +31,25 @@
  * vadd that first searches every live allocation for LEAK_MARK and aborts
  * when it finds one: a later job must never see an earlier job's data,
  * whether the memory was freed, pooled, or handed out again.
+ *
+ * Fenced builds (worker/fence_abi.h, worker/fenced.c): a module whose
+ * flavor starts with "fenced_" owns the three fence symbols, found through
+ * cuModuleGetGlobal: the table, the record and the names ("vadd"), zero at
+ * load as the driver leaves a .const/.global without initializer, freed
+ * with the module. (They are not checked for zero at unload: the worker
+ * zeroes a module's variables from the CUBIN's ELF listing, and a fake
+ * image lists none.) Its "vadd" runs thread by thread over the launch's
+ * grid and block and checks each access as the pass's instrumentation
+ * does: [addr, addr + size) inside one (begin, end) range of the table,
+ * else the first violation is recorded (only while the record's word 0 is
+ * 0) and the thread exits without the access. With the table armed
+ * exactly, fenced_vadd records nothing; fenced_vadd_oob's thread n also
+ * stores c[n] (line 3); fenced_vadd_wild's thread 0 of block 0 loads from
+ * address 0x10 (line 5); fenced_trap's thread 5 of block 1 executes a trap
+ * (line 7); fenced_assert's thread 3 of block 2 fails an assert (line 9,
+ * function unknown); fenced_vadd_misaligned's thread 0 of block 0 loads 4
+ * bytes from 2 bytes into a (line 4). An access the table allows is
+ * performed, so the table must name only memory that exists.
  */
 #include <cuda.h>
 #include <math.h>
@@ -40,6 +59,7 @@
 #include <time.h>
 
 #include "worker/devrng.h"
+#include "worker/fence_abi.h"
 
 #define FAKE_MEM_TOTAL (512ull << 20)
 
@@ -51,7 +71,13 @@ struct CUmod_st {
         unsigned launches; /* per-module "__device__" state */
         struct CUfunc_st *funcs[256]; /* freed with the module */
         int n_funcs;
+        /* fenced_ flavors: the module's fence symbols, one block of "device
+         * memory": table words, record words, then the names */
+        uint64_t *fence;
 };
+
+#define FENCE_NAMES "vadd" /* with its NUL: the one function, index 0 */
+#define FENCE_BYTES ((FENCE_TAB_WORDS + FENCE_REC_WORDS) * sizeof(uint64_t) + sizeof(FENCE_NAMES))
 
 typedef void (*HostKernel)(struct CUmod_st *m, void **p);
 
@@ -129,7 +155,7 @@ static double now_ms(void)
 
 /* ---- helper kernels (worker/device.cu) ---- */
 
-static unsigned last_grid[3];
+static unsigned last_grid[3], last_block[3];
 
 /* A batch kernel's grid has one block row per op (worker/devrng.h). */
 static void check_rows(uint32_t n)
@@ -415,6 +441,124 @@ static void k_vadd(struct CUmod_st *m, void **p)
                 memcpy((char *)y + (size_t)n * sizeof(float) + (64u << 10) + 16, LEAK_MARK, 16);
 }
 
+/* ---- fenced builds ---- */
+
+/* One thread of a fenced launch: where it records itself from. */
+typedef struct FThread {
+        uint32_t tid[3], ctaid[3];
+} FThread;
+
+/* The first violation wins (the pass's compare-and-swap on word 0). */
+static void fence_record(struct CUmod_st *m, const FThread *th, uint64_t site, uint64_t addr)
+{
+        uint64_t *rec = m->fence + FENCE_TAB_WORDS;
+        uint32_t who[6] = { th->tid[0], th->tid[1], th->tid[2], th->ctaid[0], th->ctaid[1], th->ctaid[2] };
+
+        if (rec[0] != 0)
+                return;
+        rec[0] = site;
+        rec[1] = addr;
+        memcpy(&rec[2], who, sizeof(who)); /* six u32 from byte 16 on */
+}
+
+/*
+ * The check the pass puts before an access of @size bytes at @addr (line
+ * @line of function 0): 1 when the access may run; otherwise the violation
+ * is recorded and the thread must exit (0). The count is word 0's low 32
+ * bits, as the pass loads it.
+ */
+static int fence_check(struct CUmod_st *m, const FThread *th, unsigned kind, unsigned line, uint64_t addr,
+                       unsigned size)
+{
+        const uint64_t *tab = m->fence;
+        uint32_t count = (uint32_t)tab[0];
+        uint64_t site = fence_site_word(line, kind, 0, size, 0);
+
+        if (size > 1 && addr % size != 0) {
+                fence_record(m, th, site | FENCE_SITE_MISALIGNED, addr);
+                return 0;
+        }
+        if (count > FENCE_RANGES_MAX)
+                count = FENCE_RANGES_MAX; /* past the table: the fake has no more */
+        for (uint32_t k = 0; k < count; k++)
+                if (addr >= tab[1 + 2 * k] && addr + size <= tab[2 + 2 * k])
+                        return 1;
+        fence_record(m, th, site, addr);
+        return 0;
+}
+
+/* A load the table allowed must be of memory that exists: a table that allows 0x10 is the worker's bug. */
+static float fence_load(const float *a)
+{
+        if ((uintptr_t)a < 4096) {
+                fprintf(stderr, "fakecuda: the fence table allowed a load from %p\n", (const void *)a);
+                abort();
+        }
+        return *a;
+}
+
+/*
+ * vadd(a, b, c, n) as the pass would leave it, thread by thread over a 1-D
+ * launch: i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] =
+ * a[i] + b[i] (line 3), each access checked first.
+ */
+static void k_fenced_vadd(struct CUmod_st *m, void **p)
+{
+        const float *x = PTR(const float *, 0), *z = PTR(const float *, 1);
+        float *y = PTR(float *, 2);
+        int n = VAL(int, 3);
+        const char *f = m->flavor;
+        int oob = strcmp(f, "fenced_vadd_oob") == 0, wild = strcmp(f, "fenced_vadd_wild") == 0;
+        int trap = strcmp(f, "fenced_trap") == 0, assert_ = strcmp(f, "fenced_assert") == 0;
+        int mis = strcmp(f, "fenced_vadd_misaligned") == 0;
+
+        if (!m->fence) {
+                fprintf(stderr, "fakecuda: a fenced kernel in module '%s' without fence symbols\n", f);
+                abort();
+        }
+        for (uint32_t b = 0; b < last_grid[0]; b++)
+                for (uint32_t t = 0; t < last_block[0]; t++) {
+                        FThread th = { { t, 0, 0 }, { b, 0, 0 } };
+                        int64_t i = (int64_t)b * last_block[0] + t;
+                        float a, c;
+                        if (trap && b == 1 && t == 5) {
+                                fence_record(m, &th, fence_site_word(7, FENCE_KIND_TRAP, 0, 0, 0), 0);
+                                continue;
+                        }
+                        if (assert_ && b == 2 && t == 3) {
+                                fence_record(m, &th, fence_site_word(9, FENCE_KIND_ASSERT, 0, 0, FENCE_FUNC_UNKNOWN),
+                                             0);
+                                continue;
+                        }
+                        if (wild && b == 0 && t == 0) {
+                                if (!fence_check(m, &th, FENCE_KIND_LOAD, 5, 0x10, 4))
+                                        continue;
+                                (void)fence_load((const float *)(uintptr_t)0x10);
+                        }
+                        if (mis && b == 0 && t == 0) {
+                                if (!fence_check(m, &th, FENCE_KIND_LOAD, 4, (uint64_t)(uintptr_t)x + 2, 4))
+                                        continue;
+                                fprintf(stderr, "fakecuda: the fence allowed a misaligned load\n");
+                                abort();
+                        }
+                        if (i > n || (i == n && !oob))
+                                continue;
+                        if (i == n) { /* fenced_vadd_oob: if (i <= n) c[i] = ...; only the store is past the end */
+                                if (fence_check(m, &th, FENCE_KIND_STORE, 3, (uint64_t)(uintptr_t)(y + i), 4))
+                                        y[i] = 1.0f;
+                                continue;
+                        }
+                        if (!fence_check(m, &th, FENCE_KIND_LOAD, 3, (uint64_t)(uintptr_t)(x + i), 4))
+                                continue;
+                        a = fence_load(x + i);
+                        if (!fence_check(m, &th, FENCE_KIND_LOAD, 3, (uint64_t)(uintptr_t)(z + i), 4))
+                                continue;
+                        c = fence_load(z + i);
+                        if (fence_check(m, &th, FENCE_KIND_STORE, 3, (uint64_t)(uintptr_t)(y + i), 4))
+                                y[i] = a + c;
+                }
+}
+
 static void k_axpy(struct CUmod_st *m, void **p)
 {
         float a = VAL(float, 0), *x = PTR(float *, 1), *y = PTR(float *, 2);
@@ -540,6 +684,12 @@ static const KDef kernels[] = {
         { "ref", "axpy_ref", k_axpy, 4, { 4, 8, 8, 4 } },
         { "ref", "copy4", k_copy4, 3, { 8, 8, 4 } },
         { "vadd_mark_scratch", "vadd", k_vadd, 5, { 8, 8, 8, 4, 8 } },
+        { "fenced_vadd", "vadd", k_fenced_vadd, 4, { 8, 8, 8, 4 } },
+        { "fenced_vadd_oob", "vadd", k_fenced_vadd, 4, { 8, 8, 8, 4 } },
+        { "fenced_vadd_wild", "vadd", k_fenced_vadd, 4, { 8, 8, 8, 4 } },
+        { "fenced_trap", "vadd", k_fenced_vadd, 4, { 8, 8, 8, 4 } },
+        { "fenced_assert", "vadd", k_fenced_vadd, 4, { 8, 8, 8, 4 } },
+        { "fenced_vadd_misaligned", "vadd", k_fenced_vadd, 4, { 8, 8, 8, 4 } },
         { NULL, "vadd", k_vadd, 4, { 8, 8, 8, 4 } },
         { NULL, "axpy", k_axpy, 4, { 4, 8, 8, 4 } },
         { NULL, "zero4", k_copy4, 3, { 8, 8, 4 } },
@@ -682,6 +832,13 @@ CUresult cuModuleLoadData(CUmodule *m, const void *image)
         } else {
                 snprintf(mod->flavor, sizeof(mod->flavor), "helpers");
         }
+        if (strncmp(mod->flavor, "fenced_", 7) == 0) {
+                if (!(mod->fence = calloc(1, FENCE_BYTES))) {
+                        free(mod);
+                        return CUDA_ERROR_OUT_OF_MEMORY;
+                }
+                memcpy(mod->fence + FENCE_TAB_WORDS + FENCE_REC_WORDS, FENCE_NAMES, sizeof(FENCE_NAMES));
+        }
         *m = mod;
         return CUDA_SUCCESS;
 }
@@ -691,6 +848,7 @@ CUresult cuModuleUnload(CUmodule m)
         STICKY();
         for (int i = 0; i < m->n_funcs; i++)
                 free(m->funcs[i]);
+        free(m->fence);
         free(m);
         return CUDA_SUCCESS;
 }
@@ -701,9 +859,10 @@ CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
         for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++) {
                 const KDef *k = &kernels[i];
                 int helper = strcmp(m->flavor, "helpers") == 0, ref = strcmp(m->flavor, "ref") == 0;
+                int fenced = m->fence != NULL; /* a fenced module has only its flavor's own kernels */
                 if (strcmp(k->name, name) != 0)
                         continue;
-                if (k->flavor ? strcmp(k->flavor, m->flavor) != 0 : (helper || ref))
+                if (k->flavor ? strcmp(k->flavor, m->flavor) != 0 : (helper || ref || fenced))
                         continue;
                 if (m->n_funcs == 256)
                         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -717,14 +876,30 @@ CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
         return CUDA_ERROR_NOT_FOUND;
 }
 
+/* Fake images are not ELF: the only globals are a fenced_ flavor's fence symbols. */
 CUresult cuModuleGetGlobal(CUdeviceptr *p, size_t *bytes, CUmodule m, const char *name)
 {
-        (void)p;
-        (void)bytes;
-        (void)m;
-        (void)name;
+        uint64_t *at = NULL;
+        size_t n = 0;
+
         STICKY();
-        return CUDA_ERROR_NOT_FOUND; /* fake images are not ELF: no globals */
+        if (m->fence && strcmp(name, FENCE_SYM_TABLE) == 0) {
+                at = m->fence;
+                n = FENCE_TAB_WORDS * sizeof(uint64_t);
+        } else if (m->fence && strcmp(name, FENCE_SYM_RECORD) == 0) {
+                at = m->fence + FENCE_TAB_WORDS;
+                n = FENCE_REC_WORDS * sizeof(uint64_t);
+        } else if (m->fence && strcmp(name, FENCE_SYM_NAMES) == 0) {
+                at = m->fence + FENCE_TAB_WORDS + FENCE_REC_WORDS;
+                n = sizeof(FENCE_NAMES);
+        } else {
+                return CUDA_ERROR_NOT_FOUND;
+        }
+        if (p)
+                *p = (CUdeviceptr)(uintptr_t)at;
+        if (bytes)
+                *bytes = n;
+        return CUDA_SUCCESS;
 }
 
 CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size)
@@ -789,6 +964,9 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
         last_grid[0] = gx;
         last_grid[1] = gy;
         last_grid[2] = gz;
+        last_block[0] = bx;
+        last_block[1] = by;
+        last_block[2] = bz;
         f->def->fn(f->mod, params);
         return CUDA_SUCCESS;
 }

@@ -5,8 +5,10 @@ every verdict path, worker survival and exit, on a host without a GPU.
 
 Each case sends a resolved JOB (built by tests/gpu/run_suite.py's resolver
 from a task of tests/gpu/tasks and a plan) whose "CUBIN" names a fake
-flavor; the flavor decides how the candidate misbehaves. Exit 0 when all
-pass, 1 otherwise.
+flavor; the flavor decides how the candidate misbehaves. A case whose
+flavor is a pair (plain, fenced) also sends a fenced build: the blob is
+plain + fenced + reference, with cubins.candidate_fenced naming the middle.
+Exit 0 when all pass, 1 otherwise.
 """
 import argparse
 import json
@@ -47,7 +49,20 @@ def f32(v):
     return struct.unpack("<f", struct.pack("<f", v))[0]
 
 
-# name, task, flavor, plan, job overrides, expect, worker ("stays"/"exits"), extra check
+# What a job the fenced build stopped reports, beyond its own fields: a runtime error of the fenced
+# launch, with the context kept.
+FENCED_STOP = {"verdict": "runtime_error", "error.kind": "cuda", "error.call": "fenced launch", "error.fenced": True,
+               "error.sticky": False, "error.phase": "correctness", "error.trial": 0, "error.launch": 0,
+               "error.kernel": "vadd", "error.side": "candidate", "correctness.fenced": True,
+               "correctness.passed": False, "cleanup.allocations_left": 0}
+
+
+def fenced_stop(more=None, **fields):
+    return dict(FENCED_STOP, **more or {}, **{"error." + k: v for k, v in fields.items()})
+
+
+# name, task, flavor (or (plain, fenced)), plan, job overrides, expect, worker ("stays"/"exits"/"serves_next":
+# stays, and the same process judges a correct fenced vadd next), extra check
 CASES = [
     ("correct", "vector_add", "vadd", vplan(), None, {"verdict": "correct", "correctness.passed": True,
      "correctness.shapes.0.trials": 3, "correctness.shapes.1.revalidated": True, "gpu.name": "Fake H100 (CPU test double)",
@@ -138,6 +153,41 @@ CASES = [
     ("derived_correct", "vector_add", "vadd", vplan(), {"launch_factor": 1, "launch_floor_ms": 400},
      {"verdict": "correct", "correctness.shapes.0.launch_limit_ms": 400, "correctness.shapes.1.launch_limit_ms": 400},
      "stays", None),
+    # fenced builds (worker/fenced.c): correctness runs the fenced kernels, timing the plain ones
+    ("fenced_correct", "vector_add", ("vadd", "fenced_vadd"), vplan(), None, {"verdict": "correct",
+     "correctness.fenced": True, "correctness.passed": True, "correctness.shapes.1.revalidated": True,
+     "cleanup.allocations_left": 0}, "stays", "timing"),
+    # a plain build that is wrong and a fenced one that is right: correct in the correctness phase, caught by
+    # the revalidation of the timed (plain) runs
+    ("fenced_timing_plain", "vector_add", ("vadd_wrong", "fenced_vadd"), vplan(), None, {"verdict": "incorrect",
+     "error.kind": "mismatch", "error.phase": "revalidation", "correctness.fenced": True,
+     "correctness.shapes.0.passed": True, "correctness.shapes.1.passed": True}, "stays", None),
+    # thread N stores y[N]: N = 65536 is a whole number of blocks (no thread N), N = 1000 is not
+    ("fenced_oob", "vector_add", ("vadd", "fenced_vadd_oob"), vplan(), None,
+     fenced_stop(name="CUDA_ERROR_ILLEGAL_ADDRESS", access="store", bytes=4, buffer="y", index=1000, offset=4000,
+                 line=3, file="kernel.cu", function="vadd", thread=[[1000 % 256, 0, 0]], block=[[1000 // 256, 0, 0]],
+                 shape="odd", more={"correctness.shapes.0.passed": True, "correctness.shapes.1.trials": 0}),
+     "serves_next", "fenced_oob"),
+    ("fenced_wild", "vector_add", ("vadd", "fenced_vadd_wild"), vplan(), None,
+     fenced_stop(name="CUDA_ERROR_ILLEGAL_ADDRESS", access="load", bytes=4, address="0x10", buffer=None, index=None,
+                 line=5, thread=[[0, 0, 0]], block=[[0, 0, 0]], shape="default"),
+     "serves_next", "fenced_wild"),
+    ("fenced_trap", "vector_add", ("vadd", "fenced_trap"), vplan(), None,
+     fenced_stop(name="CUDA_ERROR_LAUNCH_FAILED", access="trap", line=7, thread=[[5, 0, 0]], block=[[1, 0, 0]],
+                 shape="default"),
+     "serves_next", "fenced_trap"),
+    ("fenced_assert", "vector_add", ("vadd", "fenced_assert"), vplan(), None,
+     fenced_stop(name="CUDA_ERROR_ASSERT", access="assert", line=9, function=None, thread=[[3, 0, 0]],
+                 block=[[2, 0, 0]], shape="default"),
+     "serves_next", "fenced_assert"),
+    ("fenced_misaligned", "vector_add", ("vadd", "fenced_vadd_misaligned"), vplan(), None,
+     fenced_stop(name="CUDA_ERROR_MISALIGNED_ADDRESS", access="load", bytes=4, buffer="x", offset=2, index=0, line=4,
+                 thread=[[0, 0, 0]], block=[[0, 0, 0]], shape="default"),
+     "serves_next", "fenced_misaligned"),
+    # a "fenced build" without the fence's symbols is unusable: the plain build runs in every phase
+    ("fenced_unusable", "vector_add", ("vadd", "vadd"), vplan(), None, {"verdict": "correct",
+     "correctness.fenced": False, "correctness.passed": True, "cleanup.allocations_left": 0}, "stays",
+     "fenced_unusable"),
 ]
 
 
@@ -152,7 +202,28 @@ def report(name, problems, result, worker, verbose):
     return int(bool(problems))
 
 
-def extra_check(kind, task, result, seed):
+def extra_check(kind, task, result, seed, worker):
+    msg = ((result.get("error") or {}).get("message") or "")
+    if kind == "fenced_oob":
+        for want in ("CUDA_ERROR_ILLEGAL_ADDRESS: kernel 'vadd' wrote y[1000], 1 element past its end (1000 elements) "
+                     "at kernel.cu line 3, thread (232,0,0) of block (3,0,0)", "the context kept (fenced build)"):
+            if want not in msg:
+                return "message %r lacks %r" % (msg, want)
+    if kind == "fenced_wild":
+        if "kernel 'vadd' read address 0x10, which is in no buffer of this job at kernel.cu line 5" not in msg:
+            return "message %r" % msg
+    if kind == "fenced_trap":
+        if "kernel 'vadd' executed trap at kernel.cu line 7, thread (5,0,0) of block (1,0,0)" not in msg:
+            return "message %r" % msg
+    if kind == "fenced_assert":
+        if "kernel 'vadd' failed an assertion at kernel.cu line 9, thread (3,0,0) of block (2,0,0)" not in msg:
+            return "message %r" % msg
+    if kind == "fenced_misaligned":
+        if "kernel 'vadd' read x at byte offset 2, misaligned for a 4-byte access at kernel.cu line 4" not in msg:
+            return "message %r" % msg
+    if kind == "fenced_unusable":
+        if not any("fenced build is not usable (no allocation table)" in l for l in worker.log_tail(200)):
+            return "the worker did not log the unusable fenced build"
     if kind == "fresh":
         for sh in result["timing"]["shapes"]:
             per = sh["launches_per_trial"]
@@ -243,13 +314,40 @@ class MemLog:
         return len(allocs), len(frees), used
 
 
+def fake_job(task, plan, job_id, seed, flavor, overrides):
+    """The JOB and its blob: the candidate (plain + fenced when @flavor is a pair), then the reference."""
+    plain, fenced = flavor if isinstance(flavor, tuple) else (flavor, None)
+    cand = ("FAKE:%s\n" % plain).encode() + b"\0"
+    fen = ("FAKE:%s\n" % fenced).encode() + b"\0" if fenced else b""
+    ref = b"FAKE:ref\n\0" if task["reference"].get("source_file") else b""
+    job = rs.resolve_job(task, plan, job_id, seed, len(cand), len(ref), overrides)
+    if fen:
+        job["cubins"]["candidate_fenced"] = {"offset": len(cand), "size": len(fen)}
+        if ref:
+            job["cubins"]["reference"]["offset"] = len(cand) + len(fen)
+    return job, cand + fen + ref
+
+
+def serves_next(worker, pid, n, seed):
+    """After a fenced stop: the process that judged it (pid @pid, still running) judges a correct job, fenced
+    again, and keeps running. Return a problem or None."""
+    task = json.load(open(os.path.join(HERE, "..", "tasks", "vector_add.json")))
+    task["shapes"] = SHRINK["vector_add"]
+    job, blob = fake_job(task, vplan(), 500 + n, seed, ("vadd", "fenced_vadd"), {"timing": TIMING})
+    if worker.p.pid != pid or worker.p.poll() is not None:
+        return "the worker (pid %r) is gone before the next job" % pid
+    result, _ = worker.run(job, blob, 60)
+    if not worker.alive_after(0.2):
+        return "the worker (pid %r) exited after the next job (status %r)" % (pid, worker.p.returncode)
+    p = rs.check_expect({"verdict": "correct", "correctness.fenced": True, "cleanup.allocations_left": 0}, result)
+    return "next job: " + "; ".join(p) if p else None
+
+
 def one_job(worker, n, taskname, shapes, flavor, plan):
     task = json.load(open(os.path.join(HERE, "..", "tasks", taskname + ".json")))
     task["shapes"] = shapes
-    cand = ("FAKE:%s\n" % flavor).encode() + b"\0"
-    ref = b"FAKE:ref\n\0" if task["reference"].get("source_file") else b""
-    job = rs.resolve_job(task, plan, n, "00c0ffee12345678", len(cand), len(ref), {"timing": TIMING})
-    result, _ = worker.run(job, cand + ref, 60)
+    job, blob = fake_job(task, plan, n, "00c0ffee12345678", flavor, {"timing": TIMING})
+    result, _ = worker.run(job, blob, 60)
     return result
 
 
@@ -367,9 +465,7 @@ def main():
     for n, (name, taskname, flavor, plan, over, expect, life, check) in enumerate(CASES):
         task = json.load(open(os.path.join(HERE, "..", "tasks", taskname + ".json")))
         task["shapes"] = SHRINK.get(taskname, task["shapes"])
-        cand = ("FAKE:%s\n" % flavor).encode() + b"\0"
-        ref = b"FAKE:ref\n\0" if task["reference"].get("source_file") else b""
-        job = rs.resolve_job(task, plan, n + 1, seed, len(cand), len(ref),
+        job, blob = fake_job(task, plan, n + 1, seed, flavor,
                              dict(over or {}, timing=dict(TIMING, **(over or {}).get("timing", {}))))
         problems = []
         result = None
@@ -380,12 +476,13 @@ def main():
                     print("HELLO not ok: %s" % json.dumps(worker.hello))
                     print("\n".join(worker.log_tail(30)))
                     return 1
-            result, _ = worker.run(job, cand + ref, 60)
+            pid = worker.p.pid
+            result, _ = worker.run(job, blob, 60)
             global DUMPS
             DUMPS = worker.dumps
             problems += rs.check_expect(expect, result)
             if check:
-                c = extra_check(check, task, result, seed)
+                c = extra_check(check, task, result, seed, worker)
                 if c:
                     problems.append(c)
             if life == "exits":
@@ -396,6 +493,10 @@ def main():
                     problems.append("exit status %r" % worker.p.returncode)
             elif not worker.alive_after(0.2):
                 problems.append("the worker exited (status %r)" % worker.p.returncode)
+            elif life == "serves_next":
+                c = serves_next(worker, pid, n, seed)
+                if c:
+                    problems.append(c)
         except Exception as e:  # noqa: BLE001
             problems.append("%s: %s" % (type(e).__name__, e))
         failed += report(name, problems, result, worker, args.verbose)
