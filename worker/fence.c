@@ -20,6 +20,7 @@
  *   the site word to %__kvf_s; ADDR to %__kvf_a;
  *   misaligned (ADDR % SIZE != 0)      -> the function's $__kvf_mis path;
  *   generic and not in the global window -> passes;
+ *   ADDR + SIZE wraps past 2^64         -> the function's $__kvf_fail path;
  *   [ADDR, ADDR + SIZE) inside one (begin, end) of the table -> passes;
  *   otherwise                          -> the function's $__kvf_fail path.
  * The failure path claims the record with a compare-and-swap, fills it if
@@ -288,7 +289,7 @@ static void emit_module_decls(Pass *P)
 {
         putf(&P->out,
              "\n// kevald fence: the allocation table and the first violation\n"
-             ".visible .const .align 8 .u64 " FENCE_SYM_TABLE "[%d];\n"
+             ".visible .const .align 16 .u64 " FENCE_SYM_TABLE "[%d];\n"
              ".visible .global .align 8 .u64 " FENCE_SYM_RECORD "[%d];\n",
              FENCE_TAB_WORDS, FENCE_REC_WORDS);
         P->decls = true;
@@ -416,6 +417,9 @@ static bool bracket(const Pass *P, size_t i, size_t e, int k, char *buf, size_t 
         return false;
 }
 
+/* Bounds every number in an address, so that their sum cannot overflow. */
+#define ADDRESS_MAX (1ll << 48)
+
 /* "%rd1", "%rd1+8", "%rd1+-8", "%rd1-8", "sym", "sym+8", "0x100": base and offset. */
 static bool parse_address(const char *t, Access *a)
 {
@@ -441,7 +445,7 @@ static bool parse_address(const char *t, Access *a)
                         p++;
                 }
                 a->offset = strtoll(p, &end, 0);
-                if (end == p)
+                if (end == p || a->offset < -ADDRESS_MAX || a->offset > ADDRESS_MAX)
                         return false;
                 if (neg)
                         a->offset = -a->offset;
@@ -455,8 +459,10 @@ static bool parse_address(const char *t, Access *a)
                 memcpy(a->base, t, n);
                 a->base[n] = '\0';
         } else if (t[0] >= '0' && t[0] <= '9') { /* an absolute address */
-                strcpy(a->base, "");
-                a->offset += strtoll(t, NULL, 0);
+                long long at = strtoll(t, NULL, 0);
+                if (at < 0 || at > ADDRESS_MAX)
+                        return false;
+                a->offset += at;
                 a->base[0] = '#';
                 a->base[1] = '\0';
         } else {
@@ -510,8 +516,8 @@ static void classify(Pass *P, size_t o, size_t oe, size_t e, Access *a)
 {
         const char *parts[16];
         size_t lens[16], np = 0, k = o;
-        bool global = false, other_space = false, async = false;
-        unsigned vec = 1, tsize = 0;
+        bool global = false, other_space = false, async = false, hint = false;
+        unsigned vec = 1, tsize = 0, nops = 0;
         char buf[160];
 
         memset(a, 0, sizeof(*a));
@@ -559,19 +565,36 @@ static void classify(Pass *P, size_t o, size_t oe, size_t e, Access *a)
                 }
                 if (!global)
                         return;
-                if (operand(P, oe, e, 4, buf, sizeof(buf))) {
-                        unchecked(P, "cp.async with ignore-src");
+                /*
+                 * [dst], [src], cp-size, then src-size (u32) or ignore-src (a
+                 * predicate), then with .L2::cache_hint a cache policy. The two
+                 * are told apart by the register names NVVM gives (%r, %p).
+                 */
+                for (size_t i = 2; i < np; i++)
+                        if (part_is(parts[i], lens[i], "L2::cache_hint"))
+                                hint = true;
+                while (nops < 6 && operand(P, oe, e, nops, buf, sizeof(buf)))
+                        nops++;
+                if (hint)
+                        nops--;
+                if (nops < 3)
+                        return;
+                if (nops > 4) {
+                        unchecked(P, "cp.async with unusual operands");
                         return;
                 }
-                if (!operand(P, oe, e, 2, buf, sizeof(buf)))
-                        return;
+                (void)operand(P, oe, e, 2, buf, sizeof(buf));
                 a->size = (unsigned)strtoul(buf, NULL, 0);
-                if (operand(P, oe, e, 3, buf, sizeof(buf))) {
-                        if (buf[0] == '%' && strlen(buf) < sizeof(a->size_reg))
+                if (nops == 4 && operand(P, oe, e, 3, buf, sizeof(buf))) {
+                        if (strncmp(buf, "%p", 2) == 0 || buf[0] == '!') {
+                                unchecked(P, "cp.async with ignore-src");
+                                return;
+                        } else if (strncmp(buf, "%r", 2) == 0 && strncmp(buf, "%rd", 3) != 0 &&
+                                   strlen(buf) < sizeof(a->size_reg)) {
                                 strcpy(a->size_reg, buf);
-                        else if (buf[0] >= '0' && buf[0] <= '9')
+                        } else if (buf[0] >= '0' && buf[0] <= '9') {
                                 a->size = (unsigned)strtoul(buf, NULL, 0);
-                        else {
+                        } else {
                                 unchecked(P, "cp.async with an unusual src-size");
                                 return;
                         }
@@ -650,19 +673,21 @@ static void emit_check(Pass *P, size_t at, const Access *a, bool guarded, bool n
                      a->size_reg, id);
         else
                 putf(o, "\tadd.s64 %%__kvf_e, %%__kvf_a, %u;\n", a->size ? a->size : 1);
+        /* An end that wraps past 2^64 would pass every range's test below. */
+        putf(o, "\tsetp.lt.u64 %%__kvf_p, %%__kvf_e, %%__kvf_a;\n\t@%%__kvf_p bra $__kvf_fail%u;\n", P->func);
         putf(o, "\tmov.u64 %%__kvf_b, " FENCE_SYM_TABLE ";\n"
                 "\tld.const.u32 %%__kvf_n, [" FENCE_SYM_TABLE "];\n"
                 "$__kvf_l%u:\n"
                 "\tsetp.eq.u32 %%__kvf_p, %%__kvf_n, 0;\n"
                 "\t@%%__kvf_p bra $__kvf_fail%u;\n"
-                "\tld.const.v2.u64 {%%__kvf_lo, %%__kvf_hi}, [%%__kvf_b+8];\n"
+                "\tld.const.v2.u64 {%%__kvf_lo, %%__kvf_hi}, [%%__kvf_b+%d];\n"
                 "\tadd.s64 %%__kvf_b, %%__kvf_b, 16;\n"
                 "\tadd.s32 %%__kvf_n, %%__kvf_n, -1;\n"
                 "\tsetp.lt.u64 %%__kvf_p, %%__kvf_a, %%__kvf_lo;\n"
                 "\tsetp.gt.or.u64 %%__kvf_p, %%__kvf_e, %%__kvf_hi, %%__kvf_p;\n"
                 "\t@%%__kvf_p bra $__kvf_l%u;\n"
                 "$__kvf_s%u:\n",
-             id, P->func, id, id);
+             id, P->func, FENCE_TAB_FIRST * 8, id, id);
 done:
         P->func_sites = true;
         P->rep.sites++;

@@ -7,10 +7,12 @@
  *
  * A fenced module has three symbols of its own:
  *
- *   __kevald_fence_tab    .const u64[1 + 2 * FENCE_RANGES_MAX]: word 0 the
- *                         number of ranges, then (begin, end) byte address
- *                         pairs, end exclusive. Written by the GPU worker
- *                         before the module's kernels run.
+ *   __kevald_fence_tab    .const u64[FENCE_TAB_WORDS], 16-byte aligned: word 0
+ *                         the number of ranges, word 1 unused, then from
+ *                         word FENCE_TAB_FIRST (begin, end) byte address
+ *                         pairs, end exclusive (each pair 16-byte aligned,
+ *                         read with one ld.const.v2.u64). Written by the GPU
+ *                         worker before the module's kernels run.
  *   __kevald_fence_rec    .global u64[FENCE_REC_WORDS]: the first
  *                         violation. Word 0 is its site word (0: none; set
  *                         once with a compare-and-swap), word 1 the address,
@@ -34,7 +36,8 @@
 #define FENCE_SYM_PREFIX "__kevald_fence_"
 
 #define FENCE_RANGES_MAX 128
-#define FENCE_TAB_WORDS (1 + 2 * FENCE_RANGES_MAX)
+#define FENCE_TAB_FIRST 2
+#define FENCE_TAB_WORDS (FENCE_TAB_FIRST + 2 * FENCE_RANGES_MAX)
 #define FENCE_REC_WORDS 5 /* 2 u64 + 6 u32 */
 
 /* What a site checks (site word bits 24-27). */

@@ -54,33 +54,61 @@ static int unusable(FenceRun *f, int rc, const char *what)
         return FENCED_E_UNUSABLE;
 }
 
-/* Place each data section of the module through a variable the driver resolves in it. */
-static int place_sections(FenceRun *f)
+static int by_ptr(const void *a, const void *b)
+{
+        const FenceBuffer *x = a, *y = b;
+
+        return x->ptr < y->ptr ? -1 : x->ptr > y->ptr;
+}
+
+/*
+ * The module's __device__ variables as ranges: each one the driver resolves
+ * by name, at the driver's address and size (a variable it does not resolve,
+ * a static with an odd name, is not allowed). Neighbours less than
+ * GLOBALS_GAP apart are merged (alignment padding); when more than
+ * FENCE_GLOBALS_MAX ranges remain, one range spans them all.
+ */
+#define GLOBALS_GAP 256
+
+static int place_globals(FenceRun *f)
 {
         GpuElfGlobals *g = &f->globals;
-        bool placed[GPU_ELF_SECTIONS_MAX] = { false };
+        FenceBuffer *v = calloc((size_t)g->n_globals + 1, sizeof(*v));
+        int n = 0, m = 0;
 
+        if (!v)
+                return -ENOMEM;
         for (int i = 0; i < g->n_globals; i++) {
-                const GpuElfGlobal *v = &g->globals[i];
-                FenceBuffer *b;
                 GpuPtr p = 0;
                 size_t bytes = 0;
-                int rc;
-                if (v->section < 0 || v->section >= g->n_sections || placed[v->section])
-                        continue;
-                rc = gpu_module_global(f->mod, v->name, &p, &bytes);
-                if (rc == GPU_E_CUDA && gpu_is_sticky())
+                int rc = gpu_module_global(f->mod, g->globals[i].name, &p, &bytes);
+                if (rc == GPU_E_CUDA && gpu_is_sticky()) {
+                        free(v);
                         return rc;
-                if (rc || p < v->offset)
+                }
+                if (rc || bytes == 0)
                         continue;
-                placed[v->section] = true;
-                b = &f->sections[f->n_sections++];
-                b->name = g->sections[v->section].name; /* ".nv.global" */
-                b->ptr = p - v->offset;
-                b->bytes = g->sections[v->section].size;
-                b->elem = 1;
-                b->is_global = 1;
+                v[n++] = (FenceBuffer){ .name = g->globals[i].name, .ptr = p, .bytes = bytes, .elem = 1,
+                                        .is_global = 1 };
         }
+        qsort(v, (size_t)n, sizeof(*v), by_ptr);
+        for (int i = 0; i < n; i++) {
+                FenceBuffer *last = m ? &v[m - 1] : NULL;
+                if (last && v[i].ptr <= last->ptr + last->bytes + GLOBALS_GAP) {
+                        uint64_t end = v[i].ptr + v[i].bytes;
+                        if (end > last->ptr + last->bytes)
+                                last->bytes = end - last->ptr;
+                        continue;
+                }
+                v[m++] = v[i];
+        }
+        if (m > FENCE_GLOBALS_MAX) {
+                v[0].bytes = v[m - 1].ptr + v[m - 1].bytes - v[0].ptr;
+                m = 1;
+        }
+        memcpy(f->globals_ranges, v, (size_t)m * sizeof(*v));
+        f->n_globals_ranges = m;
+        free(v);
         return 0;
 }
 
@@ -124,8 +152,8 @@ int fenced_open(FenceRun *f, const uint8_t *image, size_t size)
                 fenced_close(f);
                 return rc;
         } /* GPU_ELF_E_MALFORMED: no __device__ data is listed, only the job's buffers are allowed */
-        if ((rc = place_sections(f)))
-                return unusable(f, rc, "its data sections cannot be placed");
+        if ((rc = place_globals(f)))
+                return rc < 0 ? (fenced_close(f), rc) : unusable(f, rc, "its variables cannot be placed");
         return 0;
 }
 
@@ -144,16 +172,17 @@ int fenced_arm(FenceRun *f, const FenceBuffer *bufs, int n)
         uint64_t *t = tab_words();
         int k = 0, rc;
 
-        if (n + f->n_sections > FENCE_RANGES_MAX)
+        if (n + f->n_globals_ranges > FENCE_RANGES_MAX)
                 return FENCED_E_UNUSABLE;
-        for (int i = 0; i < n + f->n_sections; i++) {
-                const FenceBuffer *b = i < n ? &bufs[i] : &f->sections[i - n];
-                t[1 + 2 * k] = b->ptr - b->guard;
-                t[2 + 2 * k] = b->ptr + b->bytes + b->guard;
+        for (int i = 0; i < n + f->n_globals_ranges; i++) {
+                const FenceBuffer *b = i < n ? &bufs[i] : &f->globals_ranges[i - n];
+                t[FENCE_TAB_FIRST + 2 * k] = b->ptr - b->guard;
+                t[FENCE_TAB_FIRST + 1 + 2 * k] = b->ptr + b->bytes + b->guard;
                 k++;
         }
         t[0] = (uint64_t)k;
-        if ((rc = gpu_copy_htod(f->tab, t, (size_t)(1 + 2 * k) * sizeof(uint64_t))) ||
+        t[1] = 0;
+        if ((rc = gpu_copy_htod(f->tab, t, (size_t)(FENCE_TAB_FIRST + 2 * k) * sizeof(uint64_t))) ||
             (rc = gpu_memset8(f->rec, 0, FENCE_REC_WORDS * sizeof(uint64_t))))
                 return rc;
         memset(rec_words(), 0, FENCE_REC_WORDS * sizeof(uint64_t));

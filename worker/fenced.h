@@ -6,8 +6,8 @@
  *
  * The ranges of a launch are the job's buffers of the set it runs on
  * (exactly: the guard bands around them are not the candidate's), and the
- * module's own __device__ data: each data section whole, placed through one
- * of the pass's symbols in it or a variable the driver resolves.
+ * module's own __device__ variables, at the addresses and sizes the driver
+ * gives for their names (neighbours merged across alignment padding).
  */
 #pragma once
 
@@ -19,6 +19,8 @@
 #include "worker/gpu.h"
 #include "worker/gpu_elf.h"
 
+#define FENCE_GLOBALS_MAX 64
+
 enum {
         FENCED_E_UNUSABLE = 1, /* no usable fenced build: run the plain one */
 };
@@ -27,8 +29,8 @@ typedef struct FenceRun {
         GpuModule *mod;
         GpuPtr tab, rec, names;
         size_t names_bytes;
-        FenceBuffer sections[GPU_ELF_SECTIONS_MAX]; /* the module's data sections */
-        int n_sections;
+        FenceBuffer globals_ranges[FENCE_GLOBALS_MAX]; /* the module's __device__ variables */
+        int n_globals_ranges;
         GpuElfGlobals globals; /* the module's variables, zeroed before unloading */
 } FenceRun;
 

@@ -653,14 +653,14 @@ static int fence_buffers(Run *r, const JobShape *s, const BufSet *set, FenceBuff
 /* The fenced build stopped a thread: the verdict, with where and what. */
 static int fence_fail(Run *r, const JobShape *s, const BufSet *set, const FenceRecord *rec)
 {
-        FenceBuffer bufs[MAX_SET + GPU_ELF_SECTIONS_MAX];
+        FenceBuffer bufs[MAX_SET + FENCE_GLOBALS_MAX];
         char fn[GPU_ELF_NAME_BYTES] = "", msg[768];
         int n = fence_buffers(r, s, set, bufs);
         unsigned fi = fence_site_func(rec->site);
         json_t *extra;
 
-        for (int i = 0; i < r->fence.n_sections; i++)
-                bufs[n++] = r->fence.sections[i];
+        for (int i = 0; i < r->fence.n_globals_ranges; i++)
+                bufs[n++] = r->fence.globals_ranges[i];
         if (fi != FENCE_FUNC_UNKNOWN) {
                 int rc = fenced_function(&r->fence, fi, fn, sizeof(fn));
                 if (rc == GPU_E_CUDA)

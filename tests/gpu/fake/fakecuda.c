@@ -481,7 +481,7 @@ static int fence_check(struct CUmod_st *m, const FThread *th, unsigned kind, uns
         if (count > FENCE_RANGES_MAX)
                 count = FENCE_RANGES_MAX; /* past the table: the fake has no more */
         for (uint32_t k = 0; k < count; k++)
-                if (addr >= tab[1 + 2 * k] && addr + size <= tab[2 + 2 * k])
+                if (addr >= tab[FENCE_TAB_FIRST + 2 * k] && addr + size <= tab[FENCE_TAB_FIRST + 1 + 2 * k])
                         return 1;
         fence_record(m, th, site, addr);
         return 0;
