@@ -228,18 +228,19 @@ int fenced_function(FenceRun *f, unsigned index, char *buf, size_t len)
 }
 
 /**
- * fenced_handoff() - carry the fenced module's __device__ state over to the plain module
- * @f:      an open FenceRun
- * @plain:  the plain module; borrowed
- * @g:      the plain module's variables (its ELF); borrowed
+ * fenced_handoff() - carry the candidate's __device__ state from one build to the other
+ * @f:        an open FenceRun
+ * @plain:    the plain module; borrowed
+ * @g:        the plain module's variables (its ELF); borrowed
+ * @to_plain: true: fenced to plain; false: plain to fenced
  *
- * Each variable of @g that both modules resolve by name gets the fenced
+ * Each variable of @g that both modules resolve by name gets the other
  * module's bytes, so that state a candidate keeps across launches (a launch
- * counter, say) goes on in the timing phase where the correctness phase left
+ * counter, say) goes on where the last launch left it, whichever build ran
  * it, as it would with one build. Asynchronous.
  * Return: 0, GPU_E_CUDA.
  */
-int fenced_handoff(FenceRun *f, GpuModule *plain, const GpuElfGlobals *g)
+int fenced_handoff(FenceRun *f, GpuModule *plain, const GpuElfGlobals *g, bool to_plain)
 {
         for (int i = 0; i < g->n_globals; i++) {
                 GpuPtr pp = 0, fp = 0;
@@ -251,7 +252,7 @@ int fenced_handoff(FenceRun *f, GpuModule *plain, const GpuElfGlobals *g)
                         return rc;
                 if (rc)
                         continue; /* not resolved by name in one of them */
-                if ((rc = gpu_copy_dtod(pp, fp, pb < fb ? pb : fb)))
+                if ((rc = gpu_copy_dtod(to_plain ? pp : fp, to_plain ? fp : pp, pb < fb ? pb : fb)))
                         return rc;
         }
         return 0;

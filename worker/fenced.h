@@ -40,5 +40,5 @@ int fenced_arm(FenceRun *f, const FenceBuffer *bufs, int n);
 int fenced_fetch(FenceRun *f);
 bool fenced_tripped(const FenceRun *f, FenceRecord *ret);
 int fenced_function(FenceRun *f, unsigned index, char *buf, size_t len);
-int fenced_handoff(FenceRun *f, GpuModule *plain, const GpuElfGlobals *g);
+int fenced_handoff(FenceRun *f, GpuModule *plain, const GpuElfGlobals *g, bool to_plain);
 void fenced_close(FenceRun *f);

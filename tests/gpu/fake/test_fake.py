@@ -157,11 +157,11 @@ CASES = [
     ("fenced_correct", "vector_add", ("vadd", "fenced_vadd"), vplan(), None, {"verdict": "correct",
      "correctness.fenced": True, "correctness.passed": True, "correctness.shapes.1.revalidated": True,
      "cleanup.allocations_left": 0}, "stays", "timing"),
-    # a plain build that is wrong and a fenced one that is right: correct in the correctness phase, caught by
-    # the revalidation of the timed (plain) runs
+    # a plain build that is wrong and a fenced one that is right: the first trial (fenced) passes, the second
+    # (plain, as are the later trials and the timing) is caught
     ("fenced_timing_plain", "vector_add", ("vadd_wrong", "fenced_vadd"), vplan(), None, {"verdict": "incorrect",
-     "error.kind": "mismatch", "error.phase": "revalidation", "correctness.fenced": True,
-     "correctness.shapes.0.passed": True, "correctness.shapes.1.passed": True}, "stays", None),
+     "error.kind": "mismatch", "error.phase": "correctness", "error.trial": 1, "error.shape": "default",
+     "correctness.fenced": True, "correctness.shapes.0.passed": False}, "stays", None),
     # thread N stores y[N]: N = 65536 is a whole number of blocks (no thread N), N = 1000 is not
     ("fenced_oob", "vector_add", ("vadd", "fenced_vadd_oob"), vplan(), None,
      fenced_stop(name="CUDA_ERROR_ILLEGAL_ADDRESS", access="store", bytes=4, buffer="y", index=1000, offset=4000,
