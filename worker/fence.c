@@ -57,6 +57,8 @@ typedef struct Pass {
         bool func_sites;  /* the current body has a check */
         unsigned label;   /* the next site's number */
         bool decls;       /* the module declarations are in */
+        bool entry;       /* the current body is a kernel's (.entry) */
+        Out labels;       /* the labels of the current body so far, NUL after each */
         size_t line_pos;  /* ptx_line_at(): s[0, line_pos) holds */
         unsigned line_no; /*   line_no - 1 newlines */
         FenceReport rep;
@@ -297,6 +299,9 @@ static void emit_module_decls(Pass *P)
 
 static const char REGS[] = "\n\t.reg .b64 %__kvf_a, %__kvf_e, %__kvf_b, %__kvf_lo, %__kvf_hi, %__kvf_s, %__kvf_t;"
                            "\n\t.reg .b32 %__kvf_n;\n\t.reg .pred %__kvf_p;\n";
+/* A kernel's own: when its threads started, and their backward branches since the last look at the clock. */
+static const char ENTRY_REGS[] = "\t.reg .b64 %__kvf_t0;\n\t.reg .b32 %__kvf_c;\n"
+                                 "\tmov.u64 %__kvf_t0, %globaltimer;\n\tmov.u32 %__kvf_c, 0;\n";
 
 /* Claim the record, fill it, exit. */
 static void emit_record(Out *o)
@@ -693,6 +698,47 @@ done:
         P->rep.sites++;
 }
 
+/* Whether the bra whose operand spans [@i, @e) targets a label already seen in this body. */
+static bool backward(const Pass *P, size_t i, size_t e)
+{
+        size_t a = skip_blank(P, i), b = a;
+
+        while (b < e && is_ident(P->s[b]))
+                b++;
+        for (size_t k = 0; b > a && k < P->labels.n; k += strlen(P->labels.p + k) + 1)
+                if (strlen(P->labels.p + k) == b - a && memcmp(P->labels.p + k, P->s + a, b - a) == 0)
+                        return true;
+        return false;
+}
+
+/* Before a backward branch of a kernel: every FENCE_LOOP_EVERY times, the loop budget. */
+static void emit_loop_check(Pass *P, size_t at)
+{
+        unsigned id = P->rep.loops;
+        unsigned line = P->ptx_lines ? ptx_line_at(P, at) : P->line;
+        uint64_t site = fence_site_word(line, FENCE_KIND_HANG, P->ptx_lines, 0, P->func);
+
+        copy_to(P, at);
+        putf(&P->out,
+             "\n\t// kevald fence: loop %u\n"
+             "\tadd.u32 %%__kvf_c, %%__kvf_c, 1;\n"
+             "\tand.b32 %%__kvf_n, %%__kvf_c, %d;\n"
+             "\tsetp.ne.u32 %%__kvf_p, %%__kvf_n, 0;\n"
+             "\t@%%__kvf_p bra $__kvf_h%u;\n"
+             "\tld.const.u64 %%__kvf_e, [" FENCE_SYM_TABLE "+8];\n"
+             "\tmov.u64 %%__kvf_a, %%globaltimer;\n"
+             "\tsub.u64 %%__kvf_a, %%__kvf_a, %%__kvf_t0;\n"
+             "\tsetp.le.u64 %%__kvf_p, %%__kvf_a, %%__kvf_e;\n"
+             "\tsetp.eq.or.u64 %%__kvf_p, %%__kvf_e, 0, %%__kvf_p;\n"
+             "\t@%%__kvf_p bra $__kvf_h%u;\n"
+             "\tmov.b64 %%__kvf_s, 0x%llxU;\n"
+             "\tbra $__kvf_fail%u;\n"
+             "$__kvf_h%u:\n",
+             id, FENCE_LOOP_EVERY - 1, id, id, (unsigned long long)site, P->func, id);
+        P->func_sites = true;
+        P->rep.loops++;
+}
+
 /* One statement of a function body, [@i, @e) with @e at its ';'. */
 static void body_statement(Pass *P, size_t i, size_t e)
 {
@@ -721,6 +767,11 @@ static void body_statement(Pass *P, size_t i, size_t e)
                 ;
         if (oe == o)
                 return;
+        if (P->entry && (oe - o == 3 || P->s[o + 3] == '.') && memcmp(P->s + o, "bra", 3) == 0) {
+                if (backward(P, oe, e))
+                        emit_loop_check(P, start);
+                return;
+        }
         classify(P, o, oe, e, &a);
         if (a.kind == 0)
                 return;
@@ -735,6 +786,7 @@ static size_t body(Pass *P, size_t i)
         int depth = 0;
 
         P->func_sites = false;
+        P->labels.n = 0;
         while (i < P->n) {
                 i = skip_blank(P, i);
                 if (i >= P->n)
@@ -744,6 +796,8 @@ static size_t body(Pass *P, size_t i)
                         if (depth++ == 0) {
                                 copy_to(P, i + 1);
                                 put(&P->out, REGS, sizeof(REGS) - 1);
+                                if (P->entry)
+                                        put(&P->out, ENTRY_REGS, sizeof(ENTRY_REGS) - 1);
                         }
                         i++;
                         continue;
@@ -772,6 +826,8 @@ static size_t body(Pass *P, size_t i)
                         while (k < P->n && (P->s[k] == ' ' || P->s[k] == '\t'))
                                 k++;
                         if (k < P->n && P->s[k] == ':' && (k + 1 >= P->n || P->s[k + 1] != ':')) {
+                                put(&P->labels, P->s + i, j - i);
+                                put(&P->labels, "", 1);
                                 i = k + 1;
                                 continue;
                         }
@@ -813,6 +869,14 @@ static void header_name(const Pass *P, size_t i, size_t e, char *buf, size_t len
                 }
                 return;
         }
+}
+
+static bool header_is_entry(const Pass *P, size_t i, size_t e)
+{
+        for (; i < e; i++)
+                if (word_at(P, i, ".entry") && (i == 0 || !is_ident(P->s[i - 1])))
+                        return true;
+        return false;
 }
 
 static bool is_assertfail_decl(const Pass *P, size_t i, size_t e)
@@ -895,6 +959,7 @@ static int module(Pass *P)
                         }
                         put(&P->names, name, strlen(name) + 1);
                         P->line = 0;
+                        P->entry = header_is_entry(P, i, e);
                         i = body(P, e);
                         P->func++;
                         P->rep.functions++;
@@ -943,11 +1008,12 @@ int fence_ptx(const char *ptx, size_t len, const char *source_name, char **ret_p
         if (source_name)
                 find_main_file(&P, source_name);
         r = module(&P);
-        if (r == 0 && (P.out.oom || P.names.oom))
+        if (r == 0 && (P.out.oom || P.names.oom || P.labels.oom))
                 r = -ENOMEM;
         *ret_report = P.rep;
         free(copy);
         free(P.names.p);
+        free(P.labels.p);
         if (r != 0) {
                 free(P.out.p);
                 return r;

@@ -12,14 +12,18 @@
  * offset). Generic addresses outside the global window (shared, local)
  * pass. Each checked access must be aligned to its size and lie wholly
  * inside one range of the table. `trap` and a failing assert
- * (__assertfail) record themselves the same way and exit.
+ * (__assertfail) record themselves the same way and exit. Every backward
+ * branch of a kernel's body looks at the clock every FENCE_LOOP_EVERY times
+ * it is taken: a thread that has run longer than the loop budget records a
+ * hang and exits (fence_abi.h).
  *
  * What is not checked (the plain path's fault handling still covers it):
  * addresses named by a symbol (a module variable at a constant offset),
  * explicit .shared/.local/.const/.param accesses, wmma/ldmatrix/stmatrix,
  * bulk and tensor copies (cp.async.bulk, TMA), textures and surfaces,
  * cp.async with an ignore-src operand, and 32-bit addressing (the pass
- * refuses a module without `.address_size 64`).
+ * refuses a module without `.address_size 64`); loops in device functions
+ * that are not inlined, and indirect branches (brx.idx), get no loop budget.
  */
 #pragma once
 
@@ -33,6 +37,7 @@ typedef struct FenceReport {
         unsigned sites;     /* accesses checked (plus traps and the assert hook) */
         unsigned unchecked; /* memory instructions the pass saw but cannot check */
         unsigned functions; /* function bodies */
+        unsigned loops;     /* backward branches of kernels given the loop budget */
         char note[160];     /* why FENCE_E_UNSUPPORTED, or the first unchecked kind */
 } FenceReport;
 

@@ -8,7 +8,8 @@
  * A fenced module has three symbols of its own:
  *
  *   __kevald_fence_tab    .const u64[FENCE_TAB_WORDS], 16-byte aligned: word 0
- *                         the number of ranges, word 1 unused, then from
+ *                         the number of ranges, word 1 the loop budget in
+ *                         nanoseconds (0: none; see below), then from
  *                         word FENCE_TAB_FIRST (begin, end) byte address
  *                         pairs, end exclusive (each pair 16-byte aligned,
  *                         read with one ld.const.v2.u64). Written by the GPU
@@ -25,6 +26,13 @@
  * A thread that fails a check records itself (if first) and exits; exited
  * threads release the barriers they would hold up, so the kernel ends
  * normally and the context stays usable.
+ *
+ * The loop budget: every thread of a kernel notes %globaltimer at entry, and
+ * every 64th time it takes a backward branch of the kernel's body it
+ * compares the time since with the budget; past it, it records a
+ * FENCE_KIND_HANG site (address: the nanoseconds it ran) and exits. A
+ * thread that ran longer than the launch limit means the launch did, so a
+ * hung kernel ends itself at its limit and the context is kept.
  */
 #pragma once
 
@@ -39,6 +47,7 @@
 #define FENCE_TAB_FIRST 2
 #define FENCE_TAB_WORDS (FENCE_TAB_FIRST + 2 * FENCE_RANGES_MAX)
 #define FENCE_REC_WORDS 5 /* 2 u64 + 6 u32 */
+#define FENCE_LOOP_EVERY 64 /* backward branches between two looks at the clock */
 
 /* What a site checks (site word bits 24-27). */
 enum {
@@ -48,6 +57,7 @@ enum {
         FENCE_KIND_COPY = 4,   /* cp.async: a load into shared memory */
         FENCE_KIND_TRAP = 5,
         FENCE_KIND_ASSERT = 6,
+        FENCE_KIND_HANG = 7,   /* a loop ran past the budget */
 };
 
 /*

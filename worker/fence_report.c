@@ -38,6 +38,8 @@ const char *fence_error_name(uint64_t site)
                 return "CUDA_ERROR_LAUNCH_FAILED";
         case FENCE_KIND_ASSERT:
                 return "CUDA_ERROR_ASSERT";
+        case FENCE_KIND_HANG:
+                return NULL; /* a timeout, not a CUDA error */
         default:
                 return fence_site_misaligned(site) ? "CUDA_ERROR_MISALIGNED_ADDRESS" : "CUDA_ERROR_ILLEGAL_ADDRESS";
         }
@@ -61,7 +63,7 @@ static const char *verb(unsigned kind)
 
 static const char *access_name(unsigned kind)
 {
-        static const char *const n[] = { "?", "load", "store", "atomic", "async_copy", "trap", "assert" };
+        static const char *const n[] = { "?", "load", "store", "atomic", "async_copy", "trap", "assert", "loop" };
         return kind < sizeof(n) / sizeof(n[0]) ? n[kind] : "?";
 }
 
@@ -113,7 +115,7 @@ json_t *fence_report(const FenceRecord *rec, const FenceBuffer *bufs, int n, con
                          line);
         if (function && *function && strcmp(function, kernel) != 0)
                 snprintf(in_fn, sizeof(in_fn), " in function '%s'", function);
-        o = json_pack("{s:s, s:s, s:b, s:b, s:s}", "name", fence_error_name(rec->site), "call", "fenced launch",
+        o = json_pack("{s:s?, s:s, s:b, s:b, s:s}", "name", fence_error_name(rec->site), "call", "fenced launch",
                       "sticky", 0, "fenced", 1, "access", access_name(kind));
         if (!o)
                 return NULL;
@@ -125,6 +127,15 @@ json_t *fence_report(const FenceRecord *rec, const FenceBuffer *bufs, int n, con
         json_object_set_new(o, "file", line ? json_string(fence_site_ptx_line(rec->site) ? "kernel.ptx" : source_file)
                                             : json_null());
         json_object_set_new(o, "function", function && *function ? json_string(function) : json_null());
+        if (kind == FENCE_KIND_HANG) {
+                json_object_set_new(o, "ran_ms", json_real((double)(rec->addr / 1000) / 1000.0));
+                snprintf(msg, msglen, "kernel '%s'%s was still running %.1f ms after its thread (%u,%u,%u) of block "
+                         "(%u,%u,%u) started, in a loop%s: it hangs; the thread was stopped and the context kept "
+                         "(fenced build)",
+                         kernel, in_fn, (double)rec->addr / 1e6, rec->tid[0], rec->tid[1], rec->tid[2], rec->ctaid[0],
+                         rec->ctaid[1], rec->ctaid[2], at);
+                return o;
+        }
         if (kind == FENCE_KIND_TRAP || kind == FENCE_KIND_ASSERT) {
                 snprintf(msg, msglen, "kernel '%s'%s %s%s, thread (%u,%u,%u) of block (%u,%u,%u); the thread was "
                          "stopped and the context kept (fenced build)",

@@ -162,12 +162,14 @@ int fenced_open(FenceRun *f, const uint8_t *image, size_t size)
  * @f:    an open FenceRun
  * @bufs: the job's buffers of the set the launches use; borrowed
  * @n:    how many
+ * @loop_budget_ns: how long a kernel's thread may run before it counts as
+ *        hung (fence_abi.h); 0: as long as it likes
  *
  * Asynchronous; the caller waits (the launches' end event).
  * Return: 0, GPU_E_CUDA, or FENCED_E_UNUSABLE when there are more ranges
  * than the table holds.
  */
-int fenced_arm(FenceRun *f, const FenceBuffer *bufs, int n)
+int fenced_arm(FenceRun *f, const FenceBuffer *bufs, int n, uint64_t loop_budget_ns)
 {
         uint64_t *t = tab_words();
         int k = 0, rc;
@@ -181,7 +183,7 @@ int fenced_arm(FenceRun *f, const FenceBuffer *bufs, int n)
                 k++;
         }
         t[0] = (uint64_t)k;
-        t[1] = 0;
+        t[1] = loop_budget_ns;
         if ((rc = gpu_copy_htod(f->tab, t, (size_t)(FENCE_TAB_FIRST + 2 * k) * sizeof(uint64_t))) ||
             (rc = gpu_memset8(f->rec, 0, FENCE_REC_WORDS * sizeof(uint64_t))))
                 return rc;

@@ -36,7 +36,7 @@ typedef struct FenceRun {
 
 int fenced_init(void);
 int fenced_open(FenceRun *f, const uint8_t *image, size_t size);
-int fenced_arm(FenceRun *f, const FenceBuffer *bufs, int n);
+int fenced_arm(FenceRun *f, const FenceBuffer *bufs, int n, uint64_t loop_budget_ns);
 int fenced_fetch(FenceRun *f);
 bool fenced_tripped(const FenceRun *f, FenceRecord *ret);
 int fenced_function(FenceRun *f, unsigned index, char *buf, size_t len);

@@ -676,6 +676,17 @@ static int fence_fail(Run *r, const JobShape *s, const BufSet *set, const FenceR
                              "kernel.cu", msg, sizeof(msg));
         if (!extra)
                 return fail_gpu(r, -ENOMEM);
+        if (fence_site_kind(rec->site) == FENCE_KIND_HANG) {
+                double ref_ms = 0;
+                int64_t limit = launch_limit(r, &ref_ms);
+                json_object_del(extra, "name");
+                json_object_set_new(extra, "launch_limit_ms", json_integer((json_int_t)limit));
+                if (ref_ms > 0)
+                        json_object_set_new(extra, "reference_ms", json_real(ref_ms));
+                return fail_with(r, "timeout", "timeout", extra,
+                                 "the GPU work did not finish within the launch time limit of %" PRId64
+                                 " ms per plan execution: %s", limit, msg);
+        }
         return fail_with(r, "runtime_error", "cuda", extra, "%s: %s", fence_error_name(rec->site), msg);
 }
 
@@ -693,7 +704,9 @@ static int run_plan(Run *r, int si, int side_idx, const BufSet *set, bool wait_e
 
         if (fenced) {
                 FenceBuffer bufs[MAX_SET];
-                int rc = fenced_arm(&r->fence, bufs, fence_buffers(r, s, set, bufs));
+                /* a thread that runs longer than the launch limit means the launch did */
+                int rc = fenced_arm(&r->fence, bufs, fence_buffers(r, s, set, bufs),
+                                    (uint64_t)launch_limit(r, NULL) * 1000000u);
                 r->side = SIDE_HELPER;
                 if (rc == FENCED_E_UNUSABLE) { /* more ranges than the table holds */
                         log_info("gpu: job %" PRId64 ": more ranges than the fence's table holds; shape set %d "

@@ -871,6 +871,74 @@ static void t_pipeline(void)
         free(ptx);
 }
 
+static unsigned count_of(const char *s, const char *w)
+{
+        unsigned n = 0;
+
+        for (const char *p = s; (p = strstr(p, w)); p += strlen(w))
+                n++;
+        return n;
+}
+
+/*
+ * The loop budget: every backward branch of a kernel (a for loop, a spin on
+ * a volatile load) gets the clock check before it, with the loop's line in a
+ * HANG site word; a kernel notes the clock once at entry; a device function
+ * that is not inlined gets neither; a kernel without loops gets no check.
+ */
+static void t_loops(void)
+{
+        static const char src[] = "__device__ __noinline__ float dev(const float *x, int n)\n"
+                                  "{ float s = 0; for (int k = 0; k < n; k++) s += x[k] * k; return s; }\n"
+                                  "extern \"C\" __global__ void kl(const float *x, float *y, int n)\n"
+                                  "{\n"
+                                  "  float s = 0;\n"
+                                  "  for (int k = 0; k < n; k++) s += x[(threadIdx.x + k) % n]; /*@for*/\n"
+                                  "  volatile const float *vx = x;\n"
+                                  "  while (vx[0] == vx[0]) { } /*@spin*/\n"
+                                  "  y[threadIdx.x] = s + dev(x, n);\n"
+                                  "}\n"
+                                  "extern \"C\" __global__ void flat(float *y) { y[threadIdx.x] = 1; }\n";
+        char *ptx = cuda_to_ptx(src, NULL, 0, "loops");
+        Fenced f;
+        const char *kl, *flat;
+        unsigned lines[16] = { 0 }, n = 0;
+        bool seen_for = false, seen_spin = false;
+
+        CHECK(ptx != NULL);
+        if (!ptx)
+                return;
+        fence_and_check(ptx, strlen(ptx), "kernel.cu", false, "loops", &f);
+        CHECK(f.rep.loops >= 2);
+        CHECK(count_of(f.ptx, "// kevald fence: loop ") == f.rep.loops);
+        /* the clock at entry of each kernel, and once per loop check */
+        CHECK(count_of(f.ptx, "%globaltimer") == 2 + f.rep.loops);
+        kl = strstr(f.ptx, ".entry kl");
+        flat = strstr(f.ptx, ".entry flat");
+        CHECK(kl && flat);
+        if (kl && flat) {
+                /* no loop check in dev() (before kl in the text) nor in flat() */
+                const char *first = strstr(f.ptx, "// kevald fence: loop ");
+                CHECK(first && first > kl && (flat < kl || first < flat));
+                CHECK(!strstr(flat, "// kevald fence: loop "));
+        }
+        for (const char *p = f.ptx; (p = strstr(p, "// kevald fence: loop ")) && n < 16; p++) {
+                const char *w = strstr(p, "mov.b64 %__kvf_s, 0x");
+                uint64_t word = w ? strtoull(w + strlen("mov.b64 %__kvf_s, "), NULL, 16) : 0;
+                CHECK(fence_site_kind(word) == FENCE_KIND_HANG);
+                lines[n++] = fence_site_line(word);
+        }
+        for (unsigned k = 0; k < n; k++) {
+                seen_for |= lines[k] == line_of(src, "@for");
+                seen_spin |= lines[k] == line_of(src, "@spin");
+                if (lines[k] != line_of(src, "@for") && lines[k] != line_of(src, "@spin"))
+                        fprintf(stderr, "loops: a loop check at line %u\n", lines[k]);
+        }
+        CHECK(seen_for && seen_spin);
+        fenced_clear(&f);
+        free(ptx);
+}
+
 /* wmma.load/store from global and cp.async.bulk are seen, counted, named, and left alone. */
 static void t_unchecked(void)
 {
@@ -1317,6 +1385,7 @@ int main(void)
         t_kinds();
         t_builtin_assert();
         t_pipeline();
+        t_loops();
         t_unchecked();
         t_vadd_ptx();
         t_hand_ptx();

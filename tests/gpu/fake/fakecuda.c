@@ -46,7 +46,8 @@
  * exactly, fenced_vadd records nothing; fenced_vadd_oob's thread n also
  * stores c[n] (line 3); fenced_vadd_wild's thread 0 of block 0 loads from
  * address 0x10 (line 5); fenced_trap's thread 5 of block 1 executes a trap
- * (line 7); fenced_assert's thread 3 of block 2 fails an assert (line 9,
+ * (line 7); fenced_spin's thread 0 of block 0 runs past the loop budget (a
+ * hang at line 6: the budget must be set); fenced_assert's thread 3 of block 2 fails an assert (line 9,
  * function unknown); fenced_vadd_misaligned's thread 0 of block 0 loads 4
  * bytes from 2 bytes into a (line 4). An access the table allows is
  * performed, so the table must name only memory that exists.
@@ -510,7 +511,7 @@ static void k_fenced_vadd(struct CUmod_st *m, void **p)
         const char *f = m->flavor;
         int oob = strcmp(f, "fenced_vadd_oob") == 0, wild = strcmp(f, "fenced_vadd_wild") == 0;
         int trap = strcmp(f, "fenced_trap") == 0, assert_ = strcmp(f, "fenced_assert") == 0;
-        int mis = strcmp(f, "fenced_vadd_misaligned") == 0;
+        int mis = strcmp(f, "fenced_vadd_misaligned") == 0, spin = strcmp(f, "fenced_spin") == 0;
 
         if (!m->fence) {
                 fprintf(stderr, "fakecuda: a fenced kernel in module '%s' without fence symbols\n", f);
@@ -521,6 +522,16 @@ static void k_fenced_vadd(struct CUmod_st *m, void **p)
                         FThread th = { { t, 0, 0 }, { b, 0, 0 } };
                         int64_t i = (int64_t)b * last_block[0] + t;
                         float a, c;
+                        if (spin && b == 0 && t == 0) {
+                                /* spins until the loop budget (table word 1, set by the worker) is spent */
+                                uint64_t budget = m->fence[1];
+                                if (budget == 0) {
+                                        fprintf(stderr, "fakecuda: fenced_spin without a loop budget\n");
+                                        abort();
+                                }
+                                fence_record(m, &th, fence_site_word(6, FENCE_KIND_HANG, 0, 0, 0), budget + 1);
+                                continue;
+                        }
                         if (trap && b == 1 && t == 5) {
                                 fence_record(m, &th, fence_site_word(7, FENCE_KIND_TRAP, 0, 0, 0), 0);
                                 continue;
@@ -689,6 +700,7 @@ static const KDef kernels[] = {
         { "fenced_vadd_wild", "vadd", k_fenced_vadd, 4, { 8, 8, 8, 4 } },
         { "fenced_trap", "vadd", k_fenced_vadd, 4, { 8, 8, 8, 4 } },
         { "fenced_assert", "vadd", k_fenced_vadd, 4, { 8, 8, 8, 4 } },
+        { "fenced_spin", "vadd", k_fenced_vadd, 4, { 8, 8, 8, 4 } },
         { "fenced_vadd_misaligned", "vadd", k_fenced_vadd, 4, { 8, 8, 8, 4 } },
         { NULL, "vadd", k_vadd, 4, { 8, 8, 8, 4 } },
         { NULL, "axpy", k_axpy, 4, { 4, 8, 8, 4 } },

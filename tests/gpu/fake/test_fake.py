@@ -180,6 +180,12 @@ CASES = [
      fenced_stop(name="CUDA_ERROR_ASSERT", access="assert", line=9, function=None, thread=[[3, 0, 0]],
                  block=[[2, 0, 0]], shape="default"),
      "serves_next", "fenced_assert"),
+    # a hang in the fenced build: its thread stops itself at the launch limit (100 ms here): a timeout without
+    # the kill, the worker goes on
+    ("fenced_spin", "vector_add", ("vadd", "fenced_spin"), vplan(), {"launch_factor": 1, "launch_floor_ms": 100},
+     {"verdict": "timeout", "error.kind": "timeout", "error.fenced": True, "error.access": "loop", "error.line": 6,
+      "error.launch_limit_ms": 100, "error.ran_ms": 100.0, "error.thread": [[0, 0, 0]], "error.phase": "correctness",
+      "exiting": None}, "serves_next", "fenced_spin"),
     ("fenced_misaligned", "vector_add", ("vadd", "fenced_vadd_misaligned"), vplan(), None,
      fenced_stop(name="CUDA_ERROR_MISALIGNED_ADDRESS", access="load", bytes=4, buffer="x", offset=2, index=0, line=4,
                  thread=[[0, 0, 0]], block=[[0, 0, 0]], shape="default"),
@@ -217,6 +223,10 @@ def extra_check(kind, task, result, seed, worker):
             return "message %r" % msg
     if kind == "fenced_assert":
         if "kernel 'vadd' failed an assertion at kernel.cu line 9, thread (3,0,0) of block (2,0,0)" not in msg:
+            return "message %r" % msg
+    if kind == "fenced_spin":
+        if "was still running 100.0 ms after its thread (0,0,0) of block (0,0,0) started, in a loop at kernel.cu " \
+           "line 6: it hangs" not in msg or "launch time limit of 100 ms" not in msg:
             return "message %r" % msg
     if kind == "fenced_misaligned":
         if "kernel 'vadd' read x at byte offset 2, misaligned for a 4-byte access at kernel.cu line 4" not in msg:
