@@ -90,7 +90,7 @@ static void putf(Out *o, const char *fmt, ...) __attribute__((format(printf, 2, 
 
 static void putf(Out *o, const char *fmt, ...)
 {
-        char buf[512];
+        char buf[2048];
         va_list ap;
         int k;
 
@@ -299,8 +299,16 @@ static void emit_module_decls(Pass *P)
 
 static const char REGS[] = "\n\t.reg .b64 %__kvf_a, %__kvf_e, %__kvf_b, %__kvf_lo, %__kvf_hi, %__kvf_s, %__kvf_t;"
                            "\n\t.reg .b32 %__kvf_n;\n\t.reg .pred %__kvf_p;\n";
-/* A kernel's own: when its threads started, and their backward branches since the last look at the clock. */
+/*
+ * A kernel's own: when its threads started, and their backward branches
+ * since the last look at the clock. A thread that starts after another one
+ * of its launch has recorded a violation (a later wave of blocks) exits at
+ * once: a hung kernel of many waves ends after one budget, not one a wave.
+ */
 static const char ENTRY_REGS[] = "\t.reg .b64 %__kvf_t0;\n\t.reg .b32 %__kvf_c;\n"
+                                 "\tld.volatile.global.u64 %__kvf_t, [" FENCE_SYM_RECORD "];\n"
+                                 "\tsetp.ne.s64 %__kvf_p, %__kvf_t, 0;\n"
+                                 "\t@%__kvf_p exit;\n"
                                  "\tmov.u64 %__kvf_t0, %globaltimer;\n\tmov.u32 %__kvf_c, 0;\n";
 
 /* Claim the record, fill it, exit. */
@@ -725,6 +733,9 @@ static void emit_loop_check(Pass *P, size_t at)
              "\tand.b32 %%__kvf_n, %%__kvf_c, %d;\n"
              "\tsetp.ne.u32 %%__kvf_p, %%__kvf_n, 0;\n"
              "\t@%%__kvf_p bra $__kvf_h%u;\n"
+             "\tld.volatile.global.u64 %%__kvf_t, [" FENCE_SYM_RECORD "];\n"
+             "\tsetp.ne.s64 %%__kvf_p, %%__kvf_t, 0;\n"
+             "\t@%%__kvf_p exit;\n"
              "\tld.const.u64 %%__kvf_e, [" FENCE_SYM_TABLE "+8];\n"
              "\tmov.u64 %%__kvf_a, %%globaltimer;\n"
              "\tsub.u64 %%__kvf_a, %%__kvf_a, %%__kvf_t0;\n"

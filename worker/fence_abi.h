@@ -32,7 +32,10 @@
  * compares the time since with the budget; past it, it records a
  * FENCE_KIND_HANG site (address: the nanoseconds it ran) and exits. A
  * thread that ran longer than the launch limit means the launch did, so a
- * hung kernel ends itself at its limit and the context is kept.
+ * hung kernel ends itself at its limit and the context is kept. A kernel's
+ * thread also exits when it finds the record already claimed, at its start
+ * and at those looks at the clock, so that the rest of a launch stops soon
+ * after its first violation (later waves of blocks at once).
  */
 #pragma once
 

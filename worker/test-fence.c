@@ -875,7 +875,7 @@ static unsigned count_of(const char *s, const char *w)
 {
         unsigned n = 0;
 
-        for (const char *p = s; (p = strstr(p, w)); p += strlen(w))
+        for (const char *p = s; p && (p = strstr(p, w)); p += strlen(w))
                 n++;
         return n;
 }
@@ -913,6 +913,8 @@ static void t_loops(void)
         CHECK(count_of(f.ptx, "// kevald fence: loop ") == f.rep.loops);
         /* the clock at entry of each kernel, and once per loop check */
         CHECK(count_of(f.ptx, "%globaltimer") == 2 + f.rep.loops);
+        /* and a look at the record at entry and at each look at the clock: a claimed one ends the thread */
+        CHECK(count_of(f.ptx, "ld.volatile.global.u64 %__kvf_t, [__kevald_fence_rec];") == 2 + f.rep.loops);
         kl = strstr(f.ptx, ".entry kl");
         flat = strstr(f.ptx, ".entry flat");
         CHECK(kl && flat);
