@@ -778,7 +778,7 @@ static void body_statement(Pass *P, size_t i, size_t e)
                 ;
         if (oe == o)
                 return;
-        if (P->entry && (oe - o == 3 || P->s[o + 3] == '.') && memcmp(P->s + o, "bra", 3) == 0) {
+        if (P->entry && oe - o >= 3 && memcmp(P->s + o, "bra", 3) == 0 && (oe - o == 3 || P->s[o + 3] == '.')) {
                 if (backward(P, oe, e))
                         emit_loop_check(P, start);
                 return;
