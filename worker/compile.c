@@ -920,6 +920,15 @@ out:
         return r;
 }
 
+/* Free @n strings of @v and @v; accepts NULL. */
+static void strv_free(char **v, size_t n)
+{
+        if (v)
+                for (size_t i = 0; i < n; i++)
+                        free(v[i]);
+        free(v);
+}
+
 /* Client options that mean something to nvJitLink, in its spelling. */
 static int ptx_options(const CompileJob *job, char ***ret_opts, size_t *ret_n, char **ret_notes)
 {
@@ -1101,10 +1110,7 @@ static int run_jitlink(Compiler *c, const CompileJob *job, const char *arch, con
 out:
         if (h)
                 nvJitLinkDestroy(&h);
-        if (copts)
-                for (size_t i = 0; i < n_copts; i++)
-                        free(copts[i]);
-        free(copts);
+        strv_free(copts, n_copts);
         free(opts);
         free(notes);
         free(arch_opt);
@@ -1213,10 +1219,7 @@ done:
 out:
         if (h)
                 nvJitLinkDestroy(&h);
-        if (copts)
-                for (size_t i = 0; i < n_copts; i++)
-                        free(copts[i]);
-        free(copts);
+        strv_free(copts, n_copts);
         free(opts);
         free(notes);
         free(arch_opt);

@@ -400,13 +400,27 @@ static bool part_is(const char *p, size_t n, const char *w)
         return strlen(w) == n && memcmp(p, w, n) == 0;
 }
 
+/* s[@a, @b) without its outer white space into @buf; false if it does not fit. */
+static bool copy_trimmed(const Pass *P, size_t a, size_t b, char *buf, size_t len)
+{
+        while (a < b && is_space(P->s[a]))
+                a++;
+        while (b > a && is_space(P->s[b - 1]))
+                b--;
+        if (b - a + 1 > len)
+                return false;
+        memcpy(buf, P->s + a, b - a);
+        buf[b - a] = '\0';
+        return true;
+}
+
 /* The @k-th bracketed operand of [@i, @e), trimmed, into @buf; false if none. */
 static bool bracket(const Pass *P, size_t i, size_t e, int k, char *buf, size_t len)
 {
         for (; i < e; i++) {
                 if (P->s[i] != '[')
                         continue;
-                size_t j = i + 1, a, b;
+                size_t j = i + 1;
                 while (j < e && P->s[j] != ']')
                         j++;
                 if (j >= e)
@@ -415,17 +429,7 @@ static bool bracket(const Pass *P, size_t i, size_t e, int k, char *buf, size_t 
                         i = j;
                         continue;
                 }
-                a = i + 1;
-                b = j;
-                while (a < b && is_space(P->s[a]))
-                        a++;
-                while (b > a && is_space(P->s[b - 1]))
-                        b--;
-                if (b - a + 1 > len)
-                        return false;
-                memcpy(buf, P->s + a, b - a);
-                buf[b - a] = '\0';
-                return true;
+                return copy_trimmed(P, i + 1, j, buf, len);
         }
         return false;
 }
@@ -497,18 +501,8 @@ static bool operand(const Pass *P, size_t i, size_t e, int k, char *buf, size_t 
                 else if (c == ']' || c == '}')
                         depth--;
                 else if (c == ',' && depth == 0) {
-                        if (k-- == 0) {
-                                size_t b = j;
-                                while (a < b && is_space(P->s[a]))
-                                        a++;
-                                while (b > a && is_space(P->s[b - 1]))
-                                        b--;
-                                if (b - a + 1 > len)
-                                        return false;
-                                memcpy(buf, P->s + a, b - a);
-                                buf[b - a] = '\0';
-                                return true;
-                        }
+                        if (k-- == 0)
+                                return copy_trimmed(P, a, j, buf, len);
                         a = j + 1;
                 }
         }
