@@ -142,6 +142,7 @@ struct CompileReq {
         json_t *options, *name_expressions;
         char *source;
         size_t source_len;
+        bool fence;             /* build the fenced CUBIN too (the key says so) */
         Job **waiting;          /* jobs and the slot each waits in */
         Slot *slots;
         size_t n_waiting, cap_waiting;
@@ -1023,11 +1024,14 @@ static int compile_req_wait(CompileReq *req, Job *j, Slot slot)
 static int job_need(Dispatcher *d, Job *j, Slot slot, const char *language, json_t *options, json_t *names,
                     const char *source)
 {
+        /* a fenced build for every candidate, a compile-only one too (its artifact serves a
+         * later evaluation of the same source), never for a trusted reference */
+        bool fence = slot == SLOT_CAND && !d->cfg.no_fence;
         uint8_t key[32];
         size_t len = strlen(source);
         CompileReq *req;
 
-        pipeline_cache_key(language, d->arch, d->nvrtc, options, names, source, len, key);
+        pipeline_cache_key(language, d->arch, d->nvrtc, fence, options, names, source, len, key);
         j->art[slot] = artifact_lookup(d, key, slot == SLOT_REF);
         if (j->art[slot]) {
                 d->cache_hits++;
@@ -1047,6 +1051,7 @@ static int job_need(Dispatcher *d, Job *j, Slot slot, const char *language, json
         req->name_expressions = names ? json_incref(names) : json_array();
         req->source = strdup(source);
         req->source_len = len;
+        req->fence = fence;
         if (!req->language || !req->arch || !req->source || compile_req_wait(req, j, slot) < 0) {
                 compile_req_free(req);
                 return -ENOMEM;
@@ -1233,9 +1238,10 @@ static void send_compiles(Dispatcher *d)
                 w = idle_worker(d, PROC_COMPILE);
                 if (!w)
                         return;
-                msg = json_pack("{s:I, s:s, s:s, s:O, s:O, s:i}", "id", (json_int_t)d->compiles_sent + 1,
+                msg = json_pack("{s:I, s:s, s:s, s:O, s:O, s:i, s:b}", "id", (json_int_t)d->compiles_sent + 1,
                                 "language", req->language, "arch", req->arch, "options", req->options,
-                                "name_expressions", req->name_expressions, "deadline_ms", d->cfg.compile_timeout_ms);
+                                "name_expressions", req->name_expressions, "deadline_ms", d->cfg.compile_timeout_ms,
+                                "fence", req->fence);
                 if (!msg || worker_send(w, FRAME_JOB, msg, (const uint8_t *)req->source, req->source_len, NULL, 0) < 0) {
                         json_decref(msg);
                         worker_kill(w, "could not send a job");

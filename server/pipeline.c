@@ -37,7 +37,7 @@ static void hash_array(Sha256 *s, json_t *arr)
         json_array_foreach(arr, i, v) hash_str(s, json_is_string(v) ? json_string_value(v) : "");
 }
 
-void pipeline_cache_key(const char *language, const char *arch, const char *nvrtc, json_t *options,
+void pipeline_cache_key(const char *language, const char *arch, const char *nvrtc, bool fence, json_t *options,
                         json_t *name_expressions, const char *source, size_t source_len,
                         uint8_t ret_key[32])
 {
@@ -48,6 +48,7 @@ void pipeline_cache_key(const char *language, const char *arch, const char *nvrt
         hash_str(&s, language);
         hash_str(&s, arch);
         hash_str(&s, nvrtc);
+        hash_str(&s, fence ? "fenced" : "plain"); /* with a fenced build beside the plain one, or without */
         hash_array(&s, options);
         hash_array(&s, name_expressions);
         sha256_update(&s, source, source_len);

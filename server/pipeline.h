@@ -6,11 +6,13 @@
  */
 #pragma once
 
+#include <stdbool.h>
+
 #include <jansson.h>
 #include <stdint.h>
 
 /* sha256 over everything that determines a CUBIN. */
-void pipeline_cache_key(const char *language, const char *arch, const char *nvrtc, json_t *options,
+void pipeline_cache_key(const char *language, const char *arch, const char *nvrtc, bool fence, json_t *options,
                         json_t *name_expressions, const char *source, size_t source_len,
                         uint8_t ret_key[32]);
 

@@ -900,7 +900,9 @@ static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const
         if (r == 0) {
                 size_t ptx_size = 0;
                 json_object_set_new(res, "ok", json_true());
-                if (nvrtcGetPTXSize(prog, &ptx_size) == NVRTC_SUCCESS && ptx_size > 1 &&
+                if (job->no_fence)
+                        ;
+                else if (nvrtcGetPTXSize(prog, &ptx_size) == NVRTC_SUCCESS && ptx_size > 1 &&
                     (ptx = malloc(ptx_size)) && nvrtcGetPTX(prog, ptx) == NVRTC_SUCCESS)
                         r = build_fenced(job, arch, ptx, strnlen(ptx, ptx_size), COMPILE_SOURCE_NAME, res, out);
                 else if (!ptx && ptx_size > 1)
@@ -1105,7 +1107,8 @@ static int run_jitlink(Compiler *c, const CompileJob *job, const char *arch, con
         }
         if (r == 0) {
                 json_object_set_new(res, "ok", json_true());
-                r = build_fenced(job, arch, src, job->source_len, NULL, res, out);
+                if (!job->no_fence)
+                        r = build_fenced(job, arch, src, job->source_len, NULL, res, out);
         }
 out:
         if (h)

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,7 @@ typedef struct CompileJob {
         size_t n_name_expressions;
         const char *source;                   /* not necessarily NUL-terminated */
         size_t source_len;
+        bool no_fence;                        /* the plain CUBIN only (no fenced build) */
 } CompileJob;
 
 typedef struct CompileOutput {

@@ -294,6 +294,10 @@ static int handle_job(Compiler *c, const Frame *f)
                 if (deadline_ms < 1)
                         deadline_ms = 1;
         }
+        v = json_object_get(job, "fence");
+        if (v && !json_is_boolean(v))
+                goto bad;
+        cj.no_fence = json_is_false(v);
         r = string_array(job, "options", (const char ***)&cj.options, &cj.n_options);
         if (r == 0)
                 r = string_array(job, "name_expressions", (const char ***)&cj.name_expressions,

@@ -914,6 +914,15 @@ static void t_protocol(void)
         frame_clear(&f);
         json_decref(res);
 
+        /* "fence": false: the plain CUBIN alone */
+        send_job(&ch, "{\"id\": 40, \"fence\": false}", KERNEL);
+        res = read_json(&ch, FRAME_RESULT, &f);
+        CHECK(res && jint(res, "id") == 40 && json_is_true(json_object_get(res, "ok")));
+        CHECK(res && !json_object_get(res, "fence"));
+        CHECK(f.blob_len > 0 && memcmp(f.blob, "\177ELF", 4) == 0 && !has_bytes(f.blob, f.blob_len, "__kevald_fence"));
+        frame_clear(&f);
+        json_decref(res);
+
         /* After seccomp: a toolkit header still opens, and /etc/passwd is refused. */
         send_job(&ch, "{\"id\": 42}", "#include <cuda_fp16.h>\n" KERNEL);
         res = read_json(&ch, FRAME_RESULT, &f);
