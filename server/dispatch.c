@@ -1292,7 +1292,6 @@ static int run_one(Dispatcher *d, Worker *w)
         Job *j = NULL;
         json_t *gjob = NULL;
         SpecError err = { 0 };
-        size_t cand_len;
         int r = store_claim_next(d->store, STAGE_RUN, d->owner, d->cfg.lease_s, &sj);
 
         if (r != 0)
@@ -1330,14 +1329,14 @@ static int run_one(Dispatcher *d, Worker *w)
                 job_free(j);
                 return 1;
         }
-        /* the candidate's plain build, its fenced build (unless fence = false), the reference's plain build */
-        cand_len = d->cfg.no_fence ? j->art[SLOT_CAND]->plain_len : j->art[SLOT_CAND]->cubin_len;
+        /* the candidate's plain build, its fenced build (none with fence = false: the cache key
+         * asked for none), the reference's plain build */
         {
                 const Artifact *ca = j->art[SLOT_CAND], *ra = j->art[SLOT_REF];
                 json_t *cubins = json_pack("{s:{s:i, s:I}, s:{s:I, s:I}}", "candidate", "offset", 0, "size",
-                                           (json_int_t)ca->plain_len, "reference", "offset", (json_int_t)cand_len,
-                                           "size", (json_int_t)ra->plain_len);
-                if (cubins && cand_len > ca->plain_len)
+                                           (json_int_t)ca->plain_len, "reference", "offset",
+                                           (json_int_t)ca->cubin_len, "size", (json_int_t)ra->plain_len);
+                if (cubins && ca->fenced_len)
                         json_object_set_new(cubins, "candidate_fenced",
                                             json_pack("{s:I, s:I}", "offset", (json_int_t)ca->plain_len, "size",
                                                       (json_int_t)ca->fenced_len));
@@ -1354,8 +1353,8 @@ static int run_one(Dispatcher *d, Worker *w)
                 json_object_set_new(gjob, "dump", json_true());
         if (!json_object_get(gjob, "mode"))
                 json_object_set_new(gjob, "mode", json_string("full"));
-        r = worker_send(w, FRAME_JOB, gjob, j->art[SLOT_CAND]->cubin, cand_len, j->art[SLOT_REF]->cubin,
-                        j->art[SLOT_REF]->plain_len);
+        r = worker_send(w, FRAME_JOB, gjob, j->art[SLOT_CAND]->cubin, j->art[SLOT_CAND]->cubin_len,
+                        j->art[SLOT_REF]->cubin, j->art[SLOT_REF]->plain_len);
         json_decref(gjob);
         if (r < 0) {
                 store_requeue(d->store, sj->id, d->owner, STAGE_RUN);

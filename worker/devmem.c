@@ -162,7 +162,7 @@ int devmem_init(const void *fatbin, size_t len, int sms)
                 { "kv_diff_init_batch", &k_diff_init_batch },
                 { "kv_check_batch", &k_check_batch },
         };
-        void *host = NULL, *copy;
+        void *host = NULL;
         size_t mem_free, mem_total;
         uint64_t limit = 0;
         int r, from_env;
@@ -171,11 +171,7 @@ int devmem_init(const void *fatbin, size_t len, int sms)
                 log_error("devmem: KEVALD_DEVMEM_POOL_BYTES: not a byte count");
                 return from_env;
         }
-        if (!(copy = malloc(len ? len : 1)))
-                return -ENOMEM;
-        memcpy(copy, fatbin, len);
-        r = gpu_module_load(copy, len, &helpers);
-        free(copy);
+        r = gpu_module_load(fatbin, len, &helpers);
         if (r)
                 return r;
         for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {

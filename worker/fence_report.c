@@ -3,8 +3,8 @@
  * by is the one the access would have raised had it run: an address in no
  * range CUDA_ERROR_ILLEGAL_ADDRESS, a misaligned one
  * CUDA_ERROR_MISALIGNED_ADDRESS, a trap CUDA_ERROR_LAUNCH_FAILED, a failed
- * assert CUDA_ERROR_ASSERT. The buffer named is the one whose range (guard
- * bands included) lies nearest the address, within NEAR_BYTES; farther off,
+ * assert CUDA_ERROR_ASSERT. The buffer named is the one whose range lies
+ * nearest the address, within NEAR_BYTES; farther off,
  * the address is "in no buffer of this job".
  */
 #include "worker/fence_report.h"
@@ -70,7 +70,7 @@ static const char *access_name(unsigned kind)
 /* Distance from @a to the allowed range of @b (0 inside). */
 static uint64_t distance(uint64_t a, const FenceBuffer *b)
 {
-        uint64_t lo = b->ptr - b->guard, hi = b->ptr + b->bytes + b->guard;
+        uint64_t lo = b->ptr, hi = b->ptr + b->bytes;
 
         if (a < lo)
                 return lo - a;

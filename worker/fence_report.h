@@ -19,12 +19,11 @@ typedef struct FenceRecord {
         uint32_t tid[3], ctaid[3];
 } FenceRecord;
 
-/* One range the candidate may touch: a job buffer (with its guard bands) or a module variable. */
+/* One range the candidate may touch: a job buffer or (merged) module variables. */
 typedef struct FenceBuffer {
         const char *name;  /* borrowed */
         uint64_t ptr;      /* the buffer's first byte */
         uint64_t bytes;    /* its size */
-        uint64_t guard;    /* bytes allowed on each side (guard bands) */
         unsigned elem;     /* element size in bytes (1 for a module variable) */
         int is_global;     /* a __device__ variable of the module, not a job buffer */
 } FenceBuffer;

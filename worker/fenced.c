@@ -123,21 +123,16 @@ static int place_globals(FenceRun *f)
  */
 int fenced_open(FenceRun *f, const uint8_t *image, size_t size)
 {
-        void *copy;
         size_t bytes = 0;
         int rc;
 
         memset(f, 0, sizeof(*f));
         if (!pinned)
                 return FENCED_E_UNUSABLE;
-        if (!(copy = malloc(size)))
-                return -ENOMEM;
-        memcpy(copy, image, size); /* malloc's alignment suits the ELF loader */
-        rc = gpu_module_load(copy, size, &f->mod);
-        free(copy);
+        rc = gpu_module_load(image, size, &f->mod);
         if (rc) {
                 f->mod = NULL;
-                return unusable(f, rc, "it does not load");
+                return rc < 0 ? rc : unusable(f, rc, "it does not load");
         }
         if ((rc = gpu_module_global(f->mod, FENCE_SYM_TABLE, &f->tab, &bytes)) ||
             bytes < FENCE_TAB_WORDS * sizeof(uint64_t))
@@ -178,8 +173,8 @@ int fenced_arm(FenceRun *f, const FenceBuffer *bufs, int n, uint64_t loop_budget
                 return FENCED_E_UNUSABLE;
         for (int i = 0; i < n + f->n_globals_ranges; i++) {
                 const FenceBuffer *b = i < n ? &bufs[i] : &f->globals_ranges[i - n];
-                t[FENCE_TAB_FIRST + 2 * k] = b->ptr - b->guard;
-                t[FENCE_TAB_FIRST + 1 + 2 * k] = b->ptr + b->bytes + b->guard;
+                t[FENCE_TAB_FIRST + 2 * k] = b->ptr;
+                t[FENCE_TAB_FIRST + 1 + 2 * k] = b->ptr + b->bytes;
                 k++;
         }
         t[0] = (uint64_t)k;

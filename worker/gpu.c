@@ -266,17 +266,25 @@ int gpu_limit_printf_fifo(size_t bytes)
 
 /**
  * gpu_module_load() - load a CUBIN or fatbin image
- * @image: borrowed; the driver copies it
+ * @image: borrowed, at any alignment (it may lie inside a frame's blob): it
+ *         is copied to malloc'd memory, whose alignment suits the driver's
+ *         ELF loader, and the driver copies it again
+ * @size: its size
  * @ret_module: a new module (gpu_module_unload())
- * Return: 0, GPU_E_CUDA (e.g. CUDA_ERROR_INVALID_IMAGE, NO_BINARY_FOR_GPU).
+ * Return: 0, -ENOMEM, GPU_E_CUDA (e.g. CUDA_ERROR_INVALID_IMAGE, NO_BINARY_FOR_GPU).
  */
 int gpu_module_load(const void *image, size_t size, GpuModule **ret_module)
 {
+        void *copy = malloc(size ? size : 1);
         CUmodule m;
         int r;
 
-        (void)size;
-        if ((r = CHECK(cuModuleLoadData(&m, image))))
+        if (!copy)
+                return -ENOMEM;
+        memcpy(copy, image, size);
+        r = CHECK(cuModuleLoadData(&m, copy));
+        free(copy);
+        if (r)
                 return r;
         *ret_module = (GpuModule *)m;
         return 0;

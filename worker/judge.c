@@ -302,17 +302,9 @@ static int wait_bounded(Run *r, GpuEvent *ev, int64_t allowed_ms)
 
 static int load_module(Run *r, const uint8_t *blob, size_t off, size_t size, GpuModule **ret)
 {
-        void *copy = malloc(size); /* malloc's alignment suits the ELF loader */
-        int rc;
+        int rc = gpu_module_load(blob + off, size, ret);
 
-        if (!copy)
-                return fail_gpu(r, -ENOMEM);
-        memcpy(copy, blob + off, size);
-        rc = gpu_module_load(copy, size, ret);
-        free(copy);
-        if (rc)
-                return fail_gpu(r, rc);
-        return 0;
+        return rc ? fail_gpu(r, rc) : 0;
 }
 
 static const char *scalar_name(int t)
@@ -645,14 +637,13 @@ static bool side_has_gemm(const JobSide *side)
  * compute-sanitizer would; without the fence such a write is found later in
  * the guard band (an incorrect verdict), such a read not at all.
  */
-static int fence_buffers(Run *r, const JobShape *s, const BufSet *set, FenceBuffer *bufs)
+static int fence_buffers(const JobShape *s, const BufSet *set, FenceBuffer *bufs)
 {
         for (int i = 0; i < set->n; i++) {
                 const JobBuffer *b = gpu_job_side_buffer(s, &s->cand, i);
                 bufs[i] = (FenceBuffer){ .name = b->name, .ptr = set->b[i].ptr, .bytes = b->bytes,
                                          .elem = (unsigned)kv_dtype_size(b->dtype) };
         }
-        (void)r;
         return set->n;
 }
 
@@ -661,7 +652,7 @@ static int fence_fail(Run *r, const JobShape *s, const BufSet *set, const FenceR
 {
         FenceBuffer bufs[MAX_SET + FENCE_GLOBALS_MAX];
         char fn[GPU_ELF_NAME_BYTES] = "", msg[768];
-        int n = fence_buffers(r, s, set, bufs);
+        int n = fence_buffers(s, set, bufs);
         unsigned fi = fence_site_func(rec->site);
         json_t *extra;
 
@@ -705,7 +696,7 @@ static int run_plan(Run *r, int si, int side_idx, const BufSet *set, bool wait_e
         if (fenced) {
                 FenceBuffer bufs[MAX_SET];
                 /* a thread that runs longer than the launch limit means the launch did */
-                int rc = fenced_arm(&r->fence, bufs, fence_buffers(r, s, set, bufs),
+                int rc = fenced_arm(&r->fence, bufs, fence_buffers(s, set, bufs),
                                     (uint64_t)launch_limit(r, NULL) * 1000000u);
                 r->side = SIDE_HELPER;
                 if (rc == FENCED_E_UNUSABLE) { /* more ranges than the table holds */
