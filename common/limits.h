@@ -19,6 +19,7 @@
 #define LIMIT_DSN_BYTES 4096                   /* --db: a file path or a postgresql:// URI */
 #define LIMIT_TAG_STRING_BYTES 256
 #define LIMIT_TAGS_MAX 32
+#define LIMIT_TAG_TEMPERATURE_MAX 100          /* tags.temperature */
 #define LIMIT_JSON_DEPTH 32
 
 /* Submissions */

@@ -22,6 +22,8 @@ typedef struct SpecError {
 enum {
         SPEC_E_INVALID = 1,  /* the document breaks the format; see SpecError */
         SPEC_E_REJECTED = 2, /* plan does not match the compiled kernels; see SpecError */
+        SPEC_E_CANDIDATE = 3, /* the candidate's own content (source, plan, options, ...) is wrong:
+                               * a "rejected" verdict to store, not a refused request; see SpecError */
 };
 
 typedef struct Task Task;
@@ -54,8 +56,12 @@ char *spec_task_prompt(const Task *task, json_t *allowed_options);
  * @task:      the task it names (library or parsed from task_spec); NULL only
  *             for mode "compile"
  * @ret_norm:  on success, a new normalized object: defaults filled in,
- *             timing presets expanded, task_spec kept inline
- * Return: 0, SPEC_E_INVALID, or a negative errno.
+ *             timing presets expanded, task_spec kept inline; on
+ *             SPEC_E_CANDIDATE, a new object with the envelope normalized and
+ *             the candidate's fields as given (or their sizes under "omitted")
+ * Return: 0, SPEC_E_INVALID (the envelope: task, language, mode, priority,
+ * timing, tags, shapes, unknown fields), SPEC_E_CANDIDATE (source, options,
+ * name_expressions, scratch, plan), or a negative errno.
  */
 int spec_submission_validate(json_t *doc, const Task *task, json_t **ret_norm, SpecError *err);
 

@@ -77,14 +77,21 @@ static int parse_timing(json_t *doc, json_t **ret, SpecError *err)
         return *ret ? 0 : -ENOMEM;
 }
 
+/*
+ * "tags": what a trainer files a submission under. run_id, step, sample,
+ * turn and parent as before; policy_version (a string) and temperature (a
+ * number in [0, LIMIT_TAG_TEMPERATURE_MAX]) for the sampling that made it;
+ * labels: up to LIMIT_TAGS_MAX names with string or finite number values.
+ */
 static int parse_tags(json_t *doc, json_t **ret, SpecError *err)
 {
         static const char *const fields[] = { "run_id", "step", "sample", "turn", "parent",
-                                              "labels", NULL };
+                                              "policy_version", "temperature", "labels", NULL };
         static const char *const ints[] = { "step", "sample", "turn", "parent" };
         char p[JSONUTIL_PTR_BYTES];
         json_t *tags = NULL, *labels = NULL, *v;
         const char *s = NULL, *key;
+        double temp;
         int64_t x;
         int r;
 
@@ -96,8 +103,14 @@ static int parse_tags(json_t *doc, json_t **ret, SpecError *err)
         }
         if ((r = jsonutil_check_fields(tags, "/tags", fields, err)) ||
             (r = jsonutil_get_string(tags, "/tags", "run_id", false, LIMIT_TAG_STRING_BYTES, &s,
-                                     err)))
+                                     err)) ||
+            (r = jsonutil_get_string(tags, "/tags", "policy_version", false, LIMIT_TAG_STRING_BYTES, &s,
+                                     err)) ||
+            (r = jsonutil_get_number(tags, "/tags", "temperature", false, &temp, err)))
                 return r;
+        if (json_object_get(tags, "temperature") && !(temp >= 0 && temp <= LIMIT_TAG_TEMPERATURE_MAX))
+                return jsonutil_fail(err, "/tags/temperature", "'temperature' must be a number in [0, %d]",
+                                     LIMIT_TAG_TEMPERATURE_MAX);
         for (int i = 0; i < 4; i++)
                 if ((r = jsonutil_get_int(tags, "/tags", ints[i], false, i == 3 ? 1 : 0,
                                           INT64_MAX, &x, err)))
@@ -112,8 +125,10 @@ static int parse_tags(json_t *doc, json_t **ret, SpecError *err)
                 if (strlen(key) == 0 || strlen(key) > LIMIT_TAG_STRING_BYTES)
                         return jsonutil_fail(err, p, "a label name is 1 to %d bytes",
                                              LIMIT_TAG_STRING_BYTES);
+                if (json_is_number(v))
+                        continue;   /* jansson holds no NaN or infinity */
                 if (!json_is_string(v))
-                        return jsonutil_fail(err, p, "a label value must be a string, not %s",
+                        return jsonutil_fail(err, p, "a label value must be a string or a number, not %s",
                                              jsonutil_type_name(v));
                 if (json_string_length(v) > LIMIT_TAG_STRING_BYTES ||
                     strlen(json_string_value(v)) != json_string_length(v))
@@ -162,6 +177,41 @@ static int parse_shapes(json_t *doc, const Task *task, json_t **ret, SpecError *
         return 0;
 }
 
+/* The candidate's own fields: what a model writes. The rest is the envelope. */
+static const char *const candidate_fields[] = { "source", "plan", "scratch", "options", "name_expressions", NULL };
+
+/*
+ * The stored form of a rejected candidate: each candidate field as given
+ * when it is small enough to keep (LIMIT_SOURCE_BYTES serialized, a source
+ * only as a string), otherwise its size in "omitted". Nothing is cut short.
+ */
+static int keep_candidate(json_t *doc, json_t *norm)
+{
+        json_t *omitted = NULL;
+        int r = 0;
+
+        for (const char *const *f = candidate_fields; *f && r == 0; f++) {
+                json_t *v = json_object_get(doc, *f);
+                size_t n;
+
+                if (!v)
+                        continue;
+                n = json_is_string(v) ? json_string_length(v) : json_dumpb(v, NULL, 0, JSON_COMPACT);
+                if ((json_is_string(v) || strcmp(*f, "source") != 0) && n <= LIMIT_SOURCE_BYTES) {
+                        r = json_object_set(norm, *f, v);
+                        continue;
+                }
+                if (!omitted && !(omitted = json_object()))
+                        return -ENOMEM;
+                r = json_object_set_new(omitted, *f, json_pack("{s:s, s:I}", "type", jsonutil_type_name(v),
+                                                                "bytes", (json_int_t)n));
+        }
+        if (r == 0 && omitted)
+                r = json_object_set(norm, "omitted", omitted);
+        json_decref(omitted);
+        return r ? -ENOMEM : 0;
+}
+
 /**
  * spec_submission_validate() - check a submission and normalize it
  * @doc:      the submission object; borrowed
@@ -171,9 +221,19 @@ static int parse_shapes(json_t *doc, const Task *task, json_t **ret, SpecError *
  * @ret_norm: on success a new normalized object: language, source, mode,
  *            priority, options, name_expressions, timing (preset expanded,
  *            defaults filled), tags, and for a task: task or task_spec
- *            (normalized), plan (normalized) and scratch (normalized)
- * @err:      filled on SPEC_E_INVALID with a pointer relative to @doc
- * Return: 0, SPEC_E_INVALID, or a negative errno.
+ *            (normalized), plan (normalized) and scratch (normalized).
+ *            On SPEC_E_CANDIDATE a new object too: the envelope normalized
+ *            as above, the candidate fields as given (see keep_candidate())
+ * @err:      filled on SPEC_E_INVALID and SPEC_E_CANDIDATE with a pointer
+ *            relative to @doc
+ *
+ * The envelope (task, language, mode, priority, timing, tags, shapes, the
+ * set of fields) is checked first: a fault there is SPEC_E_INVALID, a
+ * request the caller must refuse. The candidate (source, options,
+ * name_expressions, scratch, plan) is checked next: a fault there is
+ * SPEC_E_CANDIDATE, a verdict ("rejected") the caller stores like any other.
+ *
+ * Return: 0, SPEC_E_INVALID, SPEC_E_CANDIDATE, or a negative errno.
  */
 int spec_submission_validate(json_t *doc, const Task *task, json_t **ret_norm, SpecError *err)
 {
@@ -190,12 +250,12 @@ int spec_submission_validate(json_t *doc, const Task *task, json_t **ret_norm, S
                 r = jsonutil_fail(err, "", "a submission must be a JSON object");
                 goto out;
         }
+        /* ---- the envelope ---- */
         if ((r = jsonutil_check_fields(doc, "", fields, err)) ||
             (r = jsonutil_get_string(doc, "", "task", false, LIMIT_NAME_BYTES, &name, err)) ||
             (r = jsonutil_get_enum(doc, "", "language", false, languages, &lang, err)) ||
             (r = jsonutil_get_enum(doc, "", "mode", false, modes, &mode, err)) ||
-            (r = jsonutil_get_enum(doc, "", "priority", false, priorities, &prio, err)) ||
-            (r = jsonutil_get_string(doc, "", "source", true, LIMIT_SOURCE_BYTES, &source, err)))
+            (r = jsonutil_get_enum(doc, "", "priority", false, priorities, &prio, err)))
                 goto out;
         has_spec = json_object_get(doc, "task_spec") != NULL;
         if (name && has_spec) {
@@ -228,45 +288,16 @@ int spec_submission_validate(json_t *doc, const Task *task, json_t **ret_norm, S
                                   task->name);
                 goto out;
         }
-        if (!source[0]) {
-                r = jsonutil_fail(err, "/source", "'source' is empty");
-                goto out;
-        }
-        if ((r = spec_options_validate(json_object_get(doc, "options"), "/options", &options,
-                                       err)) ||
-            (r = spec_name_exprs_validate(json_object_get(doc, "name_expressions"),
-                                          "/name_expressions", &names, err)))
-                goto out;
-        if (lang == 1 && json_array_size(names)) {
-                r = jsonutil_fail(err, "/name_expressions",
-                                  "name expressions apply to CUDA C++, not PTX");
+        if (!task && (json_object_get(doc, "plan") || json_object_get(doc, "scratch"))) {
+                r = jsonutil_fail(err, json_object_get(doc, "plan") ? "/plan" : "/scratch",
+                                  "a plan needs a task ('task' or 'task_spec')");
                 goto out;
         }
         if ((r = parse_timing(doc, &timing, err)) || (r = parse_tags(doc, &tags, err)) ||
             (r = parse_shapes(doc, task, &shapes, err)))
                 goto out;
-        if (task) {
-                if ((r = spec_scratch_validate(task, json_object_get(doc, "scratch"), "/scratch",
-                                               &scratch, err)))
-                        goto out;
-                if (json_object_get(doc, "plan") || mode == 0) {
-                        if (!json_object_get(doc, "plan")) {
-                                r = jsonutil_fail(err, "", "missing required field 'plan'");
-                                goto out;
-                        }
-                        if ((r = spec_plan_validate(task, json_object_get(doc, "plan"), scratch,
-                                                    false, names, "/plan", &plan, err)))
-                                goto out;
-                }
-        } else if (json_object_get(doc, "plan") || json_object_get(doc, "scratch")) {
-                r = jsonutil_fail(err, json_object_get(doc, "plan") ? "/plan" : "/scratch",
-                                  "a plan needs a task ('task' or 'task_spec')");
-                goto out;
-        }
-        norm = json_pack("{s:s, s:s, s:s, s:s, s:O, s:O, s:O, s:O}", "language", languages[lang],
-                         "source", source, "mode", modes[mode], "priority", priorities[prio],
-                         "options", options, "name_expressions", names, "timing", timing, "tags",
-                         tags);
+        norm = json_pack("{s:s, s:s, s:s, s:O, s:O}", "language", languages[lang], "mode", modes[mode],
+                         "priority", priorities[prio], "timing", timing, "tags", tags);
         if (!norm) {
                 r = -ENOMEM;
                 goto out;
@@ -275,15 +306,60 @@ int spec_submission_validate(json_t *doc, const Task *task, json_t **ret_norm, S
                 json_object_set_new(norm, "task", json_string(name));
         else if (task)
                 json_object_set(norm, "task_spec", task->doc);
-        if (scratch)
-                json_object_set(norm, "scratch", scratch);
-        if (plan)
-                json_object_set(norm, "plan", plan);
         if (shapes)
                 json_object_set(norm, "shapes", shapes);
+
+        /* ---- the candidate ---- */
+        if ((r = jsonutil_get_string(doc, "", "source", true, LIMIT_SOURCE_BYTES, &source, err)))
+                goto candidate;
+        if (!source[0]) {
+                r = jsonutil_fail(err, "/source", "'source' is empty");
+                goto candidate;
+        }
+        if ((r = spec_options_validate(json_object_get(doc, "options"), "/options", &options,
+                                       err)) ||
+            (r = spec_name_exprs_validate(json_object_get(doc, "name_expressions"),
+                                          "/name_expressions", &names, err)))
+                goto candidate;
+        if (lang == 1 && json_array_size(names)) {
+                r = jsonutil_fail(err, "/name_expressions",
+                                  "name expressions apply to CUDA C++, not PTX");
+                goto candidate;
+        }
+        if (task) {
+                if ((r = spec_scratch_validate(task, json_object_get(doc, "scratch"), "/scratch",
+                                               &scratch, err)))
+                        goto candidate;
+                if (json_object_get(doc, "plan") || mode == 0) {
+                        if (!json_object_get(doc, "plan")) {
+                                r = jsonutil_fail(err, "/plan", "missing required field 'plan'");
+                                goto candidate;
+                        }
+                        if ((r = spec_plan_validate(task, json_object_get(doc, "plan"), scratch,
+                                                    false, names, "/plan", &plan, err)))
+                                goto candidate;
+                }
+        }
+        if (json_object_set_new(norm, "source", json_string(source)) ||
+            json_object_set(norm, "options", options) || json_object_set(norm, "name_expressions", names) ||
+            (scratch && json_object_set(norm, "scratch", scratch)) ||
+            (plan && json_object_set(norm, "plan", plan))) {
+                r = -ENOMEM;
+                goto out;
+        }
         *ret_norm = norm;
         norm = NULL;
         r = 0;
+        goto out;
+candidate:
+        if (r == SPEC_E_INVALID) {
+                r = keep_candidate(doc, norm);
+                if (r == 0) {
+                        *ret_norm = norm;
+                        norm = NULL;
+                        r = SPEC_E_CANDIDATE;
+                }
+        }
 out:
         json_decref(norm);
         json_decref(options);

@@ -2,11 +2,16 @@
  * api_submissions - POST/GET /v1/submissions and GET/DELETE
  * /v1/submissions/{id}.
  *
- * Acceptance: the body is parsed once, every item is validated (task looked
- * up or parsed inline, spec_submission_validate()) before anything is
- * stored, so a bad item fails the whole request with a pointer under
- * /submissions/N; the normalized items then go to the ingest writer in one
- * request (group commit, durable before the 202). The Idempotency-Key and
+ * Acceptance: the body is parsed once and every item is validated (task
+ * looked up or parsed inline, spec_submission_validate()) before anything
+ * is stored. A fault in the envelope (not JSON, an unknown task, bad tags,
+ * timing, mode, an unknown field) fails the whole request with a 422 and a
+ * pointer under /submissions/N. A fault in a candidate's own content (its
+ * source, plan, scratch, options, name expressions) is a verdict: the item
+ * is stored done, verdict "rejected", with the message and the pointer, so
+ * every policy output has a row, a reward and a place in the history. The
+ * normalized items then go to the ingest writer in one request (group
+ * commit, durable before the 202). The Idempotency-Key and
  * the body's SHA-256 travel with it; the store answers a replay with the
  * original ids. With ?wait=S a single submission's request is parked on the
  * Waiters until the dispatcher finishes it or S passes.
@@ -28,6 +33,7 @@
 #include "common/jsonutil.h"
 #include "common/spec.h"
 #include "server/api.h"
+#include "server/pipeline.h"
 
 /* ---- shared helpers (declared in api.h) ---- */
 
@@ -179,14 +185,16 @@ static bool is_done(json_t *obj)
         return st && !strcmp(st, "done");
 }
 
-static int respond_accepted_single(HttpRequest *req, int64_t id)
+/* 202 for one submission: "queued", or "done" with its verdict when it was rejected at acceptance. */
+static int respond_accepted_single(HttpRequest *req, int64_t id, const char *verdict)
 {
         char loc[64];
 
         snprintf(loc, sizeof(loc), "/v1/submissions/%lld", (long long)id);
         http_response_header(req, "Location", loc);
-        return http_respond_json(req, 202, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)id, "state", "queued",
-                                                     "location", loc));
+        return http_respond_json(req, 202, json_pack("{s:I, s:s, s:s, s:s*}", "id", (json_int_t)id, "state",
+                                                     verdict ? "done" : "queued", "location", loc, "verdict",
+                                                     verdict));
 }
 
 /* ---- POST /v1/submissions ---- */
@@ -239,6 +247,7 @@ static bool too_deep(json_t *v, int depth, char *ptr, size_t len)
 
 typedef struct Item {
         json_t *norm;          /* new reference */
+        json_t *rejected;      /* new reference: the result of a candidate rejected at acceptance, or NULL */
         char *norm_json;       /* norm serialized here, off the single ingest writer thread */
         Task *inline_task;     /* parsed task_spec, freed after insert */
         const char *task_name; /* borrowed from the library or inline_task */
@@ -291,6 +300,10 @@ static int validate_item(HttpRequest *req, json_t *doc, const char *base, Item *
         if (task)
                 it->task_name = spec_task_name(task);
         r = spec_submission_validate(doc, task, &it->norm, &err);
+        if (r == SPEC_E_CANDIDATE) {
+                it->rejected = pipeline_rejected(it->task_name, err.message, err.pointer);
+                return it->rejected ? 0 : http_respond_error(req, PROBLEM_INTERNAL, NULL, "out of memory");
+        }
         if (r == SPEC_E_INVALID || r == SPEC_E_REJECTED) {
                 snprintf(ptr, sizeof(ptr), "%s%s", base, err.pointer);
                 return http_respond_error(req, PROBLEM_INVALID, ptr, "%s", err.message);
@@ -326,7 +339,7 @@ static int answer_waited(HttpRequest *req, int64_t id)
         if (is_done(obj))
                 return http_respond_json(req, 200, obj);
         json_decref(obj);
-        return respond_accepted_single(req, id);
+        return respond_accepted_single(req, id, NULL);
 }
 
 /* Park a single submission's answer for up to @wait_s; or answer now. */
@@ -336,7 +349,7 @@ static int wait_for(HttpRequest *req, int64_t id, double wait_s, bool accepted)
 
         *http_request_slot(req) = id;
         if (wait_s <= 0 || http_request_wait(req, id, wait_s) != 0)
-                return accepted ? respond_accepted_single(req, id) : answer_waited(req, id);
+                return accepted ? respond_accepted_single(req, id, NULL) : answer_waited(req, id);
         /* Registered first, then read: a finish in between is not lost. */
         if (fetch(req, id, &obj) != 0) {
                 http_request_unwait(req);
@@ -459,6 +472,10 @@ static int post_submissions(HttpRequest *req)
                         subs[i].mode = "full";
                 subs[i].priority = is_interactive(items[i].norm) ? 1 : 0;
                 subs[i].token_id = who->token_id;
+                if (items[i].rejected) {
+                        subs[i].verdict = "rejected";
+                        subs[i].result = items[i].rejected;
+                }
         }
         t_valid = mono_ms();
         sha256(body, len, hash);
@@ -503,19 +520,28 @@ static int post_submissions(HttpRequest *req)
                 r = api_respond_store_error(req, r, "storing the submissions");
                 goto out;
         }
-        if (!list) {
+        if (!list && items[0].rejected) {
+                /* Done already: with ?wait the whole object, as for any finished job. */
+                r = wait_s > 0 ? answer_waited(req, reply.ids[0])
+                               : respond_accepted_single(req, reply.ids[0], "rejected");
+        } else if (!list) {
                 r = wait_for(req, reply.ids[0], wait_s, true);
         } else {
-                json_t *ids = json_array();
+                json_t *ids = json_array(), *rejected = json_array();
 
-                for (size_t i = 0; i < reply.n; i++)
+                for (size_t i = 0; i < reply.n; i++) {
                         json_array_append_new(ids, json_integer(reply.ids[i]));
-                r = http_respond_json(req, 202, json_pack("{s:o, s:I}", "ids", ids, "count", (json_int_t)reply.n));
+                        if (items[i].rejected)
+                                json_array_append_new(rejected, json_integer((json_int_t)i));
+                }
+                r = http_respond_json(req, 202, json_pack("{s:o, s:I, s:o}", "ids", ids, "count", (json_int_t)reply.n,
+                                                          "rejected", rejected));
         }
 out:
         if (items)
                 for (size_t i = 0; i < n; i++) {
                         json_decref(items[i].norm);
+                        json_decref(items[i].rejected);
                         free(items[i].norm_json);
                         spec_task_free(items[i].inline_task);
                 }
@@ -562,7 +588,7 @@ static bool looks_like_time(const char *s)
 static int list_submissions(HttpRequest *req)
 {
         static const char *const known_q[] = { "task", "verdict", "state", "run_id", "label", "since",
-                                               "cursor", "limit", NULL };
+                                               "cursor", "limit", "step", "include", NULL };
         static const char *const str_q[] = { "task", "run_id", NULL };
         Api *api = http_request_app(req);
         json_t *filters = json_object(), *items = NULL;
@@ -626,6 +652,26 @@ static int list_submissions(HttpRequest *req)
                         goto done;
                 }
                 json_object_set_new(filters, "since", json_string(v));
+        }
+        if ((v = http_request_query(req, "step"))) {
+                long long step;
+
+                errno = 0;
+                step = strtoll(v, &end, 10);
+                if (errno || end == v || *end || step < 0 || *v == '-' || *v == '+') {
+                        http_respond_error(req, PROBLEM_INVALID, "/query/step",
+                                           "step must be a non-negative integer (tags.step)");
+                        goto done;
+                }
+                json_object_set_new(filters, "step", json_integer(step));
+        }
+        if ((v = http_request_query(req, "include"))) {
+                if (strcmp(v, "result") != 0) {
+                        http_respond_error(req, PROBLEM_INVALID, "/query/include",
+                                           "include takes one value: result (each done item with its result)");
+                        goto done;
+                }
+                json_object_set_new(filters, "include_result", json_true());
         }
         if ((v = http_request_query(req, "cursor"))) {
                 errno = 0;
@@ -734,7 +780,7 @@ static int delete_submission(HttpRequest *req, int64_t id)
                 const char *st = json_string_value(json_object_get(obj, "state"));
                 char detail[160];
 
-                snprintf(detail, sizeof(detail), "submission %lld is %s; only queued submissions can be cancelled",
+                snprintf(detail, sizeof(detail), "submission %lld is %s; only queued or compiled (waiting for a GPU) submissions can be cancelled",
                          (long long)id, st ? st : "not queued");
                 json_decref(obj);
                 return http_respond_error(req, PROBLEM_CONFLICT, NULL, "%s", detail);

@@ -32,12 +32,6 @@
 #include "server/commands.h"
 #include "server/httpclient.h"
 
-enum {
-        CLI_EXIT_USAGE = 64,
-        CLI_EXIT_UNREACHABLE = 69,
-        CLI_EXIT_SERVER = 70,
-        CLI_EXIT_PENDING = 75,
-};
 
 #define CLI_DEFAULT_URL "http://127.0.0.1:8080"
 #define CLI_RETRIES 5
@@ -112,7 +106,7 @@ static int cli_setup(Cli *c, const char *server, const char *token)
                         return usage_error(c, "the token is not a valid bearer token%s", NULL);
                 if (asprintf(&c->auth, "Authorization: Bearer %s", token) < 0) {
                         c->auth = NULL;
-                        return CLI_EXIT_SERVER;
+                        return CLI_EXIT_SOFTWARE;
                 }
         }
         return 0;
@@ -183,7 +177,7 @@ static void print_problem(const Cli *c, const HttpClientResponse *r)
  * @idem adds an Idempotency-Key. On a 2xx (or a status listed in @also_ok)
  * *ret_status and *ret_json (a new reference; NULL for a non-JSON body, and
  * then *ret_text, a new string, if asked for) are set.
- * Return: 0, CLI_EXIT_UNREACHABLE or CLI_EXIT_SERVER (message printed).
+ * Return: 0, CLI_EXIT_UNAVAILABLE or CLI_EXIT_SOFTWARE (message printed).
  */
 static int call(const Cli *c, const char *method, const char *target, json_t *body, bool idem, int timeout_ms,
                 int also_ok, int *ret_status, json_t **ret_json, char **ret_text)
@@ -203,7 +197,7 @@ static int call(const Cli *c, const char *method, const char *target, json_t *bo
                 text = json_dumps(body, JSON_COMPACT);
                 if (!text) {
                         fprintf(stderr, "kevald %s: out of memory\n", c->name);
-                        return CLI_EXIT_SERVER;
+                        return CLI_EXIT_SOFTWARE;
                 }
                 text_len = strlen(text);
         }
@@ -221,15 +215,15 @@ static int call(const Cli *c, const char *method, const char *target, json_t *bo
                 if (rc != 0) {
                         fprintf(stderr, "kevald %s: cannot reach the server at %s: %s%s%s\n", c->name, c->server,
                                 httpclient_strerror(rc), err[0] ? ": " : "", err);
-                        rc = rc == HTTPCLIENT_E_PROTOCOL || rc == HTTPCLIENT_E_TOO_LARGE ? CLI_EXIT_SERVER
-                                                                                          : CLI_EXIT_UNREACHABLE;
+                        rc = rc == HTTPCLIENT_E_PROTOCOL || rc == HTTPCLIENT_E_TOO_LARGE ? CLI_EXIT_SOFTWARE
+                                                                                          : CLI_EXIT_UNAVAILABLE;
                         goto out;
                 }
                 if ((r.status >= 200 && r.status < 300) || r.status == also_ok)
                         break;
                 if ((r.status != 429 && r.status != 503) || attempt >= CLI_RETRIES) {
                         print_problem(c, &r);
-                        rc = CLI_EXIT_SERVER;
+                        rc = CLI_EXIT_SOFTWARE;
                         goto out;
                 }
                 delay = r.retry_after ? strtod(r.retry_after, NULL) : 0;
@@ -259,7 +253,8 @@ out:
 
 /* ---- printing ---- */
 
-static int verdict_exit(const char *v)
+/** cli_verdict_exit() - see commands.h. */
+int cli_verdict_exit(const char *v)
 {
         static const struct { const char *verdict; int code; } map[] = {
                 { "correct", 0 }, { "compiled", 0 }, { "incorrect", 1 }, { "compile_error", 2 },
@@ -458,9 +453,9 @@ static int report(const Cli *c, json_t *sub)
                 if (!c->json)
                         fprintf(stderr, "kevald %s: submission %lld is still %s\n", c->name,
                                 (long long)json_integer_value(json_object_get(sub, "id")), str(sub, "state"));
-                return CLI_EXIT_PENDING;
+                return CLI_EXIT_TEMPFAIL;
         }
-        return verdict_exit(json_string_value(json_object_get(sub, "verdict")));
+        return cli_verdict_exit(json_string_value(json_object_get(sub, "verdict")));
 }
 
 /* ---- waiting ---- */
@@ -501,7 +496,7 @@ static int wait_done(const Cli *c, long long id, double timeout_s, json_t **ret_
                         break;
                 if (!json_is_object(sub)) {
                         fprintf(stderr, "kevald %s: the server's answer is not a submission\n", c->name);
-                        rc = CLI_EXIT_SERVER;
+                        rc = CLI_EXIT_SOFTWARE;
                         break;
                 }
                 if (!strcmp(str(sub, "state"), "done") || (timeout_s >= 0 && mono_s() - t0 >= timeout_s))
@@ -577,7 +572,7 @@ static int read_file(const Cli *c, const char *path, size_t max, char **ret, siz
         int r = readfile_all(path, max, ret, ret_len);
 
         if (r == -ENOMEM)
-                return CLI_EXIT_SERVER;
+                return CLI_EXIT_SOFTWARE;
         if (r == -EFBIG)
                 fprintf(stderr, "kevald %s: '%s' is too large\n", c->name, path);
         else if (r < 0)
@@ -714,7 +709,7 @@ int cmd_submit(int argc, char **argv)
 
                 q = open_memstream(&tt, &tl);
                 if (!q) {
-                        rc = CLI_EXIT_SERVER;
+                        rc = CLI_EXIT_SOFTWARE;
                         goto out;
                 }
                 fputs("/v1/tasks/", q);
@@ -772,7 +767,14 @@ int cmd_submit(int argc, char **argv)
         id = json_integer_value(json_object_get(ans, "id"));
         if (id < 1) {
                 fprintf(stderr, "kevald submit: the server's answer has no id\n");
-                rc = CLI_EXIT_SERVER;
+                rc = CLI_EXIT_SOFTWARE;
+                goto out;
+        }
+        if (wait_s == -2 && !strcmp(str(ans, "state"), "done")) {
+                /* Rejected at acceptance: the verdict is known now; report it as a wait would. */
+                rc = wait_done(&c, id, 0, &done);
+                if (rc == 0)
+                        rc = report(&c, done);
                 goto out;
         }
         if (wait_s == -2) {
@@ -822,7 +824,8 @@ static void id_usage(FILE *f, const char *name)
                            "Print submission ID as it stands now.\n");
         else
                 fprintf(f, "usage: kevald cancel ID [--json] [--server URL] [--token TOKEN]\n\n"
-                           "Cancel submission ID while it is queued (a started one answers 409: exit 70).\n");
+                           "Cancel submission ID before it runs: queued, or compiled and waiting for a GPU\n"
+                           "(one compiling, running or done answers 409: exit 70).\n");
         fprintf(f, "%s\n%s", common_usage_text, exit_usage_text);
 }
 
@@ -878,7 +881,7 @@ static int id_command(const char *name, int argc, char **argv)
                 goto out;
         if (!json_is_object(sub)) {
                 fprintf(stderr, "kevald %s: the server's answer is not a submission\n", name);
-                rc = CLI_EXIT_SERVER;
+                rc = CLI_EXIT_SOFTWARE;
                 goto out;
         }
         rc = report(&c, sub);
@@ -907,8 +910,8 @@ int cmd_wait(int argc, char **argv)
 }
 
 /**
- * cmd_cancel() - `kevald cancel ID`: cancel a queued submission
- * Return: 6 (cancelled) on success, 70 when it is no longer queued (409), 64/69.
+ * cmd_cancel() - `kevald cancel ID`: cancel a submission that has not started running
+ * Return: 6 (cancelled) on success, 70 when it is compiling, running or done (409), 64/69.
  */
 int cmd_cancel(int argc, char **argv)
 {
@@ -981,7 +984,7 @@ int cmd_tasks(int argc, char **argv)
                 goto out;
         q = open_memstream(&target, &tlen);
         if (!q) {
-                rc = CLI_EXIT_SERVER;
+                rc = CLI_EXIT_SOFTWARE;
                 goto out;
         }
         fputs("/v1/tasks", q);
@@ -1101,7 +1104,7 @@ int cmd_history(int argc, char **argv)
                 FILE *q = open_memstream(&target, &tlen);
 
                 if (!q) {
-                        rc = CLI_EXIT_SERVER;
+                        rc = CLI_EXIT_SOFTWARE;
                         goto out;
                 }
                 fputs("/v1/submissions", q);

@@ -32,6 +32,7 @@
 #include "server/commands.h"
 #include "server/dispatch.h"
 #include "server/paths.h"
+#include "server/pipeline.h"
 #include "server/store.h"
 
 static void usage(FILE *f)
@@ -59,7 +60,12 @@ static void usage(FILE *f)
                 "  --submission           print the whole submission object, not just the result\n"
                 "  --dump DIR             write the reference's inputs and outputs of every shape set\n"
                 "                         to DIR (raw little-endian) with DIR/manifest.json; without\n"
-                "                         --source the candidate is a no-op (only the dump matters)\n",
+                "                         --source the candidate is a no-op (only the dump matters)\n"
+                "\n"
+                "exit status (the same as kevald submit's): 0 correct or compiled, 1 incorrect,\n"
+                "  2 compile_error, 3 runtime_error, 4 timeout, 5 rejected, 6 internal_error,\n"
+                "  64 usage error or unreadable input, 69 no GPU or workers that do not start,\n"
+                "  70 internal failure.\n",
                 paths_default_tasks_dir());
 }
 
@@ -222,7 +228,7 @@ int cmd_eval(int argc, char **argv)
         const char *plan_path = NULL, *gpus = NULL, *libexec = NULL, *timing = NULL, *dump_dir = NULL;
         char *source = NULL, dbdir[] = "/tmp/kevald-eval-XXXXXX", dbpath[PATH_MAX];
         json_t *sub = json_object(), *options = json_array(), *names = json_array();
-        json_t *norm = NULL, *spec_doc = NULL, *obj = NULL;
+        json_t *norm = NULL, *spec_doc = NULL, *obj = NULL, *rejected = NULL;
         TaskLib *lib = NULL;
         const Task *task = NULL;
         Task *owned = NULL;
@@ -235,7 +241,7 @@ int cmd_eval(int argc, char **argv)
         bool has_seed = false;
         double timeout_s = 600;
         int64_t id = 0;
-        int c, r, rc = 3;
+        int c, r, rc = CLI_EXIT_SOFTWARE;
 
         log_init("kevald", LOG_LEVEL_WARN);
         optind = 1;
@@ -256,7 +262,7 @@ int cmd_eval(int argc, char **argv)
                         seed = strtoull(optarg, &end, 16);
                         if (errno || *end || end == optarg) {
                                 fprintf(stderr, "kevald eval: --seed wants up to 16 hex digits\n");
-                                rc = 2;
+                                rc = CLI_EXIT_USAGE;
                                 goto out;
                         }
                         has_seed = true;
@@ -284,13 +290,13 @@ int cmd_eval(int argc, char **argv)
                         break;
                 }
                 case 'h': usage(stdout); rc = 0; goto out;
-                default: usage(stderr); rc = 2; goto out;
+                default: usage(stderr); rc = CLI_EXIT_USAGE; goto out;
                 }
         }
         if ((!source_path && !dump_dir) || (!compile_only && !task_arg) || optind != argc ||
             (dump_dir && compile_only)) {
                 usage(stderr);
-                rc = 2;
+                rc = CLI_EXIT_USAGE;
                 goto out;
         }
         if (!source_path) {
@@ -301,7 +307,7 @@ int cmd_eval(int argc, char **argv)
         } else if ((r = readfile_all(source_path, LIMIT_SOURCE_BYTES, &source, NULL)) < 0) {
                 fprintf(stderr, "kevald eval: cannot read '%s': %s\n", source_path,
                         r == -EFBIG ? "larger than the source limit" : strerror(-r));
-                rc = 2;
+                rc = CLI_EXIT_USAGE;
                 goto out;
         }
         if (!source) {
@@ -311,7 +317,7 @@ int cmd_eval(int argc, char **argv)
         json_object_set_new(sub, "source", json_string(source));
         if (!json_object_get(sub, "source")) {
                 fprintf(stderr, "kevald eval: '%s' is not valid UTF-8 text\n", source_path);
-                rc = 2;
+                rc = CLI_EXIT_USAGE;
                 goto out;
         }
         json_object_set_new(sub, "mode", json_string(compile_only ? "compile" : "full"));
@@ -324,12 +330,12 @@ int cmd_eval(int argc, char **argv)
                 json_object_set_new(sub, "timing", t ? t : json_string(timing));
         }
         if (plan_path && merge_plan(sub, plan_path) < 0) {
-                rc = 2;
+                rc = CLI_EXIT_USAGE;
                 goto out;
         }
         if (task_arg) {
                 if (load_task(task_arg, tasks_dir, &lib, &task, &owned, &spec_doc) < 0) {
-                        rc = 2;
+                        rc = CLI_EXIT_USAGE;
                         goto out;
                 }
                 if (spec_doc)
@@ -338,10 +344,15 @@ int cmd_eval(int argc, char **argv)
                         json_object_set_new(sub, "task", json_string(spec_task_name(task)));
         }
         r = spec_submission_validate(sub, task, &norm, &err);
-        if (r != 0) {
+        if (r == SPEC_E_CANDIDATE) {
+                /* The candidate itself is wrong: a verdict, stored and printed like the server's. */
+                rejected = pipeline_rejected(task ? spec_task_name(task) : NULL, err.message, err.pointer);
+                if (!rejected)
+                        goto out;
+        } else if (r != 0) {
                 fprintf(stderr, "kevald eval: invalid submission at %s: %s\n", err.pointer[0] ? err.pointer : "/",
                         err.message);
-                rc = 2;
+                rc = CLI_EXIT_USAGE;
                 goto out;
         }
 
@@ -362,7 +373,9 @@ int cmd_eval(int argc, char **argv)
                                 .task = task ? spec_task_name(task) : NULL,
                                 .mode = compile_only ? "compile" : "full",
                                 .priority = 1,
-                                .token_id = 0 };
+                                .token_id = 0,
+                                .verdict = rejected ? "rejected" : NULL,
+                                .result = rejected };
                 uint8_t zero[32] = { 0 };
                 r = store_insert_submissions(store, &sn, 1, &id, NULL, zero, 0, 0);
                 if (r != 0) {
@@ -389,13 +402,14 @@ int cmd_eval(int argc, char **argv)
                 fprintf(stderr, "kevald eval: starting the workers failed: %s\n", strerror(-r));
                 goto out;
         }
-        if (!compile_only) {
+        if (!compile_only && !rejected) {
                 json_t *st = dispatch_status(d);
                 bool none = json_array_size(json_object_get(st, "gpus")) == 0;
                 json_decref(st);
                 if (none) {
                         fprintf(stderr, "kevald eval: no GPU on this host; use --compile for a compile-only check\n");
                         dispatch_stop(d, 1);
+                        rc = CLI_EXIT_UNAVAILABLE;
                         goto out;
                 }
         }
@@ -425,6 +439,7 @@ int cmd_eval(int argc, char **argv)
                         if (gpus_failed || compile_failed) {
                                 fprintf(stderr, "kevald eval: the %s worker keeps failing to start (see the log above)\n",
                                         gpus_failed ? "GPU" : "compile");
+                                rc = CLI_EXIT_UNAVAILABLE;
                                 break;
                         }
                 }
@@ -440,11 +455,11 @@ int cmd_eval(int argc, char **argv)
                 const char *verdict = json_string_value(json_object_get(obj, "verdict"));
                 json_dumpf(whole ? obj : res, stdout, JSON_INDENT(2));
                 fputc('\n', stdout);
-                rc = verdict && (strcmp(verdict, "correct") == 0 || strcmp(verdict, "compiled") == 0) ? 0 : 1;
+                rc = cli_verdict_exit(verdict);
                 if (dump_dir && !source_path)
                         rc = 0; /* a dump-only run succeeds with its dump */
                 if (dump_dir && write_manifest(dump_dir, task, json_object_get(json_object_get(obj, "result"), "seed")) < 0)
-                        rc = 3;
+                        rc = CLI_EXIT_SOFTWARE;
         }
 out:
         dispatch_free(d);
@@ -459,6 +474,7 @@ out:
                 rmdir(dbdir);
         }
         json_decref(obj);
+        json_decref(rejected);
         json_decref(norm);
         json_decref(spec_doc);
         json_decref(sub);

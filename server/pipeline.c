@@ -83,6 +83,27 @@ json_t *pipeline_compile_section(json_t *compile_result, int cache_hit)
         return out;
 }
 
+/** pipeline_rejected() - see pipeline.h. */
+json_t *pipeline_rejected(const char *task, const char *message, const char *pointer)
+{
+        json_t *e = json_pack("{s:s, s:s, s:s}", "kind", "submission", "message", message, "pointer", pointer),
+               *res = e ? pipeline_result(task, "rejected", NULL, NULL, e, 0) : NULL;
+
+        char *fb = NULL;
+
+        json_decref(e);
+        if (!res)
+                return NULL;
+        json_object_del(res, "seed");
+        if (asprintf(&fb, "Rejected: %s (at %s).", message, *pointer ? pointer : "/") < 0 ||
+            json_object_set_new(res, "feedback", json_string(fb))) {
+                json_decref(res);
+                res = NULL;
+        }
+        free(fb);
+        return res;
+}
+
 json_t *pipeline_error(const char *kind, const char *fmt, ...)
 {
         char msg[1024];

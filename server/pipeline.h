@@ -43,5 +43,17 @@ json_t *pipeline_compile_section(json_t *compile_result, int cache_hit);
 json_t *pipeline_result(const char *task, const char *verdict, json_t *compile, json_t *gpu,
                         json_t *error, uint64_t seed);
 
+/**
+ * pipeline_rejected() - the result of a candidate rejected at acceptance
+ * @task:    task name or NULL
+ * @message: what is wrong (SpecError.message)
+ * @pointer: the offending field of the submission (SpecError.pointer)
+ *
+ * Verdict "rejected", error {kind "submission", message, pointer}, the
+ * usual reward_fields and feedback, and no seed: nothing ran.
+ * Return: a new result object, or NULL when out of memory.
+ */
+json_t *pipeline_rejected(const char *task, const char *message, const char *pointer);
+
 /* An error object {"kind": kind, "message": message}; new reference. */
 json_t *pipeline_error(const char *kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -509,8 +509,19 @@ int store_check_insert(const StoreInsert *ins)
                         return -EINVAL;
                 if (sn->token_id != ins->subs[0].token_id || sn->token_id < 0)
                         return -EINVAL;
+                if (sn->verdict && (strcmp(sn->verdict, "rejected") != 0 || !json_is_object(sn->result)))
+                        return -EINVAL;
         }
         return 0;
+}
+
+int64_t store_insert_queued(const StoreInsert *ins)
+{
+        int64_t n = 0;
+
+        for (size_t i = 0; i < ins->n; i++)
+                n += ins->subs[i].verdict == NULL;
+        return n;
 }
 
 json_t *store_internal_error_result(const char *task, const char *state, int attempts)
@@ -551,7 +562,8 @@ static int filter_string(json_t *filters, const char *name, const char **ret)
  */
 int store_list_query_parse(json_t *filters, int64_t cursor, int limit, StoreListQuery *ret_q)
 {
-        static const char *const known[] = { "task", "verdict", "state", "run_id", "token_id", "since", "label" };
+        static const char *const known[] = { "task", "verdict", "state", "run_id", "token_id", "since", "label",
+                                             "step", "include_result" };
         StoreListQuery q = { .since = NAN, .cursor = cursor, .limit = limit };
         const char *label = NULL, *key;
         json_t *v, *tok;
@@ -588,14 +600,29 @@ int store_list_query_parse(json_t *filters, int64_t cursor, int limit, StoreList
         } else if (v && !json_is_null(v)) {
                 return -EINVAL;
         }
+        v = json_object_get(filters, "step");
+        if (v && !json_is_null(v)) {
+                if (!json_is_integer(v) || json_integer_value(v) < 0)
+                        return -EINVAL;
+                q.has_step = true;
+                q.step = json_integer_value(v);
+        }
+        v = json_object_get(filters, "include_result");
+        if (v && !json_is_boolean(v))
+                return -EINVAL;
+        q.with_result = json_is_true(v);
         if (filter_string(filters, "label", &label) < 0)
                 return -EINVAL;
         if (label) {
                 const char *eq = strchr(label, '=');
                 if (!eq || eq == label)
                         return -EINVAL;
+                char *end;
+
                 snprintf(q.label_k, sizeof(q.label_k), "%.*s", (int)(eq - label), label);
                 q.label_v = eq + 1;
+                q.label_num = strtod(q.label_v, &end);
+                q.label_is_num = end != q.label_v && !*end && isfinite(q.label_num);
         }
         *ret_q = q;
         return 0;

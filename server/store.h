@@ -66,6 +66,9 @@ typedef struct StoreNew {
         const char *mode;       /* "full" | "compile" */
         int priority;           /* larger first: 1 interactive, 0 bulk */
         int64_t token_id;       /* 0 when auth is off; the same for all subs of a request */
+        const char *verdict;    /* NULL: queued. "rejected": done at insert, in the same transaction,
+                                 * with @result (a candidate refused at acceptance, docs/internals.md) */
+        json_t *result;         /* borrowed: the result of a done-at-insert row; NULL otherwise */
 } StoreNew;
 
 /* One POST: 1..n submissions, accepted or refused as a whole. */

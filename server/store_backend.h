@@ -26,6 +26,11 @@ typedef struct StoreListQuery {
         double since;                   /* NAN: no lower bound on created_at */
         char label_k[LIMIT_TAG_STRING_BYTES + 1];
         const char *label_v;            /* NULL: no label filter; borrowed from the filters */
+        bool label_is_num;              /* label_v reads as a number: a number label equal to it matches too */
+        double label_num;
+        bool has_step;                  /* tags.step = step (best with run_id, which is indexed) */
+        int64_t step;
+        bool with_result;               /* each item carries its result once done */
         int64_t cursor;                 /* 0: from the newest */
         int limit;                      /* 1..LIMIT_LIST_PAGE_MAX */
 } StoreListQuery;
@@ -38,6 +43,8 @@ int store_parse_time(const char *text, double *ret_t);
 char *store_ids_encode(const int64_t *ids, size_t n);
 int store_ids_decode(const char *text, size_t max, int64_t **ret_ids, size_t *ret_n);
 int store_check_insert(const StoreInsert *ins);
+/* Submissions of @ins that join the queue (not done at insert): what quotas count. */
+int64_t store_insert_queued(const StoreInsert *ins);
 json_t *store_internal_error_result(const char *task, const char *state, int attempts);
 
 /* One value of a copied row (store_copy()): NULL, integer, real, text or bytes. */

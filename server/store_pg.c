@@ -881,6 +881,28 @@ static int draw_ids(StorePg *s, size_t n, int64_t *ids)
 }
 
 /* The body of an insert, inside a transaction or savepoint. */
+static int finish_in_tx(StorePg *s, int64_t id, const char *owner, const char *verdict, double speedup,
+                        const char *result_text);
+
+/* Rows done at insert, finished in the same transaction (see store_sqlite.c's finish_at_insert()). */
+static int finish_at_insert(StorePg *s, const StoreInsert *ins, const int64_t *ids)
+{
+        int r = 0;
+
+        for (size_t i = 0; i < ins->n && r == 0; i++) {
+                char *text;
+
+                if (!ins->subs[i].verdict)
+                        continue;
+                text = json_dumps(ins->subs[i].result, JSON_COMPACT);
+                if (!text)
+                        return -ENOMEM;
+                r = finish_in_tx(s, ids[i], NULL, ins->subs[i].verdict, NAN, text);
+                free(text);
+        }
+        return r;
+}
+
 static int insert_body(StorePg *s, const StoreInsert *ins, int64_t *ids, bool *ret_replayed)
 {
         int64_t token_id = ins->subs[0].token_id, active;
@@ -908,13 +930,13 @@ static int insert_body(StorePg *s, const StoreInsert *ins, int64_t *ids, bool *r
         r = count_active(s, -1, &active);
         if (r < 0)
                 return r;
-        if (ins->max_queued_total > 0 && active + (int64_t)ins->n > ins->max_queued_total)
+        if (ins->max_queued_total > 0 && active + store_insert_queued(ins) > ins->max_queued_total)
                 return STORE_E_FULL;
         if (ins->max_queued_token > 0) {
                 r = count_active(s, token_id, &active);
                 if (r < 0)
                         return r;
-                if (active + (int64_t)ins->n > ins->max_queued_token)
+                if (active + store_insert_queued(ins) > ins->max_queued_token)
                         return STORE_E_QUOTA;
         }
         r = draw_ids(s, ins->n, ids);
@@ -922,6 +944,8 @@ static int insert_body(StorePg *s, const StoreInsert *ins, int64_t *ids, bool *r
                 r = insert_rows(s, ins->subs, ins->n, ids, now);
         if (r == 0)
                 r = count_inserted(s, ins);
+        if (r == 0)
+                r = finish_at_insert(s, ins, ids);
         if (r < 0)
                 return r;
         if (ins->idem_key) {
@@ -1697,7 +1721,7 @@ int store_pg_cancel(StorePg *store, int64_t id, int64_t token_id)
         p_int(&p, token_id);
         p_double(&p, store_now());
         r = runp(store, "cancel", "UPDATE submissions SET state = 'done', verdict = 'cancelled', finished_at = $3 "
-                "WHERE id = $1 AND state = 'queued' AND ($2 = 0 OR token_id = $2) RETURNING task", &p, &res);
+                "WHERE id = $1 AND state IN ('queued', 'compiled') AND ($2 = 0 OR token_id = $2) RETURNING task", &p, &res);
         if (r < 0)
                 goto out;
         if (PQntuples(res) == 0) {
@@ -1706,7 +1730,7 @@ int store_pg_cancel(StorePg *store, int64_t id, int64_t token_id)
         }
         json_t *er = json_pack("{s:s, s:s?, s:s}", "verdict", "cancelled", "task",
                                PQgetisnull(res, 0, 0) ? NULL : PQgetvalue(res, 0, 0), "feedback",
-                               "Cancelled while queued.");
+                               "Cancelled before it ran (queued, or compiled and waiting for a GPU).");
         text = er ? json_dumps(er, JSON_COMPACT) : NULL;
         json_decref(er);
         if (!text) {
@@ -1803,7 +1827,9 @@ int store_pg_list_submissions(StorePg *store, json_t *filters, int64_t cursor, i
         if (r < 0)
                 return r;
         p_int(&p, q.cursor > 0 ? q.cursor : INT64_MAX);
-        len = (size_t)snprintf(sql, sizeof(sql), "SELECT " SUB_COLUMNS " FROM submissions s WHERE s.id < $1");
+        len = (size_t)snprintf(sql, sizeof(sql), "SELECT " SUB_COLUMNS "%s FROM submissions s%s WHERE s.id < $1",
+                               q.with_result ? ", r.result" : "",
+                               q.with_result ? " LEFT JOIN submission_results r ON r.id = s.id" : "");
         for (int i = 0; i < 4; i++)
                 if (q.strs[i]) {
                         p_text(&p, q.strs[i]);
@@ -1818,13 +1844,21 @@ int store_pg_list_submissions(StorePg *store, json_t *filters, int64_t cursor, i
                 p_double(&p, q.since);
                 len += (size_t)snprintf(sql + len, sizeof(sql) - len, " AND s.created_at >= $%d", p.n);
         }
+        if (q.has_step) {
+                p_int(&p, q.step);
+                len += (size_t)snprintf(sql + len, sizeof(sql) - len, " AND s.tags::jsonb -> 'step' = to_jsonb($%d::bigint)",
+                                        p.n);
+        }
         if (q.label_v) {
                 p_text(&p, q.label_k);
                 p_text(&p, q.label_v);
+                p_double(&p, q.label_is_num ? q.label_num : NAN);
                 len += (size_t)snprintf(sql + len, sizeof(sql) - len,
-                                        " AND jsonb_typeof(s.tags::jsonb -> 'labels' -> $%d::text) = 'string' "
-                                        "AND s.tags::jsonb -> 'labels' ->> $%d::text = $%d::text",
-                                        p.n - 1, p.n - 1, p.n);
+                                        " AND CASE jsonb_typeof(s.tags::jsonb -> 'labels' -> $%d::text) "
+                                        "WHEN 'string' THEN s.tags::jsonb -> 'labels' ->> $%d::text = $%d::text "
+                                        "WHEN 'number' THEN (s.tags::jsonb -> 'labels' ->> $%d::text)::double precision "
+                                        "= $%d::double precision ELSE false END",
+                                        p.n - 2, p.n - 2, p.n - 1, p.n - 2, p.n);
         }
         p_int(&p, q.limit);
         snprintf(sql + len, sizeof(sql) - len, " ORDER BY s.id DESC LIMIT $%d", p.n);
@@ -1838,7 +1872,7 @@ int store_pg_list_submissions(StorePg *store, json_t *filters, int64_t cursor, i
         }
         n = PQntuples(res);
         for (int i = 0; i < n; i++) {
-                json_t *o = row_to_object(res, i, false);
+                json_t *o = row_to_object(res, i, q.with_result);
                 if (!o || json_array_append_new(items, o)) {
                         r = -ENOMEM;
                         goto out;

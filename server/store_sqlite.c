@@ -162,7 +162,7 @@ static const char *const queries[Q__MAX] = {
                        "ELSE 'compiled' END, lease_owner = NULL, lease_expires = NULL "
                        "WHERE id = ?1 AND state IN ('compiling', 'running')",
         [Q_CANCEL] = "UPDATE submissions SET state = 'done', verdict = 'cancelled', finished_at = ?3 "
-                     "WHERE id = ?1 AND state = 'queued' AND (?2 = 0 OR token_id = ?2) RETURNING task",
+                     "WHERE id = ?1 AND state IN ('queued', 'compiled') AND (?2 = 0 OR token_id = ?2) RETURNING task",
         [Q_GET_SUB] = "SELECT s.id, s.state, s.verdict, s.task, s.mode, s.priority, s.created_at, "
                       "s.started_at, s.finished_at, s.attempts, s.speedup, s.tags, r.result "
                       "FROM submissions s LEFT JOIN submission_results r ON r.id = s.id "
@@ -787,6 +787,33 @@ static int count_inserted(StoreSqlite *s, const StoreInsert *ins)
         return r;
 }
 
+static int finish_in_tx(StoreSqlite *s, int64_t id, const char *owner, const char *verdict, double speedup,
+                        const char *result_text);
+
+/*
+ * Rows done at insert (a candidate rejected at acceptance): finished in the
+ * same transaction, after count_inserted(), by the same update as any
+ * finish, so the done-triggers keep every aggregate (queue_counts,
+ * task_stats, verdict_counts, the dashboard's) exactly as for a job that ran.
+ */
+static int finish_at_insert(StoreSqlite *s, const StoreInsert *ins, const int64_t *ids)
+{
+        int r = 0;
+
+        for (size_t i = 0; i < ins->n && r == 0; i++) {
+                char *text;
+
+                if (!ins->subs[i].verdict)
+                        continue;
+                text = json_dumps(ins->subs[i].result, JSON_COMPACT);
+                if (!text)
+                        return -ENOMEM;
+                r = finish_in_tx(s, ids[i], NULL, ins->subs[i].verdict, NAN, text);
+                free(text);
+        }
+        return r;
+}
+
 /* The body of an insert, inside a transaction or savepoint. */
 static int insert_body(StoreSqlite *s, const StoreInsert *ins, int64_t *ids, bool *ret_replayed)
 {
@@ -815,14 +842,14 @@ static int insert_body(StoreSqlite *s, const StoreInsert *ins, int64_t *ids, boo
                 r = count_active(s, -1, &active);
                 if (r < 0)
                         return r;
-                if (active + (int64_t)ins->n > ins->max_queued_total)
+                if (active + store_insert_queued(ins) > ins->max_queued_total)
                         return STORE_E_FULL;
         }
         if (ins->max_queued_token > 0) {
                 r = count_active(s, token_id, &active);
                 if (r < 0)
                         return r;
-                if (active + (int64_t)ins->n > ins->max_queued_token)
+                if (active + store_insert_queued(ins) > ins->max_queued_token)
                         return STORE_E_QUOTA;
         }
         for (size_t i = 0; i < ins->n; i++) {
@@ -831,6 +858,9 @@ static int insert_body(StoreSqlite *s, const StoreInsert *ins, int64_t *ids, boo
                         return r;
         }
         r = count_inserted(s, ins);
+        if (r < 0)
+                return r;
+        r = finish_at_insert(s, ins, ids);
         if (r < 0)
                 return r;
         if (ins->idem_key) {
@@ -1619,7 +1649,8 @@ int store_sqlite_requeue_all_leases(StoreSqlite *store)
 }
 
 /**
- * store_sqlite_cancel() - cancel a queued submission (DELETE /v1/submissions/{id})
+ * store_sqlite_cancel() - cancel a submission that has not started running: queued, or
+ *   compiled and waiting for a GPU (DELETE /v1/submissions/{id})
  * @store:    open store; borrowed
  * @id:       the submission
  * @token_id: the caller's token; 0 skips the ownership check (auth off, admin)
@@ -1659,7 +1690,7 @@ int store_sqlite_cancel(StoreSqlite *store, int64_t id, int64_t token_id)
                 goto out;
         }
         json_t *res = json_pack("{s:s, s:s?, s:s}", "verdict", "cancelled", "task", task, "feedback",
-                                "Cancelled while queued.");
+                                "Cancelled before it ran (queued, or compiled and waiting for a GPU).");
         text = res ? json_dumps(res, JSON_COMPACT) : NULL;
         json_decref(res);
         if (!text) {
@@ -1759,24 +1790,29 @@ int store_sqlite_list_submissions(StoreSqlite *store, json_t *filters, int64_t c
         if (r < 0)
                 return r;
         len = (size_t)snprintf(sql, sizeof(sql),
-                               "SELECT id, state, verdict, task, mode, priority, created_at, started_at, "
-                               "finished_at, attempts, speedup, tags FROM submissions WHERE id < ?");
+                               "SELECT s.id, s.state, s.verdict, s.task, s.mode, s.priority, s.created_at, "
+                               "s.started_at, s.finished_at, s.attempts, s.speedup, s.tags%s FROM submissions s%s "
+                               "WHERE s.id < ?", q.with_result ? ", r.result" : "",
+                               q.with_result ? " LEFT JOIN submission_results r ON r.id = s.id" : "");
         for (int i = 0; i < 4; i++) {
                 /* Most rows are done: walk ids downwards rather than sort every done row. */
                 bool unindexed = i == 2 && q.strs[i] && !strcmp(q.strs[i], "done");
                 if (q.strs[i])
-                        len += (size_t)snprintf(sql + len, sizeof(sql) - len, " AND %s%s = ?",
+                        len += (size_t)snprintf(sql + len, sizeof(sql) - len, " AND %ss.%s = ?",
                                                 unindexed ? "+" : "", store_list_columns[i]);
         }
         if (q.has_token)
-                len += (size_t)snprintf(sql + len, sizeof(sql) - len, " AND token_id = ?");
+                len += (size_t)snprintf(sql + len, sizeof(sql) - len, " AND s.token_id = ?");
         if (!isnan(q.since))
-                len += (size_t)snprintf(sql + len, sizeof(sql) - len, " AND created_at >= ?");
+                len += (size_t)snprintf(sql + len, sizeof(sql) - len, " AND s.created_at >= ?");
+        if (q.has_step)
+                len += (size_t)snprintf(sql + len, sizeof(sql) - len, " AND json_extract(s.tags, '$.step') = ?");
         if (q.label_v)
                 len += (size_t)snprintf(sql + len, sizeof(sql) - len,
-                                        " AND EXISTS (SELECT 1 FROM json_each(tags, '$.labels') "
-                                        "WHERE key = ? AND value = ? AND type = 'text')");
-        snprintf(sql + len, sizeof(sql) - len, " ORDER BY id DESC LIMIT ?");
+                                        " AND EXISTS (SELECT 1 FROM json_each(s.tags, '$.labels') "
+                                        "WHERE key = ? AND ((type = 'text' AND value = ?) OR "
+                                        "(? AND type IN ('integer', 'real') AND value = ?)))");
+        snprintf(sql + len, sizeof(sql) - len, " ORDER BY s.id DESC LIMIT ?");
 
         rc = sqlite3_prepare_v2(store->db, sql, -1, &st, NULL);
         if (rc != SQLITE_OK)
@@ -1789,9 +1825,13 @@ int store_sqlite_list_submissions(StoreSqlite *store, json_t *filters, int64_t c
                 sqlite3_bind_int64(st, bind++, q.token_id);
         if (!isnan(q.since))
                 sqlite3_bind_double(st, bind++, q.since);
+        if (q.has_step)
+                sqlite3_bind_int64(st, bind++, q.step);
         if (q.label_v) {
                 bind_text(st, bind++, q.label_k);
                 bind_text(st, bind++, q.label_v);
+                sqlite3_bind_int(st, bind++, q.label_is_num);
+                sqlite3_bind_double(st, bind++, q.label_is_num ? q.label_num : 0);
         }
         sqlite3_bind_int(st, bind++, q.limit);
 
@@ -1801,7 +1841,7 @@ int store_sqlite_list_submissions(StoreSqlite *store, json_t *filters, int64_t c
                 goto out;
         }
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                json_t *o = row_to_object(st, false);
+                json_t *o = row_to_object(st, q.with_result);
                 if (!o || json_array_append_new(items, o)) {
                         r = -ENOMEM;
                         goto out;

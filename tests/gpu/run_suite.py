@@ -751,9 +751,9 @@ def main():
                 try:
                     result = json.loads(p.stdout)
                 except ValueError:
-                    if p.returncode == 2 and "invalid submission at /" in p.stderr:
+                    if p.returncode == 64 and "invalid submission at /" in p.stderr:
                         # Refused by validation before it is queued (422 in the
-                        # server): the plan breaks the contract, i.e. rejected.
+                        # server): the envelope breaks the contract.
                         msg = p.stderr.strip().splitlines()[-1]
                         result = {"verdict": "rejected", "error": {"kind": "plan", "message": msg}}
                     else:

@@ -1,6 +1,10 @@
 """
 Every error class of POST /v1/submissions answers RFC 9457 problem+json with
-the right status and, for a field, the exact JSON pointer.
+the right status and, for a field, the exact JSON pointer: the envelope
+(JSON, task, tags, mode, timing, unknown fields, the body). A fault inside
+the candidate's own content (source, plan, scratch, options, name
+expressions) is not an HTTP error but a stored verdict, `rejected`, with the
+same message and pointer (rejected()).
 """
 import socket
 import time
@@ -16,6 +20,20 @@ LIMITS = read_limits()
 def post(client, body, **kw):
     return client.post("/v1/submissions", json=body, **kw)
 
+
+def rejected(client, r, pointer):
+    """@r accepted a candidate that was rejected at acceptance: a done row with the pointer; its result."""
+    assert r.status_code == 202, r.text[:500]
+    ans = r.json()
+    assert ans["state"] == "done" and ans["verdict"] == "rejected", ans
+    sub = client.get(f"/v1/submissions/{ans['id']}").json()
+    assert sub["state"] == "done" and sub["verdict"] == "rejected", sub
+    res = sub["result"]
+    assert res["verdict"] == "rejected" and res["error"]["kind"] == "submission", res
+    assert res["error"]["pointer"] == pointer, (pointer, res["error"])
+    assert res["feedback"].startswith("Rejected: ") and res["error"]["message"] in res["feedback"], res
+    assert res["reward_fields"] == {"compiled": False, "correct": False, "speedup": None, "suspicious": False}
+    return res
 
 def test_malformed_json(client):
     for raw in (b"{", b"{\"mode\": }", b"not json", b"\xff\xfe{}", b"", b'{"mode": "compile", "mode": "compile"}'):
@@ -53,15 +71,17 @@ def test_unknown_field(client):
 
 
 def test_wrong_types(client):
+    for sub, pointer in [(compile_sub(source=42), "/source"), (compile_sub(options="-O3"), "/options"),
+                         (compile_sub(options=[3]), "/options/0")]:
+        res = rejected(client, post(client, sub), pointer)
+        assert "must be" in res["error"]["message"], res
     cases = [
-        (compile_sub(source=42), "/source"),
-        (compile_sub(options="-O3"), "/options"),
-        (compile_sub(options=[3]), "/options/0"),
         (compile_sub(mode="fast"), "/mode"),
         (compile_sub(language="fortran"), "/language"),
         (compile_sub(tags={"step": "three"}), "/tags/step"),
         (compile_sub(tags={"step": -1}), "/tags/step"),
-        (compile_sub(tags={"labels": {"k": 1}}), "/tags/labels/k"),
+        (compile_sub(tags={"labels": {"k": True}}), "/tags/labels/k"),
+        (compile_sub(tags={"temperature": -1}), "/tags/temperature"),
         (compile_sub(priority="urgent"), "/priority"),
     ]
     for sub, pointer in cases:
@@ -70,8 +90,8 @@ def test_wrong_types(client):
 
 
 def test_missing_source(client):
-    body = problem(post(client, {"mode": "compile"}), 422)
-    assert body["pointer"] in ("/source", ""), body
+    res = rejected(client, post(client, {"mode": "compile"}), "/source")
+    assert res["error"]["message"] == "missing required field 'source'", res
 
 
 def test_source_too_large(client):
@@ -80,27 +100,25 @@ def test_source_too_large(client):
     assert len(big.encode()) == n
     r = post(client, compile_sub(big))
     assert r.status_code == 202, "exactly LIMIT_SOURCE_BYTES is allowed: " + r.text[:300]
-    body = problem(post(client, compile_sub(big + " ")), 422)
-    assert body["pointer"] == "/source", body
+    r = post(client, compile_sub(big + " "))
+    res = rejected(client, r, "/source")
+    assert str(n + 1) in res["error"]["message"], res
 
 
 def test_option_limits(client):
     n = LIMITS["LIMIT_OPTIONS_MAX"]
     ok = compile_sub(options=["-DX%d=1" % i for i in range(n)])
     assert post(client, ok).status_code == 202
-    body = problem(post(client, compile_sub(options=["-DX%d=1" % i for i in range(n + 1)])), 422)
-    assert body["pointer"] == "/options", body
+    rejected(client, post(client, compile_sub(options=["-DX%d=1" % i for i in range(n + 1)])), "/options")
     long_opt = "-DX=" + "1" * LIMITS["LIMIT_OPTION_BYTES"]
-    body = problem(post(client, compile_sub(options=["-O3", long_opt])), 422)
-    assert body["pointer"] == "/options/1", body
+    rejected(client, post(client, compile_sub(options=["-O3", long_opt])), "/options/1")
 
 
 @pytest.mark.parametrize("opt", ["-I/etc", "-I", "--include-path=/etc", "-include", "/etc/passwd",
                                  "-rdc=true", "--relocatable-device-code=true", "-o", "--output-dir=/tmp",
                                  "-dlto", "--pre-include=/etc/passwd", "-isystem/etc"])
 def test_forbidden_option(client, opt):
-    body = problem(post(client, compile_sub(options=[opt])), 422)
-    assert body["pointer"] == "/options/0", (opt, body)
+    rejected(client, post(client, compile_sub(options=[opt])), "/options/0")
 
 
 def test_allowed_options(client):
@@ -137,48 +155,45 @@ def test_task_and_task_spec_exclusive(client):
 
 
 def test_plan_errors(client):
-    sub = inline_full_sub()
-    sub["plan"][0]["args"][1] = "no_such_buffer"
-    body = problem(post(client, sub), 422)
-    assert body["pointer"] == "/plan/0/args/1", body
+    def bad(edit, pointer):
+        sub = inline_full_sub()
+        edit(sub)
+        return rejected(client, post(client, sub), pointer)
 
-    sub = inline_full_sub()
-    sub["plan"][0]["grid"] = ["ceil_div(N, "]
-    body = problem(post(client, sub), 422)
-    assert body["pointer"] == "/plan/0/grid/0", body
+    bad(lambda s: s["plan"][0]["args"].__setitem__(1, "no_such_buffer"), "/plan/0/args/1")
+    bad(lambda s: s["plan"][0].__setitem__("grid", ["ceil_div(N, "]), "/plan/0/grid/0")
+    res = bad(lambda s: s["plan"][0].__setitem__("grid", ["Q * 2"]), "/plan/0/grid/0")
+    assert "Q" in res["error"]["message"]
+    bad(lambda s: s["plan"][0].__setitem__("block", [1, 1, 1, 1]), "/plan/0/block")
+    bad(lambda s: s.__setitem__("plan", [dict(s["plan"][0]) for _ in range(LIMITS["LIMIT_LAUNCHES_MAX"] + 1)]),
+        "/plan")
+    bad(lambda s: s["plan"][0]["args"].__setitem__(3, {"type": "i33", "value": "N"}), "/plan/0/args/3/type")
+    bad(lambda s: s["plan"][0].__setitem__("colour", 1), "/plan/0/colour")
+    bad(lambda s: s.__setitem__("plan", []), "/plan")
+    bad(lambda s: s.__delitem__("plan"), "/plan")
 
-    sub = inline_full_sub()
-    sub["plan"][0]["grid"] = ["Q * 2"]
-    body = problem(post(client, sub), 422)
-    assert body["pointer"] == "/plan/0/grid/0", body
-    assert "Q" in body["detail"]
-
-    sub = inline_full_sub()
-    sub["plan"][0]["block"] = [1, 1, 1, 1]
-    body = problem(post(client, sub), 422)
-    assert body["pointer"] == "/plan/0/block", body
-
-    sub = inline_full_sub()
-    sub["plan"] = [dict(sub["plan"][0]) for _ in range(LIMITS["LIMIT_LAUNCHES_MAX"] + 1)]
-    body = problem(post(client, sub), 422)
-    assert body["pointer"] == "/plan", body
-
-    sub = inline_full_sub()
-    sub["plan"][0]["args"][3] = {"type": "i33", "value": "N"}
-    body = problem(post(client, sub), 422)
-    assert body["pointer"] == "/plan/0/args/3/type", body
-
+    # The task is the envelope: a bad task_spec still refuses the request.
     sub = inline_full_sub()
     sub["task_spec"]["buffers"][0]["dtype"] = "f12"
     body = problem(post(client, sub), 422)
     assert body["pointer"] == "/task_spec/buffers/0/dtype", body
 
-    # Inside a batch the pointer is prefixed with the item.
+    # In a batch every item is stored; the answer lists every id and which were rejected.
     good = inline_full_sub()
-    bad = inline_full_sub()
-    bad["plan"][0]["args"][1] = "nope"
-    body = problem(post(client, {"submissions": [good, bad]}), 422)
-    assert body["pointer"] == "/submissions/1/plan/0/args/1", body
+    badsub = inline_full_sub()
+    badsub["plan"][0]["args"][1] = "nope"
+    r = post(client, {"submissions": [good, badsub, good]})
+    assert r.status_code == 202, r.text
+    ans = r.json()
+    assert ans["count"] == 3 and len(ans["ids"]) == 3 and ans["rejected"] == [1], ans
+    subs = [client.get(f"/v1/submissions/{i}").json() for i in ans["ids"]]
+    assert subs[1]["verdict"] == "rejected" and subs[1]["result"]["error"]["pointer"] == "/plan/0/args/1"
+    assert subs[0]["state"] != "done" or subs[0]["verdict"] != "rejected"
+    # An envelope fault in any item still refuses the whole batch, naming the item.
+    envbad = inline_full_sub()
+    envbad["tags"] = {"colour": 1}
+    body = problem(post(client, {"submissions": [good, envbad]}), 422)
+    assert body["pointer"] == "/submissions/1/tags/colour", body
 
 
 # ---- body limit: raw sockets, so we control what is (not) sent ----

@@ -274,16 +274,22 @@ def test_request_schema_agrees_with_server(api, reg, client):
             inline_full_sub(), {"submissions": [compile_sub(GOOD_KERNEL)]}]
     if library_task(client):
         good.append(full_sub(client))
-    bad = [compile_sub(bogus=1), compile_sub(source=3), compile_sub(mode="fast"),
-           compile_sub(options="-O3"), compile_sub(tags={"step": "x"}), {"submissions": "x"},
-           compile_sub(source="x" * ((1 << 20) + 1))]
+    # The envelope broken: the request is refused. The candidate broken: stored, verdict rejected.
+    bad = [compile_sub(bogus=1), compile_sub(mode="fast"), compile_sub(tags={"step": "x"}), {"submissions": "x"}]
+    bad_candidate = [compile_sub(source=3), compile_sub(options="-O3"), compile_sub(source="x" * ((1 << 20) + 1))]
     for body in good:
         errs = val.errors(body, body_schema, "openapi.json")
         assert not errs, f"schema rejects a good submission: {errs[:5]}"
-        assert client.post("/v1/submissions", json=body).status_code == 202
+        r = client.post("/v1/submissions", json=body)
+        assert r.status_code == 202 and r.json().get("state", "queued") == "queued", r.text
+        assert not r.json().get("rejected"), r.text
     for body in bad:
         assert val.errors(body, body_schema, "openapi.json"), f"schema accepts {str(body)[:200]}"
         assert client.post("/v1/submissions", json=body).status_code == 422
+    for body in bad_candidate:
+        assert val.errors(body, body_schema, "openapi.json"), f"schema accepts {str(body)[:200]}"
+        r = client.post("/v1/submissions", json=body)
+        assert r.status_code == 202 and r.json()["verdict"] == "rejected", r.text
 
 
 def test_schemacheck_can_fail(reg):

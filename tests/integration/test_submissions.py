@@ -145,8 +145,9 @@ def test_cancel_queued_then_conflict(client):
     problem(client.delete("/v1/submissions/999999999"), 404)
 
 
-def test_cancel_compiled_full_job_conflicts(client):
-    # Full mode without a GPU: compiles, then waits in state compiled forever.
+def test_cancel_compiled_full_job(client):
+    # Full mode without a GPU: compiles, then waits in state compiled forever; it can be cancelled
+    # (once: a done one is 409).
     sid = accepted(client.post("/v1/submissions", json=full_sub(client)))
     deadline = time.monotonic() + 60 * SLOW
     state = None
@@ -156,7 +157,11 @@ def test_cancel_compiled_full_job_conflicts(client):
             break
         time.sleep(0.05)
     assert state == "compiled", state
-    problem(client.delete(f"/v1/submissions/{sid}"), 409)
+    r = client.delete(f"/v1/submissions/{sid}")
+    assert r.status_code == 200 and r.json()["verdict"] == "cancelled", r.text
+    assert client.get(f"/v1/submissions/{sid}").json()["state"] == "done"
+    body = problem(client.delete(f"/v1/submissions/{sid}"), 409)
+    assert "is done" in body["detail"], body
 
 
 def test_idempotency_key(client):

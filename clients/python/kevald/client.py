@@ -120,7 +120,7 @@ class _Base:
         return d
 
     @staticmethod
-    def _history_params(task, verdict, state, run_id, label, since):
+    def _history_params(task, verdict, state, run_id, label, since, step=None, include_result=True):
         if isinstance(label, dict):
             if len(label) != 1:
                 raise TypeError("label takes one KEY=VALUE (the server filters on one label)")
@@ -129,7 +129,8 @@ class _Base:
         if isinstance(since, (int, float)):
             since = str(int(since))
         return {"task": task, "verdict": verdict, "state": state, "run_id": run_id, "label": label,
-                "since": since}
+                "since": since, "step": None if step is None else int(step),
+                "include": "result" if include_result else None}
 
 
 class Client(_Base):
@@ -262,13 +263,19 @@ class Client(_Base):
         return self.wait(body["id"], max(0.0, timeout - (time.monotonic() - t0)))
 
     def cancel(self, sid):
-        """Cancel a queued submission; return it (raises Conflict when it already started)."""
+        """Cancel a submission that has not started running (queued, or compiled and waiting for a GPU); return it (raises Conflict when it is compiling, running or done)."""
         return Submission.from_dict(self._json("DELETE", f"/v1/submissions/{int(sid)}"))
 
     def history(self, task=None, verdict=None, state=None, run_id=None, label=None, since=None, limit=None,
-                page_size=1000):
-        """Iterate submissions (newest first) matching the filters, following the cursor; at most @limit."""
-        params = self._history_params(task, verdict, state, run_id, label, since)
+                page_size=None, step=None, include_result=True):
+        """
+        Iterate submissions (newest first) matching the filters, following the cursor; at most @limit.
+        @step filters on tags.step (give @run_id too: that one is indexed). With @include_result (the
+        default) every done item carries its result, so reward() works on what this yields; pass False
+        for a lighter listing.
+        """
+        params = self._history_params(task, verdict, state, run_id, label, since, step, include_result)
+        page_size = page_size or (250 if include_result else 1000)
         n = 0
         while True:
             params["limit"] = min(page_size, limit - n) if limit else page_size
@@ -414,8 +421,9 @@ class AsyncClient(_Base):
         return Submission.from_dict(await self._json("DELETE", f"/v1/submissions/{int(sid)}"))
 
     async def history(self, task=None, verdict=None, state=None, run_id=None, label=None, since=None,
-                      limit=None, page_size=1000):
-        params = self._history_params(task, verdict, state, run_id, label, since)
+                      limit=None, page_size=None, step=None, include_result=True):
+        params = self._history_params(task, verdict, state, run_id, label, since, step, include_result)
+        page_size = page_size or (250 if include_result else 1000)
         n = 0
         while True:
             params["limit"] = min(page_size, limit - n) if limit else page_size

@@ -18,6 +18,8 @@ speedup, and neither the bonus nor a speedup is paid for the impossible.
 `internal_error` and `cancelled` give None: an infrastructure fault (or a
 withdrawn submission) says nothing about the kernel, so drop the sample
 rather than train on it. A submission that is not done also gives None.
+A done submission listed without its result (history(include_result=False))
+raises ValueError rather than pass for "no reward".
 """
 import math
 from dataclasses import dataclass, field
@@ -46,11 +48,17 @@ DEFAULT = RewardConfig()
 
 def _result(x):
     if isinstance(x, Submission):
+        if x.result is None and x.state == "done":
+            raise ValueError(f"submission {x.id} is done but was listed without its result: use "
+                             "history(include_result=True) (the default) or get()")
         return x.result
     if isinstance(x, Result):
         return x
     if isinstance(x, dict):
         if "result" in x or "state" in x:
+            if not isinstance(x.get("result"), dict) and x.get("state") == "done":
+                raise ValueError(f"submission {x.get('id')} is done but came without its result: list with "
+                                 "include=result (history() does by default) or GET it")
             return Result.from_dict(x["result"]) if isinstance(x.get("result"), dict) else None
         return Result.from_dict(x)
     raise TypeError(f"reward() takes a Submission, Result or dict, not {type(x).__name__}")

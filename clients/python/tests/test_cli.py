@@ -87,10 +87,12 @@ def test_full_mode_pending_and_cancel(server, src):
     t0 = time.monotonic()
     w = kv(server.url, "wait", str(sid), "--timeout", "1.5")
     assert w.returncode == EX_TEMPFAIL and time.monotonic() - t0 >= 1.4
-    # Cancel works only while queued: this one is compiled, so 409 (exit 70, detail printed).
+    # Compiled and waiting for a GPU that this host has not: it can be cancelled (exit 6); once done, 409.
+    c = kv(server.url, "cancel", str(sid))
+    assert c.returncode == 6 and "cancelled" in c.stdout, (c.stdout, c.stderr)
     c = kv(server.url, "cancel", str(sid))
     assert c.returncode == EX_SOFTWARE
-    assert "409" in c.stderr and "only queued submissions can be cancelled" in c.stderr
+    assert "409" in c.stderr and "only queued or compiled (waiting for a GPU) submissions can be cancelled" in c.stderr
     # A queued one (behind a batch of compiles) can be cancelled: exit 6.
     with kevald.Client(server.url) as cl:
         ids = cl.submit_batch([{"source": unique(RELU), "task": "l1_19_relu", "plan": RELU_PLAN}
@@ -111,8 +113,9 @@ def test_plan_file_and_server_errors(server, src, tmp_path):
     p = kv(server.url, "submit", src(GOOD), "--task", "no_such_task_q")
     assert p.returncode == EX_SOFTWARE
     assert "404" in p.stderr or "422" in p.stderr
+    # A candidate whose own content is wrong (an option not allowed) is a verdict, known at once: exit 5.
     p = kv(server.url, "submit", src(GOOD), "--task", "l1_19_relu", "--plan", str(plan), "--option", "-I/etc")
-    assert p.returncode == EX_SOFTWARE and "422" in p.stderr and "/options/0" in p.stderr
+    assert p.returncode == 5 and "rejected" in p.stdout and "/options/0" in p.stdout, (p.stdout, p.stderr)
     assert kv(server.url, "status", "987654321").returncode == EX_SOFTWARE
 
 
