@@ -700,8 +700,9 @@ int cmd_submit(int argc, char **argv)
                 rc = usage_error(&c, "--mode full needs --task NAME (or a task_spec in the --plan file)%s", NULL);
                 goto out;
         }
-        if (task && !json_object_get(sub, "plan") && strcmp(mode, "compile") != 0) {
-                /* The task's example plan (and scratch): what its prompt shows. */
+        if (task && !json_object_get(sub, "plan")) {
+                /* The task's example plan (and scratch): what its prompt shows. In compile mode too, so
+                 * the plan is checked against the compiled kernels as the API does with a plan. */
                 FILE *q;
                 json_t *doc = NULL, *ex;
                 char *tt = NULL;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/limits.h"
 #include "server/auth.h"
@@ -74,6 +75,7 @@ int cmd_token(int argc, char **argv)
         Store *store = NULL;
         Config cfg;
         char err[512];
+        bool db_given = false;
         int rc = 2, r;
 
         config_init(&cfg);
@@ -100,10 +102,12 @@ int cmd_token(int argc, char **argv)
                 } else if (!strcmp(a, "--db") && i + 1 < argc) {
                         if (config_set(&cfg, "db", argv[++i], err, sizeof(err)) != 0)
                                 goto bad;
+                        db_given = true;
                 } else if (!strcmp(a, "--config") && i + 1 < argc) {
                         r = config_load_file(&cfg, argv[++i], err, sizeof(err));
                         if (r != 0)
                                 goto bad;
+                        db_given = true;   /* a config file names its store on purpose */
                 } else if (a[0] == '-') {
                         fprintf(stderr, "kevald token: unknown or incomplete option '%s'\n", a);
                         usage(stderr);
@@ -135,6 +139,17 @@ int cmd_token(int argc, char **argv)
                 goto out;
         }
         rc = 1;
+        if (!store_path_is_pg(cfg.db) && access(cfg.db, F_OK) != 0) {
+                /* The default path, missing: opening would create an empty store beside the real one,
+                 * and a token there opens nothing. A --db given is taken at its word, and said. */
+                if (!db_given) {
+                        fprintf(stderr, "kevald token: no store at '%s' (%s); give --db the file `kevald serve` "
+                                "uses\n", cfg.db, strerror(errno));
+                        rc = 2;
+                        goto out;
+                }
+                fprintf(stderr, "kevald token: '%s' does not exist: creating a new, empty store there\n", cfg.db);
+        }
         r = store_open(cfg.db, &store);
         if (r != 0) {
                 char *shown = store_path_redacted(cfg.db);

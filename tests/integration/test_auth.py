@@ -123,3 +123,15 @@ def test_queue_full(make_server):
         assert r.headers.get("retry-after", "").isdigit(), r.headers
         # Reads still work while the queue is full.
         assert c.get("/v1/submissions").status_code == 200
+
+
+def test_token_create_without_db_creates_nothing(tmp_path):
+    """Without --db and no store at the default path, refuse: a token in a new empty file opens nothing."""
+    p = subprocess.run([str(KEVALD), "token", "create", "alice"], capture_output=True, text=True, timeout=60,
+                       cwd=tmp_path)
+    assert p.returncode == 2 and "give --db" in p.stderr, (p.returncode, p.stderr)
+    assert list(tmp_path.iterdir()) == [], "nothing may be created"
+    # Named on purpose, a new store is made, and said.
+    p = subprocess.run([str(KEVALD), "token", "create", "alice", "--db", str(tmp_path / "new.db")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "creating a new, empty store" in p.stderr, (p.returncode, p.stderr)

@@ -110,3 +110,46 @@ def test_eval_gives_up_when_the_compile_worker_cannot_start(tmp_path):
     assert p.returncode != 0
     assert "compile worker keeps failing to start" in p.stderr
     assert time.monotonic() - t0 < 30 * SLOW
+
+
+def test_readme_eval_examples(tmp_path):
+    """README's `kevald eval` lines name files that exist, and the compile-only one runs as written."""
+    lines = [ln.split("#")[0].split() for ln in (SOURCE_ROOT / "README.md").read_text().splitlines()
+             if ln.startswith("build/server/kevald eval ")]
+    assert len(lines) >= 2, lines
+    for argv in lines:
+        for flag in ("--source", "--plan"):
+            if flag in argv:
+                f = SOURCE_ROOT / argv[argv.index(flag) + 1]
+                assert f.is_file(), f"README names {f}, which does not exist"
+    compile_only = [a for a in lines if "--compile" in a]
+    assert compile_only
+    for argv in compile_only:
+        p = subprocess.run([str(KEVALD), *argv[1:], "--libexec", str(LIBEXEC)], cwd=SOURCE_ROOT,
+                           capture_output=True, text=True, timeout=120 * SLOW)
+        assert p.returncode == 0, (argv, p.stdout[-1000:], p.stderr[-2000:])
+        assert json.loads(p.stdout)["verdict"] == "compiled"
+
+
+def test_eval_exit_status_is_the_verdicts(tmp_path):
+    """eval and submit share one table: rejected is 5, usage 64 (not 2, which is compile_error)."""
+    src = tmp_path / "k.cu"
+    src.write_text((SOURCE_ROOT / "docs" / "examples" / "relu.cu").read_text().replace('extern "C" ', ""))
+    plan = SOURCE_ROOT / "docs" / "examples" / "relu.plan.json"
+    p = subprocess.run([str(KEVALD), "eval", "--compile", "--libexec", str(LIBEXEC), "--task", "l1_19_relu",
+                        "--source", str(src), "--plan", str(plan)], capture_output=True, text=True, timeout=120 * SLOW)
+    assert p.returncode == 5 and json.loads(p.stdout)["verdict"] == "rejected", (p.returncode, p.stdout[-500:])
+    bad = tmp_path / "bad.plan.json"
+    bad.write_text(plan.read_text().replace("[256]", "[4096]"))
+    p = subprocess.run([str(KEVALD), "eval", "--compile", "--libexec", str(LIBEXEC), "--task", "l1_19_relu",
+                        "--source", str(src), "--plan", str(bad)], capture_output=True, text=True, timeout=120 * SLOW)
+    res = json.loads(p.stdout)
+    assert p.returncode == 5 and res["error"] == {"kind": "submission", "pointer": "/plan/0/block/0",
+                                                   "message": res["error"]["message"]}, (p.returncode, res)
+    src.write_text("extern \"C\" __global__ void k(float *y) { y[0] = nope; }\n")
+    p = subprocess.run([str(KEVALD), "eval", "--compile", "--libexec", str(LIBEXEC), "--source", str(src)],
+                       capture_output=True, text=True, timeout=120 * SLOW)
+    assert p.returncode == 2 and json.loads(p.stdout)["verdict"] == "compile_error", p.returncode
+    p = subprocess.run([str(KEVALD), "eval", "--compile", "--no-such-flag"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 64, p.returncode

@@ -101,6 +101,16 @@ def test_full_mode_pending_and_cancel(server, src):
     assert c.returncode == 6 and "cancelled" in c.stdout, (c.stdout, c.stderr)
 
 
+def test_compile_mode_with_a_task_checks_the_plan(server, src):
+    # No --plan: the task's example plan, in compile mode too, so a kernel the plan cannot launch is rejected.
+    p = kv(server.url, "submit", src(RELU), "--task", "l1_19_relu", "--mode", "compile", "--wait=60")
+    assert p.returncode == 0 and "compiled" in p.stdout, (p.stdout, p.stderr)
+    assert "example plan of task 'l1_19_relu'" in p.stderr
+    p = kv(server.url, "submit", src(RELU.replace('extern "C" ', "")), "--task", "l1_19_relu", "--mode", "compile",
+           "--wait=60")
+    assert p.returncode == 5 and "rejected" in p.stdout and "extern" in p.stdout, (p.stdout, p.stderr)
+
+
 def test_plan_file_and_server_errors(server, src, tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps([{"kernel": "saxpy", "grid": ["ceil_div(B * D, 256)"], "block": [256],
