@@ -153,6 +153,13 @@ static void test_listen(void)
         CHECK(!config_host_is_loopback("0.0.0.0"));
         CHECK(!config_host_is_loopback("10.0.0.1"));
         CHECK(!config_host_is_loopback("::"));
+        /* Decided on the resolved address, not on the spelling. */
+        CHECK(config_host_is_loopback("127.1"));
+        CHECK(config_host_is_loopback("0x7f.0.0.1"));
+        CHECK(config_host_is_loopback("::ffff:127.0.0.1"));
+        CHECK(!config_host_is_loopback("::ffff:10.0.0.1"));
+        CHECK(!config_host_is_loopback("127.evil.invalid"));
+        CHECK(!config_host_is_loopback("1.2.3.4"));
 }
 
 /* docs/configuration.md must name every key, as `key` in its table. */
