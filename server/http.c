@@ -698,6 +698,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 }
                 if (!announces_body(req))
                         return MHD_YES;
+                /*
+                 * A client that wrote the header and the body apart (Nagle)
+                 * holds the body until the header is acknowledged: send the
+                 * ACK the kernel would delay now (quick-ack mode does not last).
+                 */
+                if (req->hconn && req->hconn->fd >= 0) {
+                        int one = 1;
+
+                        (void)setsockopt(req->hconn->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+                }
                 req->checked = true;
                 return first_call(req, url);
         }
