@@ -19,7 +19,8 @@ memory: RSS of the server (VmRSS, sampled every 10 ms) before, at its peak
   body limit (--body-limit when given in --serve-args, else the server's
   default read from `kevald serve --help`).
 loris: SLOW connections from 127.0.0.1 that each send a request line and
-  then one header byte a second, re-dialled as the server closes them;
+  then one header byte a second, re-dialled as the server closes them (at
+  most --redial-per-s a second after the first SLOW; 0: as fast as it can);
   meanwhile a normal client from 127.0.0.2 calls GET /v1/tasks and POSTs a
   compile-mode submission every 200 ms. Reports how many normal calls were
   answered, within 1 s, p50 and max, and how many lines the server logged.
@@ -31,13 +32,15 @@ batch: N compile-mode submissions, submit_batch() then wait_all() with the
   result. --distinct: every kernel a distinct source (N real compiles);
   otherwise one source, so after the first compile every job is a cache hit
   and the figure is the HTTP path's.
-Each mode prints one `RESULT {json}` line.
+Each mode prints one `RESULT {json}` line. The temp folder (server.log)
+is removed at the end unless KEEP=1.
 """
 import argparse
 import json
 import os
 import re
 import selectors
+import shutil
 import signal
 import socket
 import statistics
@@ -104,6 +107,8 @@ class Server:
             self.proc.kill()
             self.proc.wait()
         self.log.close()
+        if not os.environ.get("KEEP"):
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def raw_post(port, body, src="127.0.0.1", timeout=120):
@@ -221,9 +226,14 @@ def mode_loris(a):
 
     def attacker():
         last_tick = time.monotonic()
+        t_start, budget_used = time.monotonic(), 0
         while not stop.is_set():
-            while len(conns) < a.slow and not stop.is_set():
+            # Re-dial what the server closed, at most --redial-per-s (0: as fast as it goes).
+            budget = (int((time.monotonic() - t_start) * a.redial_per_s) + a.slow if a.redial_per_s
+                      else budget_used + 200)
+            while len(conns) < a.slow and budget_used < budget and not stop.is_set():
                 dial()
+                budget_used += 1
                 if stats["dialled"] % 200 == 0:
                     break
             for key, ev in sel.select(timeout=0.05):
@@ -298,7 +308,7 @@ def mode_loris(a):
     srv.stop()
     times.sort()
     print("RESULT " + json.dumps({
-        "mode": "loris", "slow_target": a.slow, "slow_open_at_end": open_slow, **stats,
+        "mode": "loris", "slow_target": a.slow, "redial_per_s": a.redial_per_s, "slow_open_at_end": open_slow, **stats,
         "normal_calls": len(times) + fails, "answered": len(times),
         "within_1s": sum(1 for t in times if t <= 1.0),
         "p50_ms": round(statistics.median(times) * 1e3, 1) if times else None,
@@ -357,6 +367,7 @@ def main():
     ap.add_argument("--senders", type=int, default=4)
     ap.add_argument("--slow", type=int, default=5000)
     ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--redial-per-s", type=float, default=1000.0)
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--n", type=int, default=500)
     ap.add_argument("--distinct", action="store_true")
