@@ -988,7 +988,7 @@ static CreateFromBufferFn real_create;
 static QueueResponseFn real_queue;
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 /* The answer libmicrohttpd just made for one of its HTML error pages on this thread, or NULL. */
-static __thread struct MHD_Response *own_error;
+static _Thread_local struct MHD_Response *own_error;
 
 static void find_real(void)
 {

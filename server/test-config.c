@@ -37,6 +37,10 @@ static void test_defaults(void)
         CHECK(c.tasks == NULL);
         CHECK(c.auth == CONFIG_AUTH_AUTO);
         CHECK(c.body_limit == (int64_t)LIMIT_BODY_BYTES_DEFAULT);
+        CHECK(c.body_limit == 32 << 20);
+        CHECK(c.body_inflight_limit == (int64_t)LIMIT_BODY_INFLIGHT_BYTES_DEFAULT);
+        CHECK(c.per_ip_connection_limit == LIMIT_PER_IP_CONNECTIONS_DEFAULT);
+        CHECK(c.header_timeout_s == LIMIT_HEADER_TIMEOUT_S_DEFAULT);
         CHECK(c.batch_limit == LIMIT_BATCH_DEFAULT);
         CHECK(c.sandbox == true);
         CHECK(c.insecure_no_auth == false);
