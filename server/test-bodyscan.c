@@ -53,11 +53,13 @@ static void check_estimate(const char *text)
         b = mallinfo2();
         CHECK(j != NULL);
         used = (b.uordblks + b.hblkhd) - (a.uordblks + a.hblkhd);
+        json_decref(j);
+        if (used == 0)
+                return;         /* an allocator that glibc's statistics do not see (ASan's) */
         if (used > s.tree_bytes || s.tree_bytes > 2 * used + 4096)
                 fprintf(stderr, "estimate %zu, jansson %zu for %.40s...\n", s.tree_bytes, used, text);
         CHECK(used <= s.tree_bytes);              /* from above */
         CHECK(s.tree_bytes <= 2 * used + 4096);   /* and not wildly */
-        json_decref(j);
 }
 
 int main(void)
