@@ -34,7 +34,8 @@
  * to each connection past its deadline and shuts the socket down, which
  * libmicrohttpd sees as the peer closing. libmicrohttpd runs NOTIFY_CLOSED
  * before it closes the socket, and the list's mutex is held around both the
- * unlink and the sweeper's writes, so the sweeper never touches a reused fd.
+ * unlink and the sweeper's writes, so the sweeper never touches a reused fd
+ * (it also checks the fd's peer is still the connection's).
  * The sweeper also calls malloc_trim() after a large request has ended, off
  * the request threads. libmicrohttpd's own error answers (400, 413, 414,
  * 431 before a request reaches us) are HTML without a content type in
@@ -75,6 +76,8 @@
 typedef struct HttpConn {
         struct HttpConn *prev, *next;
         int fd;
+        struct sockaddr_storage peer;    /* the client, to know the fd still is this connection */
+        socklen_t peer_len;
         double deadline;                 /* the request header is due by then; 0: none (a request is on) */
         bool expired;                    /* the sweeper answered 408 and shut it down */
 } HttpConn;
@@ -828,6 +831,9 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                 if (!c)
                         return;         /* no deadline for this one; the idle timeout still holds */
                 c->fd = ci ? ci->connect_fd : -1;
+                c->peer_len = sizeof(c->peer);
+                if (c->fd >= 0 && getpeername(c->fd, (struct sockaddr *)&c->peer, &c->peer_len) < 0)
+                        c->fd = -1;     /* no deadline for it */
                 if (c->fd >= 0) {
                         /* An answer goes out at once, and a request's second segment is acknowledged at once. */
                         (void)setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -885,6 +891,16 @@ static bool log_budget(HttpServer *s, long *ret_dropped)
         return ok;
 }
 
+/* Is @c->fd still the socket of @c (its peer unchanged)? */
+static bool conn_same_socket(const HttpConn *c)
+{
+        struct sockaddr_storage now;
+        socklen_t len = sizeof(now);
+
+        return getpeername(c->fd, (struct sockaddr *)&now, &len) == 0 && len == c->peer_len &&
+               memcmp(&now, &c->peer, len) == 0;
+}
+
 /* Answer 408 on every connection whose header is overdue, and shut it down. */
 static void sweep_once(HttpServer *s)
 {
@@ -896,6 +912,9 @@ static void sweep_once(HttpServer *s)
                 if (c->expired || c->deadline <= 0 || now < c->deadline || c->fd < 0)
                         continue;
                 c->expired = true;
+                /* Belt and braces: libmicrohttpd closes the fd only after NOTIFY_CLOSED. */
+                if (!conn_same_socket(c))
+                        continue;
                 (void)send(c->fd, s->resp408, s->resp408_len, MSG_NOSIGNAL | MSG_DONTWAIT);
                 (void)shutdown(c->fd, SHUT_RDWR);
                 s->conns_expired++;
