@@ -31,7 +31,8 @@ batch: N compile-mode submissions, submit_batch() then wait_all() with the
   client package at --client; seconds from the first byte to the last
   result. --distinct: every kernel a distinct source (N real compiles);
   otherwise one source, so after the first compile every job is a cache hit
-  and the figure is the HTTP path's.
+  and the figure is the HTTP path's. --one-by-one: submit() each kernel (one
+  POST each, as an agent calls) instead of submit_batch().
 Each mode prints one `RESULT {json}` line. The temp folder (server.log)
 is removed at the end unless KEEP=1.
 """
@@ -347,12 +348,16 @@ def mode_batch(a):
         c.evaluate(sub(False), timeout=120)   # the shared source compiled once, before the clock
         subs = [sub(a.distinct) for _ in range(a.n)]
         t0 = time.monotonic()
-        ids = c.submit_batch(subs)
+        if a.one_by_one:
+            ids = [c.submit(x) for x in subs]
+        else:
+            ids = c.submit_batch(subs)
         t_sub = time.monotonic() - t0
         res = c.wait_all(ids, timeout=600)
         took = time.monotonic() - t0
     srv.stop()
-    print("RESULT " + json.dumps({"mode": "batch", "n": a.n, "distinct": a.distinct, "submit_s": round(t_sub, 3),
+    print("RESULT " + json.dumps({"mode": "batch", "n": a.n, "distinct": a.distinct, "one_by_one": a.one_by_one,
+                                  "submit_s": round(t_sub, 3),
                                   "collected_s": round(took, 3), "done": sum(1 for r in res if r.done),
                                   "client": str(a.client)}))
 
@@ -371,6 +376,7 @@ def main():
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--n", type=int, default=500)
     ap.add_argument("--distinct", action="store_true")
+    ap.add_argument("--one-by-one", action="store_true")
     ap.add_argument("--serve-args", default="", help="extra `kevald serve` flags, one string")
     a = ap.parse_args()
     a.serve_args = a.serve_args.split()
