@@ -8,7 +8,8 @@
 #pragma once
 
 /* HTTP */
-#define LIMIT_BODY_BYTES_DEFAULT (64u << 20)   /* request body; 413 beyond */
+#define LIMIT_BODY_BYTES_PER_ITEM (8u << 10)   /* room per submission of a full default batch */
+#define LIMIT_BODY_BYTES_DEFAULT (LIMIT_BATCH_DEFAULT * LIMIT_BODY_BYTES_PER_ITEM) /* 32 MiB; 413 beyond */
 #define LIMIT_BODY_BYTES_MAX (512u << 20)
 #define LIMIT_BATCH_DEFAULT 4096               /* submissions per POST */
 #define LIMIT_BATCH_MAX 16384
@@ -21,6 +22,10 @@
 #define LIMIT_TAGS_MAX 32
 #define LIMIT_TAG_TEMPERATURE_MAX 100          /* tags.temperature */
 #define LIMIT_JSON_DEPTH 32
+/* The parse tree a body may cost, checked on its text before parsing
+ * (server/bodyscan.c): this many bytes per body byte, plus the slack. */
+#define LIMIT_JSON_TREE_RATIO 2
+#define LIMIT_JSON_TREE_SLACK_BYTES (16u << 20)
 
 /* Submissions */
 #define LIMIT_SOURCE_BYTES (1u << 20)          /* CUDA or PTX source */
@@ -90,3 +95,9 @@
 #define LIMIT_CLIENT_HEADER_BYTES (64u << 10)    /* response status line and headers */
 #define LIMIT_CLIENT_RESPONSE_BYTES (64u << 20)  /* response body */
 #define LIMIT_CLIENT_URL_BYTES 2048              /* --server URL, request target */
+
+/* HTTP connections (server/http.c); defaults of `kevald serve` options */
+#define LIMIT_BODY_INFLIGHT_BYTES_DEFAULT (128u << 20) /* request bodies held at once; 503 beyond */
+#define LIMIT_PER_IP_CONNECTIONS_DEFAULT 256           /* open connections from one address */
+#define LIMIT_HEADER_TIMEOUT_S_DEFAULT 10              /* a whole request header, from its first byte's turn */
+#define LIMIT_HTTP_LOG_PER_MINUTE 60                   /* libmicrohttpd's own log lines; the rest are counted */

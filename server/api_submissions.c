@@ -33,6 +33,7 @@
 #include "common/jsonutil.h"
 #include "common/spec.h"
 #include "server/api.h"
+#include "server/bodyscan.h"
 #include "server/pipeline.h"
 
 /* ---- shared helpers (declared in api.h) ---- */
@@ -400,6 +401,9 @@ static int post_submissions(HttpRequest *req)
         if (!body || len == 0)
                 return http_respond_error(req, PROBLEM_MALFORMED_JSON, NULL, "the request body is empty");
         t0 = mono_ms();
+        /* Refuse a batch, a depth or a tree over the limits before building it. */
+        if (bodyscan_submissions(body, len, (size_t)api->cfg->batch_limit, &doc) != 0)
+                return http_respond_problem(req, doc);
         doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
         t_parse = mono_ms();
         if (!doc)

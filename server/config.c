@@ -7,9 +7,12 @@
  */
 #include "server/config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,8 +64,15 @@ static const KeyDef keys[] = {
         INT("connection_limit", connection_limit, "4096", 1, 1000000, "open HTTP connections at most"),
         INT("connection_timeout_s", connection_timeout_s, "60", 1, 3600,
             "idle HTTP connection timeout in seconds"),
-        SIZE("body_limit", body_limit, "64M", 1024, LIMIT_BODY_BYTES_MAX,
+        INT("per_ip_connection_limit", per_ip_connection_limit, XSTR(LIMIT_PER_IP_CONNECTIONS_DEFAULT), 0, 1000000,
+            "open HTTP connections from one client address at most; 0: no per-address limit"),
+        INT("header_timeout_s", header_timeout_s, XSTR(LIMIT_HEADER_TIMEOUT_S_DEFAULT), 1, 3600,
+            "a request's whole header must arrive within this many seconds (of the connection opening, or "
+            "on a kept-alive connection of connection_timeout_s after the previous answer); 408 and close beyond"),
+        SIZE("body_limit", body_limit, "32M", 1024, LIMIT_BODY_BYTES_MAX,
              "largest request body in bytes (K, M, G suffixes); 413 beyond"),
+        SIZE("body_inflight_limit", body_inflight_limit, "128M", 1 << 20, 16ull << 30,
+             "request body bytes held by all requests at once; a body that would pass it is answered 503"),
         INT("batch_limit", batch_limit, XSTR(LIMIT_BATCH_DEFAULT), 1, LIMIT_BATCH_MAX,
             "most submissions in one POST"),
         INT("max_queued", max_queued, "100000", 1, 100000000,
@@ -105,6 +115,9 @@ static const KeyDef keys[] = {
 };
 
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
+
+_Static_assert(LIMIT_BODY_BYTES_DEFAULT == 32u << 20, "body_limit's default above says 32M");
+_Static_assert(LIMIT_BODY_INFLIGHT_BYTES_DEFAULT == 128u << 20, "body_inflight_limit's default above says 128M");
 
 /**
  * config_keys() - the public view of the key table; static storage.
@@ -447,9 +460,30 @@ int config_split_listen(const char *listen, char *host, size_t hostlen, int *ret
 }
 
 /**
- * config_host_is_loopback() - 127.0.0.0/8, ::1 or localhost?
+ * config_host_is_loopback() - does @host resolve to a loopback address?
+ * Resolved the way the listener resolves it (getaddrinfo(), the first
+ * answer), so the answer is about the address actually bound: 127.0.0.0/8,
+ * ::1 or ::ffff:127.0.0.0/104. A name that does not resolve is not loopback.
  */
 bool config_host_is_loopback(const char *host)
 {
-        return !strcmp(host, "localhost") || !strcmp(host, "::1") || !strncmp(host, "127.", 4);
+        struct addrinfo hints = { 0 }, *ai = NULL;
+        bool loopback = false;
+
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_PASSIVE;
+        if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
+                return false;
+        if (ai->ai_family == AF_INET) {
+                const struct sockaddr_in *in = (const struct sockaddr_in *)ai->ai_addr;
+
+                loopback = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+        } else if (ai->ai_family == AF_INET6) {
+                const struct in6_addr *a = &((const struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
+
+                loopback = IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+        }
+        freeaddrinfo(ai);
+        return loopback;
 }

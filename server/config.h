@@ -37,7 +37,10 @@ typedef struct Config {
         int64_t threads;
         int64_t connection_limit;
         int64_t connection_timeout_s;
+        int64_t per_ip_connection_limit;  /* 0: none */
+        int64_t header_timeout_s;
         int64_t body_limit;
+        int64_t body_inflight_limit;
         int64_t batch_limit;
         int64_t max_queued;
         int64_t max_queued_per_token;
@@ -100,5 +103,5 @@ const ConfigKey *config_keys(size_t *ret_n);
  * Return: 0 or CONFIG_E_INVALID.
  */
 int config_split_listen(const char *listen, char *host, size_t hostlen, int *ret_port);
-/* Is @host a loopback name or address (127.0.0.0/8, ::1, localhost)? */
+/* Does @host resolve (as the listener resolves it) to a loopback address (127.0.0.0/8, ::1)? */
 bool config_host_is_loopback(const char *host);

@@ -22,14 +22,37 @@
  *
  * The listening socket is made here (to report bind errors and the port
  * precisely) and handed to libmicrohttpd; quiesce takes it back.
+ *
+ * Abuse. Request bodies are reserved against body_inflight_limit before
+ * they are read (from Content-Length, or as a chunked body grows); a body
+ * that does not fit is answered 503 with Retry-After, unless nothing else is
+ * held. Every connection is an HttpConn in a list (NOTIFY_CONNECTION): it
+ * carries the deadline by which its request header must be complete (the
+ * connection's start plus header_timeout_s; after an answer on a kept-alive
+ * connection, connection_timeout_s more). on_request()'s first call clears
+ * it. The sweeper thread, four times a second, writes a 408 problem straight
+ * to each connection past its deadline and shuts the socket down, which
+ * libmicrohttpd sees as the peer closing. libmicrohttpd runs NOTIFY_CLOSED
+ * before it closes the socket, and the list's mutex is held around both the
+ * unlink and the sweeper's writes, so the sweeper never touches a reused fd
+ * (it also checks the fd's peer is still the connection's).
+ * The sweeper also calls malloc_trim() after a large request has ended, off
+ * the request threads. libmicrohttpd's own error answers (400, 413, 414,
+ * 431 before a request reaches us) are HTML without a content type in
+ * 0.9.75, with no option to change them: MHD_create_response_from_buffer()
+ * and MHD_queue_response() are interposed below (the library calls them
+ * through its PLT) to send problem+json instead.
  */
 #include "server/http.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -40,17 +63,46 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/limits.h"
 #include "common/log.h"
 
 #define MAX_PARAMS 2
 #define MAX_HEADERS 8
 #define BODY_DISCARD_SLACK (64u << 20)   /* past 4 * limit + this, a chunked body is cut off */
+#define TRIM_AFTER_BYTES (1u << 20)      /* a request whose body reached this asks for malloc_trim() */
+#define SWEEP_INTERVAL_NS (250 * 1000 * 1000L)
+
+/* One open connection (libmicrohttpd's socket context). */
+typedef struct HttpConn {
+        struct HttpConn *prev, *next;
+        int fd;
+        struct sockaddr_storage peer;    /* the client, to know the fd still is this connection */
+        socklen_t peer_len;
+        double deadline;                 /* the request header is due by then; 0: none (a request is on) */
+        bool expired;                    /* the sweeper answered 408 and shut it down */
+} HttpConn;
 
 struct HttpServer {
         HttpServerConfig cfg;
         struct MHD_Daemon *daemon;
         int listen_fd;
         atomic_long inflight;
+        atomic_size_t body_bytes;        /* reserved by requests' bodies */
+        atomic_bool trim_wanted;
+        pthread_mutex_t conn_mu;         /* conns and each HttpConn's deadline */
+        HttpConn *conns;
+        long conns_expired;              /* since the last log line about them */
+        pthread_t sweeper;
+        bool sweeper_started;
+        pthread_mutex_t sweep_mu;
+        pthread_cond_t sweep_cv;
+        bool stopping;
+        char *resp408;                   /* the whole raw 408 answer */
+        size_t resp408_len;
+        pthread_mutex_t log_mu;          /* the log budget */
+        double log_window;
+        int log_lines;
+        long log_dropped;
 };
 
 struct HttpRequest {
@@ -63,7 +115,10 @@ struct HttpRequest {
         const char *params[MAX_PARAMS];
         char *body;
         size_t body_len, body_cap, body_seen;
+        size_t body_reserved;            /* bytes counted in srv->body_bytes */
         bool body_too_large;
+        bool body_refused;               /* over body_inflight_limit: 503 at the end */
+        HttpConn *hconn;
         bool checked;                    /* first_call() has run */
         bool responded;
         int status;
@@ -491,6 +546,52 @@ static enum MHD_Result run_handler(HttpRequest *req)
 
 /* ---- the request cycle ---- */
 
+/*
+ * Count @n more body bytes for @req against body_inflight_limit. A request
+ * that holds everything counted (or nothing is counted) always gets its
+ * bytes, so a body within body_limit is never refused on an idle server.
+ */
+static bool body_reserve(HttpRequest *req, size_t n)
+{
+        HttpServer *s = req->srv;
+        size_t cur = atomic_load(&s->body_bytes);
+
+        do {
+                if (s->cfg.body_inflight_limit && cur > req->body_reserved &&
+                    cur + n > s->cfg.body_inflight_limit)
+                        return false;
+        } while (!atomic_compare_exchange_weak(&s->body_bytes, &cur, cur + n));
+        req->body_reserved += n;
+        return true;
+}
+
+static void body_drop(HttpRequest *req)
+{
+        free(req->body);
+        req->body = NULL;
+        req->body_len = req->body_cap = 0;
+        atomic_fetch_sub(&req->srv->body_bytes, req->body_reserved);
+        req->body_reserved = 0;
+}
+
+static int respond_busy(HttpRequest *req)
+{
+        http_response_header(req, "Retry-After", "1");
+        return http_respond_error(req, PROBLEM_UNAVAILABLE, NULL,
+                                  "the server holds as many request bodies as it may at once (%zu bytes); "
+                                  "retry shortly", req->srv->cfg.body_inflight_limit);
+}
+
+/* @c's request header is now due by @deadline (0: no deadline). */
+static void conn_set_deadline(HttpServer *s, HttpConn *c, double deadline)
+{
+        if (!c)
+                return;
+        pthread_mutex_lock(&s->conn_mu);
+        c->deadline = deadline;
+        pthread_mutex_unlock(&s->conn_mu);
+}
+
 static void request_free(HttpRequest *req)
 {
         if (!req)
@@ -502,7 +603,7 @@ static void request_free(HttpRequest *req)
                 free(req->hdr_value[i]);
         }
         pthread_mutex_destroy(&req->mu);
-        free(req->body);
+        body_drop(req);
         free(req->path);
         free(req);
 }
@@ -552,6 +653,10 @@ static enum MHD_Result first_call(HttpRequest *req, const char *url)
                                    s->cfg.body_limit);
                 return MHD_YES;
         }
+        /* Room for the whole declared body, before a byte of it is read. */
+        if (parse_length(http_request_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH), &clen) && clen > 0 &&
+            !body_reserve(req, (size_t)clen + 1))
+                respond_busy(req);
         return MHD_YES;
 }
 
@@ -586,8 +691,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 pthread_mutex_init(&req->mu, NULL);
                 *con_cls = req;
                 atomic_fetch_add(&s->inflight, 1);
+                /* The header is complete: the connection's deadline is off while the request runs. */
+                {
+                        const union MHD_ConnectionInfo *ci =
+                                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+                        req->hconn = ci ? ci->socket_context : NULL;
+                        conn_set_deadline(s, req->hconn, 0);
+                }
                 if (!announces_body(req))
                         return MHD_YES;
+                /*
+                 * A client that wrote the header and the body apart (Nagle)
+                 * holds the body until the header is acknowledged: send the
+                 * ACK the kernel would delay now (quick-ack mode does not last).
+                 */
+                if (req->hconn && req->hconn->fd >= 0) {
+                        int one = 1;
+
+                        (void)setsockopt(req->hconn->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+                }
                 req->checked = true;
                 return first_call(req, url);
         }
@@ -605,12 +728,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
                 *upload_data_size = 0;
                 req->body_seen += n;
-                if (req->body_too_large || req->body_len + n > s->cfg.body_limit) {
-                        /* libmicrohttpd cannot answer in the middle of a body: count, drop, answer at the end. */
+                if (req->body_len + n > s->cfg.body_limit)
                         req->body_too_large = true;
-                        free(req->body);
-                        req->body = NULL;
-                        req->body_len = req->body_cap = 0;
+                if (req->body_too_large || req->body_refused) {
+                        /* libmicrohttpd cannot answer in the middle of a body: count, drop, answer at the end. */
+                        body_drop(req);
                         /* An endless chunked body: stop reading, close the connection. */
                         return req->body_seen > 4 * s->cfg.body_limit + BODY_DISCARD_SLACK ? MHD_NO : MHD_YES;
                 }
@@ -626,6 +748,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                 cap *= 2;
                         if (cap > s->cfg.body_limit + 1)
                                 cap = s->cfg.body_limit + 1;
+                        if (cap > req->body_reserved && !body_reserve(req, cap - req->body_reserved)) {
+                                req->body_refused = true;
+                                body_drop(req);
+                                return MHD_YES;
+                        }
                         b = realloc(req->body, cap);
                         if (!b)
                                 return MHD_NO;
@@ -641,6 +768,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 http_respond_error(req, PROBLEM_BODY_TOO_LARGE, NULL,
                                    "the request body is larger than the limit of %zu bytes",
                                    s->cfg.body_limit);
+                return MHD_YES;
+        }
+        if (req->body_refused) {
+                respond_busy(req);
                 return MHD_YES;
         }
         if (req->waiting) {
@@ -673,22 +804,288 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                              now_s() - req->t0);
         if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
                 log_debug("http: request ended early (%d)", (int)toe);
+        /* A kept-alive connection's next header: after the idle timeout, the header deadline. */
+        if (s->cfg.header_timeout_s > 0)
+                conn_set_deadline(s, req->hconn,
+                                  now_s() + s->cfg.connection_timeout_s + s->cfg.header_timeout_s);
+        if (req->body_seen >= TRIM_AFTER_BYTES)
+                atomic_store(&s->trim_wanted, true);
         request_free(req);
         *con_cls = NULL;
         atomic_fetch_sub(&s->inflight, 1);
 }
 
+/* ---- connections: the header deadline, socket options ---- */
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+        HttpServer *s = cls;
+        HttpConn *c;
+
+        if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+                const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+                int one = 1;
+
+                c = calloc(1, sizeof(*c));
+                if (!c)
+                        return;         /* no deadline for this one; the idle timeout still holds */
+                c->fd = ci ? ci->connect_fd : -1;
+                c->peer_len = sizeof(c->peer);
+                if (c->fd >= 0 && getpeername(c->fd, (struct sockaddr *)&c->peer, &c->peer_len) < 0)
+                        c->fd = -1;     /* no deadline for it */
+                if (c->fd >= 0) {
+                        /* An answer goes out at once, and a request's second segment is acknowledged at once. */
+                        (void)setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                        (void)setsockopt(c->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+                }
+                c->deadline = s->cfg.header_timeout_s > 0 ? now_s() + s->cfg.header_timeout_s : 0;
+                pthread_mutex_lock(&s->conn_mu);
+                c->next = s->conns;
+                if (s->conns)
+                        s->conns->prev = c;
+                s->conns = c;
+                pthread_mutex_unlock(&s->conn_mu);
+                *socket_context = c;
+                return;
+        }
+        c = *socket_context;
+        if (!c)
+                return;
+        pthread_mutex_lock(&s->conn_mu);
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                s->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        pthread_mutex_unlock(&s->conn_mu);
+        free(c);
+        *socket_context = NULL;
+}
+
+/*
+ * At most LIMIT_HTTP_LOG_PER_MINUTE lines a minute from the front door
+ * (libmicrohttpd's reports, the sweeper's); the rest are counted and the
+ * count is told with the next line let through.
+ * Return: true to log, with the lines dropped since the last one in @ret_dropped.
+ */
+static bool log_budget(HttpServer *s, long *ret_dropped)
+{
+        double now = now_s();
+        bool ok;
+
+        pthread_mutex_lock(&s->log_mu);
+        if (now - s->log_window >= 60) {
+                s->log_window = now;
+                s->log_lines = 0;
+        }
+        ok = s->log_lines < LIMIT_HTTP_LOG_PER_MINUTE;
+        if (ok) {
+                s->log_lines++;
+                *ret_dropped = s->log_dropped;
+                s->log_dropped = 0;
+        } else
+                s->log_dropped++;
+        pthread_mutex_unlock(&s->log_mu);
+        return ok;
+}
+
+/* Is @c->fd still the socket of @c (its peer unchanged)? */
+static bool conn_same_socket(const HttpConn *c)
+{
+        struct sockaddr_storage now;
+        socklen_t len = sizeof(now);
+
+        return getpeername(c->fd, (struct sockaddr *)&now, &len) == 0 && len == c->peer_len &&
+               memcmp(&now, &c->peer, len) == 0;
+}
+
+/* Answer 408 on every connection whose header is overdue, and shut it down. */
+static void sweep_once(HttpServer *s)
+{
+        double now = now_s();
+        long expired, dropped;
+
+        pthread_mutex_lock(&s->conn_mu);
+        for (HttpConn *c = s->conns; c; c = c->next) {
+                if (c->expired || c->deadline <= 0 || now < c->deadline || c->fd < 0)
+                        continue;
+                c->expired = true;
+                /* Belt and braces: libmicrohttpd closes the fd only after NOTIFY_CLOSED. */
+                if (!conn_same_socket(c))
+                        continue;
+                (void)send(c->fd, s->resp408, s->resp408_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+                (void)shutdown(c->fd, SHUT_RDWR);
+                s->conns_expired++;
+        }
+        expired = s->conns_expired;
+        if (expired && log_budget(s, &dropped)) {
+                s->conns_expired = 0;
+                log_warn("http: closed %ld connection(s) whose request header took over %d s (408)%s", expired,
+                         s->cfg.header_timeout_s, dropped ? "; other lines were dropped" : "");
+        }
+        pthread_mutex_unlock(&s->conn_mu);
+        if (atomic_exchange(&s->trim_wanted, false))
+                malloc_trim(0);
+}
+
+static void *sweep_main(void *arg)
+{
+        HttpServer *s = arg;
+
+        pthread_mutex_lock(&s->sweep_mu);
+        while (!s->stopping) {
+                struct timespec ts;
+
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                ts.tv_nsec += SWEEP_INTERVAL_NS;
+                if (ts.tv_nsec >= 1000000000L) {
+                        ts.tv_sec++;
+                        ts.tv_nsec -= 1000000000L;
+                }
+                (void)pthread_cond_timedwait(&s->sweep_cv, &s->sweep_mu, &ts);
+                if (s->stopping)
+                        break;
+                pthread_mutex_unlock(&s->sweep_mu);
+                sweep_once(s);
+                pthread_mutex_lock(&s->sweep_mu);
+        }
+        pthread_mutex_unlock(&s->sweep_mu);
+        return NULL;
+}
+
+/* The raw 408 answer the sweeper writes, built once. Return: 0 or -ENOMEM. */
+static int make_resp408(HttpServer *s)
+{
+        char body[512], *text;
+        int n, m;
+
+        n = snprintf(body, sizeof(body),
+                     "{\"type\":\"" PROBLEM_TYPE_BASE "request-timeout\",\"title\":\"Request timeout\","
+                     "\"status\":408,\"detail\":\"the request header did not arrive within %d s\"}",
+                     s->cfg.header_timeout_s);
+        m = snprintf(NULL, 0, "HTTP/1.1 408 Request Timeout\r\nContent-Type: " PROBLEM_CONTENT_TYPE
+                     "\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", n, body);
+        text = malloc((size_t)m + 1);
+        if (!text)
+                return -ENOMEM;
+        snprintf(text, (size_t)m + 1, "HTTP/1.1 408 Request Timeout\r\nContent-Type: " PROBLEM_CONTENT_TYPE
+                 "\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", n, body);
+        s->resp408 = text;
+        s->resp408_len = (size_t)m;
+        return 0;
+}
+
+/* ---- libmicrohttpd's own error answers, as problem+json ---- */
+
+#define OWN_PROBLEM(slug, title, status, detail)                                                   \
+        "{\"type\":\"" PROBLEM_TYPE_BASE slug "\",\"title\":\"" title "\",\"status\":" #status \
+        ",\"detail\":\"" detail "\"}"
+
+static const struct {
+        unsigned status;
+        const char *body;
+} own_problems[] = {
+        { 400, OWN_PROBLEM("bad-request", "Bad request", 400,
+                           "the HTTP request is malformed (request line, header, Content-Length or chunk)") },
+        { 413, OWN_PROBLEM("body-too-large", "Request body too large", 413,
+                           "Content-Length or a chunk size is larger than the server reads") },
+        { 414, OWN_PROBLEM("uri-too-long", "URI too long", 414,
+                           "the request line is longer than the server reads") },
+        { 431, OWN_PROBLEM("headers-too-large", "Request header fields too large", 431,
+                           "the request header is larger than the server reads") },
+        { 505, OWN_PROBLEM("http-version-not-supported", "HTTP version not supported", 505,
+                           "the server speaks HTTP/1.0 and HTTP/1.1") },
+        { 500, OWN_PROBLEM("internal", "Internal server error", 500, "the HTTP layer failed") },
+};
+
+typedef struct MHD_Response *(*CreateFromBufferFn)(size_t, void *, enum MHD_ResponseMemoryMode);
+typedef enum MHD_Result (*QueueResponseFn)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
+
+static CreateFromBufferFn real_create;
+static QueueResponseFn real_queue;
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+/* The answer libmicrohttpd just made for one of its HTML error pages on this thread, or NULL. */
+static _Thread_local struct MHD_Response *own_error;
+
+static void find_real(void)
+{
+        void *c = dlsym(RTLD_NEXT, "MHD_create_response_from_buffer");
+        void *q = dlsym(RTLD_NEXT, "MHD_queue_response");
+
+        /* POSIX lets a data pointer from dlsym() hold a function; ISO C needs the copy. */
+        memcpy(&real_create, &c, sizeof(c));
+        memcpy(&real_queue, &q, sizeof(q));
+}
+
+/*
+ * MHD_create_response_from_buffer() - libmicrohttpd's, noting the answers it
+ * makes for its own HTML error pages (a static page, "<html><head><title>").
+ */
+struct MHD_Response *MHD_create_response_from_buffer(size_t size, void *buffer, enum MHD_ResponseMemoryMode mode)
+{
+        static const char html[] = "<html><head><title>";
+        struct MHD_Response *r;
+
+        pthread_once(&real_once, find_real);
+        if (!real_create)
+                return NULL;
+        r = real_create(size, buffer, mode);
+        own_error = mode == MHD_RESPMEM_PERSISTENT && buffer && size >= sizeof(html) - 1 &&
+                                    !memcmp(buffer, html, sizeof(html) - 1)
+                            ? r
+                            : NULL;
+        return r;
+}
+
+/*
+ * MHD_queue_response() - libmicrohttpd's; an HTML error page of its own
+ * goes out as the problem+json of its status instead.
+ */
+enum MHD_Result MHD_queue_response(struct MHD_Connection *conn, unsigned int status, struct MHD_Response *resp)
+{
+        pthread_once(&real_once, find_real);
+        if (!real_queue)
+                return MHD_NO;
+        if (resp && resp == own_error) {
+                own_error = NULL;
+                for (size_t i = 0; i < sizeof(own_problems) / sizeof(own_problems[0]); i++) {
+                        struct MHD_Response *p;
+                        enum MHD_Result r;
+
+                        if (own_problems[i].status != status)
+                                continue;
+                        p = real_create(strlen(own_problems[i].body), (void *)own_problems[i].body,
+                                        MHD_RESPMEM_PERSISTENT);
+                        if (!p)
+                                break;
+                        MHD_add_response_header(p, MHD_HTTP_HEADER_CONTENT_TYPE, PROBLEM_CONTENT_TYPE);
+                        r = real_queue(conn, status, p);
+                        MHD_destroy_response(p);
+                        return r;
+                }
+        }
+        return real_queue(conn, status, resp);
+}
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+        HttpServer *s = cls;
         char msg[512];
+        long dropped;
         size_t n;
 
-        (void)cls;
+        if (!log_budget(s, &dropped))
+                return;
         vsnprintf(msg, sizeof(msg), fmt, ap);
         n = strlen(msg);
         while (n > 0 && msg[n - 1] == '\n')
                 msg[--n] = 0;
-        log_warn("http: libmicrohttpd: %s", msg);
+        if (dropped)
+                log_warn("http: libmicrohttpd: %s (%ld lines dropped before this one)", msg, dropped);
+        else
+                log_warn("http: libmicrohttpd: %s", msg);
 }
 
 static int open_listener(const char *host, int port, bool *ret_v6, int *ret_fd, int *ret_port)
@@ -732,6 +1129,29 @@ out:
         return r;
 }
 
+static void server_free(HttpServer *s)
+{
+        if (!s)
+                return;
+        if (s->sweeper_started) {
+                pthread_mutex_lock(&s->sweep_mu);
+                s->stopping = true;
+                pthread_cond_signal(&s->sweep_cv);
+                pthread_mutex_unlock(&s->sweep_mu);
+                pthread_join(s->sweeper, NULL);
+        }
+        if (s->daemon)
+                MHD_stop_daemon(s->daemon);   /* closes the listening socket unless quiesced */
+        else if (s->listen_fd >= 0)
+                close(s->listen_fd);
+        pthread_mutex_destroy(&s->conn_mu);
+        pthread_mutex_destroy(&s->sweep_mu);
+        pthread_cond_destroy(&s->sweep_cv);
+        pthread_mutex_destroy(&s->log_mu);
+        free(s->resp408);
+        free(s);
+}
+
 /**
  * http_server_start() - see http.h.
  */
@@ -750,6 +1170,7 @@ int http_server_start(const HttpServerConfig *cfg, HttpServer **ret_server, int 
          */
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
                          MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+        pthread_condattr_t ca;
         bool v6 = false;
         int port = 0, r;
 
@@ -758,6 +1179,17 @@ int http_server_start(const HttpServerConfig *cfg, HttpServer **ret_server, int 
                 return -ENOMEM;
         s->cfg = *cfg;
         s->listen_fd = -1;
+        pthread_mutex_init(&s->conn_mu, NULL);
+        pthread_mutex_init(&s->sweep_mu, NULL);
+        pthread_mutex_init(&s->log_mu, NULL);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&s->sweep_cv, &ca);
+        pthread_condattr_destroy(&ca);
+        s->log_window = now_s();
+        r = make_resp408(s);
+        if (r < 0)
+                goto out;
         r = open_listener(cfg->host, cfg->port, &v6, &s->listen_fd, &port);
         if (r < 0) {
                 log_error("http: cannot listen on %s:%d: %s", cfg->host, cfg->port, strerror(-r));
@@ -771,23 +1203,29 @@ int http_server_start(const HttpServerConfig *cfg, HttpServer **ret_server, int 
                                      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(cfg->threads > 0 ? cfg->threads : 1),
                                      MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->connection_limit,
                                      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout_s,
+                                     /* 0: no per-address limit */
+                                     MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                     (unsigned)(cfg->per_ip_connection_limit > 0 ? cfg->per_ip_connection_limit : 0),
                                      MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                     MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                                      MHD_OPTION_END);
         if (!s->daemon) {
                 log_error("http: libmicrohttpd did not start");
                 r = -EIO;
                 goto out;
         }
+        r = -pthread_create(&s->sweeper, NULL, sweep_main, s);
+        if (r < 0) {
+                log_error("http: cannot start the sweeper thread: %s", strerror(-r));
+                goto out;
+        }
+        s->sweeper_started = true;
         *ret_server = s;
         *ret_port = port;
         s = NULL;
         r = 0;
 out:
-        if (s) {
-                if (s->listen_fd >= 0)
-                        close(s->listen_fd);
-                free(s);
-        }
+        server_free(s);
         return r;
 }
 
@@ -830,11 +1268,5 @@ long http_server_drain(HttpServer *s, double timeout_s)
  */
 void http_server_stop(HttpServer *s)
 {
-        if (!s)
-                return;
-        if (s->daemon)
-                MHD_stop_daemon(s->daemon);   /* closes the listening socket unless quiesced */
-        else if (s->listen_fd >= 0)
-                close(s->listen_fd);
-        free(s);
+        server_free(s);
 }

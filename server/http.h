@@ -7,6 +7,13 @@
  * per-request metrics. Route handlers (server/api_*.c) see an HttpRequest
  * through the accessors below and never touch libmicrohttpd.
  *
+ * Under abuse it keeps memory proportional to what it accepts (request
+ * bodies held at once are capped: 503 beyond; freed memory is handed back
+ * to the kernel after a large request) and stays fair: a per-address
+ * connection limit, a deadline for a whole request header (408), sockets
+ * with TCP_NODELAY and quick ACKs, rate-limited logging of what
+ * libmicrohttpd reports, and problem+json for libmicrohttpd's own errors.
+ *
  * A handler returns HTTP_DONE after it has responded, or HTTP_SUSPENDED
  * after http_request_wait(): the connection is parked until the waiter fires,
  * then the same handler is called again with http_request_resumed() saying
@@ -71,7 +78,10 @@ typedef struct HttpServerConfig {
         int threads;              /* pool size, >= 1 */
         int connection_limit;
         int connection_timeout_s;
+        int per_ip_connection_limit; /* open connections from one address; 0: no limit */
+        int header_timeout_s;     /* a whole request header, else 408 and close; 0: no deadline */
         size_t body_limit;        /* bytes; 413 beyond */
+        size_t body_inflight_limit; /* body bytes held by all requests; 503 beyond; 0: no limit */
         const HttpRoute *routes;  /* borrowed, must outlive the server */
         size_t n_routes;
         HttpGate gate;            /* may be NULL */

@@ -235,7 +235,10 @@ int cmd_serve(int argc, char **argv)
         hc.threads = (int)threads;
         hc.connection_limit = (int)cfg.connection_limit;
         hc.connection_timeout_s = (int)cfg.connection_timeout_s;
+        hc.per_ip_connection_limit = (int)cfg.per_ip_connection_limit;
+        hc.header_timeout_s = (int)cfg.header_timeout_s;
         hc.body_limit = (size_t)cfg.body_limit;
+        hc.body_inflight_limit = (size_t)cfg.body_inflight_limit;
         hc.routes = api_routes(&hc.n_routes);
         hc.gate = api_gate;
         hc.app = &api;

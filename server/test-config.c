@@ -37,6 +37,10 @@ static void test_defaults(void)
         CHECK(c.tasks == NULL);
         CHECK(c.auth == CONFIG_AUTH_AUTO);
         CHECK(c.body_limit == (int64_t)LIMIT_BODY_BYTES_DEFAULT);
+        CHECK(c.body_limit == 32 << 20);
+        CHECK(c.body_inflight_limit == (int64_t)LIMIT_BODY_INFLIGHT_BYTES_DEFAULT);
+        CHECK(c.per_ip_connection_limit == LIMIT_PER_IP_CONNECTIONS_DEFAULT);
+        CHECK(c.header_timeout_s == LIMIT_HEADER_TIMEOUT_S_DEFAULT);
         CHECK(c.batch_limit == LIMIT_BATCH_DEFAULT);
         CHECK(c.sandbox == true);
         CHECK(c.insecure_no_auth == false);
@@ -153,6 +157,13 @@ static void test_listen(void)
         CHECK(!config_host_is_loopback("0.0.0.0"));
         CHECK(!config_host_is_loopback("10.0.0.1"));
         CHECK(!config_host_is_loopback("::"));
+        /* Decided on the resolved address, not on the spelling. */
+        CHECK(config_host_is_loopback("127.1"));
+        CHECK(config_host_is_loopback("0x7f.0.0.1"));
+        CHECK(config_host_is_loopback("::ffff:127.0.0.1"));
+        CHECK(!config_host_is_loopback("::ffff:10.0.0.1"));
+        CHECK(!config_host_is_loopback("127.evil.invalid"));
+        CHECK(!config_host_is_loopback("1.2.3.4"));
 }
 
 /* docs/configuration.md must name every key, as `key` in its table. */

@@ -6,12 +6,13 @@ the candidate's own content (source, plan, scratch, options, name
 expressions) is not an HTTP error but a stored verdict, `rejected`, with the
 same message and pointer (rejected()).
 """
+import json
 import socket
 import time
 
 import pytest
 
-from conftest import (SLOW, compile_sub, full_sub, inline_full_sub, problem, read_limits,
+from conftest import (SANITIZED, SLOW, compile_sub, full_sub, inline_full_sub, problem, read_limits,
                       GOOD_KERNEL)
 
 LIMITS = read_limits()
@@ -269,3 +270,92 @@ def test_body_just_under_limit(make_server):
         assert r.status_code == 202, r.text[:300]
         src = "// " + "y" * 110000 + "\n" + GOOD_KERNEL
         problem(c.post("/v1/submissions", json=compile_sub(src)), 413)
+
+
+# ---- memory under hostile bodies (issue 26 item 2) --------------------------
+
+def vm_kb(server, field):
+    """A Vm* line of the server's /proc status (VmRSS, VmHWM) in kB."""
+    for line in open(f"/proc/{server.proc.pid}/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(field)
+
+
+def post_raw(s, body, timeout=60):
+    with s.client() as c:
+        return c.post("/v1/submissions", content=body, headers={"content-type": "application/json"},
+                      timeout=timeout * SLOW)
+
+
+def test_batch_of_empty_objects_refused_before_parsing(make_server):
+    """Issue 26's probe: 18 MB of {} took the server to 1.39 GB before its 422."""
+    s = make_server()
+    body = b'{"submissions":[' + b"{}," * 5_999_999 + b"{}]}"
+    r = post_raw(s, body)
+    p = problem(r, 422)
+    assert p["pointer"] == "/submissions", p
+    assert "this one has 6000000" in p["detail"], p
+    # The body itself (18 MB) and the server's own ~15 MB; a parse tree would be ~1.4 GB.
+    if not SANITIZED:   # ASan's shadow and quarantine are not the server's
+        assert vm_kb(s, "VmHWM") < 160 * 1024, f"peak RSS {vm_kb(s, 'VmHWM')} kB"
+
+
+def test_body_of_tiny_values_refused_for_its_tree(make_server):
+    """One submission carrying 2M numbers: within the batch and depth limits, 413 from its text."""
+    s = make_server()
+    body = b'{"submissions":[{"mode":"compile","source":"x","tags":{"n":[' + b"0," * 2_000_000 + b"0]}}]}"
+    p = problem(post_raw(s, body), 413)
+    assert p["pointer"].startswith("/submissions/0/tags/n/"), p
+    if not SANITIZED:
+        assert vm_kb(s, "VmHWM") < 120 * 1024, f"peak RSS {vm_kb(s, 'VmHWM')} kB"
+    with s.client() as c:
+        assert c.post("/v1/submissions", json=compile_sub()).status_code == 202
+
+
+def test_memory_given_back_after_large_requests(make_server):
+    """Parsed, validated and refused (503 queue full) 16 MB batches: the heap goes back to the kernel."""
+    if SANITIZED:
+        pytest.skip("ASan's allocator keeps freed memory in quarantine; malloc_trim() is glibc's")
+    s = make_server("--max-queued", "1")
+    with s.client() as c:
+        assert c.post("/v1/submissions", json=compile_sub()).status_code == 202   # the queue is full now
+    time.sleep(0.5)
+    base = vm_kb(s, "VmRSS")
+    item = json.dumps(compile_sub("//" + "p" * 3900 + "\n" + GOOD_KERNEL)).encode()
+    body = b'{"submissions":[' + b",".join([item] * 4096) + b"]}"
+    for _ in range(2):
+        problem(post_raw(s, body), 503)
+    time.sleep(1.5 * SLOW)   # the sweeper trims four times a second
+    after = vm_kb(s, "VmRSS")
+    assert after - base < 48 * 1024, f"RSS {base} kB before, {after} kB after"
+
+
+def test_bodies_in_flight_capped(make_server):
+    """A body that would pass --body-inflight-limit is answered 503 before it is read."""
+    s = make_server("--body-limit", "1M", "--body-inflight-limit", "1M")
+    head = (b"POST /v1/submissions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 900000\r\n\r\n")
+    held = socket.create_connection(("127.0.0.1", s.port), timeout=10 * SLOW)
+    try:
+        held.sendall(head + b'{"mode":"compile","source":"')   # holds 900 kB of room
+        time.sleep(0.3)
+        status, text, _ = raw_exchange(s.port, head)
+        assert status == 503, text[:500]
+        assert "retry-after: 1" in text.lower() and "application/problem+json" in text.lower(), text[:500]
+    finally:
+        held.close()
+    time.sleep(0.3)
+    with s.client() as c:   # released with the connection
+        assert c.post("/v1/submissions", json=compile_sub("// " + "y" * 800000 + "\n" + GOOD_KERNEL)).status_code == 202
+
+
+def test_libmicrohttpd_errors_are_problems(server):
+    """libmicrohttpd's own 414 and 431 (before any route) are problem+json, not HTML."""
+    for head, status in ((b"GET /v1/" + b"a" * 40000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+                         (b"GET /livez HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 40000 + b"\r\n\r\n", 431)):
+        got, text, _ = raw_exchange(server.port, head)
+        assert got == status, text[:300]
+        hdr, _, body = text.partition("\r\n\r\n")
+        assert "content-type: application/problem+json" in hdr.lower(), hdr
+        assert f'"status":{status}' in body, body
