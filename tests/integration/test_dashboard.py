@@ -193,7 +193,7 @@ def test_tasks_and_task(server, client, run):
     # source=history: the tasks with submissions, busiest first: the view's rows.
     items = client.get("/v1/dashboard/tasks", params={"source": "history", "limit": 1000}).json()["items"]
     want = view(server, "SELECT * FROM v_task_summary ORDER BY submissions DESC, task")
-    assert sorted(map(json.dumps, items)) == sorted(map(json.dumps, want))
+    assert sorted(items, key=lambda t: t["task"] or "") == sorted(want, key=lambda t: t["task"] or "")
     assert [t["submissions"] for t in items] == sorted((t["submissions"] for t in items), reverse=True)
     # One task: the library's summary with its description, the published times in provenance.
     t = client.get("/v1/dashboard/tasks/l1_1_square_matrix_multiplication").json()
