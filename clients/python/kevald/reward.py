@@ -18,6 +18,10 @@ speedup, and neither the bonus nor a speedup is paid for the impossible.
 `internal_error` and `cancelled` give None: an infrastructure fault (or a
 withdrawn submission) says nothing about the kernel, so drop the sample
 rather than train on it. A submission that is not done also gives None.
+
+The defaults are also the dashboard's reward, which the server stores per
+result (migrations/007_dashboard_reward.sql, v_job_metrics.reward);
+tests/integration/test_dashboard.py checks the two agree: change both.
 """
 import math
 from dataclasses import dataclass, field
