@@ -705,14 +705,17 @@ static char *names_text(json_t *items)
 static int add_task_figures(HttpRequest *req, json_t *items)
 {
         Api *api = http_request_app(req);
-        json_t *stats = NULL, *refs = NULL, *it, *row;
+        json_t *stats = NULL, *refs = NULL, *by_name = json_object(), *it, *row;
         char *names = names_text(items);
         size_t i, j;
         Store *store;
         int r;
 
-        if (!names)
+        if (!names || !by_name) {
+                free(names);
+                json_decref(by_name);
                 return http_respond_error(req, PROBLEM_INTERNAL, NULL, "out of memory");
+        }
         store = storepool_get(api->pool);
         r = rows(req, store, STORE_DASH_TASKS_NAMED, json_pack("[s]", names), &stats) ||
             rows(req, store, STORE_DASH_REFERENCES, json_pack("[s]", names), &refs);
@@ -721,19 +724,22 @@ static int add_task_figures(HttpRequest *req, json_t *items)
         if (r)
                 goto out;
         json_array_foreach(items, i, it) {
-                const char *name = json_string_value(json_object_get(it, "name"));
-                json_t *mine = json_array();
-
                 json_object_set_new(it, "stats", json_null());
-                json_array_foreach(stats, j, row)
-                        if (name && !strcmp(name, jsonutil_str(row, "task", "")))
-                                json_object_set(it, "stats", row);
-                json_array_foreach(refs, j, row)
-                        if (mine && name && !strcmp(name, jsonutil_str(row, "task", "")))
-                                json_array_append(mine, row);
-                json_object_set_new(it, "reference_times", mine ? mine : json_array());
+                json_object_set_new(it, "reference_times", json_array());
+                if (json_string_value(json_object_get(it, "name")))
+                        json_object_set(by_name, json_string_value(json_object_get(it, "name")), it);
         }
+        json_array_foreach(stats, j, row) {
+                json_t *it2 = json_object_get(by_name, jsonutil_str(row, "task", ""));
+
+                if (it2)
+                        json_object_set(it2, "stats", row);
+        }
+        json_array_foreach(refs, j, row)
+                json_array_append(json_object_get(json_object_get(by_name, jsonutil_str(row, "task", "")),
+                                                  "reference_times"), row);
 out:
+        json_decref(by_name);
         json_decref(stats);
         json_decref(refs);
         return r ? HTTP_DONE : 0;

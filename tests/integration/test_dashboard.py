@@ -474,6 +474,11 @@ def test_trainer_reward(tmp_module):
             assert row["verdicts"] == dict(Counter(x["verdict"] for x, _ in mine))
         assert d["run"]["mode"] == "mixed" and d["run"]["checked"] == 7
         assert d["steps"][1]["correct_rate"] == pytest.approx(2 / 4)  # the compile-mode sample is not checked
+        # pass@k over the inline task's 7 checked samples, 4 of them correct (the suspicious one is correct).
+        (t,) = [t for t in d["tasks"] if t["task"] is not None]
+        assert t["samples"] == 7 and t["checked"] == 7 and t["correct"] == 4
+        assert t["pass_at_k"] == {"1": pytest.approx(pass_at_k(7, 4, 1)), "5": 1.0, "10": None}
+        assert pass_at_k(7, 4, 1) == pytest.approx(4 / 7)
     finally:
         assert fs.stop() == 0
 
