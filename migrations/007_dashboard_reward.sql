@@ -181,17 +181,16 @@ UPDATE job_metrics SET reward =
                      ELSE 0.3 + min(coalesce(s.speedup, 0.0), 10.0) END
          FROM submissions s LEFT JOIN submission_results r ON r.id = s.id WHERE s.id = job_metrics.id);
 
-UPDATE run_summary SET compile_mode =
-        (SELECT count(*) FROM job_metrics j WHERE j.run_id = run_summary.run_id AND j.mode = 'compile'
-         AND j.verdict NOT IN ('cancelled', 'internal_error'));
+-- One pass over the history per rollup (GROUP BY), not a scan per rollup row.
+UPDATE run_summary SET compile_mode = a.cm
+FROM (SELECT run_id, sum(mode = 'compile') AS cm FROM job_metrics
+      WHERE run_id IS NOT NULL AND verdict NOT IN ('cancelled', 'internal_error') GROUP BY run_id) a
+WHERE run_summary.run_id = a.run_id;
 
-UPDATE run_step_tasks SET
-        compile_mode = (SELECT count(*) FROM job_metrics j WHERE j.run_id = run_step_tasks.run_id
-                        AND j.step = run_step_tasks.step AND j.task = run_step_tasks.task AND j.mode = 'compile'
-                        AND j.verdict NOT IN ('cancelled', 'internal_error')),
-        reward_sum = (SELECT coalesce(sum(j.reward), 0) FROM job_metrics j WHERE j.run_id = run_step_tasks.run_id
-                      AND j.step = run_step_tasks.step AND j.task = run_step_tasks.task
-                      AND j.verdict NOT IN ('cancelled', 'internal_error'));
+UPDATE run_step_tasks SET compile_mode = a.cm, reward_sum = a.rs
+FROM (SELECT run_id, step, task, sum(mode = 'compile') AS cm, coalesce(sum(reward), 0) AS rs FROM job_metrics
+      WHERE run_id IS NOT NULL AND verdict NOT IN ('cancelled', 'internal_error') GROUP BY run_id, step, task) a
+WHERE run_step_tasks.run_id = a.run_id AND run_step_tasks.step = a.step AND run_step_tasks.task = a.task;
 
 INSERT INTO run_step_verdicts(run_id, step, verdict, n)
 SELECT run_id, step, verdict, count(*) FROM job_metrics

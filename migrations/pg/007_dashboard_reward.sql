@@ -197,15 +197,17 @@ END $$;
 UPDATE job_metrics j SET reward = kevald_reward(j.verdict, s.speedup, kevald_try_jsonb(r.result))
 FROM submissions s LEFT JOIN submission_results r ON r.id = s.id WHERE s.id = j.id;
 
-UPDATE run_summary rs SET compile_mode =
-        (SELECT count(*) FROM job_metrics j WHERE j.run_id = rs.run_id AND j.mode = 'compile'
-         AND j.verdict NOT IN ('cancelled', 'internal_error'));
+-- One pass over the history per rollup (GROUP BY), not a scan per rollup row.
+UPDATE run_summary rs SET compile_mode = a.cm
+FROM (SELECT run_id, count(*) FILTER (WHERE mode = 'compile') AS cm FROM job_metrics
+      WHERE run_id IS NOT NULL AND verdict NOT IN ('cancelled', 'internal_error') GROUP BY run_id) a
+WHERE rs.run_id = a.run_id;
 
-UPDATE run_step_tasks rt SET
-        compile_mode = (SELECT count(*) FROM job_metrics j WHERE j.run_id = rt.run_id AND j.step = rt.step
-                        AND j.task = rt.task AND j.mode = 'compile' AND j.verdict NOT IN ('cancelled', 'internal_error')),
-        reward_sum = (SELECT coalesce(sum(j.reward), 0) FROM job_metrics j WHERE j.run_id = rt.run_id
-                      AND j.step = rt.step AND j.task = rt.task AND j.verdict NOT IN ('cancelled', 'internal_error'));
+UPDATE run_step_tasks rt SET compile_mode = a.cm, reward_sum = a.rs
+FROM (SELECT run_id, step, task, count(*) FILTER (WHERE mode = 'compile') AS cm, coalesce(sum(reward), 0) AS rs
+      FROM job_metrics WHERE run_id IS NOT NULL AND verdict NOT IN ('cancelled', 'internal_error')
+      GROUP BY run_id, step, task) a
+WHERE rt.run_id = a.run_id AND rt.step = a.step AND rt.task = a.task;
 
 INSERT INTO run_step_verdicts(run_id, step, verdict, n)
 SELECT run_id, step, verdict, count(*) FROM job_metrics
