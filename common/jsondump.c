@@ -4,12 +4,15 @@
  * jansson prints reals with "%.17g" (JSON_REAL_PRECISION can only lower the
  * digit count for every number at once, losing exactness), so this module
  * dumps at full precision and rewrites each real token afterwards: the
- * shortest precision p in 1..17 whose "%.*g" reads back as the same double
- * (17 always does). Only number tokens outside strings that hold '.', 'e'
+ * shortest precision p whose "%.*g" reads back as the same double. Any
+ * decimal of at most DBL_DIG (15) significant digits survives a trip through
+ * a double, so when a shorter form exists "%.15g" prints it (trailing zeros
+ * dropped); otherwise 16 digits, or 17 (which always do). Only number tokens outside strings that hold '.', 'e'
  * or 'E' are reals; integers and strings pass through untouched, and the
  * result is never longer than jansson's text.
  */
 #include <ctype.h>
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,8 +22,8 @@
 #include "common/jsondump.h"
 
 /**
- * jsondump_real() - see jsondump.h; an exponent form whose exponent is 0..16
- * is written in plain digits instead (100.0, not 1e+02)
+ * jsondump_real() - see jsondump.h ("%g" writes plain digits below an
+ * exponent of 15, so 100.0 stays 100.0)
  * Return: the length written (at most 24 bytes plus the NUL), 0 when @size
  * is too small.
  */
@@ -30,27 +33,14 @@ size_t jsondump_real(double v, char *out, size_t size)
 
         if (!isfinite(v))
                 return (size_t)snprintf(out, size, "null");
-        for (int p = 1; p <= 17; p++) {
+        /* A decimal of at most DBL_DIG (15) digits that reads back as v is what
+         * "%.15g" prints (trailing zeros dropped); else 16 digits, else 17. */
+        for (int p = DBL_DIG; p <= 17; p++) {
                 n = snprintf(out, size, "%.*g", p, v);
                 if (n < 0 || (size_t)n >= size)
                         return 0;
                 if (strtod(out, NULL) == v)
                         break;
-        }
-        /* 1e+02 reads better as 100.0: plain digits up to 17 of them */
-        {
-                const char *e = strpbrk(out, "eE");
-                int x = e ? atoi(e + 1) : -1;
-                char alt[40];
-
-                if (x >= 0 && x < 17) {
-                        int m = snprintf(alt, sizeof(alt), "%.*g", x + 1, v);
-
-                        if (m > 0 && (size_t)m < size && strtod(alt, NULL) == v) {
-                                memcpy(out, alt, (size_t)m + 1);
-                                n = m;
-                        }
-                }
         }
         if (!strpbrk(out, ".eEn") && (size_t)n + 2 < size) {
                 memcpy(out + n, ".0", 3);

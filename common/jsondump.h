@@ -20,6 +20,6 @@ char *jsondump_text(const json_t *json, size_t flags);
  * as @v, with ".0" added where that form looks like an integer (so it stays
  * a real); @out has room for at least 32 bytes. Non-finite values (which
  * jansson never writes) give "null".
- * Return: the length written.
+ * Return: the length written, 0 when @size is too small.
  */
 size_t jsondump_real(double v, char *out, size_t size);

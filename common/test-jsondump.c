@@ -53,6 +53,55 @@ static void test_reals(void)
         CHECK(!strcmp(buf, "null"));
 }
 
+/* The significant digits of a number's text: no sign, point, exponent, leading or trailing zeros. */
+static void sig_digits(const char *text, char *out)
+{
+        const char *p = text;
+        char *w = out;
+
+        for (; *p && *p != 'e' && *p != 'E'; p++)
+                if (*p >= '0' && *p <= '9' && (w > out || *p != '0'))
+                        *w++ = *p;
+        while (w > out && w[-1] == '0')
+                w--;
+        *w = '\0';
+}
+
+/* Against a brute-force search of every precision 1..17: as few significant digits, read back exactly. */
+static void test_shortest_random(void)
+{
+        unsigned long long x = 0x9e3779b97f4a7c15ull;
+        int bad = 0;
+
+        for (int i = 0; i < 200000 && bad < 5; i++) {
+                char got[40], brute[40], a[40], b[40];
+                double v;
+
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                if (i % 3 == 0)
+                        v = (double)(x % 100000) / 100.0;              /* short decimals: 0.01 steps */
+                else if (i % 3 == 1)
+                        v = (double)(x >> 11) / 9007199254740992.0 * pow(10, (double)(x % 40) - 20);
+                else
+                        memcpy(&v, &x, sizeof(v));                     /* any bit pattern */
+                if (!isfinite(v))
+                        continue;
+                jsondump_real(v, got, sizeof(got));
+                for (int p = 1; p <= 17; p++) {
+                        snprintf(brute, sizeof(brute), "%.*g", p, v);
+                        if (strtod(brute, NULL) == v)
+                                break;
+                }
+                sig_digits(got, a);
+                sig_digits(brute, b);
+                if (strtod(got, NULL) != v || strlen(a) > strlen(b) || strcmp(a, b)) {
+                        fprintf(stderr, "%.17g: got %s, brute force %s\n", v, got, brute);
+                        bad++;
+                }
+        }
+        CHECK(bad == 0);
+}
+
 static void test_text(void)
 {
         check_text(json_pack("{s:f, s:I, s:s, s:[f, f, i], s:f}", "a", 0.1, "b", (json_int_t)12345678901234,
@@ -68,6 +117,7 @@ static void test_text(void)
 int main(void)
 {
         test_reals();
+        test_shortest_random();
         test_text();
         if (failures) {
                 fprintf(stderr, "%d failure(s)\n", failures);
