@@ -1,7 +1,8 @@
 /*
  * tasklib - the task library: every task file under a folder, parsed once
- * at start-up into Tasks sorted by name. Immutable after tasklib_load(), so
- * any thread may read it without locks.
+ * at start-up into Tasks sorted by name in natural order (tasklib_name_cmp():
+ * l1_2 before l1_10). Immutable after tasklib_load(), so any thread may read
+ * it without locks.
  *
  * Files: every `*.json` under the folder (recursively, symlinks not
  * followed, hidden entries skipped) is a task, except `*.plan.json`
@@ -10,6 +11,7 @@
  * relative to the task file's folder. A file that fails is skipped and
  * reported in the error list; the rest load.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -26,7 +28,7 @@
 #define TASKLIB_FILE_BYTES (4u << 20)
 
 struct TaskLib {
-        Task **tasks;  /* sorted by name */
+        Task **tasks;  /* sorted by tasklib_name_cmp() */
         size_t count;
 };
 
@@ -100,9 +102,51 @@ static int cmp_path(const void *a, const void *b)
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/**
+ * tasklib_name_cmp() - natural order of task names: runs of digits compare
+ * as numbers (l1_2 before l1_10, l2_9 before l2_10), everything else byte by
+ * byte; names equal that way (l1_02, l1_2) fall back to strcmp(), so the
+ * order is total and a binary search finds every name.
+ * Return: <0, 0 or >0 as strcmp().
+ */
+int tasklib_name_cmp(const char *a, const char *b)
+{
+        const unsigned char *p = (const unsigned char *)a, *q = (const unsigned char *)b;
+
+        while (*p && *q) {
+                if (isdigit(*p) && isdigit(*q)) {
+                        const unsigned char *ps, *qs;
+                        size_t np, nq;
+                        int c;
+
+                        while (*p == '0' && isdigit(p[1]))
+                                p++;
+                        while (*q == '0' && isdigit(q[1]))
+                                q++;
+                        for (ps = p; isdigit(*p); p++)
+                                ;
+                        for (qs = q; isdigit(*q); q++)
+                                ;
+                        np = (size_t)(p - ps), nq = (size_t)(q - qs);
+                        if (np != nq)
+                                return np < nq ? -1 : 1;
+                        c = memcmp(ps, qs, np);
+                        if (c)
+                                return c;
+                        continue;
+                }
+                if (*p != *q)
+                        return *p < *q ? -1 : 1;
+                p++, q++;
+        }
+        if (*p || *q)
+                return *p ? 1 : -1;
+        return strcmp(a, b);
+}
+
 static int cmp_task(const void *a, const void *b)
 {
-        return strcmp(spec_task_name(*(Task *const *)a), spec_task_name(*(Task *const *)b));
+        return tasklib_name_cmp(spec_task_name(*(Task *const *)a), spec_task_name(*(Task *const *)b));
 }
 
 static void add_error(json_t *errors, const char *file, const char *pointer, const char *message)
@@ -269,7 +313,7 @@ const Task *tasklib_get(const TaskLib *lib, const char *name)
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                int c = strcmp(spec_task_name(lib->tasks[mid]), name);
+                int c = tasklib_name_cmp(spec_task_name(lib->tasks[mid]), name);
                 if (c == 0)
                         return lib->tasks[mid];
                 if (c < 0)
@@ -286,14 +330,14 @@ size_t tasklib_count(const TaskLib *lib)
         return lib ? lib->count : 0;
 }
 
-/** tasklib_task_at() - the @index-th task in name order; borrowed; NULL past the end */
+/** tasklib_task_at() - the @index-th task in natural name order; borrowed; NULL past the end */
 const Task *tasklib_task_at(const TaskLib *lib, size_t index)
 {
         return lib && index < lib->count ? lib->tasks[index] : NULL;
 }
 
 /**
- * tasklib_list() - summaries of the tasks, in name order
+ * tasklib_list() - summaries of the tasks, in natural name order (tasklib_name_cmp())
  * @level:    only this level when > 0
  * @category: only this category when not NULL
  * Return: a new array of spec_task_summary() objects, or NULL on ENOMEM.

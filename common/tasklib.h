@@ -21,7 +21,9 @@ int tasklib_load(const char *dir, TaskLib **ret_lib, json_t **errors);
 void tasklib_free(TaskLib *lib);
 /* Parse one task file (source_file relative to its folder); 0, SPEC_E_INVALID or -errno. */
 int tasklib_load_file(const char *path, Task **ret_task, SpecError *err);
-/* The @index-th task in name order, borrowed; NULL past the end. */
+/* Natural order of names (l1_2 before l1_10), total; <0, 0 or >0 as strcmp(). */
+int tasklib_name_cmp(const char *a, const char *b);
+/* The @index-th task in natural name order, borrowed; NULL past the end. */
 const Task *tasklib_task_at(const TaskLib *lib, size_t index);
 const Task *tasklib_get(const TaskLib *lib, const char *name);
 size_t tasklib_count(const TaskLib *lib);

@@ -155,6 +155,43 @@ static void test_broken(void)
         CHECK(system(cmd) == 0);
 }
 
+/* Natural order: digit runs compare as numbers; the library sorts and finds by it. */
+static void test_natural_order(void)
+{
+        static const char *const sorted[] = { "a", "l1_1_x", "l1_2_x", "l1_10_x", "l1_100_x", "l2_1",
+                                              "l2_09", "l2_9", "l2_10", "l10_1", "lx" };
+        char tmpl[] = "/tmp/kevald-tasklib-XXXXXX", cmd[4200];
+        const char *dir = mkdtemp(tmpl);
+        size_t n = sizeof(sorted) / sizeof(sorted[0]);
+        TaskLib *lib = NULL;
+        json_t *list;
+
+        for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < n; j++) {
+                        int c = tasklib_name_cmp(sorted[i], sorted[j]);
+                        CHECK(i < j ? c < 0 : i > j ? c > 0 : c == 0);
+                }
+        CHECK(dir != NULL);
+        write_task(dir, "l1_100.json", "l1_100", 1, "a");
+        write_task(dir, "l1_2.json", "l1_2", 1, "a");
+        write_task(dir, "l1_10.json", "l1_10", 1, "a");
+        write_task(dir, "l1_1.json", "l1_1", 1, "a");
+        CHECK(tasklib_load(dir, &lib, NULL) == 0);
+        list = tasklib_list(lib, 0, NULL);
+        CHECK(json_array_size(list) == 4);
+        CHECK(!strcmp(json_string_value(json_object_get(json_array_get(list, 0), "name")), "l1_1"));
+        CHECK(!strcmp(json_string_value(json_object_get(json_array_get(list, 1), "name")), "l1_2"));
+        CHECK(!strcmp(json_string_value(json_object_get(json_array_get(list, 2), "name")), "l1_10"));
+        CHECK(!strcmp(json_string_value(json_object_get(json_array_get(list, 3), "name")), "l1_100"));
+        for (size_t i = 0; i < 4; i++)
+                CHECK(tasklib_get(lib, json_string_value(json_object_get(json_array_get(list, i), "name"))));
+        CHECK(tasklib_get(lib, "l1_3") == NULL);
+        json_decref(list);
+        tasklib_free(lib);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        CHECK(system(cmd) == 0);
+}
+
 int main(void)
 {
         const char *root = getenv("KEVALD_SOURCE_ROOT");
@@ -162,6 +199,7 @@ int main(void)
         log_init("test-tasklib", LOG_LEVEL_ERROR);
         test_fixtures(root ? root : "..");
         test_broken();
+        test_natural_order();
         if (failures) {
                 fprintf(stderr, "%d failure(s)\n", failures);
                 return 1;

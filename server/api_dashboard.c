@@ -8,12 +8,17 @@
  *   GET /v1/dashboard/now                  queue, workers, cache, per-minute series
  *   GET /v1/dashboard/runs                 RL runs (tags.run_id), latest first
  *   GET /v1/dashboard/run?id=RUN           one run: per step, per task, pass@k
- *   GET /v1/dashboard/tasks                tasks, busiest first
- *   GET /v1/dashboard/tasks/{name}         one task: pass rate, speedups, leaderboard
+ *   GET /v1/dashboard/tasks                the task library (or the tasks with history, busiest first)
+ *   GET /v1/dashboard/tasks/{name}         one task: description, reference times, pass rate, leaderboard
  *   GET /v1/dashboard/submissions/{id}     one submission with its source and its turns
  *
- * Every figure comes from a view of migrations/006_dashboard.sql through
- * store_dashboard_rows(), so the page shows what SQL and Grafana users read.
+ * Every figure comes from a view of migrations/006_dashboard.sql and
+ * 007_dashboard_reward.sql through store_dashboard_rows(), so the page shows
+ * what SQL and Grafana users read. The reward is the trainer's: the Python
+ * client's default reward() (clients/python/kevald/reward.py), stored per
+ * job by migration 007; the reward quantiles map the speedup histogram
+ * through the same formula (reward_of_speedup()). Tasks are listed in the
+ * library's natural name order (tasklib_name_cmp()).
  * The /v1 routes need a token wherever the API does (api_gate()). Aggregates
  * span every token, as /v1/stats does; a submission, its source and its turns
  * follow the API's visibility rule (a non-admin token sees its own only).
@@ -26,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/jsonutil.h"
 #include "common/limits.h"
 #include "common/spec.h"
 #include "common/tasklib.h"
@@ -48,6 +54,11 @@ extern const unsigned long kevald_assets_count;
 #define DASH_K_LIMIT 10000
 #define DASH_TURNS_MAX 100                /* ancestors walked, children listed */
 #define DASH_SPEEDUP_BUCKETS 8.0          /* histogram buckets per doubling (migrations 002, 006) */
+#define DASH_LEVEL_MAX 10                 /* ?level= of the task browser, as GET /v1/tasks */
+
+/* The client's default reward of a correct, believable kernel (migrations/007_dashboard_reward.sql). */
+#define DASH_REWARD_BONUS 0.3
+#define DASH_REWARD_CAP 10.0
 
 /* ---- the page ---- */
 
@@ -410,10 +421,16 @@ static double bucket_mid(json_t *row)
 /*
  * Quantiles of @total values: @zeros zeros, then the speedup histogram rows
  * @hist[@lo, @hi) (ascending buckets; each value read as its bucket's
- * geometric middle, so within ~5%). A new object {p10, p25, p50, p75, p90},
- * or null when @total is 0.
+ * geometric middle, so within ~5%), each mapped through
+ * reward_of_speedup() when @reward (monotone, so the order holds). A new
+ * object {p10, p25, p50, p75, p90}, or null when @total is 0.
  */
-static json_t *quantiles(json_t *hist, size_t lo, size_t hi, int64_t zeros, int64_t total)
+static double reward_of_speedup(double s)
+{
+        return DASH_REWARD_BONUS + (s < DASH_REWARD_CAP ? s : DASH_REWARD_CAP);
+}
+
+static json_t *quantiles(json_t *hist, size_t lo, size_t hi, int64_t zeros, int64_t total, bool reward)
 {
         static const double ps[] = { 0.10, 0.25, 0.50, 0.75, 0.90 };
         static const char *const names[] = { "p10", "p25", "p50", "p75", "p90" };
@@ -431,7 +448,7 @@ static json_t *quantiles(json_t *hist, size_t lo, size_t hi, int64_t zeros, int6
                         for (size_t i = lo; i < hi; i++) {
                                 json_t *row = json_array_get(hist, i);
 
-                                v = bucket_mid(row);
+                                v = reward ? reward_of_speedup(bucket_mid(row)) : bucket_mid(row);
                                 cum += (int64_t)num(row, "n");
                                 if (cum > rank)
                                         break;
@@ -500,29 +517,94 @@ static void add_step_distributions(json_t *steps, json_t *hist)
                 lo = h;
                 while (h < json_array_size(hist) && step_of(json_array_get(hist, h)) == step)
                         in_hist += (int64_t)num(json_array_get(hist, h++), "n");
-                json_object_set_new(row, "reward", quantiles(hist, lo, h, n - in_hist, n));
-                json_object_set_new(row, "speedup", quantiles(hist, lo, h, 0, in_hist));
+                json_object_set_new(row, "reward", quantiles(hist, lo, h, n - in_hist, n, true));
+                json_object_set_new(row, "speedup", quantiles(hist, lo, h, 0, in_hist, false));
                 if (num(row, "best_speedup") > best)
                         best = num(row, "best_speedup");
                 json_object_set_new(row, "best_so_far", best > 0 ? json_real(best) : json_null());
         }
 }
 
-/* Add pass@k (and the correct rate) to the per-task rows of STORE_DASH_RUN_TASKS. */
+/* Per step: the verdict mix {verdict: n} from the rows of STORE_DASH_RUN_VERDICTS (both ascending by step). */
+static void add_step_verdicts(json_t *steps, json_t *verdicts)
+{
+        size_t i, v = 0;
+        json_t *row;
+
+        json_array_foreach(steps, i, row) {
+                int64_t step = step_of(row);
+                json_t *mix = json_object();
+
+                while (v < json_array_size(verdicts) && step_of(json_array_get(verdicts, v)) < step)
+                        v++;
+                for (; v < json_array_size(verdicts) && step_of(json_array_get(verdicts, v)) == step; v++) {
+                        json_t *vr = json_array_get(verdicts, v);
+                        const char *name = json_string_value(json_object_get(vr, "verdict"));
+
+                        if (name && mix)
+                                json_object_set_new(mix, name, json_integer((json_int_t)num(vr, "n")));
+                }
+                json_object_set_new(row, "verdicts", mix ? mix : json_object());
+        }
+}
+
+/* "compile" when every evaluated submission of @run was compile-only, "full" when none, else "mixed". */
+static const char *run_mode(json_t *run)
+{
+        double n = num(run, "evaluated"), c = num(run, "compile_mode");
+
+        return c <= 0 ? "full" : c >= n ? "compile" : "mixed";
+}
+
+static int cmp_task_rows(const void *a, const void *b)
+{
+        const char *x = json_string_value(json_object_get(*(json_t *const *)a, "task"));
+        const char *y = json_string_value(json_object_get(*(json_t *const *)b, "task"));
+
+        if (!x || !y)
+                return (x != NULL) - (y != NULL);
+        return tasklib_name_cmp(x, y);
+}
+
+/* Sort @rows (objects with "task", null first) in the library's natural name order. Return: 0 or -ENOMEM. */
+static int sort_task_rows(json_t *rows)
+{
+        size_t n = json_array_size(rows);
+        json_t **v = n ? calloc(n, sizeof(*v)) : NULL;
+
+        if (n && !v)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                v[i] = json_incref(json_array_get(rows, i));
+        qsort(v, n, sizeof(*v), cmp_task_rows);
+        json_array_clear(rows);
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(rows, v[i]);
+        free(v);
+        return 0;
+}
+
+/*
+ * Add pass@k (and the correct rate) to the per-task rows of
+ * STORE_DASH_RUN_TASKS: over the samples whose correctness was checked
+ * (mode full); null where none was (a compile-only task says nothing about
+ * correctness).
+ */
 static void add_pass_at_k(json_t *tasks, const int64_t *ks, size_t nk)
 {
         size_t i;
         json_t *row;
 
         json_array_foreach(tasks, i, row) {
-                int64_t n = (int64_t)num(row, "samples"), c = (int64_t)num(row, "correct");
+                int64_t n = (int64_t)num(row, "checked"), c = (int64_t)num(row, "correct");
                 json_t *pk = json_object();
 
                 for (size_t k = 0; pk && k < nk; k++) {
                         char key[24];
 
                         snprintf(key, sizeof(key), "%lld", (long long)ks[k]);
-                        json_object_set_new(pk, key, ks[k] <= n ? json_real(pass_at_k(n, c, ks[k])) : json_null());
+                        json_object_set_new(pk, key, ks[k] <= n && n > 0 ? json_real(pass_at_k(n, c, ks[k]))
+                                                                        : json_null());
                 }
                 json_object_set_new(row, "correct_rate", n > 0 ? json_real((double)c / (double)n) : json_null());
                 json_object_set_new(row, "pass_at_k", pk ? pk : json_object());
@@ -541,7 +623,7 @@ int api_dashboard_run(HttpRequest *req)
 {
         static const char *const known[] = { "id", "from_step", "to_step", "k", NULL };
         Api *api = http_request_app(req);
-        json_t *summary = NULL, *steps = NULL, *hist = NULL, *tasks = NULL, *kl;
+        json_t *summary = NULL, *steps = NULL, *hist = NULL, *tasks = NULL, *verdicts = NULL, *kl, *run;
         int64_t from, to, ks[DASH_K_MAX];
         const char *id;
         size_t nk = 0;
@@ -563,7 +645,9 @@ int api_dashboard_run(HttpRequest *req)
             rows(req, store, STORE_DASH_RUN_SPEEDUPS, json_pack("[s, I, I]", id, (json_int_t)from, (json_int_t)to),
                  &hist) ||
             rows(req, store, STORE_DASH_RUN_TASKS, json_pack("[s, I, I]", id, (json_int_t)from, (json_int_t)to),
-                 &tasks);
+                 &tasks) ||
+            rows(req, store, STORE_DASH_RUN_VERDICTS, json_pack("[s, I, I]", id, (json_int_t)from, (json_int_t)to),
+                 &verdicts);
         storepool_put(api->pool, store);
         if (r)
                 goto out;
@@ -571,12 +655,19 @@ int api_dashboard_run(HttpRequest *req)
                 http_respond_error(req, PROBLEM_NOT_FOUND, NULL, "no finished submission has run_id '%.256s'", id);
                 goto out;
         }
+        run = json_array_get(summary, 0);
+        json_object_set_new(run, "mode", json_string(run_mode(run)));
         add_step_distributions(steps, hist);
+        add_step_verdicts(steps, verdicts);
         add_pass_at_k(tasks, ks, nk);
+        if (sort_task_rows(tasks)) {
+                http_respond_error(req, PROBLEM_INTERNAL, NULL, "out of memory");
+                goto out;
+        }
         kl = json_array();
         for (size_t k = 0; kl && k < nk; k++)
                 json_array_append_new(kl, json_integer(ks[k]));
-        http_respond_json(req, 200, json_pack("{s:O, s:I, s:o, s:O, s:O, s:o}", "run", json_array_get(summary, 0),
+        http_respond_json(req, 200, json_pack("{s:O, s:I, s:o, s:O, s:O, s:o}", "run", run,
                                               "from_step", (json_int_t)from,
                                               "to_step", to == INT64_MAX ? json_null() : json_integer(to),
                                               "steps", steps, "tasks", tasks, "k", kl ? kl : json_array()));
@@ -585,18 +676,173 @@ out:
         json_decref(steps);
         json_decref(hist);
         json_decref(tasks);
+        json_decref(verdicts);
         return HTTP_DONE;
 }
 
 /* ---- GET /v1/dashboard/tasks, /v1/dashboard/tasks/{name} ---- */
 
+/* The JSON text of the array of names of @items' "name" members, or NULL on ENOMEM (free() it). */
+static char *names_text(json_t *items)
+{
+        json_t *names = json_array(), *it;
+        char *text;
+        size_t i;
+
+        json_array_foreach(items, i, it)
+                json_array_append(names, json_object_get(it, "name"));
+        text = names ? json_dumps(names, JSON_COMPACT) : NULL;
+        json_decref(names);
+        return text;
+}
+
+/*
+ * Add to each library item of @items its history figures ("stats": the
+ * v_task_summary row, or null) and the reference times kevald measured
+ * ("reference_times": v_task_reference_times rows, maybe empty).
+ * Return: 0, or HTTP_DONE after answering a failure.
+ */
+static int add_task_figures(HttpRequest *req, json_t *items)
+{
+        Api *api = http_request_app(req);
+        json_t *stats = NULL, *refs = NULL, *by_name = json_object(), *it, *row;
+        char *names = names_text(items);
+        size_t i, j;
+        Store *store;
+        int r;
+
+        if (!names || !by_name) {
+                free(names);
+                json_decref(by_name);
+                return http_respond_error(req, PROBLEM_INTERNAL, NULL, "out of memory");
+        }
+        store = storepool_get(api->pool);
+        r = rows(req, store, STORE_DASH_TASKS_NAMED, json_pack("[s]", names), &stats) ||
+            rows(req, store, STORE_DASH_REFERENCES, json_pack("[s]", names), &refs);
+        storepool_put(api->pool, store);
+        free(names);
+        if (r)
+                goto out;
+        json_array_foreach(items, i, it) {
+                json_object_set_new(it, "stats", json_null());
+                json_object_set_new(it, "reference_times", json_array());
+                if (json_string_value(json_object_get(it, "name")))
+                        json_object_set(by_name, json_string_value(json_object_get(it, "name")), it);
+        }
+        json_array_foreach(stats, j, row) {
+                json_t *it2 = json_object_get(by_name, jsonutil_str(row, "task", ""));
+
+                if (it2)
+                        json_object_set(it2, "stats", row);
+        }
+        json_array_foreach(refs, j, row)
+                json_array_append(json_object_get(json_object_get(by_name, jsonutil_str(row, "task", "")),
+                                                  "reference_times"), row);
+out:
+        json_decref(by_name);
+        json_decref(stats);
+        json_decref(refs);
+        return r ? HTTP_DONE : 0;
+}
+
+/* Whether library task @t passes the browser's filters: @q in its name or title, @level, @category. */
+static bool task_matches(const Task *t, const char *q, int64_t level, const char *category)
+{
+        json_t *doc = spec_task_json(t);
+        const char *title = jsonutil_str(doc, "title", ""), *cat = jsonutil_str(doc, "category", NULL);
+
+        if (q && !strstr(spec_task_name(t), q) && !strstr(title, q))
+                return false;
+        if (level > 0 && json_integer_value(json_object_get(doc, "level")) != level)
+                return false;
+        return !category || (cat && !strcmp(cat, category));
+}
+
+/* GET /v1/dashboard/tasks?source=history: the tasks with submissions, busiest first (ties in natural order). */
+static int history_tasks(HttpRequest *req, const char *q, int64_t limit, int64_t offset)
+{
+        Api *api = http_request_app(req);
+        json_t *items = NULL;
+        Store *store;
+        size_t i, lo = 0;
+        int r;
+
+        store = storepool_get(api->pool);
+        r = rows(req, store, STORE_DASH_TASKS, json_pack("[s?, I, I]", q, (json_int_t)limit, (json_int_t)offset),
+                 &items);
+        storepool_put(api->pool, store);
+        if (r)
+                return HTTP_DONE;
+        /* SQL orders ties by bytes (l1_10 before l1_2): reorder each run of equal counts by natural name. */
+        for (i = 1; i <= json_array_size(items); i++) {
+                json_t *run, *a = json_array_get(items, lo), *b = json_array_get(items, i);
+                size_t k;
+
+                if (b && num(a, "submissions") == num(b, "submissions"))
+                        continue;
+                run = json_array();
+                for (k = lo; run && k < i; k++)
+                        json_array_append(run, json_array_get(items, k));
+                if (run && i - lo > 1 && !sort_task_rows(run))
+                        for (k = lo; k < i; k++)
+                                json_array_set(items, k, json_array_get(run, k - lo));
+                json_decref(run);
+                lo = i;
+        }
+        return respond_page(req, items, limit, offset);
+}
+
 /**
- * api_dashboard_tasks() - GET /v1/dashboard/tasks?q=&limit=&offset=: tasks, busiest first
+ * api_dashboard_tasks() - GET /v1/dashboard/tasks?source=&q=&level=&category=&limit=&offset=
+ *
+ * source=library (the default): the task library in natural name order,
+ * filtered by @q (in the name or title), level and category, each with its
+ * summary (title, level, category, shapes, provenance with the published
+ * PyTorch times), its history figures (stats, or null) and the reference
+ * times kevald measured; source=history: the tasks with submissions (inline
+ * ones too), busiest first.
  * Return: HTTP_DONE.
  */
 int api_dashboard_tasks(HttpRequest *req)
 {
-        return searched_page(req, STORE_DASH_TASKS);
+        static const char *const known[] = { "source", "q", "level", "category", "limit", "offset", NULL };
+        Api *api = http_request_app(req);
+        const char *q, *category, *source = http_request_query(req, "source");
+        int64_t limit, offset, level, matched = 0;
+        json_t *items;
+        size_t n = tasklib_count(api->tasks);
+
+        if (api_check_query(req, known) || query_str(req, "q", &q) || query_str(req, "category", &category) ||
+            query_int(req, "level", 1, DASH_LEVEL_MAX, 0, &level) || query_page(req, &limit, &offset))
+                return HTTP_DONE;
+        if (source && strcmp(source, "library") && strcmp(source, "history"))
+                return http_respond_error(req, PROBLEM_INVALID, "/query/source", "source must be library or history");
+        if (source && !strcmp(source, "history")) {
+                if (level || category)
+                        return http_respond_error(req, PROBLEM_INVALID, level ? "/query/level" : "/query/category",
+                                                  "level and category filter the library only (source=library)");
+                return history_tasks(req, q, limit, offset);
+        }
+        items = json_array();
+        for (size_t i = 0; items && i < n; i++) {
+                const Task *t = tasklib_task_at(api->tasks, i);
+
+                if (!task_matches(t, q, level, category))
+                        continue;
+                if (matched++ >= offset && (int64_t)json_array_size(items) < limit)
+                        json_array_append_new(items, spec_task_summary(t));
+        }
+        if (!items)
+                return http_respond_error(req, PROBLEM_INTERNAL, NULL, "out of memory");
+        if (add_task_figures(req, items)) {
+                json_decref(items);
+                return HTTP_DONE;
+        }
+        return http_respond_json(req, 200, json_pack("{s:o, s:I, s:I, s:o, s:I}", "items", items, "limit",
+                                                     (json_int_t)limit, "offset", (json_int_t)offset, "next_offset",
+                                                     matched > offset + limit ? json_integer(offset + limit)
+                                                                              : json_null(),
+                                                     "total", (json_int_t)matched));
 }
 
 /* The median of a speedup histogram (rows ascending by bucket), or null. */
@@ -617,8 +863,10 @@ static json_t *hist_median(json_t *hist)
 }
 
 /**
- * api_dashboard_task() - GET /v1/dashboard/tasks/{name}?limit=&offset=: pass
- * rate, verdicts, speedup histogram and a page of the leaderboard
+ * api_dashboard_task() - GET /v1/dashboard/tasks/{name}?limit=&offset=: the
+ * library's summary with the description, the reference times kevald
+ * measured (per GPU and shape), pass rate, verdicts, speedup histogram and a
+ * page of the leaderboard
  * Return: HTTP_DONE.
  */
 int api_dashboard_task(HttpRequest *req)
@@ -627,7 +875,8 @@ int api_dashboard_task(HttpRequest *req)
         Api *api = http_request_app(req);
         const char *name = http_request_param(req, 0);
         const Task *t = name ? tasklib_get(api->tasks, name) : NULL;
-        json_t *summary = NULL, *verdicts = NULL, *hist = NULL, *board = NULL, *sum;
+        json_t *summary = NULL, *verdicts = NULL, *hist = NULL, *board = NULL, *refs = NULL, *info, *sum;
+        char *names = NULL;
         int64_t limit, offset;
         Store *store;
         int r;
@@ -637,12 +886,21 @@ int api_dashboard_task(HttpRequest *req)
                 return HTTP_DONE;
         if (!name || strlen(name) > LIMIT_NAME_BYTES)
                 return http_respond_error(req, PROBLEM_NOT_FOUND, NULL, "no such task");
+        {
+                json_t *one = json_pack("[s]", name);
+
+                names = one ? json_dumps(one, JSON_COMPACT) : NULL;
+                json_decref(one);
+        }
+        if (!names)
+                return http_respond_error(req, PROBLEM_INTERNAL, NULL, "out of memory");
         store = storepool_get(api->pool);
         r = rows(req, store, STORE_DASH_TASK, json_pack("[s]", name), &summary) ||
             rows(req, store, STORE_DASH_TASK_VERDICTS, json_pack("[s]", name), &verdicts) ||
             rows(req, store, STORE_DASH_TASK_SPEEDUPS, json_pack("[s]", name), &hist) ||
             rows(req, store, STORE_DASH_LEADERBOARD, json_pack("[s, I, I]", name, (json_int_t)limit,
-                                                               (json_int_t)offset), &board);
+                                                               (json_int_t)offset), &board) ||
+            rows(req, store, STORE_DASH_REFERENCES, json_pack("[s]", names), &refs);
         storepool_put(api->pool, store);
         if (r)
                 goto out;
@@ -652,8 +910,11 @@ int api_dashboard_task(HttpRequest *req)
                                    name);
                 goto out;
         }
-        http_respond_json(req, 200, json_pack("{s:s, s:o, s:o, s:O, s:O, s:o, s:O, s:I, s:I, s:o}", "task", name,
-                                              "info", t ? spec_task_summary(t) : json_null(),
+        info = t ? spec_task_summary(t) : json_null();
+        if (t)
+                json_object_set(info, "description", json_object_get(spec_task_json(t), "description"));
+        http_respond_json(req, 200, json_pack("{s:s, s:o, s:o, s:O, s:O, s:o, s:O, s:I, s:I, s:o, s:O}", "task",
+                                              name, "info", info,
                                               "summary", sum ? json_incref(sum)
                                                              : json_pack("{s:s, s:i, s:i, s:i, s:i, s:n}", "task",
                                                                          name, "submissions", 0, "done", 0, "correct",
@@ -662,8 +923,11 @@ int api_dashboard_task(HttpRequest *req)
                                               hist_median(hist), "leaderboard", board, "limit", (json_int_t)limit,
                                               "offset", (json_int_t)offset, "next_offset",
                                               json_array_size(board) == (size_t)limit ? json_integer(offset + limit)
-                                                                                       : json_null()));
+                                                                                       : json_null(),
+                                              "reference_times", refs));
 out:
+        free(names);
+        json_decref(refs);
         json_decref(summary);
         json_decref(verdicts);
         json_decref(hist);

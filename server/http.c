@@ -63,6 +63,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/jsondump.h"
 #include "common/limits.h"
 #include "common/log.h"
 
@@ -294,7 +295,7 @@ void http_response_header(HttpRequest *req, const char *name, const char *value)
 
 static int respond_dump(HttpRequest *req, int status, const char *ctype, json_t *body)
 {
-        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        char *text = body ? jsondump_text(body, JSON_COMPACT) : NULL;
 
         json_decref(body);
         if (!text) {

@@ -287,6 +287,7 @@ static const char *const copy_tables[] = {
         "submission_results", "queue_counts", "idempotency", "compile_cache", "task_stats", "task_speedups",
         "verdict_counts", "token_service", "job_metrics", "activity_minutely", "gpu_minutely", "run_summary",
         "run_step_tasks", "run_step_speedups", "task_verdicts", "metric_hist", "metric_sums",
+        "run_step_verdicts", "task_reference_times",
 };
 
 typedef struct CopyCtx {

@@ -207,6 +207,9 @@ typedef enum {
         STORE_DASH_CHILDREN,       /* (parent, token_id or -1 for all, limit): v_submission_turns */
         STORE_DASH_REQUEST,        /* (id): the stored request (source inside) */
         STORE_DASH_HISTOGRAMS,     /* (): v_metric_histograms */
+        STORE_DASH_RUN_VERDICTS,   /* (run_id, from_step, to_step): v_run_step_verdicts (migration 007) */
+        STORE_DASH_TASKS_NAMED,    /* (JSON array of names, as text): v_task_summary of those tasks */
+        STORE_DASH_REFERENCES,     /* (JSON array of names, as text): v_task_reference_times of those tasks */
         STORE_DASH__COUNT,
 } StoreDash;
 

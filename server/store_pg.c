@@ -2124,7 +2124,7 @@ int store_pg_query_view(StorePg *store, const char *view, int limit, json_t **re
         return 0;
 }
 
-/* The queries of StoreDash over the views of migrations/pg/006_dashboard.sql (store.h lists the arguments). */
+/* The queries of StoreDash over the views of migrations/pg/006 and 007 (store.h lists the arguments). */
 static const char *const dash_sql[STORE_DASH__COUNT] = {
         [STORE_DASH_QUEUE] = "SELECT state, jobs, oldest_created_at FROM v_queue_depth "
                 "WHERE state IN ('queued', 'compiling', 'compiled', 'running')",
@@ -2145,7 +2145,7 @@ static const char *const dash_sql[STORE_DASH__COUNT] = {
         [STORE_DASH_RUN_TASKS] = "SELECT task, sum(evaluated) AS samples, sum(compiled) AS compiled, "
                 "sum(correct) AS correct, max(best_speedup) AS best_speedup, "
                 "(array_agg(best_id ORDER BY best_speedup DESC NULLS LAST))[1] AS best_id, "
-                "(array_agg(step ORDER BY best_speedup DESC NULLS LAST))[1] AS best_step "
+                "(array_agg(step ORDER BY best_speedup DESC NULLS LAST))[1] AS best_step, sum(checked) AS checked "
                 "FROM v_run_step_tasks WHERE run_id = $1::text AND coalesce(step, -1) BETWEEN $2::bigint "
                 "AND $3::bigint GROUP BY task ORDER BY task",
         [STORE_DASH_TASKS] = "SELECT * FROM v_task_summary WHERE $1::text IS NULL OR strpos(task, $1::text) > 0 "
@@ -2166,6 +2166,12 @@ static const char *const dash_sql[STORE_DASH__COUNT] = {
         [STORE_DASH_REQUEST] = "SELECT request FROM submission_requests WHERE id = $1::bigint",
         [STORE_DASH_HISTOGRAMS] = "SELECT metric, label, le, n, count, sum FROM v_metric_histograms "
                 "ORDER BY metric, label, le IS NULL, le",
+        [STORE_DASH_RUN_VERDICTS] = "SELECT step, verdict, n FROM v_run_step_verdicts WHERE run_id = $1::text "
+                "AND coalesce(step, -1) BETWEEN $2::bigint AND $3::bigint ORDER BY coalesce(step, -1), verdict",
+        [STORE_DASH_TASKS_NAMED] = "SELECT * FROM v_task_summary "
+                "WHERE task IN (SELECT json_array_elements_text($1::json))",
+        [STORE_DASH_REFERENCES] = "SELECT * FROM v_task_reference_times "
+                "WHERE task IN (SELECT json_array_elements_text($1::json)) ORDER BY task, gpu_name, shape",
 };
 
 /**

@@ -193,7 +193,8 @@ static const char *const queries[Q__MAX] = {
                 "ORDER BY coalesce(step, -1), bucket",
         /* best_id and best_step are bare columns: SQLite takes them from the row with max(best_speedup). */
         [Q_DASH_FIRST + STORE_DASH_RUN_TASKS] = "SELECT task, sum(evaluated) AS samples, sum(compiled) AS compiled, "
-                "sum(correct) AS correct, max(best_speedup) AS best_speedup, best_id, step AS best_step "
+                "sum(correct) AS correct, max(best_speedup) AS best_speedup, best_id, step AS best_step, "
+                "sum(checked) AS checked "
                 "FROM v_run_step_tasks WHERE run_id = ?1 AND coalesce(step, -1) BETWEEN ?2 AND ?3 "
                 "GROUP BY task ORDER BY task",
         [Q_DASH_FIRST + STORE_DASH_TASKS] = "SELECT * FROM v_task_summary WHERE ?1 IS NULL OR instr(task, ?1) > 0 "
@@ -213,6 +214,13 @@ static const char *const queries[Q__MAX] = {
         [Q_DASH_FIRST + STORE_DASH_REQUEST] = "SELECT request FROM submission_requests WHERE id = ?1",
         [Q_DASH_FIRST + STORE_DASH_HISTOGRAMS] = "SELECT metric, label, le, n, count, sum FROM v_metric_histograms "
                 "ORDER BY metric, label, le IS NULL, le",
+        /* Migration 007: the verdict mix per step; the task browser's figures for a page of library names. */
+        [Q_DASH_FIRST + STORE_DASH_RUN_VERDICTS] = "SELECT step, verdict, n FROM v_run_step_verdicts "
+                "WHERE run_id = ?1 AND coalesce(step, -1) BETWEEN ?2 AND ?3 ORDER BY coalesce(step, -1), verdict",
+        [Q_DASH_FIRST + STORE_DASH_TASKS_NAMED] = "SELECT * FROM v_task_summary "
+                "WHERE task IN (SELECT value FROM json_each(?1))",
+        [Q_DASH_FIRST + STORE_DASH_REFERENCES] = "SELECT * FROM v_task_reference_times "
+                "WHERE task IN (SELECT value FROM json_each(?1)) ORDER BY task, gpu_name, shape",
 };
 
 struct StoreSqlite {

@@ -23,8 +23,9 @@
  *
  * Build (not part of the default build; run.sh does this):
  *
- *   cc -O2 -std=c11 -D_GNU_SOURCE -I. bench/dashboard/fill.c server/store.c \
- *      BUILD/server/migrations.c common/log.c -lsqlite3 -ljansson -lpthread -lm -o fill
+ *   cc -O2 -std=c11 -D_GNU_SOURCE -I. -I/usr/include/postgresql bench/dashboard/fill.c server/store.c \
+ *      server/store_sqlite.c server/store_pg.c BUILD/server/migrations.c BUILD/server/pg_migrations.c \
+ *      common/log.c -lsqlite3 -lpq -ljansson -lpthread -lm -o fill
  */
 #include <inttypes.h>
 #include <math.h>

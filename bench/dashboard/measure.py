@@ -35,7 +35,7 @@ def routes(conn):
     runs = get("/v1/dashboard/runs")["items"]
     big = max(runs, key=lambda r: r["evaluated"])
     small = min(runs, key=lambda r: r["evaluated"])
-    task = get("/v1/dashboard/tasks")["items"][0]["task"]
+    task = get("/v1/dashboard/tasks?source=history")["items"][0]["task"]
     sub = get(f"/v1/dashboard/run?id={big['run_id']}")["tasks"][0]["best_id"]
     mid = (big["min_step"] + big["max_step"]) // 2
     return [
@@ -45,7 +45,9 @@ def routes(conn):
         (f"run, {big['evaluated']:,} results", f"/v1/dashboard/run?id={big['run_id']}"),
         (f"run, {big['run_id']} steps {mid}..{mid + 9}", f"/v1/dashboard/run?id={big['run_id']}&from_step={mid}&to_step={mid + 9}"),
         (f"run, {small['evaluated']:,} results", f"/v1/dashboard/run?id={small['run_id']}"),
-        ("tasks", "/v1/dashboard/tasks"),
+        ("tasks (library, a page of 50)", "/v1/dashboard/tasks"),
+        ("tasks (library, all)", "/v1/dashboard/tasks?limit=1000"),
+        ("tasks (history)", "/v1/dashboard/tasks?source=history"),
         ("task (leaderboard page 1)", f"/v1/dashboard/tasks/{task}"),
         ("task (leaderboard offset 1,000)", f"/v1/dashboard/tasks/{task}?offset=1000"),
         ("submission (turns)", f"/v1/dashboard/submissions/{sub}"),

@@ -362,10 +362,13 @@
       h("span", { text: count ? "rows " + (offset + 1) + "–" + (offset + count) : "no rows here" }));
   }
 
-  function searchForm(base, q, placeholder) {
+  function searchForm(base, q, placeholder, extra) {
     var input = h("input", { name: "q", placeholder: placeholder, value: q || "" });
     var f = h("form", { cls: "filters" }, h("label", { text: "filter" }), input, h("button", { type: "submit", text: "Apply" }));
-    f.addEventListener("submit", function (ev) { ev.preventDefault(); location.hash = hashWith(base, { q: input.value.trim() }); });
+    f.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      location.hash = hashWith(base, Object.assign({}, extra || {}, { q: input.value.trim() }));
+    });
     return f;
   }
 
@@ -373,19 +376,31 @@
     var q = r.params.get("q") || "", offset = parseInt(r.params.get("offset") || "0", 10) || 0, limit = 50;
     return api("/v1/dashboard/runs", { q: q, limit: limit, offset: offset }).then(function (d) {
       var el = h("div", null, h("h1", { text: "Runs" }),
-        h("p", { cls: "sub", text: "RL runs (tags.run_id), latest first. Internal errors are left out of the rates." }),
+        h("p", { cls: "sub", text: "RL runs (tags.run_id), latest first. Internal errors are left out of the rates; " +
+          "the correct rate counts only submissions whose correctness was checked (mode full)." }),
         searchForm("#/runs", q, "run id contains…"),
-        h("section", { cls: "card" }, d.items.length ? table(["run", { text: "evaluated", cls: "num" },
-          { text: "correct", cls: "num" }, { text: "correct rate", cls: "num" }, { text: "steps", cls: "num" },
-          "last result"], d.items.map(function (x) {
-            return h("tr", { "data-run": x.run_id }, td(runLink(x.run_id)), td(fmtInt(x.evaluated), "num", "run.evaluated"),
-              td(fmtInt(x.correct), "num", "run.correct"), td(fmtPct(x.correct_rate), "num", "run.correct_rate"),
+        h("section", { cls: "card" }, d.items.length ? table(["run", "mode", { text: "evaluated", cls: "num" },
+          { text: "correct", cls: "num" }, { text: "correct rate", cls: "num" }, { text: "compile rate", cls: "num" },
+          { text: "steps", cls: "num" }, "last result"], d.items.map(function (x) {
+            var mode = runMode(x);
+            return h("tr", { "data-run": x.run_id }, td(runLink(x.run_id)), td(modeBadge(mode), null, "run.mode"),
+              td(fmtInt(x.evaluated), "num", "run.evaluated"),
+              td(mode === "compile" ? "–" : fmtInt(x.correct), "num", "run.correct"),
+              td(fmtPct(x.correct_rate), "num", "run.correct_rate"), td(fmtPct(x.compile_rate), "num", "run.compile_rate"),
               td(x.min_step === null ? "–" : x.min_step + "–" + x.max_step, "num"), td(fmtTime(x.last_finished_at)));
           })) : empty("No run yet: tag submissions with tags.run_id."),
           pager("#/runs", { q: q }, offset, limit, d.next_offset, d.items.length)));
       return { el: el };
     });
   }
+
+  /* A run's mode as GET /v1/dashboard/run says it: compile (every sample compile-only), full or mixed. */
+  function runMode(x) { return x.compile_mode <= 0 ? "full" : x.compile_mode >= x.evaluated ? "compile" : "mixed"; }
+  function modeBadge(mode) {
+    return h("span", { cls: "badge mode-" + mode, text: mode === "compile" ? "compile-only" : mode });
+  }
+  var REWARD_TEXT = "Reward = the trainer's: 0.3 + min(speedup, 10) for a correct kernel (0 when its timing is " +
+    "suspicious), 0 for any other verdict; internal errors are dropped (the Python client's default reward()). ";
 
   function viewRun(r) {
     var id = r.parts[1], from = r.params.get("from") || "", to = r.params.get("to") || "", k = r.params.get("k") || "";
@@ -405,25 +420,31 @@
         ev.preventDefault();
         location.hash = hashWith(base, { from: fFrom.value.trim(), to: fTo.value.trim(), k: fK.value.trim() });
       });
-      var ks = d.k;
+      var ks = d.k, compileOnly = run.mode === "compile";
       var el = h("div", null,
-        h("h1", null, "Run ", fig("run.id", run.run_id)),
-        h("p", { cls: "sub", text: "Reward = speedup when correct, else 0. Distributions are read from histograms " +
-          "with 8 buckets per doubling (within ~5%)." }),
+        h("h1", null, "Run ", fig("run.id", run.run_id), " ", h("span", { "data-fig": "run.mode" }, modeBadge(run.mode))),
+        h("p", { cls: "sub", text: compileOnly ? "A compile-only run (mode \"compile\"): its kernels were compiled, " +
+          "never run, so what it measures is how many compiled; correctness and speed were not checked." :
+          REWARD_TEXT + "Distributions are read from histograms with 8 buckets per doubling (within ~5%)." }),
         form,
         h("div", { cls: "tiles" },
           tile("Evaluated", "run.evaluated", fmtInt(run.evaluated)),
-          tile("Correct", "run.correct", fmtInt(run.correct)),
-          tile("Correct rate", "run.correct_rate", fmtPct(run.correct_rate)),
-          tile("Compiled", "run.compiled", fmtInt(run.compiled)),
+          compileOnly ? tile("Compile rate", "run.compile_rate", fmtPct(run.compile_rate), "compile-only: correctness not checked")
+            : tile("Correct rate", "run.correct_rate", fmtPct(run.correct_rate),
+              run.mode === "mixed" ? "of " + fmtInt(run.checked) + " checked (mode full)" : null),
+          compileOnly ? tile("Compiled", "run.compiled", fmtInt(run.compiled))
+            : tile("Correct", "run.correct", fmtInt(run.correct)),
+          compileOnly ? null : tile("Compile rate", "run.compile_rate", fmtPct(run.compile_rate)),
           tile("Steps", "run.steps", run.min_step === null ? "–" : run.min_step + "–" + run.max_step),
           tile("Internal errors", "run.internal_errors", fmtInt(run.internal_errors), "not counted in rates")),
         h("div", { cls: "grid" },
-          card("Correct rate per step", chartBox("correct")),
-          card("Reward per step (median, 25–75 %, 10–90 %, mean)", chartBox("reward")),
-          card("Speedup of correct kernels per step (log scale)", chartBox("speedup")),
-          card("Steps", stepTable(d.steps))),
-        card("Tasks: pass@k over the samples, best kernel so far", d.tasks.length ? table(["task",
+          card(compileOnly ? "Compile rate per step" : "Correct rate per step (compile rate dashed)", chartBox("correct")),
+          card("Verdicts per step", chartBox("step-verdicts")),
+          compileOnly ? null : card("Reward per step (median, 25–75 %, 10–90 %, mean)", chartBox("reward")),
+          compileOnly ? null : card("Speedup of correct kernels per step (log scale)", chartBox("speedup"))),
+        card("Steps", stepTable(d.steps, compileOnly)),
+        card(compileOnly ? "Tasks (compile-only: no pass@k)" : "Tasks: pass@k over the checked samples, best kernel so far",
+          d.tasks.length ? table(["task",
           { text: "samples", cls: "num" }, { text: "correct", cls: "num" }].concat(ks.map(function (x) {
             return { text: "pass@" + x, cls: "num" };
           })).concat([{ text: "best", cls: "num" }, { text: "at step", cls: "num" }, "kernel"]), d.tasks.map(function (t) {
@@ -439,17 +460,39 @@
     });
   }
 
-  function stepTable(steps) {
+  /* A step's verdicts, most frequent first: "correct 5 · incorrect 2" (tests/browser mirrors this). */
+  function verdictMixText(mix) {
+    return Object.keys(mix || {}).sort(function (a, b) { return mix[b] - mix[a] || (a < b ? -1 : a > b ? 1 : 0); })
+      .map(function (k) { return k + " " + mix[k]; }).join(" · ");
+  }
+  function verdictMix(mix) {
+    var keys = Object.keys(mix || {}).sort(function (a, b) { return mix[b] - mix[a] || (a < b ? -1 : a > b ? 1 : 0); });
+    var total = keys.reduce(function (a, k) { return a + mix[k]; }, 0);
+    var bar = h("span", { cls: "mixbar" }, keys.map(function (k) {
+      var seg = h("span", { title: k + ": " + mix[k] });
+      seg.style.width = (100 * mix[k] / Math.max(1, total)) + "%";
+      seg.style.background = VERDICT_COLORS[k] || "#98a2b3";
+      return seg;
+    }));
+    return [bar, h("span", { cls: "mixtext", "data-fig": "step.verdicts", text: verdictMixText(mix) })];
+  }
+
+  function stepTable(steps, compileOnly) {
     if (!steps.length) return empty("No step.");
     var rows = steps.slice(-12).reverse().map(function (s) {
       return h("tr", { "data-step": s.step === null ? "" : String(s.step) }, td(stepText(s.step), "num"),
-        td(fmtInt(s.evaluated), "num", "step.evaluated"), td(fmtPct(s.correct_rate), "num", "step.correct_rate"),
-        td(fmtNum(s.mean_reward, 3), "num", "step.mean_reward"), td(fmtX(s.geomean_speedup), "num"),
-        td(fmtX(s.best_so_far), "num"));
+        td(fmtInt(s.evaluated), "num", "step.evaluated"),
+        compileOnly ? null : td(fmtPct(s.correct_rate), "num", "step.correct_rate"),
+        td(fmtPct(s.compile_rate), "num", "step.compile_rate"),
+        compileOnly ? null : td(fmtNum(s.mean_reward, 3), "num", "step.mean_reward"),
+        compileOnly ? null : td(fmtX(s.geomean_speedup), "num"), td(verdictMix(s.verdicts), "mix"));
     });
-    return h("div", null, table([{ text: "step", cls: "num" }, { text: "evaluated", cls: "num" },
-      { text: "correct", cls: "num" }, { text: "mean reward", cls: "num" }, { text: "geomean speedup", cls: "num" },
-      { text: "best so far", cls: "num" }], rows),
+    var head = [{ text: "step", cls: "num" }, { text: "evaluated", cls: "num" }];
+    if (!compileOnly) head.push({ text: "correct", cls: "num" });
+    head.push({ text: "compiled", cls: "num" });
+    if (!compileOnly) head.push({ text: "mean reward", cls: "num" }, { text: "geomean speedup", cls: "num" });
+    head.push("verdicts");
+    return h("div", null, table(head, rows),
       steps.length > 12 ? h("p", { cls: "legend-note", text: "latest 12 of " + steps.length + " steps" }) : null);
   }
 
@@ -476,7 +519,7 @@
   function runCharts(d) {
     var st = d.steps.filter(function (s) { return s.step !== null; });
     if (!st.length) {
-      ["correct", "reward", "speedup"].forEach(function (n) {
+      ["correct", "step-verdicts", "reward", "speedup"].forEach(function (n) {
         var el = view.querySelector('[data-chart="' + n + '"]');
         if (el) el.replaceWith(empty("These submissions carry no tags.step."));
       });
@@ -485,12 +528,38 @@
     var x = st.map(function (s) { return s.step; });
     var xs = { x: { time: false } };
     var stepAxis = { label: "step", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] };
-    chart(view.querySelector('[data-chart="correct"]'), {
-      scales: Object.assign({ y: { range: [0, 1] } }, xs),
-      series: [{ label: "step" }, lineSeries("correct rate", VERDICT_COLORS.correct, { value: function (u, v) { return fmtPct(v); } }),
-        lineSeries("compiled rate", VERDICT_COLORS.compiled, { dash: [5, 4], value: function (u, v) { return fmtPct(v); } })],
-      axes: [stepAxis, { values: function (u, vs) { return vs.map(function (v) { return (v * 100).toFixed(0) + "%"; }); } }]
-    }, [x, st.map(function (s) { return s.correct_rate; }), st.map(function (s) { return s.evaluated ? s.compiled / s.evaluated : null; })]);
+    var pctAxis = { values: function (u, vs) { return vs.map(function (v) { return (v * 100).toFixed(0) + "%"; }); } };
+    var compileRate = lineSeries("compile rate", VERDICT_COLORS.compiled, { dash: [5, 4], value: function (u, v) { return fmtPct(v); } });
+    if (d.run.mode === "compile") {
+      chart(view.querySelector('[data-chart="correct"]'), {
+        scales: Object.assign({ y: { range: [0, 1] } }, xs),
+        series: [{ label: "step" }, Object.assign(compileRate, { dash: null })], axes: [stepAxis, pctAxis]
+      }, [x, st.map(function (s) { return s.compile_rate; })]);
+    } else {
+      chart(view.querySelector('[data-chart="correct"]'), {
+        scales: Object.assign({ y: { range: [0, 1] } }, xs),
+        series: [{ label: "step" }, lineSeries("correct rate", VERDICT_COLORS.correct, { value: function (u, v) { return fmtPct(v); } }),
+          compileRate], axes: [stepAxis, pctAxis]
+      }, [x, st.map(function (s) { return s.correct_rate; }), st.map(function (s) { return s.compile_rate; })]);
+    }
+    // Verdicts per step, stacked as on the Now view: running totals, largest first.
+    var names = {};
+    st.forEach(function (s) { Object.keys(s.verdicts || {}).forEach(function (k) { names[k] = true; }); });
+    names = Object.keys(names).sort();
+    var raw = names.map(function (n) { return st.map(function (s) { return (s.verdicts || {})[n] || 0; }); });
+    var cum = [], acc = x.map(function () { return 0; });
+    raw.forEach(function (arr) { acc = acc.map(function (a, i) { return a + arr[i]; }); cum.push(acc.slice()); });
+    var order = names.map(function (n, i) { return i; }).reverse();
+    chart(view.querySelector('[data-chart="step-verdicts"]'), {
+      scales: Object.assign({ y: { range: function (u, mn, mx) { return [0, Math.max(1, mx)]; } } }, xs),
+      series: [{ label: "step" }].concat(order.map(function (i) {
+        return barSeries(names[i], VERDICT_COLORS[names[i]] || "#98a2b3", {
+          value: function (u, v, si, di) { return di === null || di === undefined ? "–" : fmtInt(raw[i][di]); }
+        });
+      })),
+      axes: [stepAxis, { label: "submissions" }]
+    }, [x].concat(order.map(function (i) { return cum[i]; })));
+    if (d.run.mode === "compile") return;
     var band = function (key, color) {
       return {
         series: [{ label: "step" }, lineSeries("p10", color, { width: 0 }), lineSeries("p90", color, { width: 0 }),
@@ -517,30 +586,109 @@
 
   /* ---- Tasks ---- */
 
+  /* The reference time kevald measured for a task's first shape set (the library's default), newest GPU first. */
+  function refFirstShape(info, refs) {
+    var first = info && info.shapes && info.shapes.length ? info.shapes[0].name : null;
+    var rows = (refs || []).filter(function (x) { return first === null || x.shape === first; });
+    rows.sort(function (a, b) { return (b.last_at || 0) - (a.last_at || 0); });
+    return rows.length ? rows[0] : null;
+  }
+  function published(info, key) {
+    var p = info && info.provenance;
+    return p && typeof p[key] === "number" ? p[key] : null;
+  }
+
   function viewTasks(r) {
-    var q = r.params.get("q") || "", offset = parseInt(r.params.get("offset") || "0", 10) || 0, limit = 50;
-    return api("/v1/dashboard/tasks", { q: q, limit: limit, offset: offset }).then(function (d) {
+    var p = r.params, q = p.get("q") || "", offset = parseInt(p.get("offset") || "0", 10) || 0, limit = 50;
+    if (p.get("source") === "history") return viewTasksHistory(q, offset, limit);
+    var level = p.get("level") || "", cat = p.get("category") || "";
+    return api("/v1/dashboard/tasks", { q: q, level: level, category: cat, limit: limit, offset: offset }).then(function (d) {
+      var fq = h("input", { name: "q", placeholder: "name or title contains…", value: q });
+      var fl = h("select", { name: "level", "aria-label": "level" }, [["", "any level"], ["1", "level 1"], ["2", "level 2"],
+        ["3", "level 3"]].map(function (o) {
+          var e = h("option", { value: o[0], text: o[1] });
+          if (o[0] === level) e.selected = true;
+          return e;
+        }));
+      var fc = h("input", { name: "category", size: 14, placeholder: "category", value: cat });
+      var form = h("form", { cls: "filters" }, h("label", { text: "filter" }), fq, fl, fc, h("button", { type: "submit", text: "Apply" }),
+        link("#/tasks?source=history", "tasks with submissions, busiest first ›", { cls: "aside" }));
+      form.addEventListener("submit", function (ev) {
+        ev.preventDefault();
+        location.hash = hashWith("#/tasks", { q: fq.value.trim(), level: fl.value, category: fc.value.trim() });
+      });
       var el = h("div", null, h("h1", { text: "Tasks" }),
-        h("p", { cls: "sub", text: "Tasks with submissions, busiest first." }),
-        searchForm("#/tasks", q, "task name contains…"),
+        h("p", { cls: "sub" }, "The task library: ", fig("tasks.total", fmtInt(d.total)), " tasks in name order. " +
+          "PyTorch H100 times are the ones KernelBench publishes for its own sizes (eager); the reference time " +
+          "is the median kevald measured for the task's reference on its first shape set, when it has timed one."),
+        form,
+        h("section", { cls: "card" }, d.items.length ? table(["task", "title", { text: "level", cls: "num" }, "category",
+          { text: "shapes", cls: "num" }, { text: "PyTorch H100", cls: "num" }, { text: "reference (kevald)", cls: "num" },
+          { text: "submissions", cls: "num" }, { text: "pass rate", cls: "num" }], d.items.map(function (t) {
+            var st = t.stats || {}, ref = refFirstShape(t, t.reference_times);
+            return h("tr", { "data-task": t.name }, td(taskLink(t.name)), td(t.title || "–", "title"),
+              td(fmtInt(t.level), "num"), td(t.category || "–"), td(fmtInt((t.shapes || []).length), "num", "task.shapes"),
+              td(fmtMs(published(t, "h100_torch_eager_ms")), "num", "task.torch_ms"),
+              td(ref ? h("span", { title: (ref.gpu_name || "unknown GPU") + ", " + ref.n + " timing(s)", text: fmtMs(ref.median_ms_mean) }) : "–",
+                "num", "task.reference_ms"),
+              td(fmtInt(st.submissions || 0), "num", "task.submissions"), td(fmtPct(t.stats ? st.correct_rate : null), "num", "task.correct_rate"));
+          })) : empty("No task matches."),
+          pager("#/tasks", { q: q, level: level, category: cat }, offset, limit, d.next_offset, d.items.length)));
+      return { el: el };
+    });
+  }
+
+  function viewTasksHistory(q, offset, limit) {
+    return api("/v1/dashboard/tasks", { source: "history", q: q, limit: limit, offset: offset }).then(function (d) {
+      var el = h("div", null, h("h1", { text: "Tasks with submissions" }),
+        h("p", { cls: "sub" }, "Busiest first, inline tasks included. ", link("#/tasks", "‹ the whole library")),
+        searchForm("#/tasks", q, "task name contains…", { source: "history" }),
         h("section", { cls: "card" }, d.items.length ? table(["task", { text: "submissions", cls: "num" },
           { text: "done", cls: "num" }, { text: "correct", cls: "num" }, { text: "compile errors", cls: "num" },
           { text: "pass rate", cls: "num" }], d.items.map(function (t) {
             return h("tr", { "data-task": t.task }, td(taskLink(t.task)), td(fmtInt(t.submissions), "num", "task.submissions"),
               td(fmtInt(t.done), "num"), td(fmtInt(t.correct), "num", "task.correct"), td(fmtInt(t.compile_errors), "num"),
               td(fmtPct(t.correct_rate), "num", "task.correct_rate"));
-          })) : empty("No submission yet."), pager("#/tasks", { q: q }, offset, limit, d.next_offset, d.items.length)));
+          })) : empty("No submission yet."),
+          pager("#/tasks", { source: "history", q: q }, offset, limit, d.next_offset, d.items.length)));
       return { el: el };
     });
+  }
+
+  /* Shape sets with their parameters and, per GPU, the reference median kevald measured. */
+  function shapesTable(info, refs) {
+    var shapes = (info && info.shapes) || [];
+    var byShape = {};
+    (refs || []).forEach(function (x) { (byShape[x.shape] = byShape[x.shape] || []).push(x); });
+    var names = shapes.map(function (sh) { return sh.name; });
+    Object.keys(byShape).forEach(function (n) { if (names.indexOf(n) < 0) names.push(n); });
+    if (!names.length) return empty("No shape set.");
+    var rows = [];
+    names.forEach(function (n) {
+      var sh = shapes.filter(function (x) { return x.name === n; })[0] || null;
+      var params = sh ? Object.keys(sh).filter(function (k) { return k !== "name"; }).map(function (k) { return k + "=" + sh[k]; }).join(" ") : "–";
+      var rs = byShape[n] || [null];
+      rs.forEach(function (x, i) {
+        rows.push(h("tr", { "data-shape": n, "data-gpu": x ? (x.gpu_name || "") : null }, td(i ? "" : n), td(i ? "" : params, "mono params"),
+          td(x ? fmtMs(x.median_ms_mean) : "not timed yet", "num", "ref.mean_ms"), td(x ? fmtMs(x.median_ms_min) : "–", "num", "ref.min_ms"),
+          td(x ? fmtInt(x.n) : "–", "num", "ref.n"), td(x ? (x.gpu_name || "unknown GPU") : "–"), td(x ? fmtTime(x.last_at) : "–")));
+      });
+    });
+    return table(["shape set", "parameters", { text: "reference median", cls: "num" }, { text: "fastest", cls: "num" },
+      { text: "timings", cls: "num" }, "GPU", "last timed"], rows);
   }
 
   function viewTask(r) {
     var name = r.parts[1], offset = parseInt(r.params.get("offset") || "0", 10) || 0, limit = 20;
     return api("/v1/dashboard/tasks/" + encodeURIComponent(name), { limit: limit, offset: offset }).then(function (d) {
       var s = d.summary, info = d.info;
+      var eager = published(info, "h100_torch_eager_ms"), compiled = published(info, "h100_torch_compile_ms");
+      var prov = info && info.provenance;
       var el = h("div", null,
         h("h1", null, "Task ", fig("task.name", d.task)),
-        h("p", { cls: "sub", text: info ? (info.title + " · level " + info.level + " · " + (info.category || "")) : "inline task (not in the library)" }),
+        h("p", { cls: "sub", text: info ? ((info.title || "") + " · level " + info.level + " · " + (info.category || "") +
+          " · " + (info.dtypes || []).join(", ")) : "inline task (not in the library)" }),
+        info && info.description ? h("p", { cls: "description", "data-fig": "task.description", text: info.description }) : null,
         h("div", { cls: "tiles" },
           tile("Submissions", "task.submissions", fmtInt(s.submissions)),
           tile("Done", "task.done", fmtInt(s.done)),
@@ -548,9 +696,18 @@
           tile("Pass rate", "task.correct_rate", fmtPct(s.correct_rate)),
           tile("Compile errors", "task.compile_errors", fmtInt(s.compile_errors)),
           tile("Median speedup", "task.median_speedup", fmtX(d.median_speedup), "of correct kernels")),
+        card("Shape sets and reference times (measured by kevald)", shapesTable(info, d.reference_times)),
         h("div", { cls: "grid" },
-          card("Speedup distribution of correct kernels", d.speedup_hist.length ? chartBox("hist") : empty("No correct kernel yet.")),
+          card("Published baseline", eager !== null || compiled !== null ? h("div", null, h("dl", { cls: "kv" },
+            h("dt", { text: "PyTorch eager, H100" }), h("dd", { "data-fig": "task.torch_eager_ms", text: fmtMs(eager) }),
+            h("dt", { text: "torch.compile, H100" }), h("dd", { "data-fig": "task.torch_compile_ms", text: fmtMs(compiled) }),
+            h("dt", { text: "source" }), h("dd", { text: (prov.source || "") + (prov.problem ? " " + prov.problem : "") }),
+            prov.reference_note ? [h("dt", { text: "reference" }), h("dd", { text: prov.reference_note })] : null),
+            h("p", { cls: "legend-note", text: "The times KernelBench publishes (PyTorch 2.5, CUDA 12.4, mean of 100 " +
+              "trials) for its own problem sizes; kevald's speedups are against the task's reference, timed as above." }))
+            : empty(info ? "This task carries no published time." : "An inline task: nothing published.")),
           card("Verdicts", verdictBars(d.verdicts.reduce(function (o, v) { o[v.verdict] = v.n; return o; }, {})))),
+        card("Speedup distribution of correct kernels", d.speedup_hist.length ? chartBox("hist") : empty("No correct kernel yet.")),
         card("Leaderboard: fastest correct kernels", d.leaderboard.length ? h("div", null, table([{ text: "rank", cls: "num" },
           "submission", { text: "speedup", cls: "num" }, "run", { text: "step", cls: "num" }, { text: "turn", cls: "num" },
           "finished"], d.leaderboard.map(function (x, i) {

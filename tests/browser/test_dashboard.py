@@ -18,13 +18,23 @@ no console error, and leave a screenshot under
 <build>/tests/browser/screenshots/. A server that requires a token (auth on)
 must make the page ask for one and send it as a header, never in the URL.
 
+The RL researcher's views (issue 24): a run's reward is the trainer's (the
+Python client's default reward() of each result, averaged per step), each
+step shows its verdict mix, a compile-only run shows its compile rate and no
+correct rate, and the task browser lists the whole library in natural order
+with descriptions, shapes, the published PyTorch times and the reference
+times kevald measured (here: the stand-in's, for a library task).
+
 Exits 77 (meson: skipped) only when Chromium cannot start here.
 """
 import copy
+import json
 import os
 import shutil
+import sys
 import time
 import uuid
+from collections import Counter
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from urllib.parse import quote
@@ -40,6 +50,11 @@ STANDIN = HERE / "standin_gpu_worker.py"
 
 RUN_RL = "rl-standin"
 RUN_AGENT = "agent-compile"
+LIB_TASK = "l1_19_relu"  # a library task the stand-in "times" (its reference times show on the task page)
+PROJECT_ROOT = HERE.parent.parent
+
+sys.path.insert(0, str(PROJECT_ROOT / "clients" / "python"))
+from kevald.reward import reward as client_reward  # noqa: E402
 
 
 def task(name, expr):
@@ -75,6 +90,17 @@ def full(task_name, marker, tags):
                       "args": ["a", "b", "c", {"type": "i32", "value": "N"}]}]}
 
 
+def library_full(marker, tags):
+    """A full submission to the library task LIB_TASK: its own reference, renamed to carry the stand-in's marker."""
+    spec = json.loads((PROJECT_ROOT / "tasks" / "level1" / "activation" / f"{LIB_TASK}.json").read_text())
+    k = f"cand_FAKEV_{marker}"
+    src = (PROJECT_ROOT / "tasks" / "level1" / "activation" / spec["reference"]["source_file"]).read_text()
+    plan = copy.deepcopy(spec["reference"]["plan"])
+    ref = plan[0]["kernel"]
+    plan[0]["kernel"] = k
+    return {"mode": "full", "task": LIB_TASK, "source": src.replace(ref, k), "plan": plan, "tags": tags}
+
+
 BROKEN = 'extern "C" __global__ void turn0(float *y, int n)\n{\n        y[0] = missing_name;\n}\n'
 FIXED = 'extern "C" __global__ void turn{t}(float *y, int n)\n{{\n        if (n > 0) y[0] = {v}.0f;\n}}\n'
 
@@ -96,6 +122,11 @@ def fmt_pct(v):
 
 def fmt_x(v):
     return "–" if v is None else _fixed(v, 2) + "×"
+
+
+def mix_text(mix):
+    """A step's verdict mix as app.js writes it: most frequent first, ties by name."""
+    return " · ".join(f"{k} {n}" for k, n in sorted(mix.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def fmt_ms(v):
@@ -133,9 +164,12 @@ def browser(tmp_module):
 
 @pytest.fixture(scope="module")
 def filled(tmp_module):
-    """A server with a stand-in GPU worker, filled with compile-mode and stand-in results."""
+    """A server with a stand-in GPU worker and the project's task library, filled with compile-mode and
+    stand-in results."""
     libexec = libexec_with_standin(tmp_module / "srv")
-    s = Server(tmp_module / "srv", ["--libexec", str(libexec), "--gpus", "0", "--gpu-workers-per-gpu", "1"]).start()
+    # The project's task library (the browser lists it; LIB_TASK is in it).
+    s = Server(tmp_module / "srv", ["--libexec", str(libexec), "--gpus", "0", "--gpu-workers-per-gpu", "1",
+                                    "--tasks", str(PROJECT_ROOT / "tasks")]).start()
     s.wait_ready()
     ids = {}
     with s.client() as c:
@@ -162,6 +196,10 @@ def filled(tmp_module):
                     subs.append(full(tn, marker, {"run_id": RUN_RL, "step": step, "sample": len(subs)}))
             subs.append({"mode": "compile", "source": f"// {tag} {step}\n" + BROKEN,
                          "tags": {"run_id": RUN_RL, "step": step, "sample": len(subs)}})
+        # Step 3 also holds a kernel timed at 15x (the trainer's reward caps the speedup at 10).
+        subs.append(full("br_vecadd", "s1500", {"run_id": RUN_RL, "step": 3, "sample": len(subs)}))
+        # A library task, timed by the stand-in (its reference medians reach the task page).
+        subs.append(library_full("s125", {"sample": 0}))
         r = c.post("/v1/submissions", json={"submissions": subs})
         assert r.status_code == 202, r.text
         rl = r.json()["ids"]
@@ -173,12 +211,16 @@ def filled(tmp_module):
                     break
                 assert time.monotonic() < deadline, f"{sid} not done: {body}\n{s.log_tail()}"
         done = [c.get(f"/v1/submissions/{sid}").json() for sid in rl]
+        assert done[-1]["verdict"] == "correct" and done[-1]["task"] == LIB_TASK, done[-1]
+        ids["library"] = done.pop()["id"]
+        ids["rl"] = [d["id"] for d in done]
         verdicts = {d["verdict"] for d in done}
         assert {"correct", "incorrect", "compile_error"} <= verdicts, verdicts
         for d in done:
             if d["verdict"] in ("correct", "incorrect"):
                 assert d["result"]["gpu"]["standin"] is True, d  # run-stage results are the stand-in's
-        ids["correct"] = max((d for d in done if d["verdict"] == "correct"), key=lambda d: d["speedup"])["id"]
+        ids["correct"] = max((d for d in done if d["verdict"] == "correct" and d["speedup"] < 10),
+                             key=lambda d: d["speedup"])["id"]
         ids["incorrect"] = next(d["id"] for d in done if d["verdict"] == "incorrect")
         ids["rl_compile_error"] = next(d["id"] for d in done if d["verdict"] == "compile_error")
     yield s, ids
@@ -232,13 +274,13 @@ def test_now(browser, filled):
     for k in ("queued", "compiling", "compiled", "running"):
         assert figs[f"queue.{k}"] == fmt_int(d["queue"][k]), (k, figs, d["queue"])
     assert figs["totals.submissions"] == fmt_int(d["totals"]["submissions"])
-    assert d["totals"]["submissions"] == 3 + 4 * 7
+    assert d["totals"]["submissions"] == 3 + 4 * 7 + 2
     assert figs["cache.hit_rate"] == fmt_pct(d["cache"]["hit_rate"])
     assert d["cache"]["hits"] > 0  # the same candidates recur across steps
     restarts = d["workers"]["compile"]["restarts"] + sum(g["restarts"] for g in d["workers"]["gpus"])
     assert figs["restarts.total"] == fmt_int(restarts)
     ev = sum(d["series"]["evaluations"])
-    assert ev == 3 + 4 * 7
+    assert ev == 3 + 4 * 7 + 2
     assert figs["evaluations.per_min"] == _fixed(ev / d["window_minutes"], 1)
     assert d["workers"]["gpus"] and d["series"]["gpu_busy_fraction"]["0"], d
     assert cell(browser, 'tr[data-verdict="correct"]', "verdict.n") == fmt_int(d["totals"]["by_verdict"]["correct"])
@@ -254,21 +296,40 @@ def test_runs_and_run(browser, filled):
         sel = f'tr[data-run="{r["run_id"]}"]'
         assert cell(browser, sel, "run.evaluated") == fmt_int(r["evaluated"])
         assert cell(browser, sel, "run.correct_rate") == fmt_pct(r["correct_rate"])
+        assert cell(browser, sel, "run.compile_rate") == fmt_pct(r["compile_rate"])
+    agent = next(r for r in runs if r["run_id"] == RUN_AGENT)
+    assert agent["correct_rate"] is None and agent["compile_rate"] == pytest.approx(2 / 3)
+    assert cell(browser, f'tr[data-run="{RUN_AGENT}"]', "run.mode") == "compile-only"
+    assert cell(browser, f'tr[data-run="{RUN_AGENT}"]', "run.correct_rate") == "–"  # never "0.0%"
+    assert cell(browser, f'tr[data-run="{RUN_RL}"]', "run.mode") == "mixed"
 
     figs = open_view(browser, server, f"/run/{quote(RUN_RL)}", "run")
     d = api(server, "/v1/dashboard/run", id=RUN_RL)
     run = d["run"]
-    assert run["evaluated"] == 4 * 7 and run["correct"] == 4 * 6 - 2 * 2
-    assert figs["run.id"] == RUN_RL
+    assert run["evaluated"] == 4 * 7 + 1 and run["correct"] == 4 * 6 - 2 * 2 + 1
+    assert run["mode"] == "mixed" and run["checked"] == 4 * 6 + 1  # the compile-mode errors are not checked
+    assert figs["run.id"] == RUN_RL and figs["run.mode"] == "mixed"
     assert figs["run.evaluated"] == fmt_int(run["evaluated"])
     assert figs["run.correct"] == fmt_int(run["correct"])
     assert figs["run.correct_rate"] == fmt_pct(run["correct_rate"])
+    assert figs["run.compile_rate"] == fmt_pct(run["compile_rate"])
     assert figs["run.steps"] == "0–3"
     assert [s["step"] for s in d["steps"]] == [0, 1, 2, 3]
+    # The trainer's reward: the client's reward() of each result, averaged per step (15x capped at 10).
+    with server.client() as c:
+        results = [c.get(f"/v1/submissions/{i}").json() for i in filled[1]["rl"]]
     for s in d["steps"]:
+        mine = [x for x in results if x["tags"]["step"] == s["step"]]
+        rewards = [client_reward(x) for x in mine]
+        assert s["mean_reward"] == pytest.approx(sum(rewards) / len(rewards))
+        assert s["verdicts"] == dict(Counter(x["verdict"] for x in mine))
         sel = f'tr[data-step="{s["step"]}"]'
         assert cell(browser, sel, "step.correct_rate") == fmt_pct(s["correct_rate"])
+        assert cell(browser, sel, "step.compile_rate") == fmt_pct(s["compile_rate"])
         assert cell(browser, sel, "step.mean_reward") == _fixed(s["mean_reward"], 3)
+        assert cell(browser, sel, "step.verdicts") == mix_text(s["verdicts"])
+    assert max(client_reward(x) for x in results) == pytest.approx(10.3)
+    assert d["steps"][3]["reward"]["p90"] == pytest.approx(10.3)
     assert {t["task"] for t in d["tasks"]} == {"br_vecadd", "br_vecmul", None}
     for t in d["tasks"]:
         sel = f'tr[data-task="{t["task"] or ""}"]'
@@ -278,7 +339,21 @@ def test_runs_and_run(browser, filled):
         assert cell(browser, sel, "task.best") == fmt_x(t["best_speedup"])
     best = next(t for t in d["tasks"] if t["task"] == "br_vecmul")
     assert best["best_speedup"] == pytest.approx(2.67) and best["best_step"] == 3
-    assert charts(browser) >= 3
+    assert charts(browser) >= 4  # correct and compile rate, verdicts, reward, speedup per step
+    assert browser.evaluate("!!document.querySelector('[data-chart=\"step-verdicts\"] .uplot')")
+
+    # The agent's compile-only run: its compile rate, no correct rate, no reward chart.
+    figs = open_view(browser, server, f"/run/{quote(RUN_AGENT)}", "run-compile-only")
+    d = api(server, "/v1/dashboard/run", id=RUN_AGENT)
+    assert d["run"]["mode"] == "compile" and figs["run.mode"] == "compile-only"
+    assert figs["run.compile_rate"] == fmt_pct(d["run"]["compile_rate"]) == "66.7%"
+    assert "run.correct_rate" not in figs
+    assert "correct rate" not in browser.evaluate("document.body.innerText").lower()  # never "0.0 % correct"
+    assert not browser.evaluate("!!document.querySelector('[data-chart=\"reward\"]')")
+    for s in d["steps"]:
+        assert cell(browser, f'tr[data-step="{s["step"]}"]', "step.verdicts") == mix_text(s["verdicts"])
+        assert cell(browser, f'tr[data-step="{s["step"]}"]', "step.correct_rate") is None
+    assert [t["pass_at_k"] for t in d["tasks"]] == [{"1": None, "5": None, "10": None}]
 
     # Filters and paging travel in the link: steps 1..2 only, pass@1 and pass@2.
     figs = open_view(browser, server, f"/run/{quote(RUN_RL)}?from=1&to=2&k=1%2C2", "run-filtered")
@@ -292,12 +367,50 @@ def test_runs_and_run(browser, filled):
 
 def test_tasks_and_task(browser, filled):
     server, _ = filled
-    open_view(browser, server, "/tasks", "tasks")
-    items = api(server, "/v1/dashboard/tasks")["items"]
+    # The library browser: every task in natural order, 50 a page.
+    figs = open_view(browser, server, "/tasks", "tasks-library")
+    d = api(server, "/v1/dashboard/tasks", limit=50)
+    lib = api(server, "/v1/tasks")["items"]
+    assert figs["tasks.total"] == fmt_int(len(lib)) and d["total"] == len(lib) > 100
+    shown = browser.evaluate("[...document.querySelectorAll('tr[data-task]')].map(r => r.dataset.task)")
+    assert shown == [t["name"] for t in d["items"]] == [t["name"] for t in lib[:50]]
+    assert shown.index("l1_2_standard_matrix_multiplication") < shown.index("l1_10_3d_tensor_matrix_multiplication")
+    for t in d["items"]:
+        sel = f'tr[data-task="{t["name"]}"]'
+        assert cell(browser, sel, "task.shapes") == fmt_int(len(t["shapes"]))
+        assert cell(browser, sel, "task.torch_ms") == fmt_ms((t["provenance"] or {}).get("h100_torch_eager_ms"))
+    assert cell(browser, 'tr[data-task="l1_1_square_matrix_multiplication"]', "task.torch_ms") == "2.660 ms"
+    # Filtered to level 1 activations: the library task the stand-in timed shows its reference time.
+    figs = open_view(browser, server, "/tasks?q=relu&level=1", "tasks-filtered")
+    d = api(server, "/v1/dashboard/tasks", q="relu", level=1)
+    rows = {t["name"]: t for t in d["items"]}
+    assert LIB_TASK in rows and all("relu" in n or "relu" in t["title"].lower() for n, t in rows.items())
+    ref = next(x for x in rows[LIB_TASK]["reference_times"] if x["shape"] == "default")
+    assert cell(browser, f'tr[data-task="{LIB_TASK}"]', "task.reference_ms") == fmt_ms(ref["median_ms_mean"])
+    assert cell(browser, f'tr[data-task="{LIB_TASK}"]', "task.submissions") == "1"
+
+    # The tasks with submissions, busiest first (inline tasks too).
+    open_view(browser, server, "/tasks?source=history", "tasks")
+    items = api(server, "/v1/dashboard/tasks", source="history")["items"]
+    assert {t["task"] for t in items} >= {"br_vecadd", "br_vecmul", LIB_TASK}
     for t in items:
         sel = f'tr[data-task="{t["task"]}"]'
         assert cell(browser, sel, "task.submissions") == fmt_int(t["submissions"])
         assert cell(browser, sel, "task.correct_rate") == fmt_pct(t["correct_rate"])
+
+    # A library task's page: description, shapes, the published times and the reference times measured.
+    figs = open_view(browser, server, f"/task/{LIB_TASK}", "task-library")
+    d = api(server, f"/v1/dashboard/tasks/{LIB_TASK}")
+    assert figs["task.description"] == d["info"]["description"] and len(d["info"]["description"]) > 20
+    assert figs["task.torch_eager_ms"] == fmt_ms(d["info"]["provenance"]["h100_torch_eager_ms"])
+    assert figs["task.torch_compile_ms"] == fmt_ms(d["info"]["provenance"]["h100_torch_compile_ms"])
+    refs = d["reference_times"]
+    assert {x["shape"] for x in refs} == {sh["name"] for sh in d["info"]["shapes"]}
+    for x in refs:
+        assert x["gpu_name"].startswith("CPU stand-in") and x["n"] == 1
+        sel = f'tr[data-shape="{x["shape"]}"]'
+        assert cell(browser, sel, "ref.mean_ms") == fmt_ms(x["median_ms_mean"])
+        assert cell(browser, sel, "ref.n") == "1"
 
     figs = open_view(browser, server, "/task/br_vecmul", "task")
     d = api(server, "/v1/dashboard/tasks/br_vecmul", limit=20)

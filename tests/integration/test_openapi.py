@@ -137,6 +137,8 @@ def test_every_route_answers_as_documented(api, reg, client):
               "/v1/dashboard/now", "/v1/dashboard/now?window=1", "/v1/dashboard/runs?limit=5",
               "/v1/dashboard/runs?limit=0", "/v1/dashboard/run?id=oa&k=1,2", "/v1/dashboard/run?id=no-such-run",
               "/v1/dashboard/run", "/v1/dashboard/tasks", "/v1/dashboard/tasks?offset=-1",
+              "/v1/dashboard/tasks?source=history", "/v1/dashboard/tasks?level=1&q=relu&limit=3",
+              "/v1/dashboard/tasks?source=bogus",
               "/v1/dashboard/tasks/nope_nope", f"/v1/dashboard/submissions/{bad}",
               f"/v1/dashboard/submissions/{run.json()['id']}", "/v1/dashboard/submissions/987654321",
               f"/v1/dashboard/submissions/{bad}?x=1"):

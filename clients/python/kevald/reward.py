@@ -20,6 +20,10 @@ withdrawn submission) says nothing about the kernel, so drop the sample
 rather than train on it. A submission that is not done also gives None.
 A done submission listed without its result (history(include_result=False))
 raises ValueError rather than pass for "no reward".
+
+The defaults are also the dashboard's reward, which the server stores per
+result (migrations/007_dashboard_reward.sql, v_job_metrics.reward);
+tests/integration/test_dashboard.py checks the two agree: change both.
 """
 import math
 from dataclasses import dataclass, field
