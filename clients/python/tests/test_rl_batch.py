@@ -97,6 +97,12 @@ def test_batch_of_50(server):
                 assert x.result.raw["error"]["pointer"] == ptr, (what, x.result.raw["error"])
             assert x.feedback.startswith("Rejected: "), (what, x.feedback)
 
+        # The dashboard counts every sample of the step, the rejected ones included.
+        run = c._request("GET", "/v1/dashboard/run", params={"id": rid}).json()
+        step = [x for x in run["steps"] if x["step"] == 7]
+        assert len(step) == 1 and sum(step[0]["verdicts"].values()) == 50, step
+        assert step[0]["verdicts"].get("rejected") == 30 and step[0]["verdicts"].get("compiled") == 20, step
+
         # The new filters: step (nothing at step 8), a numeric label.
         assert list(c.history(run_id=rid, step=8)) == []
         assert len(list(c.history(run_id=rid, label={"k": 4}))) == 20
