@@ -12,16 +12,18 @@ first shape set (candidate 0.5 ms, reference 1.0 ms, roofline 0.1 ms), and
   a guess (the reference and the roofline stay);
 - the same task name sent inline (task_spec): no baselines either;
 - a baseline entry measured with other params than the task's shape set:
-  dropped at start-up, so null.
+  dropped at start-up, so null;
+- `kevald eval` of a library task: the same yardsticks (the same dispatcher).
 
 Every result validates against schema/result.schema.json.
 """
 import copy
 import json
+import subprocess
 
 import pytest
 
-from conftest import SOURCE_ROOT, VECADD_PLAN, VECADD_SOURCE, VECADD_TASK, unique
+from conftest import KEVALD, SLOW, SOURCE_ROOT, VECADD_PLAN, VECADD_SOURCE, VECADD_TASK, unique
 from schemacheck import Registry, Validator
 from test_gpu_scheduling import FakeGpuServer, full
 
@@ -55,6 +57,7 @@ def fake(tmp_module):
     write_library(lib)
     fs = FakeGpuServer(tmp_module / "yardsticks", gpus="0", per_gpu=1, knobs={"work_s": 0.01},
                        args=["--tasks", str(lib)]).start()
+    fs.library = lib  # for kevald eval
     yield fs
     rc = fs.stop()
     assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
@@ -136,3 +139,21 @@ def test_no_timing_no_yardsticks(fake):
     assert plain["timing"]["roofline_fraction"] is None, plain
     for res in (bad, plain):
         assert not schema_errors(res), schema_errors(res)
+
+
+def test_eval_carries_the_yardsticks(fake, tmp_path):
+    """kevald eval of a library task goes through the same dispatcher: the baselines apply."""
+    sub = timed("it_vecadd")
+    (tmp_path / "k.cu").write_text(sub["source"])
+    (tmp_path / "plan.json").write_text(json.dumps(sub["plan"]))
+    p = subprocess.run([str(KEVALD), "eval", "--task", "it_vecadd", "--tasks", str(fake.library),
+                        "--source", str(tmp_path / "k.cu"), "--plan", str(tmp_path / "plan.json"),
+                        "--libexec", str(fake.libexec), "--gpus", "0"],
+                       capture_output=True, text=True, timeout=60 * SLOW)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)
+    assert res["verdict"] == "correct", res
+    assert res["timing"]["speedup_vs"] == {"reference": 2.0, "torch_eager": 0.5, "torch_compile": 4.0}, res
+    assert res["reward_fields"]["speedup_vs"] == res["timing"]["speedup_vs"], res
+    assert "0.5x torch eager (the strongest baseline)" in res["feedback"], res["feedback"]
+    assert not schema_errors(res), schema_errors(res)
