@@ -20,6 +20,7 @@ Every result validates against schema/result.schema.json.
 import copy
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -28,6 +29,8 @@ from schemacheck import Registry, Validator
 from test_gpu_scheduling import FakeGpuServer, full
 
 SCHEMA_DIR = SOURCE_ROOT / "schema"
+sys.path.insert(0, str(SOURCE_ROOT / "tools" / "baselines"))
+import protocol  # noqa: E402  (tools/baselines: the baseline file's format and the GPU slug)
 FAKE_GPU = "Fake GPU (kevald tests)"  # fake_gpu_worker.py's device name; slug fake-gpu-kevald-tests
 
 
@@ -39,15 +42,17 @@ def write_library(root):
         task = copy.deepcopy(VECADD_TASK)
         task["name"] = name
         (root / "elementwise" / f"{name}.json").write_text(json.dumps(task))
-    fake = {"format": 1, "gpu": FAKE_GPU, "date": "2026-11-27T06:00:00Z", "torch": "2.11.0", "tasks": {
-        "it_vecadd": {
-            "default": {"params": {"N": 4096}, "eager_ms": 0.25, "compile_ms": 2.0},
-            "odd": {"params": {"N": 1001}, "eager_ms": 0.1, "compile_ms": None,
-                    "compile_error": "RuntimeError: fake compile failure"}},
-        "it_vecadd3": {"default": {"params": {"N": 4000}, "eager_ms": 0.25, "compile_ms": 2.0}}}}
+    # the fake GPU's file as tools/baselines writes it (its protocol module), so the format is checked end to end
+    fake = protocol.new_doc(FAKE_GPU, {"torch": "2.11.0", "cuda": "12.8"}, protocol.POLICY)
+    protocol.set_result(fake, "it_vecadd", "default", {"N": 4096}, "eager", 0.25, detail={"trials": 6})
+    protocol.set_result(fake, "it_vecadd", "default", {"N": 4096}, "compile", 2.0, detail={"trials": 6})
+    protocol.set_result(fake, "it_vecadd", "odd", {"N": 1001}, "eager", 0.1)
+    protocol.set_result(fake, "it_vecadd", "odd", {"N": 1001}, "compile", None, "RuntimeError: fake compile failure")
+    protocol.set_result(fake, "it_vecadd3", "default", {"N": 4000}, "eager", 0.25)
+    protocol.set_result(fake, "it_vecadd3", "default", {"N": 4000}, "compile", 2.0)
     h100 = {"format": 1, "gpu": "NVIDIA H100 80GB HBM3", "tasks": {
         "it_vecadd2": {"default": {"params": {"N": 4096}, "eager_ms": 0.25, "compile_ms": 2.0}}}}
-    (root / "baselines" / "fake-gpu-kevald-tests.json").write_text(json.dumps(fake))
+    (root / "baselines" / (protocol.slug(FAKE_GPU) + ".json")).write_text(json.dumps(fake, allow_nan=False))
     (root / "baselines" / "nvidia-h100-80gb-hbm3.json").write_text(json.dumps(h100))
 
 

@@ -5,7 +5,8 @@ for this GPU model (GPU host: python3, torch 2.x, triton; no network).
 
 Usage (from the repository root, on the GPU host):
   python3 tools/baselines/baselines.py [--tasks GLOB[,GLOB...]] [--shapes NAME[,NAME...]]
-      [--budget-s S] [--eager-only] [--resume FILE] [--out DIR] [--library DIR]
+      [--budget-s S] [--eager-only] [--compile-shapes NAME[,NAME...]] [--resume FILE]
+      [--out DIR] [--library DIR]
       [--shape-budget-ms MS] [--precision P] [--compile-mode MODE]
 
 Writes DIR/<gpu slug>.json (DIR: --out, else $OUT, else tasks/baselines)
@@ -125,8 +126,9 @@ class Timer:
         pol = self.policy
         first = self.fresh(task, params)
         set_bytes = sum(t.numel() * t.element_size() for t in first.values())
-        warm = [self.trial(fn, [first])] + [self.trial(fn, [self.fresh(task, params)])
-                                            for _ in range(max(pol["warmup"] - 1, 0))]
+        warm = [self.trial(fn, [first])]
+        first = None   # one input set in memory at a time (default shape sets reach GiBs)
+        warm += [self.trial(fn, [self.fresh(task, params)]) for _ in range(max(pol["warmup"] - 1, 0))]
         per = protocol.launches_per_trial(statistics.median(warm), set_bytes, pol["target_precision"])
         samples, t0, stop = [], time.monotonic(), None
         while stop is None:
@@ -146,6 +148,8 @@ def main():
     ap.add_argument("--budget-s", type=float, default=None,
                     help="wall-time budget of the run; what does not fit is skipped and the file says so")
     ap.add_argument("--eager-only", action="store_true", help="no torch.compile")
+    ap.add_argument("--compile-shapes", default=None,
+                    help="torch.compile only these shape sets (comma list; default: those of --shapes)")
     ap.add_argument("--resume", default=None, help="an earlier file of this GPU model: keep its figures")
     ap.add_argument("--out", default=None, help="output folder (default $OUT, else the library's baselines/)")
     ap.add_argument("--library", default=os.path.join(ROOT, "tasks"))
@@ -182,13 +186,16 @@ def main():
     lost = None
     compile_s = []
     modes = ["eager"] if a.eager_only else ["eager", "compile"]
+    compile_shapes = set(s for s in (a.compile_shapes or "").split(",") if s)
     for mode in modes:
         for name, shape, params in entries:
             task = tasks[name]
             if protocol.measured(doc, name, shape, mode, params):
                 continue
             why = None
-            if lost:
+            if mode == "compile" and compile_shapes and shape not in compile_shapes:
+                why = "not run: --compile-shapes %s" % a.compile_shapes
+            elif lost:
                 why = "not run: the CUDA context was lost earlier (%s)" % lost
             elif name not in OPS:
                 why = "no PyTorch expression for this task in tools/oracle/torch_ops*.py"

@@ -141,8 +141,9 @@ def set_result(doc, task, shape, params, mode, ms=None, error=None, detail=None)
     e.pop(mode, None)
     if e[mode + "_ms"] is None:
         e[mode + "_error"] = error or "not a positive time: %r" % (ms,)
-    elif detail:
-        e[mode] = {k: v for k, v in detail.items() if k != "median_ms"}
+    elif detail:   # plain JSON for common/baselines.c: an infinite precision (< 3 samples) is null
+        e[mode] = {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                   for k, v in detail.items() if k != "median_ms"}
 
 
 def measured(doc, task, shape, mode, params):

@@ -98,6 +98,9 @@ def test_format():
     check(e["params"] == p and e["eager_ms"] == 6.12 and e["eager"] == {"trials": 40}, "eager entry %r" % e)
     check("eager_error" not in e, "a figure has no error")
     check(e["compile_ms"] is None and e["compile_error"] == "RuntimeError: boom", "compile failure %r" % e)
+    protocol.set_result(doc, "l1_23_softmax", "tiny", {"B": 3, "D": 33}, "eager", 0.002,
+                        detail={"median_ms": 0.002, "precision": float("inf"), "trials": 2})
+    check(doc["tasks"]["l1_23_softmax"]["tiny"]["eager"] == {"precision": None, "trials": 2}, "no Infinity")
     protocol.set_result(doc, "l1_23_softmax", "small", {"B": 7, "D": 1000}, "eager", float("nan"), None)
     check(doc["tasks"]["l1_23_softmax"]["small"]["eager_ms"] is None and
           doc["tasks"]["l1_23_softmax"]["small"]["eager_error"], "NaN is no figure")
@@ -114,7 +117,7 @@ def test_format():
     protocol.set_result(doc, "l1_23_softmax", "default", {"B": 8, "D": 16384}, "compile", 1.0)
     e = doc["tasks"]["l1_23_softmax"]["default"]
     check(e["eager_ms"] is None and e["eager_error"] == "not run" and e["compile_ms"] == 1.0, "afresh %r" % e)
-    check(protocol.summary(doc) == {"entries": 2, "eager": 0, "compile": 1}, protocol.summary(doc))
+    check(protocol.summary(doc) == {"entries": 3, "eager": 1, "compile": 1}, protocol.summary(doc))
     check(protocol.resume(doc, "nvidia h100 80gb hbm3") is doc["tasks"], "resume: same slug")
     check(protocol.resume(doc, "NVIDIA H200") == {}, "resume: another GPU model")
     check(protocol.resume(dict(doc, format=2), "NVIDIA H100 80GB HBM3") == {}, "resume: another format")
