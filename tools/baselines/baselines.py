@@ -205,7 +205,7 @@ def main():
                     est += 1.5 * max(compile_s) if compile_s else COMPILE_FIRST_GUESS_S
                 if not budget.fits(est):
                     why = "not run: did not fit in --budget-s %g (%.0f s left, ~%.0f s needed)" % (
-                        a.budget_s, budget.left(), est)
+                        a.budget_s, max(budget.left(), 0.0), est)
             if why:
                 protocol.set_result(doc, name, shape, params, mode, None, why)
                 write_atomic(out, doc)

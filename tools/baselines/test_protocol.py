@@ -220,9 +220,99 @@ def test_timer():
     check(trials == protocol.POLICY["warmup"] + st["trials"], "%d trials" % trials)
 
 
+def fake_modules(torch):
+    """torch, common and torch_ops stand-ins for baselines.main(): t_ok runs, t_fail raises, t_none has no op."""
+    import types
+    torch.__version__ = "2.99.0+fake"
+    torch.version = types.SimpleNamespace(cuda="12.8")
+    torch.cuda.get_device_name = lambda i: "Fake GPU (kevald tests)"
+    torch._dynamo = types.SimpleNamespace(reset=lambda: torch.log.append(("dynamo_reset",)))
+
+    def compile_(fn, mode=None, dynamic=None):
+        torch.log.append(("compile", mode, dynamic))
+        return lambda ins: fn(ins)
+    torch.compile = compile_
+    common = types.ModuleType("common")
+    common.fp32_strict = lambda: None
+    common.gen_inputs = lambda task, params, seed: {"x": FakeTensor(seed)}
+    common.empty_cache = lambda: None
+    ops = types.ModuleType("torch_ops")
+
+    def ok(ins, P):
+        torch.now += 0.05 * P["N"]
+        return {}
+
+    def fail(ins, P):
+        raise RuntimeError("no kernel image is available\nmore")
+    ops.OPS = {"t_ok": ok, "t_fail": fail}
+    return {"torch": torch, "common": common, "torch_ops": ops}
+
+
+def test_main():
+    """baselines.main() end to end with stand-ins: the file it writes, failures and skips with reasons."""
+    torch = FakeTorch()
+    mods = fake_modules(torch)
+    saved = {k: sys.modules.get(k) for k in mods}
+    argv, env_out = sys.argv, os.environ.get("OUT")
+    sys.modules.update(mods)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            lib, out = os.path.join(tmp, "tasks"), os.path.join(tmp, "out")
+            os.makedirs(os.path.join(lib, "baselines"))
+            for name in ("t_ok", "t_fail", "t_none", "u_other"):
+                with open(os.path.join(lib, name + ".json"), "w") as f:
+                    json.dump({"name": name, "shapes": [{"name": "default", "N": 2}, {"name": "small", "N": 1}]}, f)
+            with open(os.path.join(lib, "baselines", "other.json"), "w") as f:
+                f.write("not a task")
+            os.environ["OUT"] = out
+            sys.argv = ["baselines.py", "--library", lib, "--tasks", "t_*", "--compile-shapes", "default"]
+            rc = baselines.main()
+            check(rc == 0, "main() exit status %r" % rc)
+            path = os.path.join(out, "fake-gpu-kevald-tests.json")
+            with open(path) as f:
+                doc = json.load(f)   # plain JSON (json.load would take NaN; the file must not hold any)
+            check(doc["gpu"] == "Fake GPU (kevald tests)" and doc["torch"] == "2.99.0+fake" and doc["cuda"] == "12.8"
+                  and doc["format"] == 1 and doc["protocol"]["compile_mode"] == "default", "header %r" % doc)
+            check(sorted(doc["tasks"]) == ["t_fail", "t_none", "t_ok"], "--tasks t_*: %r" % sorted(doc["tasks"]))
+            ok = doc["tasks"]["t_ok"]
+            check(abs(ok["default"]["eager_ms"] - 0.1) < 1e-9 and abs(ok["small"]["eager_ms"] - 0.05) < 1e-9,
+                  "t_ok eager %r" % ok)
+            check(ok["default"]["params"] == {"N": 2} and ok["default"]["eager"]["stop"] == "precision", ok)
+            check(abs(ok["default"]["compile_ms"] - 0.1) < 1e-9, "t_ok compile %r" % ok["default"])
+            check(ok["small"]["compile_ms"] is None and "--compile-shapes" in ok["small"]["compile_error"], ok)
+            fail = doc["tasks"]["t_fail"]["default"]
+            check(fail["eager_ms"] is None and fail["eager_error"] == "RuntimeError: no kernel image is available",
+                  "t_fail %r" % fail)
+            check("no PyTorch expression" in doc["tasks"]["t_none"]["default"]["eager_error"], "t_none")
+            check(("compile", "default", False) in torch.log, "torch.compile(mode=default, dynamic=False)")
+            check(not os.path.exists(path + ".tmp"), "written atomically")
+            # a resumed run with no budget keeps every figure and says why the rest was not run
+            sys.argv = ["baselines.py", "--library", lib, "--tasks", "t_*", "--resume", path, "--budget-s", "0"]
+            torch.log.clear()
+            check(baselines.main() == 0, "resumed run")
+            with open(path) as f:
+                doc2 = json.load(f)
+            check(doc2["tasks"]["t_ok"]["default"]["eager_ms"] == ok["default"]["eager_ms"], "figures kept")
+            check("did not fit in --budget-s 0" in doc2["tasks"]["t_ok"]["small"]["compile_error"], "budget skip %r" %
+                  doc2["tasks"]["t_ok"]["small"])
+            check("did not fit in --budget-s 0" in doc2["tasks"]["t_fail"]["default"]["eager_error"], "retried")
+            check(not any(e[0] == "record" for e in torch.log), "nothing timed without a budget")
+    finally:
+        sys.argv = argv
+        if env_out is None:
+            os.environ.pop("OUT", None)
+        else:
+            os.environ["OUT"] = env_out
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+
+
 def main():
     for t in (test_slug, test_stats, test_launches, test_select_and_budget, test_format, test_library_walk,
-              test_timer):
+              test_timer, test_main):
         t()
     if failures:
         print("%d failure(s)" % len(failures))
