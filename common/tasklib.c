@@ -6,7 +6,8 @@
  *
  * Files: every `*.json` under the folder (recursively, symlinks not
  * followed, hidden entries skipped) is a task, except `*.plan.json`
- * (example plans kept beside tasks). A task's `name` must equal its file
+ * (example plans kept beside tasks) and the top-level `baselines/` folder
+ * (measured PyTorch times per GPU model, common/baselines.c). A task's `name` must equal its file
  * name without `.json`, and names are unique; `source_file` paths are
  * relative to the task file's folder. A file that fails is skipped and
  * reported in the error list; the rest load.
@@ -67,6 +68,8 @@ static int walk(const char *dir, int depth, PathList *out)
                 if (lstat(path, &st) != 0)
                         continue;
                 if (S_ISDIR(st.st_mode)) {
+                        if (depth == 0 && strcmp(e->d_name, TASKLIB_BASELINES_DIR) == 0)
+                                continue;
                         if ((r = walk(path, depth + 1, out)) < 0 && r != -EACCES)
                                 break;
                         r = 0;

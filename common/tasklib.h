@@ -11,6 +11,10 @@
 
 typedef struct TaskLib TaskLib;
 
+/* The library's top-level folder of baseline files (common/baselines.h); not tasks. */
+#define TASKLIB_BASELINES_DIR "baselines"
+
+
 /**
  * tasklib_load() - parse every task under @dir
  * @errors: when not NULL, a new array of {"file", "pointer", "message"} for

@@ -108,7 +108,7 @@ static void test_fixtures(const char *root)
 
 static void test_broken(void)
 {
-        char tmpl[] = "/tmp/kevald-tasklib-XXXXXX", sub[4200], hidden[4200];
+        char tmpl[] = "/tmp/kevald-tasklib-XXXXXX", sub[4200], hidden[4200], bl[4200];
         const char *dir = mkdtemp(tmpl), *msg, *ptr = NULL;
         TaskLib *lib = NULL;
         json_t *errors = NULL;
@@ -117,7 +117,9 @@ static void test_broken(void)
         CHECK(dir != NULL);
         snprintf(sub, sizeof(sub), "%s/cat", dir);
         snprintf(hidden, sizeof(hidden), "%s/.git", dir);
-        CHECK(mkdir(sub, 0700) == 0 && mkdir(hidden, 0700) == 0);
+        snprintf(bl, sizeof(bl), "%s/baselines", dir);
+        CHECK(mkdir(sub, 0700) == 0 && mkdir(hidden, 0700) == 0 && mkdir(bl, 0700) == 0);
+        write_file(bl, "nvidia-h100.json", "{\"gpu\": \"not a task\"}"); /* baselines/ is skipped */
         write_task(dir, "good.json", "good", 1, "a");
         write_task(sub, "deep.json", "deep", 3, "b");
         write_task(sub, "good2.json", "good", 1, "a"); /* named 'good' in good2.json */

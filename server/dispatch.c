@@ -1439,8 +1439,9 @@ static void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result)
         /* the worker sees its GPU as device 0 (CUDA_VISIBLE_DEVICES): say which one of the host it was */
         if (json_is_object(json_object_get(result, "gpu")))
                 json_object_set_new(json_object_get(result, "gpu"), "index", json_integer(w->index));
-        res = pipeline_result(job_task_name(j), verdict, json_object_get(j->sj->compile, "candidate"), result, NULL,
-                              j->seed);
+        /* an inline task_spec's name is no proof it is the library's task: no baselines */
+        res = pipeline_result_measured(job_task_name(j), verdict, json_object_get(j->sj->compile, "candidate"), result,
+                                       NULL, j->seed, j->own_task ? NULL : d->cfg.baselines);
         finish(d, j->sj->id, verdict, res);
         job_free(j);
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/baselines.h"
 #include "common/tasklib.h"
 #include "server/waiters.h"
 
@@ -19,6 +20,7 @@ typedef struct Dispatcher Dispatcher;
 typedef struct DispatchConfig {
         const char *db_path;        /* the dispatcher opens its own Store on it */
         const TaskLib *tasks;       /* borrowed, immutable */
+        const Baselines *baselines; /* PyTorch baselines of the library's tasks; borrowed, immutable; NULL: none */
         Waiters *waiters;           /* borrowed; NULL allowed */
         const char *libexec_dir;    /* where kevald-compile and kevald-gpu are */
         int compile_workers;        /* 0: one per core */

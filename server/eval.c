@@ -230,6 +230,7 @@ int cmd_eval(int argc, char **argv)
         json_t *sub = json_object(), *options = json_array(), *names = json_array();
         json_t *norm = NULL, *spec_doc = NULL, *obj = NULL, *rejected = NULL;
         TaskLib *lib = NULL;
+        Baselines *baselines = NULL;
         const Task *task = NULL;
         Task *owned = NULL;
         Store *store = NULL;
@@ -385,6 +386,10 @@ int cmd_eval(int argc, char **argv)
         }
         cfg.db_path = dbpath;
         cfg.tasks = lib;
+        /* a task from the library (not a file) is compared with its baselines; none is no error */
+        if (lib && baselines_load(tasks_dir, lib, &baselines, NULL) < 0)
+                fprintf(stderr, "kevald eval: cannot read the baselines of '%s'; results carry none\n", tasks_dir);
+        cfg.baselines = baselines;
         cfg.libexec_dir = libexec ? libexec : paths_libexec_dir();
         cfg.compile_workers = 1;
         cfg.gpus = gpus ? gpus : (compile_only ? "none" : "auto");
@@ -482,6 +487,7 @@ out:
         json_decref(names);
         spec_task_free(owned);
         tasklib_free(lib);
+        baselines_free(baselines);
         free(source);
         return rc;
 }

@@ -6,6 +6,7 @@
  */
 #include "server/pipeline.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/baselines.h"
 #include "common/jsonutil.h"
 #include "common/sha256.h"
 
@@ -167,6 +169,134 @@ static bool timing_suspicious(json_t *timing)
         return false;
 }
 
+/* A positive finite number as a new real, else null. */
+static json_t *positive_or_null(double x)
+{
+        return isfinite(x) && x > 0 ? json_real(x) : json_null();
+}
+
+/*
+ * Every yardstick of one timed shape set @s (a timing.shapes[] member of
+ * the result's own copy): speedup_vs {reference, torch_eager,
+ * torch_compile} and roofline_fraction, each null where unknown.
+ */
+static int shape_yardsticks(json_t *s, const char *task, const char *gpu_name, const Baselines *baselines)
+{
+        double cand = json_number_value(json_object_get(json_object_get(s, "candidate"), "median_ms"));
+        double roof = json_number_value(json_object_get(json_object_get(s, "roofline"), "min_ms"));
+        BaselineTimes bt = { 0, 0 };
+        json_t *vs;
+
+        if (!(isfinite(cand) && cand > 0))
+                cand = 0;
+        if (!cand || baselines_lookup(baselines, gpu_name, task, json_string_value(json_object_get(s, "shape")), &bt))
+                bt.eager_ms = bt.compile_ms = 0;
+        vs = json_pack("{s:o, s:o, s:o}", "reference", positive_or_null(json_number_value(json_object_get(s, "speedup"))),
+                       "torch_eager", positive_or_null(cand ? bt.eager_ms / cand : 0), "torch_compile",
+                       positive_or_null(cand ? bt.compile_ms / cand : 0));
+        if (!vs || json_object_set_new(s, "speedup_vs", vs))
+                return -ENOMEM;
+        return json_object_set_new(s, "roofline_fraction",
+                                   cand && isfinite(roof) && roof > 0 ? json_real(fmin(1.0, roof / cand))
+                                                                     : json_null())
+                       ? -ENOMEM : 0;
+}
+
+/* Geometric mean of member @key (or @key2 of it) over @shapes; NaN when any is missing or none. */
+static double shapes_geomean(json_t *shapes, const char *key, const char *key2)
+{
+        double logsum = 0;
+        size_t i, n = 0;
+        json_t *s;
+
+        json_array_foreach(shapes, i, s) {
+                json_t *v = json_object_get(s, key);
+                double x;
+                if (key2)
+                        v = json_object_get(v, key2);
+                x = json_is_number(v) ? json_number_value(v) : NAN;
+                if (!(isfinite(x) && x > 0))
+                        return NAN;
+                logsum += log(x);
+                n++;
+        }
+        return n ? exp(logsum / (double)n) : NAN;
+}
+
+/*
+ * Add the yardsticks to the result's timing, per shape set and overall
+ * (the overall values follow timing.speedup: the geometric mean over the
+ * timed shape sets, which is the one shape set's value when one was timed).
+ * The result's timing is replaced by a copy first: the GPU RESULT it came
+ * from is borrowed.
+ */
+static int add_yardsticks(json_t *res, const char *task, const Baselines *baselines)
+{
+        json_t *timing = json_object_get(res, "timing"), *shapes, *s, *vs;
+        const char *gpu_name = json_string_value(json_object_get(json_object_get(res, "gpu"), "name"));
+        size_t i;
+
+        if (!json_is_object(timing) || !json_is_array(json_object_get(timing, "shapes")))
+                return 0;
+        timing = json_deep_copy(timing);
+        if (!timing || json_object_set_new(res, "timing", timing))
+                return -ENOMEM;
+        shapes = json_object_get(timing, "shapes");
+        json_array_foreach(shapes, i, s) {
+                if (json_is_object(s) && shape_yardsticks(s, task, gpu_name, baselines))
+                        return -ENOMEM;
+        }
+        /* overall against the reference is timing.speedup itself, the same rule by construction */
+        vs = json_pack("{s:o, s:o, s:o}", "reference", positive_or_null(json_number_value(json_object_get(timing, "speedup"))),
+                       "torch_eager", positive_or_null(shapes_geomean(shapes, "speedup_vs", "torch_eager")),
+                       "torch_compile", positive_or_null(shapes_geomean(shapes, "speedup_vs", "torch_compile")));
+        if (!vs || json_object_set_new(timing, "speedup_vs", vs))
+                return -ENOMEM;
+        return json_object_set_new(timing, "roofline_fraction",
+                                   positive_or_null(shapes_geomean(shapes, "roofline_fraction", NULL))) ? -ENOMEM : 0;
+}
+
+/*
+ * The sentences that name every yardstick of a correct result and the
+ * strongest baseline (the one with the smallest speedup; only when a
+ * PyTorch baseline exists), then the fraction of the roofline bound; ""
+ * when there is neither.
+ */
+static void yardstick_line(json_t *timing, char *out, size_t len)
+{
+        static const struct {
+                const char *key, *label;
+        } names[] = { { "reference", "the reference" }, { "torch_eager", "torch eager" },
+                      { "torch_compile", "torch.compile" } };
+        json_t *vs = json_object_get(timing, "speedup_vs");
+        json_t *rf = json_object_get(timing, "roofline_fraction");
+        size_t n = 0, strongest = 0, count = 0;
+        bool baseline = false;
+
+        out[0] = '\0';
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                json_t *v = json_object_get(vs, names[i].key);
+                if (!json_is_number(v))
+                        continue;
+                if (i > 0)
+                        baseline = true;
+                if (!count++ || json_number_value(v) < json_number_value(json_object_get(vs, names[strongest].key)))
+                        strongest = i;
+        }
+        for (size_t i = 0; baseline && i < sizeof(names) / sizeof(names[0]) && n < len; i++) {
+                json_t *v = json_object_get(vs, names[i].key);
+                if (json_is_number(v))
+                        n += (size_t)snprintf(out + n, len - n, "%s%.3gx %s%s", n ? ", " : "Yardsticks: ",
+                                              json_number_value(v), names[i].label,
+                                              i == strongest ? " (the strongest baseline)" : "");
+        }
+        if (baseline && n < len)
+                n += (size_t)snprintf(out + n, len - n, ".");
+        if (json_is_number(rf) && n < len)
+                snprintf(out + n, len - n, "%s%.3g%% of the roofline bound.", n ? " " : "",
+                         100 * json_number_value(rf));
+}
+
 static char *feedback_text(const char *verdict, json_t *result)
 {
         json_t *error = json_object_get(result, "error");
@@ -188,8 +318,10 @@ static char *feedback_text(const char *verdict, json_t *result)
                 double sp = json_number_value(json_object_get(timing, "speedup"));
                 size_t shapes = json_array_size(json_object_get(corr, "shapes"));
                 bool sus = timing_suspicious(timing);
-                r = asprintf(&text, "Correct on %zu shape set(s); %.3gx %s than the reference (geometric mean of medians).",
-                             shapes, sp >= 1 ? sp : (sp > 0 ? 1 / sp : 0), sp >= 1 ? "faster" : "slower");
+                yardstick_line(timing, line, sizeof(line));
+                r = asprintf(&text, "Correct on %zu shape set(s); %.3gx %s than the reference (geometric mean of medians).%s%s",
+                             shapes, sp >= 1 ? sp : (sp > 0 ? 1 / sp : 0), sp >= 1 ? "faster" : "slower",
+                             line[0] ? " " : "", line);
                 if (r >= 0 && sus) {
                         const char *shape = NULL;
                         size_t i;
@@ -261,18 +393,26 @@ static char *feedback_text(const char *verdict, json_t *result)
         return r < 0 ? NULL : text;
 }
 
+/** pipeline_result() - see pipeline.h. */
 json_t *pipeline_result(const char *task, const char *verdict, json_t *compile, json_t *gpu,
                         json_t *error, uint64_t seed)
+{
+        return pipeline_result_measured(task, verdict, compile, gpu, error, seed, NULL);
+}
+
+/** pipeline_result_measured() - see pipeline.h. */
+json_t *pipeline_result_measured(const char *task, const char *verdict, json_t *compile, json_t *gpu,
+                                 json_t *error, uint64_t seed, const Baselines *baselines)
 {
         static const char *const from_gpu[] = { "correctness", "timing", "resources", "error", "gpu",
                                                 "gpu_busy_ms", "gpu_active_ms", "wall_ms", "cleanup",
                                                 "late_waits", "phases_ms" };
         json_t *res = json_object();
-        json_t *timing;
+        json_t *timing, *vs, *rf;
         char seedhex[17];
         char *fb;
         double speedup = 0;
-        bool suspicious;
+        bool suspicious, rewarded;
 
         json_object_set_new(res, "verdict", json_string(verdict));
         json_object_set_new(res, "task", task ? json_string(task) : json_null());
@@ -289,16 +429,25 @@ json_t *pipeline_result(const char *task, const char *verdict, json_t *compile, 
                 json_object_set(res, "error", error);
         if (!json_object_get(res, "error"))
                 json_object_set_new(res, "error", json_null());
+        if (add_yardsticks(res, task, baselines)) {
+                json_decref(res);
+                return NULL;
+        }
         /* A time under half the roofline bound is not believed: the verdict
          * and timing.speedup stay as measured, the reward gets no speedup. */
         timing = json_object_get(res, "timing");
         suspicious = timing_suspicious(timing);
-        if (strcmp(verdict, "correct") == 0 && !suspicious && json_is_number(json_object_get(timing, "speedup")))
+        rewarded = strcmp(verdict, "correct") == 0 && !suspicious;
+        if (rewarded && json_is_number(json_object_get(timing, "speedup")))
                 speedup = json_number_value(json_object_get(timing, "speedup"));
+        vs = json_object_get(timing, "speedup_vs");
+        rf = json_object_get(timing, "roofline_fraction");
         json_object_set_new(res, "reward_fields",
-                            json_pack("{s:b, s:b, s:o, s:b}", "compiled", json_is_true(json_object_get(compile, "ok")),
+                            json_pack("{s:b, s:b, s:o, s:o, s:o, s:b}", "compiled", json_is_true(json_object_get(compile, "ok")),
                                       "correct", strcmp(verdict, "correct") == 0,
                                       "speedup", speedup > 0 && isfinite(speedup) ? json_real(speedup) : json_null(),
+                                      "speedup_vs", rewarded && vs ? json_deep_copy(vs) : json_null(),
+                                      "roofline_fraction", rewarded && rf ? json_deep_copy(rf) : json_null(),
                                       "suspicious", suspicious));
         fb = feedback_text(verdict, res);
         json_object_set_new(res, "feedback", json_string(fb ? fb : verdict));

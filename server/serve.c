@@ -98,6 +98,7 @@ int cmd_serve(int argc, char **argv)
         HttpServerConfig hc = { 0 };
         DispatchConfig dc = { 0 };
         TaskLib *lib = NULL;
+        Baselines *baselines = NULL;
         json_t *task_errors = NULL;
         char err[512], host[256];
         const char *tasks_dir;
@@ -165,6 +166,11 @@ int cmd_serve(int argc, char **argv)
         if (json_array_size(task_errors) > 0)
                 log_warn("serve: %zu task file(s) skipped (see above)", json_array_size(task_errors));
         log_info("serve: %zu tasks from '%s'", tasklib_count(lib), tasks_dir);
+        r = baselines_load(tasks_dir, lib, &baselines, NULL);
+        if (r < 0) {
+                log_error("serve: cannot load the baselines of '%s': %s", tasks_dir, strerror(-r));
+                goto out;
+        }
 
         r = storepool_open(cfg.db, (int)(cfg.store_pool > 0 ? cfg.store_pool : threads), &api.pool);
         if (r != 0) {
@@ -197,6 +203,7 @@ int cmd_serve(int argc, char **argv)
 
         dc.db_path = cfg.db;
         dc.tasks = lib;
+        dc.baselines = baselines;
         dc.waiters = api.waiters;
         dc.libexec_dir = cfg.libexec ? cfg.libexec : paths_libexec_dir();
         dc.compile_workers = (int)cfg.compile_workers;
@@ -290,6 +297,7 @@ out:
         if (api.pool)
                 storepool_close(api.pool);
         tasklib_free(lib);
+        baselines_free(baselines);
         json_decref(task_errors);
         if (rc == 0)
                 log_info("serve: stopped");

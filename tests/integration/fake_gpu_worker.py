@@ -32,6 +32,9 @@ source a JOB carries besides the CUBIN): a name containing
 `FAKEV_<marker>` picks
   correct (default)     "correct", with timing.speedup 1.0
   exiting_false         "correct" with an explicit "exiting": false (and no exit)
+  timed                 "correct" with the JOB's first shape set timed: candidate
+                        median 0.5 ms, reference 1.0 ms (speedup 2.0), roofline
+                        min_ms 0.1
   suspicious            "correct" with timing.speedup 40.0 faster than the roofline
                         allows: timing.suspicious true, a note, and shape
                         "default" with roofline.suspicious true (as worker/judge.c)
@@ -183,6 +186,13 @@ def result_for(job, mark, t0, t1):
             base["exiting"] = False  # said explicitly: this process goes on
         base.update(verdict="correct", correctness={"passed": True, "shapes": []},
                     timing={"speedup": 1.0, "candidate_ms": 1.0, "reference_ms": 1.0, "shapes": []})
+    elif mark == "timed":
+        shape = ((job.get("shapes") or [{}])[0]).get("name", "default")
+        base.update(verdict="correct", correctness={"passed": True, "shapes": []},
+                    timing={"speedup": 2.0, "shapes": [{"shape": shape, "speedup": 2.0, "stop": "precision",
+                                                         "candidate": {"median_ms": 0.5, "trials": 10},
+                                                         "reference": {"median_ms": 1.0, "trials": 10},
+                                                         "roofline": {"min_ms": 0.1, "suspicious": False}}]})
     elif mark == "suspicious":
         base.update(verdict="correct", correctness={"passed": True, "shapes": []},
                     timing={"speedup": 40.0, "suspicious": True,

@@ -33,7 +33,8 @@ def rejected(client, r, pointer):
     assert res["verdict"] == "rejected" and res["error"]["kind"] == "submission", res
     assert res["error"]["pointer"] == pointer, (pointer, res["error"])
     assert res["feedback"].startswith("Rejected: ") and res["error"]["message"] in res["feedback"], res
-    assert res["reward_fields"] == {"compiled": False, "correct": False, "speedup": None, "suspicious": False}
+    assert res["reward_fields"] == {"compiled": False, "correct": False, "speedup": None, "speedup_vs": None,
+                                    "roofline_fraction": None, "suspicious": False}
     return res
 
 def test_malformed_json(client):

@@ -74,5 +74,6 @@ def test_compile_only_is_not_suspicious(fake):
         body = wait_done(c, r.json()["id"])
     res = body["result"]
     assert res["verdict"] == "compiled", res
-    assert res["reward_fields"] == {"compiled": True, "correct": False, "speedup": None, "suspicious": False}, res
+    assert res["reward_fields"] == {"compiled": True, "correct": False, "speedup": None, "speedup_vs": None,
+                                    "roofline_fraction": None, "suspicious": False}, res
     assert not schema_errors(res), schema_errors(res)

@@ -47,8 +47,10 @@ def ev(expr, params):
 
 def load_tasks(tasks_dir=None):
     tasks = {}
-    for p in sorted(glob.glob(os.path.join(tasks_dir or os.path.join(ROOT, "tasks"), "**", "*.json"),
-                              recursive=True)):
+    root = tasks_dir or os.path.join(ROOT, "tasks")
+    for p in sorted(glob.glob(os.path.join(root, "**", "*.json"), recursive=True)):
+        if os.path.relpath(p, root).split(os.sep)[0] == "baselines" or p.endswith(".plan.json"):
+            continue   # the library's baseline files (tools/baselines), example plans
         with open(p) as f:
             t = json.load(f)
         t["_dir"] = os.path.dirname(p)

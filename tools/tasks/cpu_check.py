@@ -336,7 +336,8 @@ def main():
         only = args[args.index("--only") + 1]
     if "--max-elems" in args:
         maxel = int(args[args.index("--max-elems") + 1])
-    paths = sorted(glob.glob(os.path.join(ROOT, "tasks", "**", "*.json"), recursive=True))
+    paths = sorted(p for p in glob.glob(os.path.join(ROOT, "tasks", "**", "*.json"), recursive=True)
+                   if os.sep + "baselines" + os.sep not in p)   # baseline files are not tasks
     nbad = 0
     for p in paths:
         if only and only not in p:

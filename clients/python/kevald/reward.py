@@ -15,6 +15,17 @@ bound: `reward_fields.suspicious`, see `Result.suspicious`) gets
 `penalties["suspicious"]` (0 by default) instead: the server withholds its
 speedup, and neither the bonus nor a speedup is paid for the impossible.
 
+The speedup is against a yardstick (`yardstick=`, docs/clients.md):
+"reference" (the task's reference kernel: reward_fields.speedup),
+"torch_eager" or "torch_compile" (the task's PyTorch expression, measured
+on this GPU model: reward_fields.speedup_vs), or "strongest", the default:
+the smallest of the speedups available, i.e. against the fastest of the
+three. Where the server has no baseline for the result's GPU model and
+shape set (speedup_vs.torch_* null, or a server that predates speedup_vs),
+every yardstick falls back to the reference, so the default is then the
+reference's speedup as before; `speedup_against()` gives the strict
+figure (None where there is none).
+
 `internal_error` and `cancelled` give None: an infrastructure fault (or a
 withdrawn submission) says nothing about the kernel, so drop the sample
 rather than train on it. A submission that is not done also gives None.
@@ -32,6 +43,7 @@ from typing import Dict, Optional
 from .models import Result, Submission
 
 NO_REWARD = ("internal_error", "cancelled")
+YARDSTICKS = ("reference", "torch_eager", "torch_compile", "strongest")
 
 
 def _default_penalties():
@@ -45,6 +57,7 @@ class RewardConfig:
     speedup_cap: Optional[float] = 10.0
     log_speedup: bool = False
     penalties: Dict[str, float] = field(default_factory=_default_penalties)
+    yardstick: str = "strongest"
 
 
 DEFAULT = RewardConfig()
@@ -68,6 +81,33 @@ def _result(x):
     raise TypeError(f"reward() takes a Submission, Result or dict, not {type(x).__name__}")
 
 
+def speedup_against(x, yardstick):
+    """
+    The speedup of @x (a Submission, Result, or their JSON dict) against
+    @yardstick, strictly: "reference" is Result.speedup; "torch_eager" and
+    "torch_compile" are reward_fields.speedup_vs's (None where the server
+    has no baseline for the GPU model and shape set, the result is not
+    correct or is suspicious); "strongest" is the smallest of those present.
+    None when there is none.
+    """
+    if yardstick not in YARDSTICKS:
+        raise ValueError(f"yardstick must be one of {', '.join(YARDSTICKS)}, not {yardstick!r}")
+    res = _result(x)
+    if res is None:
+        return None
+    ref = res.speedup
+    vs = (res.reward_fields or {}).get("speedup_vs") or {}
+    got = {"reference": ref if isinstance(ref, (int, float)) and math.isfinite(ref) else None}
+    for k in ("torch_eager", "torch_compile"):
+        v = vs.get(k)
+        got[k] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
+            and v > 0 else None
+    if yardstick != "strongest":
+        return got[yardstick]
+    present = [v for v in got.values() if v is not None]
+    return min(present) if present else None
+
+
 def reward(x, config=None, **overrides):
     """
     The reward of @x (a Submission, Result, or their JSON dict), or None
@@ -76,12 +116,19 @@ def reward(x, config=None, **overrides):
     (default 0.0), not a speedup-based reward.
     @config: a RewardConfig; keyword @overrides replace its fields
     (penalties are merged into the defaults).
+    yardstick= "reference" | "torch_eager" | "torch_compile" | "strongest"
+    (default): the speedup the reward pays, see the module's doc; a
+    yardstick without a figure for this result (no baseline for its GPU
+    model) falls back to the reference, so "strongest" is the smallest of
+    the available speedups and, without baselines, the reference's.
     """
     cfg = config or DEFAULT
     if overrides:
         pen = dict(cfg.penalties)
         pen.update(overrides.pop("penalties", {}) or {})
         cfg = RewardConfig(**{**cfg.__dict__, **overrides, "penalties": pen})
+    if cfg.yardstick not in YARDSTICKS:
+        raise ValueError(f"yardstick must be one of {', '.join(YARDSTICKS)}, not {cfg.yardstick!r}")
     res = _result(x)
     if res is None or res.verdict is None or res.verdict in NO_REWARD:
         return None
@@ -89,7 +136,9 @@ def reward(x, config=None, **overrides):
         return float(cfg.penalties.get(res.verdict, 0.0))
     if res.suspicious:
         return float(cfg.penalties.get("suspicious", 0.0))
-    s = res.speedup
+    s = speedup_against(res, cfg.yardstick)
+    if s is None:
+        s = res.speedup  # no baseline on this GPU model: the reference
     s = 0.0 if s is None or not math.isfinite(s) or s < 0 else float(s)
     if cfg.speedup_cap is not None:
         s = min(s, cfg.speedup_cap)

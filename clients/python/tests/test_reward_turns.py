@@ -50,6 +50,54 @@ def test_configurable():
         reward.reward(42)
 
 
+def yardstick_res(speedup, eager, compile_, **extra):
+    """A correct result whose reward_fields carry speedup_vs (None: no baseline on this GPU model)."""
+    d = res("correct", speedup, **extra)
+    d["reward_fields"]["speedup_vs"] = {"reference": speedup, "torch_eager": eager, "torch_compile": compile_}
+    return d
+
+
+def test_yardsticks():
+    d = yardstick_res(2.0, 0.5, 4.0)
+    # default: the strongest baseline, the smallest of the speedups
+    assert reward.reward(d) == pytest.approx(0.8)
+    assert reward.reward(d, yardstick="strongest") == pytest.approx(0.8)
+    assert reward.reward(d, yardstick="reference") == pytest.approx(2.3)
+    assert reward.reward(d, yardstick="torch_eager") == pytest.approx(0.8)
+    assert reward.reward(d, yardstick="torch_compile") == pytest.approx(4.3)
+    assert reward.reward(d, reward.RewardConfig(yardstick="reference")) == pytest.approx(2.3)
+    assert reward.reward(yardstick_res(0.7, 0.9, 1.5)) == pytest.approx(1.0)   # the reference is the strongest
+    assert reward.reward(yardstick_res(2.0, 30.0, 37.0), yardstick="torch_compile") == pytest.approx(10.3)  # cap
+    assert reward.reward(yardstick_res(2.0, 3.0, 8.0), yardstick="torch_compile", log_speedup=True) \
+        == pytest.approx(0.3 + math.log1p(8.0))
+    assert reward.speedup_against(d, "torch_compile") == 4.0 and reward.speedup_against(d, "strongest") == 0.5
+    # only one baseline measured (torch.compile failed for this task): strongest of what there is
+    assert reward.reward(yardstick_res(2.0, 1.5, None)) == pytest.approx(1.8)
+    assert reward.reward(yardstick_res(2.0, 1.5, None), yardstick="torch_compile") == pytest.approx(2.3)
+    # no baseline on this GPU model: every yardstick is the reference's (the default as before)
+    nb = yardstick_res(2.0, None, None)
+    for y in reward.YARDSTICKS:
+        assert reward.reward(nb, yardstick=y) == pytest.approx(2.3), y
+    assert reward.speedup_against(nb, "torch_eager") is None and reward.speedup_against(nb, "strongest") == 2.0
+    # a server that predates speedup_vs: the reference
+    assert reward.reward(res("correct", 2.0)) == pytest.approx(2.3)
+    assert reward.speedup_against(res("correct", 2.0), "torch_compile") is None
+    # not correct or suspicious: speedup_vs is null, the penalties as before
+    inc = res("incorrect")
+    inc["reward_fields"]["speedup_vs"] = None
+    assert reward.reward(inc) == 0.0 and reward.speedup_against(inc, "strongest") is None
+    sus = suspicious_res(speedup_vs=None)
+    assert reward.reward(sus, penalties={"suspicious": -1.0}) == -1.0
+    # on typed objects and submissions too
+    assert reward.reward(kevald.Result.from_dict(d)) == pytest.approx(0.8)
+    assert reward.reward(kevald.Submission.from_dict({"id": 3, "state": "done", "result": d}),
+                         yardstick="torch_compile") == pytest.approx(4.3)
+    with pytest.raises(ValueError):
+        reward.reward(d, yardstick="fastest")
+    with pytest.raises(ValueError):
+        reward.speedup_against(d, "roofline")
+
+
 def suspicious_res(**rf_extra):
     """A correct result whose timing ran faster than the roofline allows, as the server sends it."""
     d = res("correct", None, timing={"speedup": 40.0, "suspicious": True, "note": "faster than the roofline", "shapes": [

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""test_flops_bytes - every task of the library states flops and bytes, so every
+result on a GPU with known peaks has a roofline and a roofline_fraction
+(worker/judge.c roofline_min_ms(), server/pipeline.c).
+
+Usage: python3 tools/tasks/test_flops_bytes.py [TASKS_DIR]   (also `meson test task-flops-bytes`)
+
+Per task file (not baselines/, not *.plan.json) and per shape set: `flops`
+and `bytes` are present, evaluate (kevald's integer expressions) to
+flops >= 0 and bytes > 0, and bytes is at least the size of the output
+buffers (every output element is written once: a smaller figure would put
+the roofline bound below what any kernel must move). Exit status 1 on any
+failure, naming the task and shape set.
+"""
+import glob
+import json
+import math
+import os
+import re
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DTYPE_BYTES = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "u8": 1, "i8": 1}
+
+
+def ev(expr, params):
+    """kevald's expressions: + - * / % ceil_div min max over the params, truncating division."""
+    if isinstance(expr, (int, float)):
+        return expr
+    if not re.fullmatch(r"[A-Za-z0-9_+\-*/%(), ]+", expr):
+        raise ValueError("bad expression %r" % expr)
+    env = dict(params, ceil_div=lambda a, b: -(-a // b), min=min, max=max, __builtins__={})
+    return eval(expr.replace("/", "//"), env)  # noqa: S307 - charset checked
+
+
+def check_task(t):
+    errs = []
+    for key in ("flops", "bytes"):
+        if key not in t:
+            errs.append("no %s" % key)
+    if errs:
+        return errs
+    for s in t["shapes"]:
+        params = {k: v for k, v in s.items() if k != "name"}
+        flops, nbytes = ev(t["flops"], params), ev(t["bytes"], params)
+        out = sum(math.prod(ev(d, params) for d in b["shape"]) * DTYPE_BYTES[b["dtype"]]
+                  for b in t["buffers"] if b["role"] != "in")
+        if flops < 0:
+            errs.append("shape set %s: flops %d < 0" % (s["name"], flops))
+        if nbytes <= 0 or nbytes < out:
+            errs.append("shape set %s: bytes %d, less than the outputs' %d" % (s["name"], nbytes, out))
+    return errs
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "tasks")
+    n = bad = 0
+    for p in sorted(glob.glob(os.path.join(root, "**", "*.json"), recursive=True)):
+        if os.path.relpath(p, root).split(os.sep)[0] == "baselines" or p.endswith(".plan.json"):
+            continue
+        with open(p) as f:
+            t = json.load(f)
+        n += 1
+        for e in check_task(t):
+            bad += 1
+            print("FAIL %s: %s" % (t.get("name", p), e))
+    # the checker itself: a task without them, or with too few bytes, fails
+    probe = {"shapes": [{"name": "default", "N": 8}],
+             "buffers": [{"name": "y", "dtype": "f32", "shape": ["N"], "role": "out"}]}
+    assert check_task(probe) == ["no flops", "no bytes"]
+    assert check_task(dict(probe, flops="N", bytes="4 * N")) == []
+    assert check_task(dict(probe, flops="N", bytes="2 * N")) != []
+    print("%d tasks, %d failure(s)" % (n, bad))
+    return 1 if bad or n == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
