@@ -4,7 +4,10 @@
 -- task, shape and GPU.
 --
 -- The reward is the Python client's default (clients/python/kevald/reward.py,
--- RewardConfig()): a correct kernel earns 0.3 + min(speedup, 10); a correct
+-- RewardConfig(), yardstick "strongest"): a correct kernel earns 0.3 +
+-- min(S, 10), S the smallest of its speedup over the reference and, where
+-- the result has them, reward_fields.speedup_vs.torch_eager and
+-- .torch_compile (common/baselines.h); a correct
 -- kernel whose timing is suspicious (faster than half the roofline bound:
 -- reward_fields.suspicious) earns 0, as does every other verdict; an
 -- internal_error or a cancelled submission has none (NULL: dropped, never
@@ -61,7 +64,10 @@ BEGIN
                          IN ('internal_error', 'cancelled') THEN NULL
                     WHEN coalesce(s.verdict, json_extract(NEW.result, '$.verdict'), 'unknown') != 'correct' THEN 0.0
                     WHEN coalesce(json_extract(NEW.result, '$.reward_fields.suspicious'), 0) THEN 0.0
-                    ELSE 0.3 + min(coalesce(s.speedup, 0.0), 10.0) END
+                    ELSE 0.3 + min(coalesce(s.speedup, 0.0),
+                                   coalesce(json_extract(NEW.result, '$.reward_fields.speedup_vs.torch_eager'), 10.0),
+                                   coalesce(json_extract(NEW.result, '$.reward_fields.speedup_vs.torch_compile'), 10.0),
+                                   10.0) END
         FROM submissions s
         WHERE s.id = NEW.id AND s.state = 'done' AND json_valid(NEW.result);
 
@@ -178,7 +184,10 @@ UPDATE job_metrics SET reward =
                      WHEN job_metrics.verdict != 'correct' THEN 0.0
                      WHEN json_valid(r.result) AND coalesce(json_extract(r.result, '$.reward_fields.suspicious'), 0)
                           THEN 0.0
-                     ELSE 0.3 + min(coalesce(s.speedup, 0.0), 10.0) END
+                     ELSE 0.3 + min(coalesce(s.speedup, 0.0),
+                                    coalesce(json_extract(r.result, '$.reward_fields.speedup_vs.torch_eager'), 10.0),
+                                    coalesce(json_extract(r.result, '$.reward_fields.speedup_vs.torch_compile'), 10.0),
+                                    10.0) END
          FROM submissions s LEFT JOIN submission_results r ON r.id = s.id WHERE s.id = job_metrics.id);
 
 -- One pass over the history per rollup (GROUP BY), not a scan per rollup row.

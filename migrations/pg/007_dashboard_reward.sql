@@ -35,7 +35,10 @@ LANGUAGE sql IMMUTABLE AS $$
         SELECT CASE WHEN verdict IN ('internal_error', 'cancelled') THEN NULL
                     WHEN verdict <> 'correct' THEN 0.0
                     WHEN coalesce(kevald_json_num(r -> 'reward_fields' -> 'suspicious'), 0) <> 0 THEN 0.0
-                    ELSE 0.3 + least(coalesce(speedup, 0.0), 10.0) END
+                    ELSE 0.3 + least(coalesce(speedup, 0.0),
+                                     kevald_json_num(r -> 'reward_fields' -> 'speedup_vs' -> 'torch_eager'),
+                                     kevald_json_num(r -> 'reward_fields' -> 'speedup_vs' -> 'torch_compile'),
+                                     10.0) END
 $$;
 
 -- Add the reference medians of result @r (timing.shapes[].reference.median_ms) to task_reference_times.

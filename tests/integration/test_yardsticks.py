@@ -133,6 +133,22 @@ def test_speedup_vs_every_yardstick(fake):
     assert "fake-gpu-kevald-tests.json': 1 entry dropped" in log, log[-3000:]
 
 
+def test_stored_reward_takes_the_strongest_yardstick(fake):
+    """The dashboard's stored reward is the client's default reward(): against the strongest yardstick."""
+    sys.path.insert(0, str(SOURCE_ROOT / "clients" / "python"))
+    from kevald import reward as kreward
+    run = "yard-" + unique("")[3:15]
+    ids = fake.submit([timed("it_vecadd", tags={"run_id": run, "step": 1}),
+                       timed("it_vecadd2", tags={"run_id": run, "step": 2})])
+    done = fake.wait_all(ids)
+    want = [kreward.reward(done[i]) for i in ids]
+    assert want == [0.3 + 0.5, 0.3 + 2.0], want   # eager 0.5x is the strongest; no baseline: the reference
+    with fake.server.client() as c:
+        steps = c.get("/v1/dashboard/run", params={"id": run}).json()["steps"]
+    got = {x["step"]: x["mean_reward"] for x in steps}
+    assert abs(got[1] - want[0]) < 1e-9 and abs(got[2] - want[1]) < 1e-9, (got, want)
+
+
 def test_no_timing_no_yardsticks(fake):
     ids = fake.submit([full("incorrect"), full()])
     done = fake.wait_all(ids)
