@@ -135,6 +135,10 @@ static int errno_from_result(StorePg *s, const PGresult *res)
                 return -EBUSY;
         if (!strcmp(st, "53100"))
                 return -ENOSPC;
+        if (!strcmp(st, "25006"))       /* read_only_sql_transaction: a standby, or default_transaction_read_only */
+                return -EROFS;
+        if (!strcmp(st, "58030"))       /* io_error */
+                return -EIO;
         if (!strcmp(st, "53200"))
                 return -ENOMEM;
         if (!strncmp(st, "22", 2))
