@@ -33,7 +33,9 @@
 
 /**
  * api_respond_store_error() - answer a failed store or ingest call
- * @r: the negative errno
+ * @r: the negative errno; -EBUSY, -ENOTCONN, -ESHUTDOWN and a storage fault
+ *     (-ENOSPC, -EROFS, -EIO, -EDQUOT: store_error_is_storage()) answer 503
+ *     with Retry-After, anything else 500
  * Return: HTTP_DONE.
  */
 int api_respond_store_error(HttpRequest *req, int r, const char *what)
@@ -47,6 +49,14 @@ int api_respond_store_error(HttpRequest *req, int r, const char *what)
                 http_response_header(req, "Retry-After", "5");
                 return http_respond_error(req, PROBLEM_UNAVAILABLE, NULL, "the database is unreachable (%s); retry",
                                           what);
+        }
+        if (store_error_is_storage(r)) {
+                /* A full disk, a read-only file or server, an I/O error: nothing of this request
+                 * was stored; it may succeed once the operator has made room (/readyz says so). */
+                log_warn("api: %s failed: the store cannot write: %s", what, strerror(-r));
+                http_response_header(req, "Retry-After", "5");
+                return http_respond_error(req, PROBLEM_UNAVAILABLE, NULL, "the store cannot write (%s: %s); retry later",
+                                          what, strerror(-r));
         }
         if (r == -ESHUTDOWN) {
                 http_response_header(req, "Retry-After", "5");
