@@ -53,10 +53,11 @@ int api_respond_store_error(HttpRequest *req, int r, const char *what)
         if (store_error_is_storage(r)) {
                 /* A full disk, a read-only file or server, an I/O error: nothing of this request
                  * was stored; it may succeed once the operator has made room (/readyz says so). */
-                log_warn("api: %s failed: the store cannot write: %s", what, strerror(-r));
+                const char *how = r == -EIO ? "the store's storage failed" : "the store cannot write";
+                log_warn("api: %s failed: %s: %s", what, how, strerror(-r));
                 http_response_header(req, "Retry-After", "5");
-                return http_respond_error(req, PROBLEM_UNAVAILABLE, NULL, "the store cannot write (%s: %s); retry later",
-                                          what, strerror(-r));
+                return http_respond_error(req, PROBLEM_UNAVAILABLE, NULL, "%s (%s: %s); retry later", how, what,
+                                          strerror(-r));
         }
         if (r == -ESHUTDOWN) {
                 http_response_header(req, "Retry-After", "5");

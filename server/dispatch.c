@@ -181,7 +181,9 @@ typedef struct Owed {
         char verdict[32];       /* OWE_FINISH */
         double speedup;         /* OWE_FINISH */
         json_t *doc;            /* OWE_FINISH: the result; OWE_COMPILED: the compile section */
+        char *task;             /* the job's task name, or NULL (for a fallback result) */
         int tries;
+        bool fallback;          /* the write became an internal_error finish (owed_try()) */
 } Owed;
 
 struct Dispatcher {
@@ -528,6 +530,12 @@ static void notify_done(Dispatcher *d, int64_t id)
 static const char *const owe_what[] = { "recording the result", "re-queueing", "marking it compiled" };
 
 /* Try one owed write. Return: 0 done (or moot: the lease is gone), <0 the store still refuses. */
+/* The store may take the write later: the storage or the connection failed, not the write itself. */
+static bool store_error_transient(int r)
+{
+        return store_error_is_storage(r) || r == -ENOTCONN || r == -EBUSY || r == -ENOMEM || r == -EAGAIN;
+}
+
 static int owed_try(Dispatcher *d, Owed *o)
 {
         int r;
@@ -543,6 +551,29 @@ static int owed_try(Dispatcher *d, Owed *o)
                 r = store_set_compiled(d->store, o->id, d->owner, o->doc);
         }
         o->tries++;
+        if (r < 0 && !store_error_transient(r) && !o->fallback) {
+                /* Refused for good (a result the store cannot hold, a bug): never retried
+                 * forever behind a paused dispatcher; the job ends as internal_error. */
+                json_t *err = pipeline_error("internal", "%s failed: %s (the store refused it; not the kernel's "
+                                             "fault)", owe_what[o->kind], strerror(-r));
+                json_t *res = pipeline_result(o->task, "internal_error", NULL, NULL, err,
+                                              strtoull(jsonutil_str(o->doc, "seed", "0"), NULL, 16));
+                log_error("dispatch: job %" PRId64 ": %s failed for good: %s; ending it as internal_error", o->id,
+                          owe_what[o->kind], strerror(-r));
+                json_decref(err);
+                json_decref(o->doc);
+                o->doc = res;
+                o->kind = OWE_FINISH;
+                snprintf(o->verdict, sizeof(o->verdict), "internal_error");
+                o->speedup = 0;
+                o->fallback = true;
+                return owed_try(d, o);
+        }
+        if (r < 0 && !store_error_transient(r)) {
+                log_error("dispatch: job %" PRId64 ": even its internal_error result was refused: %s; it stays "
+                          "leased until this process restarts", o->id, strerror(-r));
+                return 0;
+        }
         if (r < 0)
                 return r;
         if (r > 0)
@@ -561,6 +592,7 @@ static void owed_free(Owed *o)
 {
         if (o) {
                 json_decref(o->doc);
+                free(o->task);
                 free(o);
         }
 }
@@ -571,7 +603,7 @@ static void owed_free(Owed *o)
  * owed the dispatcher claims nothing new (pump()).
  */
 static void owe(Dispatcher *d, OweKind kind, int64_t id, Stage stage, const char *verdict, double speedup,
-                json_t *doc)
+                json_t *doc, const char *task)
 {
         Owed *o = calloc(1, sizeof(*o));
         int r;
@@ -588,6 +620,7 @@ static void owe(Dispatcher *d, OweKind kind, int64_t id, Stage stage, const char
         snprintf(o->verdict, sizeof(o->verdict), "%s", verdict ? verdict : "");
         o->speedup = speedup;
         o->doc = doc;
+        o->task = task ? strdup(task) : NULL;
         r = owed_try(d, o);
         if (r == 0) {
                 owed_free(o);
@@ -626,13 +659,14 @@ static void finish(Dispatcher *d, int64_t id, const char *verdict, json_t *resul
 {
         double speedup = json_number_value(json_object_get(json_object_get(result, "reward_fields"), "speedup"));
 
-        owe(d, OWE_FINISH, id, STAGE_COMPILE, verdict, speedup, result);
+        owe(d, OWE_FINISH, id, STAGE_COMPILE, verdict, speedup, result,
+            json_string_value(json_object_get(result, "task")));
 }
 
-/* Give a held job back to @stage's queue (its attempt stays counted). */
-static void requeue(Dispatcher *d, int64_t id, Stage stage)
+/* Give a held job back to @stage's queue (its attempt stays counted); @task: its task name or NULL. */
+static void requeue(Dispatcher *d, int64_t id, Stage stage, const char *task)
 {
-        owe(d, OWE_REQUEUE, id, stage, NULL, 0, NULL);
+        owe(d, OWE_REQUEUE, id, stage, NULL, 0, NULL, task);
 }
 
 static json_t *compile_section_of(const Job *j, Slot s)
@@ -817,7 +851,7 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
                         finish(d, j->sj->id, "internal_error", res);
                 } else {
                         log_warn("dispatch: job %" PRId64 " goes back to the queue: its GPU worker died", j->sj->id);
-                        requeue(d, j->sj->id, STAGE_RUN);
+                        requeue(d, j->sj->id, STAGE_RUN, j->sj->task);
                 }
                 job_free(j);
         }
@@ -1319,7 +1353,7 @@ static void job_compiled(Dispatcher *d, Job *j)
         hex_encode(j->art[SLOT_REF]->key, 32, hex);
         json_object_set_new(section, "reference_key", json_string(hex));
         json_object_set_new(section, "reference", json_deep_copy(ref));
-        owe(d, OWE_COMPILED, j->sj->id, STAGE_COMPILE, NULL, 0, section);
+        owe(d, OWE_COMPILED, j->sj->id, STAGE_COMPILE, NULL, 0, section, j->sj->task);
         job_unlink(d, j);
         job_free(j);
 }
@@ -1387,7 +1421,7 @@ static void job_begin_compile(Dispatcher *d, Job *j)
                  * its leases, so a job it holds but forgot would never expire. */
                 log_error("dispatch: job %" PRId64 ": %s; back to the queue", j->sj->id, strerror(-r));
                 if (j->pending == 1) {
-                        requeue(d, j->sj->id, STAGE_COMPILE);
+                        requeue(d, j->sj->id, STAGE_COMPILE, j->sj->task);
                         job_unlink(d, j);
                         job_free(j);
                         return;
@@ -1492,7 +1526,7 @@ static int run_one(Dispatcher *d, Worker *w)
                 return r == STORE_E_EMPTY ? 0 : r;
         j = job_new(d, sj);
         if (!j) {
-                requeue(d, sj->id, STAGE_RUN);
+                requeue(d, sj->id, STAGE_RUN, sj->task);
                 store_job_free(sj);
                 return -ENOMEM;
         }
@@ -1509,7 +1543,7 @@ static int run_one(Dispatcher *d, Worker *w)
         j->art[SLOT_REF] = artifact_by_hex(d, json_string_value(json_object_get(sj->compile, "reference_key")));
         if (!j->art[SLOT_CAND] || !j->art[SLOT_REF]) {
                 /* The cache lost a CUBIN: compile again. */
-                requeue(d, sj->id, STAGE_COMPILE);
+                requeue(d, sj->id, STAGE_COMPILE, sj->task);
                 job_free(j);
                 return 1;
         }
@@ -1552,7 +1586,7 @@ static int run_one(Dispatcher *d, Worker *w)
                         j->art[SLOT_REF]->cubin, j->art[SLOT_REF]->plain_len);
         json_decref(gjob);
         if (r < 0) {
-                requeue(d, sj->id, STAGE_RUN);
+                requeue(d, sj->id, STAGE_RUN, sj->task);
                 job_free(j);
                 worker_kill(w, "could not send a job");
                 return r;
@@ -1622,7 +1656,7 @@ static void gpu_invalid(Dispatcher *d, Worker *w, Job *j, const char *why)
                 json_decref(err);
                 finish(d, j->sj->id, "internal_error", res);
         } else {
-                requeue(d, j->sj->id, STAGE_RUN);
+                requeue(d, j->sj->id, STAGE_RUN, j->sj->task);
         }
         job_free(j);
 }
@@ -1638,7 +1672,7 @@ static void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result)
         }
         if (strcmp(verdict, "internal_error") == 0 && j->sj->attempts < d->cfg.max_attempts) {
                 log_warn("dispatch: job %" PRId64 ": GPU worker reported an internal error; retrying", j->sj->id);
-                requeue(d, j->sj->id, STAGE_RUN);
+                requeue(d, j->sj->id, STAGE_RUN, j->sj->task);
                 job_free(j);
                 return;
         }
@@ -1681,7 +1715,7 @@ static void pump(Dispatcher *d)
                 claimed++;
                 j = job_new(d, sj);
                 if (!j) {
-                        requeue(d, sj->id, STAGE_COMPILE);
+                        requeue(d, sj->id, STAGE_COMPILE, sj->task);
                         store_job_free(sj);
                         break;
                 }
@@ -1861,7 +1895,7 @@ static void on_stop(uv_async_t *h)
                         break; /* waiting on a worker; settled in shutdown_now */
                 d->jobs = j->next;
                 d->n_jobs--;
-                requeue(d, j->sj->id, STAGE_COMPILE);
+                requeue(d, j->sj->id, STAGE_COMPILE, j->sj->task);
                 job_free(j);
         }
         status_rebuild(d);

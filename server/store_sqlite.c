@@ -275,8 +275,11 @@ static int errno_from_sqlite(int rc)
         case SQLITE_MISUSE:
         case SQLITE_RANGE:
                 return -EINVAL;
+        case SQLITE_IOERR:
+        case SQLITE_PROTOCOL:
+                return -EIO;    /* the storage failed (a storage fault: 503, /readyz read-only) */
         default:
-                return -EIO;
+                return -EPROTO; /* SQLITE_ERROR and the like: a bug or a bad statement, not the storage */
         }
 }
 
