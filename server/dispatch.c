@@ -212,7 +212,7 @@ struct Dispatcher {
         Owed *owed;             /* store writes that failed, oldest first; no claims while any */
         int n_owed;
         uint64_t owed_retry_ms;
-        uint64_t compile_answers; /* valid compile RESULTs received (hang_blame()) */
+        uint64_t compile_answers; /* valid compile RESULTs received (compile_req_hung()) */
         Job *jobs;              /* compile-stage jobs in memory */
         int n_jobs;
 
@@ -529,13 +529,17 @@ static void notify_done(Dispatcher *d, int64_t id)
 
 static const char *const owe_what[] = { "recording the result", "re-queueing", "marking it compiled" };
 
-/* Try one owed write. Return: 0 done (or moot: the lease is gone), <0 the store still refuses. */
 /* The store may take the write later: the storage or the connection failed, not the write itself. */
 static bool store_error_transient(int r)
 {
         return store_error_is_storage(r) || r == -ENOTCONN || r == -EBUSY || r == -ENOMEM || r == -EAGAIN;
 }
 
+/*
+ * Try one owed write. A write the store refuses for good becomes an
+ * internal_error finish, tried at once. Return: 0 done (or moot: the lease
+ * is gone), or the negative errno of a refusal to retry later.
+ */
 static int owed_try(Dispatcher *d, Owed *o)
 {
         int r;
@@ -1195,25 +1199,29 @@ static void compile_req_fault(Dispatcher *d, CompileReq *req, const char *why)
  */
 static void compile_req_hung(Dispatcher *d, CompileReq *req, double limit_s)
 {
+        bool first = req->hangs++ == 0;
         json_t *res;
         char log[320];
 
         req->attempts++;
-        if (req->hangs++ == 0 && req->attempts < d->cfg.max_attempts) {
+        if (first)
                 req->answers_at_hang = d->compile_answers;
+        if (first && req->attempts < d->cfg.max_attempts) {
                 log_warn("dispatch: a compile worker stopped answering (killed after %.0f s): the request goes to a "
                          "fresh worker", limit_s);
                 return;
         }
-        if (d->compile_answers > req->answers_at_hang) {
+        if (!first && d->compile_answers > req->answers_at_hang) {
                 snprintf(log, sizeof(log), "compilation did not finish: the compile worker stopped answering on this "
                          "source twice, on two workers (each killed after %.0f s), while other compiles completed; "
                          "the source is taken to be the cause (runaway template instantiation or macro expansion?)",
                          limit_s);
                 res = json_pack("{s:b, s:s, s:s, s:b}", "ok", 0, "error", "timeout", "log", log, "log_truncated", 0);
         } else {
-                snprintf(log, sizeof(log), "the compile workers stopped answering (each killed after %.0f s) and "
-                         "completed no other compile meanwhile: an infrastructure fault, not the source's", limit_s);
+                snprintf(log, sizeof(log), "the compile worker stopped answering (killed after %.0f s) %s: an "
+                         "infrastructure fault, not the source's", limit_s,
+                         first ? "on the last attempt this source had"
+                               : "on this source twice while no other compile completed");
                 res = json_pack("{s:b, s:s, s:s}", "ok", 0, "error", "internal", "log", log);
         }
         compile_done(d, req, res, NULL, 0, false);
