@@ -312,9 +312,15 @@ static void ref_remember(Dispatcher *d, const Artifact *a)
         d->ref_next = (d->ref_next + 1) % REF_CACHE_SLOTS;
 }
 
-/* Look in the in-memory reference slots, then in the store's compile cache. */
+/*
+ * Look in the in-memory reference slots, then in the store's compile cache.
+ * A cache entry is checked as a fresh RESULT would be (an entry written
+ * before RESULTs were checked may be forged): one that fails is a miss, and
+ * the compile that follows replaces it.
+ */
 static Artifact *artifact_lookup(Dispatcher *d, const uint8_t key[32], bool remember)
 {
+        char why[RESULTCHECK_WHY_BYTES];
         json_t *compile = NULL;
         uint8_t *cubin = NULL;
         size_t len = 0;
@@ -325,6 +331,12 @@ static Artifact *artifact_lookup(Dispatcher *d, const uint8_t key[32], bool reme
                         return artifact_copy(d->refs[i], 1);
         if (store_cache_get(d->store, key, &compile, &cubin, &len) != 0)
                 return NULL;
+        if (resultcheck_compile(compile, cubin, len, d->arch, why) != 0) {
+                log_warn("dispatch: ignoring a compile cache entry that fails its checks: %s", why);
+                json_decref(compile);
+                free(cubin);
+                return NULL;
+        }
         a = artifact_new(key, compile, cubin, len, 1);
         json_decref(compile);
         free(cubin);

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import time
 import uuid
 from pathlib import Path
@@ -181,6 +182,30 @@ def test_forged_compile_result_is_neither_believed_nor_cached(make_server, tmp_p
         assert [k["name"] for k in comp["kernels"]] == ["k"], comp
         assert [p["size"] for p in comp["kernels"][0]["params"]] == [8, 4], comp
         assert_serves_normally(s, c)
+
+
+def test_forged_compile_cache_entry_is_a_miss(make_server):
+    """A cache entry that fails the checks a fresh RESULT gets (as one an unchecked forger could
+    have left in an existing store) is not served: the source is compiled again and the entry
+    replaced."""
+    s = make_server()
+    src = unique_good_source()
+    with s.client() as c:
+        assert submit(c, compile_body(src))["verdict"] == "compiled"
+        con = sqlite3.connect(s.db, timeout=10)
+        n = con.execute("UPDATE compile_cache SET compile = ?, cubin = ?",
+                        (json.dumps({"ok": True, "kernels": [{"name": "evil", "params": []}]}),
+                         b"NOT-AN-ELF-CUBIN")).rowcount
+        con.commit()
+        con.close()
+        assert n >= 1
+        again = submit(c, compile_body(src))
+        comp = again["result"]["compile"]
+        assert again["verdict"] == "compiled" and comp["cache_hit"] is False, json.dumps(again)[:2000]
+        assert [k["name"] for k in comp["kernels"]] == ["k"], comp
+        assert "ignoring a compile cache entry that fails its checks" in s.log_text()
+        third = submit(c, compile_body(src))["result"]["compile"]
+        assert third["cache_hit"] is True and [k["name"] for k in third["kernels"]] == ["k"], third
 
 
 def test_compile_result_without_cubin_counts_as_an_attempt(make_server, tmp_path):
