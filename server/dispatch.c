@@ -1332,14 +1332,16 @@ static void job_compiled(Dispatcher *d, Job *j)
         }
         if (!json_is_true(json_object_get(cand, "ok"))) {
                 const char *e = json_string_value(json_object_get(cand, "error"));
+                const char *log = jsonutil_str(cand, "log", "");
+                bool hung = strstr(log, "stopped answering") != NULL; /* compile_req_hung() blamed the source */
                 if (e && strcmp(e, "internal") == 0)
                         job_finish(d, j, "internal_error", pipeline_error("internal", "%s",
                                    jsonutil_str(cand, "log", "compile worker failure")));
+                else if (e && strcmp(e, "timeout") == 0)
+                        job_finish(d, j, "compile_error", pipeline_error("compile",
+                                   "compilation exceeded the time limit%s%s", hung ? ": " : "", hung ? log : ""));
                 else
-                        job_finish(d, j, "compile_error", pipeline_error("compile", "%s",
-                                   e && strcmp(e, "timeout") == 0
-                                           ? jsonutil_str(cand, "log", "compilation exceeded the time limit")
-                                           : "the candidate did not compile"));
+                        job_finish(d, j, "compile_error", pipeline_error("compile", "the candidate did not compile"));
                 return;
         }
         if (j->task && json_is_array(plan) &&
