@@ -15,11 +15,17 @@ Modes that answer a JOB (after a normal HELLO):
   forged_cubin   ok: true, fields of the wrong types, a 16-byte "CUBIN" that is no ELF
   no_cubin       ok: true without a CUBIN
   hang           never answers (the supervisor's watchdog must kill it)
+  proxy_hang_marked
+                 (every start) runs the real worker as its child and relays frames
+                 both ways, except a JOB whose source contains HANG_ME: that one is
+                 never answered (logged to `hung`), as if the source hung the worker
 """
 import json
 import os
 import struct
+import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,6 +59,47 @@ def read_job():
             return json.loads(body)
 
 
+def read_frame(f):
+    """(type, json bytes, blob) from the binary stream @f, or None at its end."""
+    head = f.read(16)
+    if len(head) < 16:
+        return None
+    magic, ftype, jl, bl = struct.unpack("<IIII", head)
+    body = f.read(jl)
+    blob = f.read(bl)
+    return ftype, body, blob
+
+
+def proxy_hang_marked(argv):
+    real = open(os.path.join(HERE, "real")).read().strip()
+    env = dict(os.environ, KEVALD_PARENT_PID=str(os.getpid()))   # the real worker checks its parent
+    child = subprocess.Popen([real] + argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    out = sys.stdout.buffer
+
+    def upstream():
+        while True:
+            fr = read_frame(child.stdout)
+            if fr is None:
+                os._exit(1)
+            out.write(frame(fr[0], fr[1], fr[2]))
+            out.flush()
+
+    threading.Thread(target=upstream, daemon=True).start()
+    inp = sys.stdin.buffer
+    while True:
+        fr = read_frame(inp)
+        if fr is None:
+            child.stdin.close()
+            child.wait()
+            return
+        if fr[0] == JOB and b"HANG_ME" in fr[2]:
+            with open(os.path.join(HERE, "hung"), "a") as f:
+                f.write(f"{os.getpid()}\n")
+            continue   # never answered: the supervisor's watchdog kills us (and the child with our group)
+        child.stdin.write(frame(fr[0], fr[1], fr[2]))
+        child.stdin.flush()
+
+
 def frame(ftype, json_bytes, blob=b"", json_len=None, blob_len=None):
     jl = len(json_bytes) if json_len is None else json_len
     bl = len(blob) if blob_len is None else blob_len
@@ -71,6 +118,8 @@ def main():
         real = open(os.path.join(HERE, "real")).read().strip()
         os.execv(real, [real] + sys.argv[1:])
     mode = open(os.path.join(HERE, "mode")).read().strip()
+    if mode == "proxy_hang_marked":
+        return proxy_hang_marked(sys.argv[1:])
     out = sys.stdout.buffer
     if mode == "garbage":
         out.write(b"this is not a frame \x00\xff\xfe" * 64)

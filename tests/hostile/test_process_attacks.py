@@ -251,3 +251,26 @@ def test_compile_workers_that_all_hang_blame_no_source(make_server, tmp_path):
             assert d["verdict"] == "internal_error", json.dumps(d)[:2000]
             assert "infrastructure fault" in d["result"]["error"]["message"], d["result"]["error"]
     assert len(fake_jobs(fake)) == 4, fake_jobs(fake)
+
+
+def test_source_that_hangs_two_workers_while_others_compile_is_blamed(make_server, tmp_path):
+    """A source on which two workers in turn stop answering, while the workers compile other
+    sources meanwhile, is the source's fault: compile_error, and the message says why."""
+    fake = fake_libexec(tmp_path, "proxy_hang_marked", persist=True)
+    s = make_server("--libexec", str(fake), "--compile-timeout-ms", "1000", "--compile-workers", "2", ready=False)
+    s.wait_ready(timeout=60)
+    with s.client() as c:
+        bad = c.post("/v1/submissions", json=compile_body(unique_good_source() + "// HANG_ME\n")).json()["id"]
+        deadline = time.monotonic() + 30 * SLOW
+        while "stopped answering" not in s.log_text():   # the first worker's hang (limit + 5 s)
+            assert time.monotonic() < deadline, s.log_text()[-3000:]
+            time.sleep(0.1)
+        # other sources compile on the workers meanwhile
+        for _ in range(2):
+            assert submit(c, compile_body(unique_good_source()))["verdict"] == "compiled"
+        d = wait_done(c, bad, wait=40)
+        assert d["verdict"] == "compile_error", json.dumps(d)[:2000]
+        msg = d["result"]["error"]["message"]
+        assert "time limit" in msg and "twice, on two workers" in msg and "while other compiles completed" in msg, msg
+    hung = (fake / "hung").read_text().split()
+    assert len(hung) == 2 and len(set(hung)) == 2, hung   # two different worker processes
