@@ -11,11 +11,13 @@
  *
  * A GPU RESULT is believed when its fields have the types of the result
  * schema and, when its verdict is correct: correctness passed on every shape
- * set, and the speedup is what its own medians say (each shape set's
- * reference median / candidate median, timing.speedup their geometric mean,
- * as worker/judge.c computes them), every median is between
- * MEDIAN_MIN_MS and the job's deadline, and a candidate median under half
- * the reported roofline bound is flagged suspicious.
+ * set; a candidate median under half the reported roofline bound is flagged
+ * suspicious; and a speedup, where one is stated, is what its own medians
+ * say (each shape set's reference median / candidate median, between
+ * MEDIAN_MIN_MS and the job's deadline; timing.speedup their geometric
+ * mean, as worker/judge.c computes them). A correct RESULT that states no
+ * speedup (timing.speedup null or 0: a median too small to time) is
+ * believed, and its reward has no speedup.
  */
 #include "server/resultcheck.h"
 
@@ -275,7 +277,12 @@ static int check_gpu_types(json_t *res, char *why)
         return 0;
 }
 
-/* One timed shape set of a correct RESULT: its ratio of medians in @ret_ratio. */
+/*
+ * One timed shape set of a correct RESULT. Its roofline flag is checked
+ * whenever it has a candidate median; when it states a speedup, both medians
+ * must be in range and give it. @ret_ratio: that speedup, or 0 when it
+ * states none.
+ */
 static int check_shape_timing(json_t *s, size_t i, double deadline_ms, char *why, double *ret_ratio)
 {
         json_t *cm = json_object_get(json_object_get(s, "candidate"), "median_ms");
@@ -284,24 +291,31 @@ static int check_shape_timing(json_t *s, size_t i, double deadline_ms, char *why
         json_t *min = json_object_get(roof, "min_ms");
         double c, ref, ratio;
 
-        if (!json_is_object(s) || !json_is_number(cm) || !json_is_number(rm))
-                return bad(why, "/timing/shapes/%zu has no candidate and reference medians", i);
+        if (!json_is_object(s))
+                return bad(why, "/timing/shapes/%zu is not an object", i);
+        if ((cm && !finite_nonneg(cm)) || (rm && !finite_nonneg(rm)))
+                return bad(why, "/timing/shapes/%zu: a median is not a non-negative number", i);
+        if (roof && (!json_is_object(roof) || (!none(min) && !finite_nonneg(min)) ||
+                     !json_is_boolean(json_object_get(roof, "suspicious"))))
+                return bad(why, "/timing/shapes/%zu/roofline is not {min_ms: number, suspicious: boolean}", i);
+        if (cm && json_is_number(min) && json_number_value(min) > 0 &&
+            json_number_value(cm) < 0.5 * json_number_value(min) && !json_is_true(json_object_get(roof, "suspicious")))
+                return bad(why, "/timing/shapes/%zu: the candidate's %g ms is under half the roofline bound but not "
+                           "flagged suspicious", i, json_number_value(cm));
+        *ret_ratio = 0;
+        if (none(sp))
+                return 0; /* no speedup stated for this shape set (e.g. a median of 0: too fast to time) */
+        if (!json_is_number(sp) || !cm || !rm)
+                return bad(why, "/timing/shapes/%zu states a speedup without both medians", i);
         c = json_number_value(cm);
         ref = json_number_value(rm);
         if (!(c >= MEDIAN_MIN_MS && ref >= MEDIAN_MIN_MS) || !(c <= deadline_ms && ref <= deadline_ms))
                 return bad(why, "/timing/shapes/%zu: a median of %g ms or %g ms is outside [%g, %g] ms", i, c, ref,
                            MEDIAN_MIN_MS, deadline_ms);
         ratio = ref / c;
-        if (!none(sp) && !(json_is_number(sp) && fabs(json_number_value(sp) - ratio) <= SPEEDUP_REL_TOL * ratio))
+        if (fabs(json_number_value(sp) - ratio) > SPEEDUP_REL_TOL * ratio)
                 return bad(why, "/timing/shapes/%zu/speedup is not the reference median over the candidate's (%g)", i,
                            ratio);
-        if (roof && (!json_is_object(roof) || (!none(min) && !finite_nonneg(min)) ||
-                     !json_is_boolean(json_object_get(roof, "suspicious"))))
-                return bad(why, "/timing/shapes/%zu/roofline is not {min_ms: number, suspicious: boolean}", i);
-        if (json_is_number(min) && json_number_value(min) > 0 && c < 0.5 * json_number_value(min) &&
-            !json_is_true(json_object_get(roof, "suspicious")))
-                return bad(why, "/timing/shapes/%zu: the candidate's %g ms is under half the roofline bound but not "
-                           "flagged suspicious", i, c);
         *ret_ratio = ratio;
         return 0;
 }
@@ -320,6 +334,7 @@ int resultcheck_gpu(json_t *result, double deadline_ms, char why[RESULTCHECK_WHY
         json_t *corr = json_object_get(result, "correctness"), *timing = json_object_get(result, "timing");
         json_t *shapes, *s, *ts;
         double logsum = 0, geo;
+        bool stated = true;
         size_t i, n;
         int r;
 
@@ -337,17 +352,23 @@ int resultcheck_gpu(json_t *result, double deadline_ms, char why[RESULTCHECK_WHY
         }
         shapes = json_object_get(timing, "shapes");
         n = json_array_size(shapes);
-        if (n == 0)
-                return bad(why, "/timing/shapes is empty for a correct verdict: no median backs the speedup");
         json_array_foreach(shapes, i, s) {
                 double ratio = 0;
                 if ((r = check_shape_timing(s, i, deadline_ms, why, &ratio)) != 0)
                         return r;
-                logsum += log(ratio);
+                if (ratio > 0)
+                        logsum += log(ratio);
+                else
+                        stated = false;
         }
-        geo = exp(logsum / (double)n);
+        /* A speedup (the reward's) only where every timed shape set's medians back it. */
         ts = json_object_get(timing, "speedup");
-        if (!json_is_number(ts) || fabs(json_number_value(ts) - geo) > SPEEDUP_REL_TOL * geo)
+        if (!json_is_number(ts) || !(json_number_value(ts) > 0))
+                return 0; /* none claimed: the reward gets none (pipeline_result()) */
+        if (n == 0 || !stated)
+                return bad(why, "/timing/speedup is stated but not every timed shape set's medians back it");
+        geo = exp(logsum / (double)n);
+        if (fabs(json_number_value(ts) - geo) > SPEEDUP_REL_TOL * geo)
                 return bad(why, "/timing/speedup is not the geometric mean of the shape sets' medians' ratios (%g)",
                            geo);
         return 0;

@@ -1,11 +1,12 @@
 /*
  * test-resultcheck - what a worker's RESULT must be before it is believed.
  *
- * GPU: a correct verdict whose medians back its speedup passes; a speedup
- * its medians do not give (per shape set or as their geometric mean), a
- * median out of range, an unflagged time under half the roofline bound,
- * correctness that did not pass or is no object, and fields of the wrong
- * types fail; other verdicts need only the types.
+ * GPU: a correct verdict whose medians back its speedup passes, and so does
+ * one that states no speedup; a speedup its medians do not give (per shape
+ * set or as their geometric mean), a median out of range, an unflagged time
+ * under half the roofline bound, correctness that did not pass or is no
+ * object, and fields of the wrong types fail; other verdicts need only the
+ * types.
  *
  * Compile: a failed compile passes without a CUBIN and fails with one;
  * ok:true fails without a CUBIN, with a blob that is no ELF, with fields of
@@ -73,6 +74,16 @@ static void test_gpu(void)
         json_object_set_new(json_array_get(json_object_get(json_object_get(res, "correctness"), "shapes"), 0),
                             "passed", json_false());
         CHECK(gpu(res) == RESULTCHECK_E_INVALID);
+        /* a median too small to time (0, as a fake driver's events give): no speedup stated, believed;
+         * the same with a speedup stated is not */
+        res = correct(150.6, 0.0, 1.0, 0.0);
+        json_object_set_new(json_array_get(json_object_get(json_object_get(res, "timing"), "shapes"), 0), "speedup",
+                            json_null());
+        CHECK(gpu(res) == 0);
+        res = correct(150.6, 0.0, 1.0, 1e6);
+        json_object_set_new(json_array_get(json_object_get(json_object_get(res, "timing"), "shapes"), 0), "speedup",
+                            json_null());
+        CHECK(gpu(res) == RESULTCHECK_E_INVALID && strstr(why, "not every timed shape set"));
         /* no timed shape set: nothing backs the speedup */
         res = correct(0.5, 1.0, 2.0, 2.0);
         json_array_clear(json_object_get(json_object_get(res, "timing"), "shapes"));
