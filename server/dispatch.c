@@ -1784,6 +1784,16 @@ static bool all_quiet(Dispatcher *d)
 
 static void shutdown_now(Dispatcher *d);
 
+/* Jobs whose lease this dispatcher holds: compile-stage jobs, GPU jobs in flight, owed writes. */
+static int jobs_held(Dispatcher *d)
+{
+        int n = d->n_jobs + d->n_owed;
+
+        for (int i = 0; i < d->n_workers; i++)
+                n += d->workers[i].job != NULL;
+        return n;
+}
+
 static void on_tick(uv_timer_t *t)
 {
         Dispatcher *d = t->data;
@@ -1807,9 +1817,12 @@ static void on_tick(uv_timer_t *t)
                 owed_retry(d);
         /* Heartbeats: one write renews every lease this supervisor holds (the owed ones included). */
         if (now - d->last_heartbeat_ms > (uint64_t)(d->cfg.lease_s * 1000 / 3)) {
-                int extended = 0;
+                int extended = 0, held = jobs_held(d);
                 if (store_heartbeat_owner(d->store, d->owner, d->cfg.lease_s, &extended) < 0)
                         log_warn("dispatch: renewing leases failed");
+                else if (extended > held) /* a lease nobody here holds would never expire: a bug */
+                        log_error("dispatch: renewed %d lease(s) but holds %d job(s): a claimed job was dropped",
+                                  extended, held);
                 d->last_heartbeat_ms = now;
         }
         /* The reaper: leases of dead supervisors (other hosts, or a crash). */
