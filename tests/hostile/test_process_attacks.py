@@ -228,7 +228,7 @@ def test_compile_worker_that_stops_answering_is_retried_on_a_fresh_one(make_serv
     """A worker that never answers is killed by the watchdog (compile limit + 5 s): its source is
     compiled again by a fresh worker instead of being given compile_error."""
     fake = fake_libexec(tmp_path, "hang")
-    s = make_server("--libexec", str(fake), "--compile-timeout-ms", "1000", ready=False)
+    s = make_server("--libexec", str(fake), "--compile-timeout-ms", "3000", ready=False)
     s.wait_ready(timeout=60)
     with s.client() as c:
         d = submit(c, compile_body(unique_good_source()), wait=40)
@@ -242,7 +242,7 @@ def test_compile_workers_that_all_hang_blame_no_source(make_server, tmp_path):
     """When every worker stops answering, no innocent source gets compile_error (a reward of 0 for
     the environment's fault): each job is tried on two workers, then ends as internal_error."""
     fake = fake_libexec(tmp_path, "hang", persist=True)
-    s = make_server("--libexec", str(fake), "--compile-timeout-ms", "1000", "--compile-workers", "2", ready=False)
+    s = make_server("--libexec", str(fake), "--compile-timeout-ms", "3000", "--compile-workers", "2", ready=False)
     s.wait_ready(timeout=60)
     with s.client() as c:
         ids = [c.post("/v1/submissions", json=compile_body(unique_good_source())).json()["id"] for _ in range(2)]
@@ -257,7 +257,7 @@ def test_source_that_hangs_two_workers_while_others_compile_is_blamed(make_serve
     """A source on which two workers in turn stop answering, while the workers compile other
     sources meanwhile, is the source's fault: compile_error, and the message says why."""
     fake = fake_libexec(tmp_path, "proxy_hang_marked", persist=True)
-    s = make_server("--libexec", str(fake), "--compile-timeout-ms", "1000", "--compile-workers", "2", ready=False)
+    s = make_server("--libexec", str(fake), "--compile-timeout-ms", "3000", "--compile-workers", "2", ready=False)
     s.wait_ready(timeout=60)
     with s.client() as c:
         bad = c.post("/v1/submissions", json=compile_body(unique_good_source() + "// HANG_ME\n")).json()["id"]
