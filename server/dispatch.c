@@ -31,9 +31,19 @@
  *
  * Faults: a watchdog kills a worker that overruns its request (SIGKILL to
  * its process group). For a GPU job that is the kernel's fault (verdict
- * timeout); a worker that dies on its own without a RESULT is an
+ * timeout); for a compile request it is the worker's first (the compile
+ * worker answers its own time limit): retried once on a fresh worker
+ * (compile_req_hung()). A worker that dies on its own without a RESULT is an
  * infrastructure fault: its job goes back to the queue, and after
- * max_attempts ends as internal_error. A malformed frame kills the worker.
+ * max_attempts ends as internal_error. A malformed frame kills the worker,
+ * and so does a RESULT that fails its checks (server/resultcheck.h): no
+ * RESULT is believed, cached or stored before it is checked.
+ *
+ * Store writes: a job's outcome (finish, requeue, compiled) that the store
+ * refuses (a full disk, a lost connection) is kept in owed and retried from
+ * the tick until it is written or the lease is gone; while anything is owed
+ * nothing new is claimed. So no job is dropped while this process renews
+ * its lease (jobs_held() checks it at each heartbeat).
  */
 #include "server/dispatch.h"
 

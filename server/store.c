@@ -4,8 +4,9 @@
  * the PG* environment: server/store_pg.c; anything else: a SQLite file,
  * server/store_sqlite.c) and forwards every call to it. It also holds what
  * both backends share: time formatting, the idempotency id ranges, the
- * argument checks of an insert and of a list query, the StorePool, and the
- * host identity of this process.
+ * argument checks of an insert and of a list query, the StorePool, the
+ * host identity of this process, and whether the storage can write
+ * (store_write_fault(), fed by the write calls' results).
  *
  * A Store is exactly one of the two backends' connections (sq or pg set,
  * never both), fixed at store_open().
