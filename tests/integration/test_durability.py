@@ -157,8 +157,8 @@ def test_long_poll_answered_on_shutdown(tmp_path):
 HERE = Path(__file__).resolve().parent
 
 
-def slow_source(depth=12):
-    """A finite compile that takes about a second (2^depth distinct instantiations); unique."""
+def slow_source(depth=13):
+    """A finite compile that takes a second or more (2^depth distinct instantiations); unique."""
     return ("template<class T> struct L {};\n"
             "template<class T> struct R {};\n"
             "template<int D, class T> struct E { static const int v = E<D-1, L<T> >::v + E<D-1, R<T> >::v; };\n"
@@ -206,6 +206,8 @@ def test_full_disk_strands_no_acknowledged_job(tmp_path):
             got = wait_states(c, ids[:2], {"compiling"}, timeout=30)
             assert all(b["state"] == "compiling" for b in got.values()), got
             flag.touch()                        # the disk is full from now on
+            pending = [sid for sid, b in wait_states(c, ids, set(), 0).items() if b["state"] != "done"]
+            assert len(pending) >= 2, "the compiles ended before the disk filled: make them slower"
             # the two compiles in flight end; their results cannot be written
             deadline = time.monotonic() + 60 * SLOW
             while "recording the result failed: No space left on device" not in s.log_text():
@@ -220,7 +222,7 @@ def test_full_disk_strands_no_acknowledged_job(tmp_path):
             assert z.json()["store"] == "read-only", z.json()
             assert "No space left on device" in z.json()["reason"], z.json()
             time.sleep(2.0)                     # a few retries fail
-            held = {sid: b["state"] for sid, b in wait_states(c, ids, set(), 0).items()}
+            held = {sid: b["state"] for sid, b in wait_states(c, pending, set(), 0).items()}
             assert set(held.values()) == {"compiling"}, held
             flag.unlink()                       # room again
             verdicts = wait_all_done(c, ids, timeout=60)
