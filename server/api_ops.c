@@ -36,6 +36,9 @@ static const HttpRoute routes[] = {
         { "/assets/{name}", HTTP_M(HTTP_GET), api_dashboard_asset, true },
 };
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
+/* /readyz: a failed write keeps the store "read-only" this long unless a write succeeds
+ * meanwhile (the dispatcher retries what it holds every second while it lasts). */
+#define WRITE_FAULT_HOLD_S 30.0
 
 /**
  * api_routes() - the v1 route table (static), @ret_n entries.
@@ -246,9 +249,12 @@ int api_ops_livez(HttpRequest *req)
 }
 
 /**
- * api_ops_readyz() - GET /readyz: 200 when the store answers and a compile
- * worker is ready, else 503 with the reason. A host without a GPU is ready
- * for compile-only work and says so.
+ * api_ops_readyz() - GET /readyz: 200 when the store answers and can write
+ * and a compile worker is ready, else 503 with the reason. A store whose
+ * last write failed for the storage's sake (a full disk, a read-only file,
+ * an I/O error; store_write_fault()) within WRITE_FAULT_HOLD_S, with none
+ * succeeding since, is "read-only". A host without a GPU is ready for
+ * compile-only work and says so.
  * Return: HTTP_DONE.
  */
 int api_ops_readyz(HttpRequest *req)
@@ -259,6 +265,8 @@ int api_ops_readyz(HttpRequest *req)
         int64_t q = 0;
         long long cw_ready = 0, gpu_ready = 0;
         bool store_ok, ready;
+        int write_fault;
+        char why[128];
         size_t i;
         json_t *g;
         Store *store;
@@ -266,6 +274,7 @@ int api_ops_readyz(HttpRequest *req)
         store = storepool_get(api->pool);
         store_ok = store_queue_depth(store, &q, NULL, NULL) == 0;
         storepool_put(api->pool, store);
+        write_fault = store_write_fault(WRITE_FAULT_HOLD_S);
         if (api->dispatcher)
                 ds = dispatch_status(api->dispatcher);
         cw = json_object_get(ds, "compile_workers");
@@ -281,6 +290,10 @@ int api_ops_readyz(HttpRequest *req)
                 reason = "shutting down";
         else if (!store_ok)
                 reason = "the store does not answer";
+        else if (write_fault) {
+                snprintf(why, sizeof(why), "the store cannot write: %s", strerror(-write_fault));
+                reason = why;
+        }
         else if (!api->dispatcher)
                 reason = "the dispatcher is not running";
         else if (cw_ready < 1)
@@ -290,7 +303,8 @@ int api_ops_readyz(HttpRequest *req)
                         reason = "no compile worker is ready";
         }
         ready = reason == NULL;
-        out = json_pack("{s:b, s:s, s:O?, s:O?, s:I, s:s, s:O?}", "ready", ready, "store", store_ok ? "ok" : "error",
+        out = json_pack("{s:b, s:s, s:O?, s:O?, s:I, s:s, s:O?}", "ready", ready, "store",
+                        !store_ok ? "error" : write_fault ? "read-only" : "ok",
                         "compile_workers", cw ? cw : NULL, "gpus", gpus, "gpus_available", (json_int_t)gpu_ready,
                         "mode", gpu_ready > 0 ? "full" : "compile-only", "layers", json_object_get(ds, "layers"));
         if (out && !json_object_get(out, "compile_workers"))

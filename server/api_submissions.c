@@ -40,7 +40,9 @@
 
 /**
  * api_respond_store_error() - answer a failed store or ingest call
- * @r: the negative errno
+ * @r: the negative errno; -EBUSY, -ENOTCONN, -ESHUTDOWN and a storage fault
+ *     (-ENOSPC, -EROFS, -EIO, -EDQUOT: store_error_is_storage()) answer 503
+ *     with Retry-After, anything else 500
  * Return: HTTP_DONE.
  */
 int api_respond_store_error(HttpRequest *req, int r, const char *what)
@@ -54,6 +56,15 @@ int api_respond_store_error(HttpRequest *req, int r, const char *what)
                 http_response_header(req, "Retry-After", "5");
                 return http_respond_error(req, PROBLEM_UNAVAILABLE, NULL, "the database is unreachable (%s); retry",
                                           what);
+        }
+        if (store_error_is_storage(r)) {
+                /* A full disk, a read-only file or server, an I/O error: nothing of this request
+                 * was stored; it may succeed once the operator has made room (/readyz says so). */
+                const char *how = r == -EIO ? "the store's storage failed" : "the store cannot write";
+                log_warn("api: %s failed: %s: %s", what, how, strerror(-r));
+                http_response_header(req, "Retry-After", "5");
+                return http_respond_error(req, PROBLEM_UNAVAILABLE, NULL, "%s (%s: %s); retry later", how, what,
+                                          strerror(-r));
         }
         if (r == -ESHUTDOWN) {
                 http_response_header(req, "Retry-After", "5");

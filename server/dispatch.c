@@ -31,9 +31,19 @@
  *
  * Faults: a watchdog kills a worker that overruns its request (SIGKILL to
  * its process group). For a GPU job that is the kernel's fault (verdict
- * timeout); a worker that dies on its own without a RESULT is an
+ * timeout); for a compile request it is the worker's first (the compile
+ * worker answers its own time limit): retried once on a fresh worker
+ * (compile_req_hung()). A worker that dies on its own without a RESULT is an
  * infrastructure fault: its job goes back to the queue, and after
- * max_attempts ends as internal_error. A malformed frame kills the worker.
+ * max_attempts ends as internal_error. A malformed frame kills the worker,
+ * and so does a RESULT that fails its checks (server/resultcheck.h): no
+ * RESULT is believed, cached or stored before it is checked.
+ *
+ * Store writes: a job's outcome (finish, requeue, compiled) that the store
+ * refuses (a full disk, a lost connection) is kept in owed and retried from
+ * the tick until it is written or the lease is gone; while anything is owed
+ * nothing new is claimed. So no job is dropped while this process renews
+ * its lease (jobs_held() checks it at each heartbeat).
  */
 #include "server/dispatch.h"
 
@@ -58,6 +68,7 @@
 #include "common/spec.h"
 #include "server/pipeline.h"
 #include "server/proctab.h"
+#include "server/resultcheck.h"
 #include "server/store.h"
 
 #define MAX_WORKERS 128
@@ -69,6 +80,7 @@
 #define GRACE_SEEN_N 32                /* faults that surfaced within the grace, remembered */
 #define GRACE_MARGIN 1.5               /* the grace sent: this times the most of it one of them used */
 #define GRACE_ADAPT_MAX_MS 2000        /* ...at most this (or the configured grace, if larger) */
+#define OWED_RETRY_MS 1000             /* a store write that failed is tried again this often */
 
 /* W_EXITING: a GPU worker sent its RESULT with "exiting" and is on its way
  * out. After a timeout ("exiting": "timeout") its GPU stays reserved until
@@ -146,7 +158,9 @@ struct CompileReq {
         Job **waiting;          /* jobs and the slot each waits in */
         Slot *slots;
         size_t n_waiting, cap_waiting;
-        int attempts;
+        int attempts;           /* abnormal ends on a worker (compile_req_fault(), compile_req_hung()) */
+        int hangs;              /* of which the worker stopped answering */
+        uint64_t answers_at_hang; /* Dispatcher.compile_answers at the first hang */
         bool in_flight;
 };
 
@@ -160,6 +174,27 @@ struct Job {
         uint64_t seed;
         uint64_t claimed_ms;
 };
+
+/*
+ * A store write the dispatcher owes: the job's outcome is decided (a
+ * verdict, back to a queue, compiled) but the store refused to record it (a
+ * full disk, a read-only file, an I/O error, a lost PostgreSQL connection).
+ * The job stays held, under its lease, until the write succeeds or the store
+ * says the lease is gone: it is never dropped while its lease is renewed.
+ */
+typedef enum { OWE_FINISH, OWE_REQUEUE, OWE_COMPILED } OweKind;
+typedef struct Owed {
+        struct Owed *next;
+        OweKind kind;
+        int64_t id;
+        Stage stage;            /* OWE_REQUEUE: the stage whose queue it goes back to */
+        char verdict[32];       /* OWE_FINISH */
+        double speedup;         /* OWE_FINISH */
+        json_t *doc;            /* OWE_FINISH: the result; OWE_COMPILED: the compile section */
+        char *task;             /* the job's task name, or NULL (for a fallback result) */
+        int tries;
+        bool fallback;          /* the write became an internal_error finish (owed_try()) */
+} Owed;
 
 struct Dispatcher {
         DispatchConfig cfg;
@@ -184,6 +219,10 @@ struct Dispatcher {
         uv_prepare_t settle;
 
         CompileReq *compiles;   /* queued and in-flight requests */
+        Owed *owed;             /* store writes that failed, oldest first; no claims while any */
+        int n_owed;
+        uint64_t owed_retry_ms;
+        uint64_t compile_answers; /* valid compile RESULTs received (compile_req_hung()) */
         Job *jobs;              /* compile-stage jobs in memory */
         int n_jobs;
 
@@ -283,9 +322,15 @@ static void ref_remember(Dispatcher *d, const Artifact *a)
         d->ref_next = (d->ref_next + 1) % REF_CACHE_SLOTS;
 }
 
-/* Look in the in-memory reference slots, then in the store's compile cache. */
+/*
+ * Look in the in-memory reference slots, then in the store's compile cache.
+ * A cache entry is checked as a fresh RESULT would be (an entry written
+ * before RESULTs were checked may be forged): one that fails is a miss, and
+ * the compile that follows replaces it.
+ */
 static Artifact *artifact_lookup(Dispatcher *d, const uint8_t key[32], bool remember)
 {
+        char why[RESULTCHECK_WHY_BYTES];
         json_t *compile = NULL;
         uint8_t *cubin = NULL;
         size_t len = 0;
@@ -296,6 +341,12 @@ static Artifact *artifact_lookup(Dispatcher *d, const uint8_t key[32], bool reme
                         return artifact_copy(d->refs[i], 1);
         if (store_cache_get(d->store, key, &compile, &cubin, &len) != 0)
                 return NULL;
+        if (resultcheck_compile(compile, cubin, len, d->arch, why) != 0) {
+                log_warn("dispatch: ignoring a compile cache entry that fails its checks: %s", why);
+                json_decref(compile);
+                free(cubin);
+                return NULL;
+        }
         a = artifact_new(key, compile, cubin, len, 1);
         json_decref(compile);
         free(cubin);
@@ -498,21 +549,150 @@ static void notify_done(Dispatcher *d, int64_t id)
                 waiters_notify(d->cfg.waiters, id);
 }
 
+static const char *const owe_what[] = { "recording the result", "re-queueing", "marking it compiled" };
+
+/* The store may take the write later: the storage or the connection failed, not the write itself. */
+static bool store_error_transient(int r)
+{
+        return store_error_is_storage(r) || r == -ENOTCONN || r == -EBUSY || r == -ENOMEM || r == -EAGAIN;
+}
+
+/*
+ * Try one owed write. A write the store refuses for good becomes an
+ * internal_error finish, tried at once. Return: 0 done (or moot: the lease
+ * is gone), or the negative errno of a refusal to retry later.
+ */
+static int owed_try(Dispatcher *d, Owed *o)
+{
+        int r;
+
+        switch (o->kind) {
+        case OWE_FINISH:
+                r = store_finish(d->store, o->id, d->owner, o->verdict, o->speedup, o->doc);
+                break;
+        case OWE_REQUEUE:
+                r = store_requeue(d->store, o->id, d->owner, o->stage);
+                break;
+        default:
+                r = store_set_compiled(d->store, o->id, d->owner, o->doc);
+        }
+        o->tries++;
+        if (r < 0 && !store_error_transient(r) && !o->fallback) {
+                /* Refused for good (a result the store cannot hold, a bug): never retried
+                 * forever behind a paused dispatcher; the job ends as internal_error. */
+                json_t *err = pipeline_error("internal", "%s failed: %s (the store refused it; not the kernel's "
+                                             "fault)", owe_what[o->kind], strerror(-r));
+                json_t *res = pipeline_result(o->task, "internal_error", NULL, NULL, err,
+                                              strtoull(jsonutil_str(o->doc, "seed", "0"), NULL, 16));
+                log_error("dispatch: job %" PRId64 ": %s failed for good: %s; ending it as internal_error", o->id,
+                          owe_what[o->kind], strerror(-r));
+                json_decref(err);
+                json_decref(o->doc);
+                o->doc = res;
+                o->kind = OWE_FINISH;
+                snprintf(o->verdict, sizeof(o->verdict), "internal_error");
+                o->speedup = 0;
+                o->fallback = true;
+                return owed_try(d, o);
+        }
+        if (r < 0 && !store_error_transient(r)) {
+                log_error("dispatch: job %" PRId64 ": even its internal_error result was refused: %s; it stays "
+                          "leased until this process restarts", o->id, strerror(-r));
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        if (r > 0)
+                log_warn("dispatch: job %" PRId64 ": lease lost before %s was recorded%s", o->id, owe_what[o->kind],
+                         o->tries > 1 ? " (another host or the reaper took it meanwhile)" : "");
+        else if (o->kind == OWE_FINISH) {
+                count_verdict(d, o->verdict);
+                notify_done(d, o->id);
+        }
+        if (r == 0 && o->tries > 1)
+                log_info("dispatch: job %" PRId64 ": %s succeeded on try %d", o->id, owe_what[o->kind], o->tries);
+        return 0;
+}
+
+static void owed_free(Owed *o)
+{
+        if (o) {
+                json_decref(o->doc);
+                free(o->task);
+                free(o);
+        }
+}
+
+/*
+ * Do a store write for job @id now, or keep it to retry (OWED_RETRY_MS)
+ * when the store refuses it; takes ownership of @doc. While anything is
+ * owed the dispatcher claims nothing new (pump()).
+ */
+static void owe(Dispatcher *d, OweKind kind, int64_t id, Stage stage, const char *verdict, double speedup,
+                json_t *doc, const char *task)
+{
+        Owed *o = calloc(1, sizeof(*o));
+        int r;
+
+        if (!o) {
+                /* nothing to keep it in: its lease expires once the process is gone */
+                log_error("dispatch: job %" PRId64 ": out of memory", id);
+                json_decref(doc);
+                return;
+        }
+        o->kind = kind;
+        o->id = id;
+        o->stage = stage;
+        snprintf(o->verdict, sizeof(o->verdict), "%s", verdict ? verdict : "");
+        o->speedup = speedup;
+        o->doc = doc;
+        o->task = task ? strdup(task) : NULL;
+        r = owed_try(d, o);
+        if (r == 0) {
+                owed_free(o);
+                return;
+        }
+        log_error("dispatch: job %" PRId64 ": %s failed: %s; kept, retried every %d ms (no new claims meanwhile)",
+                  id, owe_what[kind], strerror(-r), OWED_RETRY_MS);
+        Owed **p = &d->owed;
+        while (*p)
+                p = &(*p)->next;
+        *p = o;
+        d->n_owed++;
+        d->owed_retry_ms = now_ms(d) + OWED_RETRY_MS;
+        d->status_dirty = true;
+}
+
+/* Retry the owed writes, oldest first, until one still fails. */
+static void owed_retry(Dispatcher *d)
+{
+        int r = 0;
+
+        while (d->owed && (r = owed_try(d, d->owed)) == 0) {
+                Owed *o = d->owed;
+                d->owed = o->next;
+                d->n_owed--;
+                owed_free(o);
+                d->status_dirty = true;
+        }
+        d->owed_retry_ms = now_ms(d) + OWED_RETRY_MS;
+        if (r < 0 && d->owed->tries % 30 == 0)
+                log_warn("dispatch: %d store write(s) still owed: %s", d->n_owed, strerror(-r));
+}
+
 /* Record the final result of a job; takes ownership of @result. */
 static void finish(Dispatcher *d, int64_t id, const char *verdict, json_t *result)
 {
         double speedup = json_number_value(json_object_get(json_object_get(result, "reward_fields"), "speedup"));
-        int r = store_finish(d->store, id, d->owner, verdict, speedup, result);
 
-        if (r < 0)
-                log_error("dispatch: job %" PRId64 ": recording the result failed: %s", id, strerror(-r));
-        else if (r > 0)
-                log_warn("dispatch: job %" PRId64 ": lease lost before the result was recorded", id);
-        else {
-                count_verdict(d, verdict);
-                notify_done(d, id);
-        }
-        json_decref(result);
+        owe(d, OWE_FINISH, id, STAGE_COMPILE, verdict, speedup, result,
+            json_string_value(json_object_get(result, "task")));
+}
+
+/* Give a held job back to @stage's queue (its attempt stays counted); @task: its task name or NULL. */
+static void requeue(Dispatcher *d, int64_t id, Stage stage, const char *task)
+{
+        owe(d, OWE_REQUEUE, id, stage, NULL, 0, NULL, task);
 }
 
 static json_t *compile_section_of(const Job *j, Slot s)
@@ -563,6 +743,9 @@ static void pump(Dispatcher *d);
 static void compile_done(Dispatcher *d, CompileReq *req, json_t *result, const uint8_t *cubin, size_t len,
                          bool cacheable);
 static void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result);
+static void gpu_invalid(Dispatcher *d, Worker *w, Job *j, const char *why);
+static void compile_req_fault(Dispatcher *d, CompileReq *req, const char *why);
+static void compile_req_hung(Dispatcher *d, CompileReq *req, double limit_s);
 static bool gpu_verdict_valid(const char *verdict);
 static int run_one(Dispatcher *d, Worker *w);
 
@@ -670,20 +853,10 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
                 CompileReq *req = w->req;
                 w->req = NULL;
                 req->in_flight = false;
-                if (w->killed_by_watchdog) {
-                        json_t *res = json_pack("{s:b, s:s, s:s, s:b}", "ok", 0, "error", "timeout", "log",
-                                                "compilation exceeded the time limit and was killed (runaway "
-                                                "template instantiation or macro expansion?)",
-                                                "log_truncated", 0);
-                        compile_done(d, req, res, NULL, 0, false);
-                        json_decref(res);
-                } else if (++req->attempts >= d->cfg.max_attempts) {
-                        json_t *res = json_pack("{s:b, s:s, s:s}", "ok", 0, "error", "internal", "log",
-                                                "the compile worker died repeatedly on this source");
-                        compile_done(d, req, res, NULL, 0, false);
-                        json_decref(res);
-                }
-                /* else: it stays queued and goes to the next worker */
+                if (w->killed_by_watchdog)
+                        compile_req_hung(d, req, (double)(w->deadline_ms - w->sent_at_ms) / 1000.0);
+                else
+                        compile_req_fault(d, req, sig ? "the compile worker died" : "the compile worker exited");
         }
         if (w->job) {
                 Job *j = w->job;
@@ -704,7 +877,7 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
                         finish(d, j->sj->id, "internal_error", res);
                 } else {
                         log_warn("dispatch: job %" PRId64 " goes back to the queue: its GPU worker died", j->sj->id);
-                        store_requeue(d->store, j->sj->id, d->owner, STAGE_RUN);
+                        requeue(d, j->sj->id, STAGE_RUN, j->sj->task);
                 }
                 job_free(j);
         }
@@ -768,6 +941,7 @@ static void dump_chunk(Dispatcher *d, json_t *info, const uint8_t *blob, size_t 
 static void worker_on_frame(Worker *w, Frame *f)
 {
         Dispatcher *d = w->d;
+        char why[RESULTCHECK_WHY_BYTES];
         json_error_t jerr;
         json_t *msg = json_loadb(f->json, f->json_len, 0, &jerr);
 
@@ -830,6 +1004,26 @@ static void worker_on_frame(Worker *w, Frame *f)
                         worker_kill(w, "sent a RESULT without a job");
                         break;
                 }
+                /* Nothing a worker says is believed before it is checked: an invalid
+                 * RESULT is the worker's fault (killed; the request counts an attempt). */
+                if (w->req ? resultcheck_compile(msg, f->blob, f->blob_len, w->req->arch, why) != 0
+                           : resultcheck_gpu(msg, (double)d->cfg.job_timeout_s * 1000.0, why) != 0) {
+                        if (w->job) {
+                                Job *j = w->job;
+                                w->job = NULL;
+                                gpu_invalid(d, w, j, why);
+                        } else {
+                                CompileReq *req = w->req;
+                                w->req = NULL;
+                                req->in_flight = false;
+                                w->malformed = true;
+                                worker_kill(w, "sent an invalid compile RESULT");
+                                log_warn("dispatch: compile worker %d's RESULT: %s", w->index, why);
+                                compile_req_fault(d, req, why);
+                        }
+                        d->status_dirty = true;
+                        break;
+                }
                 w->result_seen = true;
                 w->failures = 0;
                 w->state = W_IDLE;
@@ -848,11 +1042,7 @@ static void worker_on_frame(Worker *w, Frame *f)
                         const char *err = json_string_value(json_object_get(msg, "error"));
                         w->req = NULL;
                         req->in_flight = false;
-                        if (json_is_true(json_object_get(msg, "ok")) && f->blob_len == 0) {
-                                w->malformed = true;
-                                worker_kill(w, "compile RESULT without a CUBIN");
-                                break;
-                        }
+                        d->compile_answers++;
                         compile_done(d, req, msg, f->blob, f->blob_len, !err || strcmp(err, "compile") == 0);
                 } else if (w->job) {
                         /* Keep the GPU busy: hand this worker its next job
@@ -861,7 +1051,7 @@ static void worker_on_frame(Worker *w, Frame *f)
                          * takes the next job once the process is gone). */
                         Job *done = w->job;
                         w->job = NULL;
-                        if (!d->stopping && w->state == W_IDLE &&
+                        if (!d->stopping && !d->owed && w->state == W_IDLE &&
                             gpu_verdict_valid(json_string_value(json_object_get(msg, "verdict"))))
                                 run_one(d, w);
                         gpu_done(d, w, done, msg);
@@ -999,6 +1189,67 @@ static void compile_done(Dispatcher *d, CompileReq *req, json_t *result, const u
         compile_req_free(req);
 }
 
+/*
+ * A request ended abnormally on its worker (it died, exited, or sent an
+ * invalid RESULT): that counts an attempt; it goes to the next worker until
+ * max_attempts, then every job waiting for it ends as internal_error.
+ */
+static void compile_req_fault(Dispatcher *d, CompileReq *req, const char *why)
+{
+        json_t *res;
+
+        if (++req->attempts < d->cfg.max_attempts) {
+                log_warn("dispatch: compile request goes to another worker (attempt %d of %d): %s", req->attempts + 1,
+                         d->cfg.max_attempts, why);
+                return; /* it stays queued */
+        }
+        res = json_pack("{s:b, s:s, s:s+}", "ok", 0, "error", "internal", "log",
+                        "the compile worker failed on this source on every attempt (an infrastructure fault, not the "
+                        "source's); last: ", why);
+        compile_done(d, req, res, NULL, 0, false);
+        json_decref(res);
+}
+
+/*
+ * The watchdog killed a compile worker that did not answer @limit_s after
+ * the request: the worker's own time limit answers a compile that runs too
+ * long (a timeout RESULT), so silence is the worker's fault first. The
+ * request is retried once on a fresh worker; if that one stops answering
+ * too, the source is blamed (compile_error) only when some other compile
+ * was answered since the first hang (the workers are sound); otherwise
+ * every worker hangs, and the jobs end as internal_error. The log says which.
+ */
+static void compile_req_hung(Dispatcher *d, CompileReq *req, double limit_s)
+{
+        bool first = req->hangs++ == 0;
+        json_t *res;
+        char log[320];
+
+        req->attempts++;
+        if (first)
+                req->answers_at_hang = d->compile_answers;
+        if (first && req->attempts < d->cfg.max_attempts) {
+                log_warn("dispatch: a compile worker stopped answering (killed after %.0f s): the request goes to a "
+                         "fresh worker", limit_s);
+                return;
+        }
+        if (!first && d->compile_answers > req->answers_at_hang) {
+                snprintf(log, sizeof(log), "compilation did not finish: the compile worker stopped answering on this "
+                         "source twice, on two workers (each killed after %.0f s), while other compiles completed; "
+                         "the source is taken to be the cause (runaway template instantiation or macro expansion?)",
+                         limit_s);
+                res = json_pack("{s:b, s:s, s:s, s:b}", "ok", 0, "error", "timeout", "log", log, "log_truncated", 0);
+        } else {
+                snprintf(log, sizeof(log), "the compile worker stopped answering (killed after %.0f s) %s: an "
+                         "infrastructure fault, not the source's", limit_s,
+                         first ? "on the last attempt this source had"
+                               : "on this source twice while no other compile completed");
+                res = json_pack("{s:b, s:s, s:s}", "ok", 0, "error", "internal", "log", log);
+        }
+        compile_done(d, req, res, NULL, 0, false);
+        json_decref(res);
+}
+
 static int compile_req_wait(CompileReq *req, Job *j, Slot slot)
 {
         if (req->n_waiting == req->cap_waiting) {
@@ -1091,13 +1342,16 @@ static void job_compiled(Dispatcher *d, Job *j)
         }
         if (!json_is_true(json_object_get(cand, "ok"))) {
                 const char *e = json_string_value(json_object_get(cand, "error"));
+                const char *log = jsonutil_str(cand, "log", "");
+                bool hung = strstr(log, "stopped answering") != NULL; /* compile_req_hung() blamed the source */
                 if (e && strcmp(e, "internal") == 0)
                         job_finish(d, j, "internal_error", pipeline_error("internal", "%s",
                                    jsonutil_str(cand, "log", "compile worker failure")));
+                else if (e && strcmp(e, "timeout") == 0)
+                        job_finish(d, j, "compile_error", pipeline_error("compile",
+                                   "compilation exceeded the time limit%s%s", hung ? ": " : "", hung ? log : ""));
                 else
-                        job_finish(d, j, "compile_error", pipeline_error("compile", "%s",
-                                   e && strcmp(e, "timeout") == 0 ? "compilation exceeded the time limit"
-                                                                  : "the candidate did not compile"));
+                        job_finish(d, j, "compile_error", pipeline_error("compile", "the candidate did not compile"));
                 return;
         }
         if (j->task && json_is_array(plan) &&
@@ -1131,9 +1385,7 @@ static void job_compiled(Dispatcher *d, Job *j)
         hex_encode(j->art[SLOT_REF]->key, 32, hex);
         json_object_set_new(section, "reference_key", json_string(hex));
         json_object_set_new(section, "reference", json_deep_copy(ref));
-        if (store_set_compiled(d->store, j->sj->id, d->owner, section) != 0)
-                log_warn("dispatch: job %" PRId64 ": could not mark it compiled (lease lost?)", j->sj->id);
-        json_decref(section);
+        owe(d, OWE_COMPILED, j->sj->id, STAGE_COMPILE, NULL, 0, section, j->sj->task);
         job_unlink(d, j);
         job_free(j);
 }
@@ -1197,8 +1449,16 @@ static void job_begin_compile(Dispatcher *d, Job *j)
                              json_object_get(ref, "name_expressions"), rsrc ? rsrc : "");
         }
         if (r < 0) {
-                log_error("dispatch: job %" PRId64 ": %s", j->sj->id, strerror(-r));
-                /* leave it to the reaper: its lease expires and it is retried */
+                /* Give it back rather than leave it to the reaper: this process renews
+                 * its leases, so a job it holds but forgot would never expire. */
+                log_error("dispatch: job %" PRId64 ": %s; back to the queue", j->sj->id, strerror(-r));
+                if (j->pending == 1) {
+                        requeue(d, j->sj->id, STAGE_COMPILE, j->sj->task);
+                        job_unlink(d, j);
+                        job_free(j);
+                        return;
+                }
+                /* a request it waits for still completes it (a missing artifact ends it as internal_error) */
         }
         if (--j->pending == 0)
                 job_compiled(d, j);
@@ -1298,6 +1558,7 @@ static int run_one(Dispatcher *d, Worker *w)
                 return r == STORE_E_EMPTY ? 0 : r;
         j = job_new(d, sj);
         if (!j) {
+                requeue(d, sj->id, STAGE_RUN, sj->task);
                 store_job_free(sj);
                 return -ENOMEM;
         }
@@ -1314,7 +1575,7 @@ static int run_one(Dispatcher *d, Worker *w)
         j->art[SLOT_REF] = artifact_by_hex(d, json_string_value(json_object_get(sj->compile, "reference_key")));
         if (!j->art[SLOT_CAND] || !j->art[SLOT_REF]) {
                 /* The cache lost a CUBIN: compile again. */
-                store_requeue(d->store, sj->id, d->owner, STAGE_COMPILE);
+                requeue(d, sj->id, STAGE_COMPILE, sj->task);
                 job_free(j);
                 return 1;
         }
@@ -1357,7 +1618,7 @@ static int run_one(Dispatcher *d, Worker *w)
                         j->art[SLOT_REF]->cubin, j->art[SLOT_REF]->plain_len);
         json_decref(gjob);
         if (r < 0) {
-                store_requeue(d->store, sj->id, d->owner, STAGE_RUN);
+                requeue(d, sj->id, STAGE_RUN, sj->task);
                 job_free(j);
                 worker_kill(w, "could not send a job");
                 return r;
@@ -1408,29 +1669,42 @@ static void grace_note(Dispatcher *d, json_t *error)
         }
 }
 
+/*
+ * A GPU RESULT that is not to be believed (resultcheck_gpu(), or no valid
+ * verdict): the worker is killed and the job goes back to the run queue; a
+ * job that got such answers on every attempt ends as internal_error, never
+ * with the RESULT's verdict or speedup. Takes ownership of @j.
+ */
+static void gpu_invalid(Dispatcher *d, Worker *w, Job *j, const char *why)
+{
+        w->malformed = true;
+        worker_kill(w, "sent an invalid RESULT");
+        log_warn("dispatch: job %" PRId64 ": GPU worker %d's RESULT: %s", j->sj->id, w->index, why);
+        if (j->sj->attempts >= d->cfg.max_attempts) {
+                json_t *err = pipeline_error("internal", "the GPU worker's RESULT was invalid on every attempt "
+                                             "(%d; an infrastructure fault, not the kernel's); last: %s",
+                                             j->sj->attempts, why);
+                json_t *res = pipeline_result(job_task_name(j), "internal_error", NULL, NULL, err, j->seed);
+                json_decref(err);
+                finish(d, j->sj->id, "internal_error", res);
+        } else {
+                requeue(d, j->sj->id, STAGE_RUN, j->sj->task);
+        }
+        job_free(j);
+}
+
 static void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result)
 {
         const char *verdict = json_string_value(json_object_get(result, "verdict"));
         json_t *res;
 
         if (!gpu_verdict_valid(verdict)) {
-                w->malformed = true;
-                worker_kill(w, "sent a RESULT without a valid verdict");
-                if (j->sj->attempts >= d->cfg.max_attempts) {
-                        json_t *err = pipeline_error("internal", "the GPU worker answered without a valid verdict "
-                                                     "%d times for this job", j->sj->attempts);
-                        res = pipeline_result(job_task_name(j), "internal_error", NULL, NULL, err, j->seed);
-                        json_decref(err);
-                        finish(d, j->sj->id, "internal_error", res);
-                } else {
-                        store_requeue(d->store, j->sj->id, d->owner, STAGE_RUN);
-                }
-                job_free(j);
+                gpu_invalid(d, w, j, "without a valid verdict");
                 return;
         }
         if (strcmp(verdict, "internal_error") == 0 && j->sj->attempts < d->cfg.max_attempts) {
                 log_warn("dispatch: job %" PRId64 ": GPU worker reported an internal error; retrying", j->sj->id);
-                store_requeue(d->store, j->sj->id, d->owner, STAGE_RUN);
+                requeue(d, j->sj->id, STAGE_RUN, j->sj->task);
                 job_free(j);
                 return;
         }
@@ -1456,6 +1730,10 @@ static void pump(Dispatcher *d)
 
         if (d->stopping)
                 goto out;
+        /* The store refuses writes: take no new job (its result could not be
+         * recorded either) until what is owed is written. */
+        if (d->owed)
+                goto out;
         /* Compile stage: claim while there is room; cache hits finish at once. */
         while (d->n_compile > 0 && d->nvrtc[0] &&
                d->n_jobs < d->n_compile * COMPILE_BACKLOG_PER_WORKER && claimed < PUMP_BATCH) {
@@ -1470,6 +1748,7 @@ static void pump(Dispatcher *d)
                 claimed++;
                 j = job_new(d, sj);
                 if (!j) {
+                        requeue(d, sj->id, STAGE_COMPILE, sj->task);
                         store_job_free(sj);
                         break;
                 }
@@ -1516,6 +1795,16 @@ static bool all_quiet(Dispatcher *d)
 
 static void shutdown_now(Dispatcher *d);
 
+/* Jobs whose lease this dispatcher holds: compile-stage jobs, GPU jobs in flight, owed writes. */
+static int jobs_held(Dispatcher *d)
+{
+        int n = d->n_jobs + d->n_owed;
+
+        for (int i = 0; i < d->n_workers; i++)
+                n += d->workers[i].job != NULL;
+        return n;
+}
+
 static void on_tick(uv_timer_t *t)
 {
         Dispatcher *d = t->data;
@@ -1534,11 +1823,17 @@ static void on_tick(uv_timer_t *t)
                                                                : "did not say HELLO in time");
                 }
         }
-        /* Heartbeats: one write renews every lease this supervisor holds. */
+        /* Store writes the store refused: before the heartbeat, which renews their leases. */
+        if (d->owed && now >= d->owed_retry_ms)
+                owed_retry(d);
+        /* Heartbeats: one write renews every lease this supervisor holds (the owed ones included). */
         if (now - d->last_heartbeat_ms > (uint64_t)(d->cfg.lease_s * 1000 / 3)) {
-                int extended = 0;
+                int extended = 0, held = jobs_held(d);
                 if (store_heartbeat_owner(d->store, d->owner, d->cfg.lease_s, &extended) < 0)
                         log_warn("dispatch: renewing leases failed");
+                else if (extended > held) /* a lease nobody here holds would never expire: a bug */
+                        log_error("dispatch: renewed %d lease(s) but holds %d job(s): a claimed job was dropped",
+                                  extended, held);
                 d->last_heartbeat_ms = now;
         }
         /* The reaper: leases of dead supervisors (other hosts, or a crash). */
@@ -1607,6 +1902,17 @@ static void shutdown_now(Dispatcher *d)
                 if (w->state != W_STOPPED)
                         worker_kill(w, "shutting down");
         }
+        if (d->owed)
+                owed_retry(d);
+        if (d->owed)
+                log_error("dispatch: %d store write(s) still owed at shutdown: their jobs are re-queued at the next "
+                          "start (store_requeue_all_leases()) and run again", d->n_owed);
+        while (d->owed) {
+                Owed *o = d->owed;
+                d->owed = o->next;
+                d->n_owed--;
+                owed_free(o);
+        }
         uv_timer_stop(&d->tick);
         uv_close((uv_handle_t *)&d->tick, close_cb_noop);
         uv_close((uv_handle_t *)&d->wake, close_cb_noop);
@@ -1635,7 +1941,7 @@ static void on_stop(uv_async_t *h)
                         break; /* waiting on a worker; settled in shutdown_now */
                 d->jobs = j->next;
                 d->n_jobs--;
-                store_requeue(d->store, j->sj->id, d->owner, STAGE_COMPILE);
+                requeue(d, j->sj->id, STAGE_COMPILE, j->sj->task);
                 job_free(j);
         }
         status_rebuild(d);

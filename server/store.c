@@ -4,8 +4,9 @@
  * the PG* environment: server/store_pg.c; anything else: a SQLite file,
  * server/store_sqlite.c) and forwards every call to it. It also holds what
  * both backends share: time formatting, the idempotency id ranges, the
- * argument checks of an insert and of a list query, the StorePool, and the
- * host identity of this process.
+ * argument checks of an insert and of a list query, the StorePool, the
+ * host identity of this process, and whether the storage can write
+ * (store_write_fault(), fed by the write calls' results).
  *
  * A Store is exactly one of the two backends' connections (sq or pg set,
  * never both), fixed at store_open().
@@ -71,6 +72,69 @@ static char host_id[LIMIT_HOST_ID_BYTES + 1];
 #define CLAIM_GATE_MAX_S 5.0
 static atomic_ulong work_gen;
 static atomic_int watching;
+
+/*
+ * Whether the store can write (store_write_fault()). A write that failed for
+ * the storage's sake (a full disk, a read-only file or server, an I/O error)
+ * sets the fault; a write that adds data (an insert, a finish, a compile
+ * cache entry) and succeeds clears it. Lease renewals and claims may set it
+ * but not clear it: they rewrite rows in place and can succeed on a full
+ * disk where nothing new fits. Process-wide: every connection shares the
+ * same storage.
+ */
+static atomic_int write_fault;          /* -errno of the last such failure; 0: none since a success */
+static atomic_llong write_fault_ms;     /* CLOCK_MONOTONIC ms of that failure */
+
+static long long mono_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool is_storage_fault(int r)
+{
+        return r == -ENOSPC || r == -EROFS || r == -EIO || r == -EDQUOT;
+}
+
+/* Record the outcome @r of a write; @adds: the write adds data (a success clears the fault). */
+static int note_write(int r, bool adds)
+{
+        if (is_storage_fault(r)) {
+                atomic_store(&write_fault_ms, mono_ms());
+                atomic_store(&write_fault, r);
+        } else if (r == 0 && adds && atomic_load(&write_fault) != 0) {
+                atomic_store(&write_fault, 0);
+        }
+        return r;
+}
+
+/**
+ * store_write_fault() - whether a recent write failed for the storage's sake
+ * @within_s: how recent a failure counts (the fault also ends when a write
+ *            that adds data succeeds)
+ * Return: 0 when writes work as far as is known, or the negative errno of the
+ * last failure (-ENOSPC, -EROFS, -EIO, -EDQUOT) within @within_s.
+ */
+int store_write_fault(double within_s)
+{
+        int r = atomic_load(&write_fault);
+
+        if (r == 0 || (double)(mono_ms() - atomic_load(&write_fault_ms)) > within_s * 1000.0)
+                return 0;
+        return r;
+}
+
+/**
+ * store_error_is_storage() - whether @r says the storage cannot write now
+ * (a full disk, a read-only file or server, an I/O error): a condition to
+ * retry after, not a bug
+ * @r: a return of a store call
+ */
+bool store_error_is_storage(int r)
+{
+        return is_storage_fault(r);
+}
 
 /* ---- backend choice ----------------------------------------------------- */
 
@@ -141,6 +205,33 @@ int store_open(const char *path, Store **ret_store)
                 r = store_pg_open(path, &s->pg);
         else
                 r = store_sqlite_open(path, &s->sq);
+        if (r != 0) {
+                free(s);
+                return r;
+        }
+        *ret_store = s;
+        return 0;
+}
+
+/**
+ * store_open_readonly() - open an existing SQLite store for reading only
+ * @path:      a SQLite file (not a PostgreSQL URI); never created, migrated or written
+ * @ret_store: on success, a new Store (store_close()) that only reads may use
+ * Return: 0; -EINVAL for a PostgreSQL URI; -ENOENT when the file does not
+ * exist; -EBADMSG when it is not a kevald store; STORE_E_NEWER_DB; or a
+ * negative errno.
+ */
+int store_open_readonly(const char *path, Store **ret_store)
+{
+        Store *s;
+        int r;
+
+        if (!path || !*path || strlen(path) > LIMIT_DSN_BYTES || store_path_is_pg(path))
+                return -EINVAL;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        r = store_sqlite_open_readonly(path, &s->sq);
         if (r != 0) {
                 free(s);
                 return r;
@@ -651,8 +742,8 @@ int store_insert_submissions(Store *store, const StoreNew *subs, size_t n, int64
 int store_insert_request(Store *store, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
 {
         if (store->pg)
-                return store_pg_insert_request(store->pg, ins, ret_ids, ret_replayed);
-        return store_sqlite_insert_request(store->sq, ins, ret_ids, ret_replayed);
+                return note_write(store_pg_insert_request(store->pg, ins, ret_ids, ret_replayed), true);
+        return note_write(store_sqlite_insert_request(store->sq, ins, ret_ids, ret_replayed), true);
 }
 
 int store_idempotent_lookup(Store *store, int64_t token_id, const char *idem_key,
@@ -680,8 +771,8 @@ int store_begin_group(Store *store)
 int store_commit_group(Store *store)
 {
         if (store->pg)
-                return store_pg_commit_group(store->pg);
-        return store_sqlite_commit_group(store->sq);
+                return note_write(store_pg_commit_group(store->pg), true);
+        return note_write(store_sqlite_commit_group(store->sq), true);
 }
 
 void store_rollback_group(Store *store)
@@ -701,7 +792,7 @@ int store_claim_next(Store *store, Stage stage, const char *owner, double lease_
         int r;
 
         if (!store->pg)
-                return store_sqlite_claim_next(store->sq, stage, owner, lease_s, ret_job);
+                return note_write(store_sqlite_claim_next(store->sq, stage, owner, lease_s, ret_job), false);
         if (stage != STAGE_COMPILE && stage != STAGE_RUN)
                 return -EINVAL;
         gen = atomic_load(&work_gen);
@@ -727,8 +818,8 @@ int store_heartbeat(Store *store, int64_t id, const char *owner, double lease_s)
 int store_heartbeat_owner(Store *store, const char *owner, double lease_s, int *ret_extended)
 {
         if (store->pg)
-                return store_pg_heartbeat_owner(store->pg, owner, lease_s, ret_extended);
-        return store_sqlite_heartbeat_owner(store->sq, owner, lease_s, ret_extended);
+                return note_write(store_pg_heartbeat_owner(store->pg, owner, lease_s, ret_extended), false);
+        return note_write(store_sqlite_heartbeat_owner(store->sq, owner, lease_s, ret_extended), false);
 }
 
 int store_set_cache_key(Store *store, int64_t id, const uint8_t key[32])
@@ -741,23 +832,23 @@ int store_set_cache_key(Store *store, int64_t id, const uint8_t key[32])
 int store_set_compiled(Store *store, int64_t id, const char *owner, json_t *compile_section)
 {
         if (store->pg)
-                return store_pg_set_compiled(store->pg, id, owner, compile_section);
-        return store_sqlite_set_compiled(store->sq, id, owner, compile_section);
+                return note_write(store_pg_set_compiled(store->pg, id, owner, compile_section), true);
+        return note_write(store_sqlite_set_compiled(store->sq, id, owner, compile_section), true);
 }
 
 int store_finish(Store *store, int64_t id, const char *owner, const char *verdict, double speedup,
                  json_t *result)
 {
         if (store->pg)
-                return store_pg_finish(store->pg, id, owner, verdict, speedup, result);
-        return store_sqlite_finish(store->sq, id, owner, verdict, speedup, result);
+                return note_write(store_pg_finish(store->pg, id, owner, verdict, speedup, result), true);
+        return note_write(store_sqlite_finish(store->sq, id, owner, verdict, speedup, result), true);
 }
 
 int store_requeue(Store *store, int64_t id, const char *owner, Stage stage)
 {
         if (store->pg)
-                return store_pg_requeue(store->pg, id, owner, stage);
-        return store_sqlite_requeue(store->sq, id, owner, stage);
+                return note_write(store_pg_requeue(store->pg, id, owner, stage), false);
+        return note_write(store_sqlite_requeue(store->sq, id, owner, stage), false);
 }
 
 int store_reap(Store *store, int max_attempts, int *ret_requeued, int *ret_failed)
@@ -851,8 +942,8 @@ int store_cache_put(Store *store, const uint8_t key[32], json_t *compile, const 
                     size_t cubin_len)
 {
         if (store->pg)
-                return store_pg_cache_put(store->pg, key, compile, cubin, cubin_len);
-        return store_sqlite_cache_put(store->sq, key, compile, cubin, cubin_len);
+                return note_write(store_pg_cache_put(store->pg, key, compile, cubin, cubin_len), true);
+        return note_write(store_sqlite_cache_put(store->sq, key, compile, cubin, cubin_len), true);
 }
 
 int store_cache_prune(Store *store, int64_t max_bytes, int64_t *ret_deleted)

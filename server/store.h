@@ -99,6 +99,12 @@ void store_job_free(StoreJob *job);
 /* "postgresql://..." or "postgres://..." (libpq URIs), or "postgresql:" for the
  * PG* environment, select PostgreSQL; any other path is a SQLite file. */
 int store_open(const char *path, Store **ret_store);
+/* An existing SQLite store, read-only (store.c: store_open_readonly()): for `kevald store copy`. */
+int store_open_readonly(const char *path, Store **ret_store);
+/* The storage cannot write now: the -errno of a recent failed write, or 0 (store.c). */
+int store_write_fault(double within_s);
+/* @r (a store call's return) says the storage cannot write: full, read-only, I/O error. */
+bool store_error_is_storage(int r);
 void store_close(Store *store);
 bool store_path_is_pg(const char *path);
 /* The path with any password replaced by "***", for messages (a new string; free()). */

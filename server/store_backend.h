@@ -62,6 +62,7 @@ typedef int (*StoreRowFn)(void *arg, int n, const char *const *names, const Stor
 /* ---- SQLite (server/store_sqlite.c) ---- */
 int store_sqlite_each_row(StoreSqlite *store, const char *table, StoreRowFn fn, void *arg);
 int store_sqlite_open(const char *path, StoreSqlite **ret_store);
+int store_sqlite_open_readonly(const char *path, StoreSqlite **ret_store);
 void store_sqlite_close(StoreSqlite *store);
 int store_sqlite_insert_request(StoreSqlite *store, const StoreInsert *ins, int64_t *ret_ids,
                                 bool *ret_replayed);

@@ -135,11 +135,17 @@ static int errno_from_result(StorePg *s, const PGresult *res)
                 return -EBUSY;
         if (!strcmp(st, "53100"))
                 return -ENOSPC;
+        if (!strcmp(st, "25006"))       /* read_only_sql_transaction: a standby, or default_transaction_read_only */
+                return -EROFS;
         if (!strcmp(st, "53200"))
                 return -ENOMEM;
         if (!strncmp(st, "22", 2))
                 return -EINVAL;
-        return -EIO;
+        if (!strcmp(st, "53300"))       /* too_many_connections */
+                return -EBUSY;
+        if (!strncmp(st, "58", 2) || !strncmp(st, "XX", 2)) /* system error, internal error (data corrupted) */
+                return -EIO;
+        return -EPROTO;                 /* a bad statement or a bug: not the storage */
 }
 
 static void note_lost(StorePg *s)
@@ -2204,7 +2210,7 @@ int store_pg_dashboard_rows(StorePg *store, StoreDash q, json_t *args, json_t **
                 return r;
         r = runp(store, "dashboard query", dash_sql[q], &p, &res);
         if (r < 0)
-                return r == -EIO ? -EINVAL : r;
+                return r == -EIO || r == -EPROTO ? -EINVAL : r; /* a bad parameter in the query */
         rows = json_array();
         r = rows ? rows_to_objects(res, rows) : -ENOMEM;
         PQclear(res);

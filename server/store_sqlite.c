@@ -283,8 +283,11 @@ static int errno_from_sqlite(int rc)
         case SQLITE_MISUSE:
         case SQLITE_RANGE:
                 return -EINVAL;
+        case SQLITE_IOERR:
+        case SQLITE_PROTOCOL:
+                return -EIO;    /* the storage failed (a storage fault: 503, /readyz read-only) */
         default:
-                return -EIO;
+                return -EPROTO; /* SQLITE_ERROR and the like: a bug or a bad statement, not the storage */
         }
 }
 
@@ -624,6 +627,67 @@ int store_sqlite_open(const char *path, StoreSqlite **ret_store)
         *ret_store = s;
         s = NULL;
 out:
+        store_sqlite_close(s);
+        return r;
+}
+
+/**
+ * store_sqlite_open_readonly() - open an existing kevald SQLite store for reading only
+ * @path:      the file; never created, never migrated, never written
+ * @ret_store: on success, a new store (store_sqlite_close())
+ *
+ * For `kevald store copy`: a missing file or one that is not a kevald store
+ * must be refused, not created or taken for an empty store.
+ *
+ * Return: 0; -ENOENT when @path does not exist; -EBADMSG when it is not a
+ * SQLite database or not a kevald store (no schema version, no submissions
+ * table); STORE_E_NEWER_DB when its schema is newer than this binary; or a
+ * negative errno.
+ */
+int store_sqlite_open_readonly(const char *path, StoreSqlite **ret_store)
+{
+        StoreSqlite *s = calloc(1, sizeof(*s));
+        sqlite3_stmt *st = NULL;
+        int r, rc, version = 0, known = 0;
+
+        if (!s)
+                return -ENOMEM;
+        rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+        if (rc != SQLITE_OK) {
+                r = (rc & 0xff) == SQLITE_CANTOPEN ? -ENOENT : err_or_eio(rc);
+                goto out;
+        }
+        sqlite3_extended_result_codes(s->db, 1);
+        sqlite3_busy_handler(s->db, busy_wait, s);
+        r = user_version(s, &version); /* the first read: a file that is no database fails here */
+        if (r < 0)
+                goto out;
+        for (unsigned long i = 0; i < kevald_migrations_count; i++)
+                known = migration_number(kevald_migrations[i].name);
+        if (version > known) {
+                r = STORE_E_NEWER_DB;
+                goto out;
+        }
+        rc = sqlite3_prepare_v2(s->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'submissions'",
+                                -1, &st, NULL);
+        if (rc != SQLITE_OK) {
+                r = err_or_eio(rc);
+                goto out;
+        }
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+                r = err_or_eio(rc);
+                goto out;
+        }
+        if (version < 1 || rc != SQLITE_ROW) {
+                r = -EBADMSG;
+                goto out;
+        }
+        *ret_store = s;
+        s = NULL;
+        r = 0;
+out:
+        sqlite3_finalize(st);
         store_sqlite_close(s);
         return r;
 }

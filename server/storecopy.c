@@ -5,8 +5,13 @@
  * one line per table. The target must be empty unless --force; the copy is
  * one transaction, so a failure leaves it as it was.
  *
- * Exit status: 0 copied; 1 the copy failed; 2 bad arguments; 3 the target
- * is unreachable (as `kevald serve`); 4 the target is not empty.
+ * The source is opened read-only (store_open_readonly()): a missing file
+ * or one that is not a kevald store is refused before the target is touched,
+ * never created and copied as an empty store over it.
+ *
+ * Exit status: 0 copied; 1 the copy failed; 2 bad arguments (a source that
+ * is missing or not a kevald store included); 3 the target is unreachable
+ * (as `kevald serve`); 4 the target is not empty.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -65,7 +70,14 @@ int cmd_store(int argc, char **argv)
                 fprintf(stderr, "kevald store copy: --from must be a SQLite file and --to a postgresql:// URI\n");
                 return 2;
         }
-        r = store_open(from, &src);
+        /* Read-only: a missing file is not created (and then copied as an empty store over the target). */
+        r = store_open_readonly(from, &src);
+        if (r == -ENOENT || r == -EBADMSG) {
+                fprintf(stderr, "kevald store copy: '%s' %s; nothing copied\n", from,
+                        r == -ENOENT ? "does not exist" : "is not a kevald store");
+                rc = 2;
+                goto out;
+        }
         if (r != 0) {
                 fprintf(stderr, "kevald store copy: cannot open '%s': %s\n", from,
                         r > 0 ? "the database is newer than this kevald" : strerror(-r));

@@ -6,17 +6,98 @@ The suite copies this file into a temporary folder as `kevald-compile` and
 starts `kevald serve --libexec <that folder>`. The first time the supervisor
 starts it, it misbehaves as the file `mode` beside it says; every later start
 execs the real worker (path in the file `real`), so the test can check that
-the supervisor killed the bad one and recovered with a good one. Nothing in
+the supervisor killed the bad one and recovered with a good one. With a file
+`persist` beside it, every start misbehaves (a worker that is broken for
+good). Each JOB it receives appends a line to the file `jobs`. Nothing in
 the production code knows about it.
+
+Modes that answer a JOB (after a normal HELLO):
+  forged_cubin   ok: true, fields of the wrong types, a 16-byte "CUBIN" that is no ELF
+  no_cubin       ok: true without a CUBIN
+  hang           never answers (the supervisor's watchdog must kill it)
+  proxy_hang_marked
+                 (every start) runs the real worker as its child and relays frames
+                 both ways, except a JOB whose source contains HANG_ME: that one is
+                 never answered (logged to `hung`), as if the source hung the worker
 """
+import json
 import os
 import struct
+import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAGIC = 0x3146564B  # "KVF1"
-HELLO, RESULT = 1, 3
+HELLO, JOB, RESULT = 1, 2, 3
+
+
+def hello_json():
+    return b'{"role":"compile","pid":%d,"nvrtc":"13.0","arch_default":"sm_90a","layers":{}}' % os.getpid()
+
+
+def read_exact(n):
+    buf = b""
+    while len(buf) < n:
+        chunk = os.read(0, n - len(buf))
+        if not chunk:
+            sys.exit(0)
+        buf += chunk
+    return buf
+
+
+def read_job():
+    """The next JOB frame's JSON (other frames are skipped); logged to `jobs`."""
+    while True:
+        magic, ftype, jl, bl = struct.unpack("<IIII", read_exact(16))
+        body = read_exact(jl)
+        read_exact(bl)
+        if ftype == JOB:
+            with open(os.path.join(HERE, "jobs"), "a") as f:
+                f.write(f"{os.getpid()}\n")
+            return json.loads(body)
+
+
+def read_frame(f):
+    """(type, json bytes, blob) from the binary stream @f, or None at its end."""
+    head = f.read(16)
+    if len(head) < 16:
+        return None
+    magic, ftype, jl, bl = struct.unpack("<IIII", head)
+    body = f.read(jl)
+    blob = f.read(bl)
+    return ftype, body, blob
+
+
+def proxy_hang_marked(argv):
+    real = open(os.path.join(HERE, "real")).read().strip()
+    env = dict(os.environ, KEVALD_PARENT_PID=str(os.getpid()))   # the real worker checks its parent
+    child = subprocess.Popen([real] + argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    out = sys.stdout.buffer
+
+    def upstream():
+        while True:
+            fr = read_frame(child.stdout)
+            if fr is None:
+                os._exit(1)
+            out.write(frame(fr[0], fr[1], fr[2]))
+            out.flush()
+
+    threading.Thread(target=upstream, daemon=True).start()
+    inp = sys.stdin.buffer
+    while True:
+        fr = read_frame(inp)
+        if fr is None:
+            child.stdin.close()
+            child.wait()
+            return
+        if fr[0] == JOB and b"HANG_ME" in fr[2]:
+            with open(os.path.join(HERE, "hung"), "a") as f:
+                f.write(f"{os.getpid()}\n")
+            continue   # never answered: the supervisor's watchdog kills us (and the child with our group)
+        child.stdin.write(frame(fr[0], fr[1], fr[2]))
+        child.stdin.flush()
 
 
 def frame(ftype, json_bytes, blob=b"", json_len=None, blob_len=None):
@@ -33,10 +114,12 @@ def main():
         n = 0
     with open(count_path, "w") as f:
         f.write(str(n + 1))
-    if n > 0:
+    if n > 0 and not os.path.exists(os.path.join(HERE, "persist")):
         real = open(os.path.join(HERE, "real")).read().strip()
         os.execv(real, [real] + sys.argv[1:])
     mode = open(os.path.join(HERE, "mode")).read().strip()
+    if mode == "proxy_hang_marked":
+        return proxy_hang_marked(sys.argv[1:])
     out = sys.stdout.buffer
     if mode == "garbage":
         out.write(b"this is not a frame \x00\xff\xfe" * 64)
@@ -51,6 +134,18 @@ def main():
     elif mode == "result_without_job":
         out.write(frame(HELLO, b'{"role":"compile","pid":%d,"nvrtc":"13.0","arch_default":"sm_90a","layers":{}}' % os.getpid()))
         out.write(frame(RESULT, b'{"id":424242,"ok":true}'))
+    elif mode in ("forged_cubin", "no_cubin", "hang"):
+        out.write(frame(HELLO, hello_json()))
+        out.flush()
+        job = read_job()
+        if mode == "forged_cubin":
+            res = {"id": job.get("id"), "ok": True, "log": 7, "compile_ms": "fast", "kernels": "all of them",
+                   "arch": job.get("arch"), "lowered_names": {}}
+            out.write(frame(RESULT, json.dumps(res).encode(), b"NOT-AN-ELF-CUBIN"))
+        elif mode == "no_cubin":
+            res = {"id": job.get("id"), "ok": True, "log": "", "compile_ms": 1.0, "kernels": [],
+                   "arch": job.get("arch"), "lowered_names": {}}
+            out.write(frame(RESULT, json.dumps(res).encode()))
     elif mode == "hello_twice":
         h = b'{"role":"compile","pid":%d,"nvrtc":"13.0","arch_default":"sm_90a","layers":{}}' % os.getpid()
         out.write(frame(HELLO, h) + frame(HELLO, h))

@@ -1,14 +1,16 @@
 """
 Process-level attacks on the supervisor: a compile worker killed in the
-middle of a job, workers that send garbage instead of frames, and the
-supervisor itself killed with SIGKILL while jobs are in flight. Each case
-asserts the exact recovery and then that a normal submission is served
-normally.
+middle of a job, workers that send garbage instead of frames, forged compile
+RESULTs (a non-ELF "CUBIN", none at all), workers that stop answering, and
+the supervisor itself killed with SIGKILL while jobs are in flight. Each case
+asserts the exact recovery and then (unless the worker is broken for good)
+that a normal submission is served normally.
 """
 import json
 import os
 import shutil
 import signal
+import sqlite3
 import time
 import uuid
 from pathlib import Path
@@ -135,3 +137,140 @@ def test_supervisor_sigkilled_with_jobs_in_flight(make_server, tmp_path):
             d = wait_done(c, sid, wait=120)
             assert d["state"] == "done" and d["verdict"] == "compiled", json.dumps(d)[:2000]
         assert_serves_normally(s2, c)
+
+
+# ---- forged and silent compile workers (fake_worker.py) ------------------------
+
+def fake_libexec(tmp_path, mode, persist=False):
+    fake = tmp_path / "libexec"
+    fake.mkdir()
+    shutil.copy(HERE / "fake_worker.py", fake / "kevald-compile")
+    os.chmod(fake / "kevald-compile", 0o755)
+    (fake / "mode").write_text(mode)
+    (fake / "real").write_text(str(LIBEXEC / "kevald-compile"))
+    if persist:
+        (fake / "persist").write_text("")
+    return fake
+
+
+def fake_jobs(fake):
+    """PIDs of the fake workers that received a JOB, one per JOB."""
+    try:
+        return [int(x) for x in (fake / "jobs").read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
+def test_forged_compile_result_is_neither_believed_nor_cached(make_server, tmp_path):
+    """ok: true with fields of the wrong types and a 16-byte "CUBIN" that is no ELF: the worker is
+    killed, the compile goes to a real worker, and the cache serves the real CUBIN's kernels."""
+    fake = fake_libexec(tmp_path, "forged_cubin")
+    s = make_server("--libexec", str(fake), ready=False)
+    s.wait_ready(timeout=60)
+    src = unique_good_source()
+    with s.client() as c:
+        d = submit(c, compile_body(src))
+        assert d["verdict"] == "compiled", json.dumps(d)[:2000]
+        comp = d["result"]["compile"]
+        assert [k["name"] for k in comp["kernels"]] == ["k"] and comp["cache_hit"] is False, comp
+        assert len(fake_jobs(fake)) == 1, "the forger got the job once"
+        log = s.log_text()
+        assert "sent an invalid compile RESULT" in log and "/log is not a string" in log, log[-3000:]
+        again = submit(c, compile_body(src))
+        comp = again["result"]["compile"]
+        assert again["verdict"] == "compiled" and comp["cache_hit"] is True, json.dumps(again)[:2000]
+        assert [k["name"] for k in comp["kernels"]] == ["k"], comp
+        assert [p["size"] for p in comp["kernels"][0]["params"]] == [8, 4], comp
+        assert_serves_normally(s, c)
+
+
+def test_forged_compile_cache_entry_is_a_miss(make_server):
+    """A cache entry that fails the checks a fresh RESULT gets (as one an unchecked forger could
+    have left in an existing store) is not served: the source is compiled again and the entry
+    replaced."""
+    s = make_server()
+    src = unique_good_source()
+    with s.client() as c:
+        assert submit(c, compile_body(src))["verdict"] == "compiled"
+        con = sqlite3.connect(s.db, timeout=10)
+        n = con.execute("UPDATE compile_cache SET compile = ?, cubin = ?",
+                        (json.dumps({"ok": True, "kernels": [{"name": "evil", "params": []}]}),
+                         b"NOT-AN-ELF-CUBIN")).rowcount
+        con.commit()
+        con.close()
+        assert n >= 1
+        again = submit(c, compile_body(src))
+        comp = again["result"]["compile"]
+        assert again["verdict"] == "compiled" and comp["cache_hit"] is False, json.dumps(again)[:2000]
+        assert [k["name"] for k in comp["kernels"]] == ["k"], comp
+        assert "ignoring a compile cache entry that fails its checks" in s.log_text()
+        third = submit(c, compile_body(src))["result"]["compile"]
+        assert third["cache_hit"] is True and [k["name"] for k in third["kernels"]] == ["k"], third
+
+
+def test_compile_result_without_cubin_counts_as_an_attempt(make_server, tmp_path):
+    """A worker broken for good that answers ok: true without a CUBIN gets the job max_attempts (3)
+    times, then the job ends as internal_error (an infrastructure fault), not handed on forever."""
+    fake = fake_libexec(tmp_path, "no_cubin", persist=True)
+    s = make_server("--libexec", str(fake), ready=False)
+    s.wait_ready(timeout=60)
+    with s.client() as c:
+        d = submit(c, compile_body(unique_good_source()), wait=30)
+        assert d.get("state") == "done", f"never ended: {json.dumps(d)[:1000]}; jobs sent {len(fake_jobs(fake))}"
+        assert d["verdict"] == "internal_error", json.dumps(d)[:2000]
+        assert "not the source's" in d["result"]["error"]["message"], d["result"]["error"]
+        assert "without a CUBIN" in d["result"]["error"]["message"], d["result"]["error"]
+    jobs = fake_jobs(fake)
+    assert len(jobs) == 3 and len(set(jobs)) == 3, jobs   # three attempts, each on a fresh worker
+
+
+def test_compile_worker_that_stops_answering_is_retried_on_a_fresh_one(make_server, tmp_path):
+    """A worker that never answers is killed by the watchdog (compile limit + 5 s): its source is
+    compiled again by a fresh worker instead of being given compile_error."""
+    fake = fake_libexec(tmp_path, "hang")
+    s = make_server("--libexec", str(fake), "--compile-timeout-ms", "3000", ready=False)
+    s.wait_ready(timeout=60)
+    with s.client() as c:
+        d = submit(c, compile_body(unique_good_source()), wait=40)
+        assert d["verdict"] == "compiled", json.dumps(d)[:2000]
+        assert len(fake_jobs(fake)) == 1
+        assert "stopped answering" in s.log_text() and "fresh worker" in s.log_text()
+        assert_serves_normally(s, c)
+
+
+def test_compile_workers_that_all_hang_blame_no_source(make_server, tmp_path):
+    """When every worker stops answering, no innocent source gets compile_error (a reward of 0 for
+    the environment's fault): each job is tried on two workers, then ends as internal_error."""
+    fake = fake_libexec(tmp_path, "hang", persist=True)
+    s = make_server("--libexec", str(fake), "--compile-timeout-ms", "3000", "--compile-workers", "2", ready=False)
+    s.wait_ready(timeout=60)
+    with s.client() as c:
+        ids = [c.post("/v1/submissions", json=compile_body(unique_good_source())).json()["id"] for _ in range(2)]
+        for sid in ids:
+            d = wait_done(c, sid, wait=60)
+            assert d["verdict"] == "internal_error", json.dumps(d)[:2000]
+            assert "infrastructure fault" in d["result"]["error"]["message"], d["result"]["error"]
+    assert len(fake_jobs(fake)) == 4, fake_jobs(fake)
+
+
+def test_source_that_hangs_two_workers_while_others_compile_is_blamed(make_server, tmp_path):
+    """A source on which two workers in turn stop answering, while the workers compile other
+    sources meanwhile, is the source's fault: compile_error, and the message says why."""
+    fake = fake_libexec(tmp_path, "proxy_hang_marked", persist=True)
+    s = make_server("--libexec", str(fake), "--compile-timeout-ms", "3000", "--compile-workers", "2", ready=False)
+    s.wait_ready(timeout=60)
+    with s.client() as c:
+        bad = c.post("/v1/submissions", json=compile_body(unique_good_source() + "// HANG_ME\n")).json()["id"]
+        deadline = time.monotonic() + 30 * SLOW
+        while "stopped answering" not in s.log_text():   # the first worker's hang (limit + 5 s)
+            assert time.monotonic() < deadline, s.log_text()[-3000:]
+            time.sleep(0.1)
+        # other sources compile on the workers meanwhile
+        for _ in range(2):
+            assert submit(c, compile_body(unique_good_source()))["verdict"] == "compiled"
+        d = wait_done(c, bad, wait=40)
+        assert d["verdict"] == "compile_error", json.dumps(d)[:2000]
+        msg = d["result"]["error"]["message"]
+        assert "time limit" in msg and "twice, on two workers" in msg and "while other compiles completed" in msg, msg
+    hung = (fake / "hung").read_text().split()
+    assert len(hung) == 2 and len(set(hung)) == 2, hung   # two different worker processes

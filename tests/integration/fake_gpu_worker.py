@@ -30,7 +30,7 @@ folder the test makes, where this script is copied as `kevald-gpu`):
 The verdict comes from the candidate's kernel name (the only part of the
 source a JOB carries besides the CUBIN): a name containing
 `FAKEV_<marker>` picks
-  correct (default)     "correct", with timing.speedup 1.0
+  correct (default)     "correct", with timing.speedup 1.0 (one shape set, medians 1 ms)
   exiting_false         "correct" with an explicit "exiting": false (and no exit)
   timed                 "correct" with the JOB's first shape set timed: candidate
                         median 0.5 ms, reference 1.0 ms (speedup 2.0), roofline
@@ -49,6 +49,11 @@ source a JOB carries besides the CUBIN): a name containing
   timeout_hang          "timeout", "exiting": "timeout", and never exits
   hang                  no RESULT at all (only the "start" line is logged)
   bogus                 an invalid verdict "bogus" (the supervisor must kill us)
+  forged_speedup        "correct" with speedup 1e308 over medians of 1 ms and 1 ms
+  forged_roofline       "correct", speedup 1000 from its medians, the candidate 100x
+                        under its roofline bound and not flagged suspicious
+  forged_correct        "correct" with correctness 7 (not an object)
+  (the forged ones: the supervisor must not believe them; server/resultcheck.c)
 The GPU index is CUDA_VISIBLE_DEVICES (the supervisor pins each worker to
 one device that way); the RESULT's "gpu" says which fake process ran the job.
 """
@@ -184,11 +189,14 @@ def result_for(job, mark, t0, t1):
     if mark in ("correct", "exiting_false"):
         if mark == "exiting_false":
             base["exiting"] = False  # said explicitly: this process goes on
-        base.update(verdict="correct", correctness={"passed": True, "shapes": []},
-                    timing={"speedup": 1.0, "candidate_ms": 1.0, "reference_ms": 1.0, "shapes": []})
+        base.update(verdict="correct", correctness={"passed": True, "shapes": [{"shape": "default", "passed": True}]},
+                    timing={"speedup": 1.0, "shapes": [
+                        {"shape": "default", "speedup": 1.0, "stop": "precision",
+                         "candidate": {"median_ms": 1.0, "trials": 10}, "reference": {"median_ms": 1.0, "trials": 10},
+                         "roofline": {"min_ms": None, "suspicious": False}}]})
     elif mark == "timed":
         shape = ((job.get("shapes") or [{}])[0]).get("name", "default")
-        base.update(verdict="correct", correctness={"passed": True, "shapes": []},
+        base.update(verdict="correct", correctness={"passed": True, "shapes": [{"shape": shape, "passed": True}]},
                     timing={"speedup": 2.0, "shapes": [{"shape": shape, "speedup": 2.0, "stop": "precision",
                                                          "candidate": {"median_ms": 0.5, "trials": 10},
                                                          "reference": {"median_ms": 1.0, "trials": 10},
@@ -213,6 +221,23 @@ def result_for(job, mark, t0, t1):
                                  grace_used_ms=250.0)
     elif mark == "bogus":
         base.update(verdict="bogus")
+    elif mark == "forged_speedup":  # a reward its own medians do not back (1 ms against 1 ms)
+        base.update(verdict="correct", correctness={"passed": True, "shapes": [{"shape": "default", "passed": True}]},
+                    timing={"speedup": 1e308, "shapes": [
+                        {"shape": "default", "speedup": 1e308, "stop": "precision",
+                         "candidate": {"median_ms": 1.0, "trials": 10}, "reference": {"median_ms": 1.0, "trials": 10},
+                         "roofline": {"min_ms": None, "suspicious": False}}]})
+    elif mark == "forged_roofline":  # medians that agree, but 100x under the roofline bound and not flagged
+        base.update(verdict="correct", correctness={"passed": True, "shapes": [{"shape": "default", "passed": True}]},
+                    timing={"speedup": 1000.0, "suspicious": False, "shapes": [
+                        {"shape": "default", "speedup": 1000.0, "stop": "precision",
+                         "candidate": {"median_ms": 0.001, "trials": 10}, "reference": {"median_ms": 1.0, "trials": 10},
+                         "roofline": {"min_ms": 0.1, "suspicious": False}}]})
+    elif mark == "forged_correct":  # "correct" whose correctness is not a passed check
+        base.update(verdict="correct", correctness=7,
+                    timing={"speedup": 1.0, "shapes": [
+                        {"shape": "default", "speedup": 1.0, "stop": "precision",
+                         "candidate": {"median_ms": 1.0, "trials": 10}, "reference": {"median_ms": 1.0, "trials": 10}}]})
     else:
         base.update(verdict="internal_error", error={"kind": "internal", "message": f"fake: unknown marker {mark!r}"})
     return base

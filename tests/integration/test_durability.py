@@ -1,16 +1,25 @@
 """
 Durability and shutdown: an acknowledged submission survives kill -9; SIGTERM
 with jobs in flight exits 0 and the jobs complete after a restart; a long-poll
-waiter is answered, not reset, when the server shuts down.
+waiter is answered, not reset, when the server shuts down; a full disk
+(enospc_preload.c, LD_PRELOAD'd) strands no acknowledged job, answers writes
+with 503 and Retry-After and shows in /readyz; `kevald store copy` from a
+missing or foreign file refuses and leaves the target as it was.
 """
+import os
 import signal
+import subprocess
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
+import pytest
 
-from conftest import SLOW, Server, accepted, compile_sub, full_sub, unique, GOOD_KERNEL
+from conftest import (KEVALD, PG_STORE, SANITIZED, SLOW, Server, accepted, compile_sub, full_sub, unique,
+                      GOOD_KERNEL)
 
 SOURCES = [f"// variant {i}\n{GOOD_KERNEL}" for i in range(5)]
 
@@ -141,3 +150,118 @@ def test_long_poll_answered_on_shutdown(tmp_path):
     if result["status"] == 200:
         assert '"state"' in result["body"], result
     assert result["elapsed"] < 30, result
+
+
+# ---- a full disk -------------------------------------------------------------
+
+HERE = Path(__file__).resolve().parent
+
+
+def slow_source(depth=13):
+    """A finite compile that takes a second or more (2^depth distinct instantiations); unique."""
+    return ("template<class T> struct L {};\n"
+            "template<class T> struct R {};\n"
+            "template<int D, class T> struct E { static const int v = E<D-1, L<T> >::v + E<D-1, R<T> >::v; };\n"
+            "template<class T> struct E<0, T> { static const int v = 1; };\n"
+            f'extern "C" __global__ void k(int *x) {{ x[0] = E<{depth}, int>::v; }}\n'
+            f"// {uuid.uuid4().hex}\n")
+
+
+def full_disk_env(tmp_path, db_dir):
+    """LD_PRELOAD enospc_preload.c into the server: writes to @db_dir/k.db* fail with ENOSPC while
+    the returned flag file exists."""
+    so = tmp_path / "enospc_preload.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(so), str(HERE / "enospc_preload.c"), "-ldl"],
+                   check=True, capture_output=True, timeout=60)
+    flag = tmp_path / "disk-is-full"
+    env = {"LD_PRELOAD": str(so), "KEVALD_TEST_ENOSPC_FLAG": str(flag),
+           "KEVALD_TEST_ENOSPC_MATCH": str(db_dir / "k.db")}
+    if SANITIZED:   # the sanitizer runtime wants to come first; this library only wraps libc's writes
+        env["ASAN_OPTIONS"] = os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    return env, flag
+
+
+def wait_states(c, ids, states, timeout):
+    deadline = time.monotonic() + timeout * SLOW
+    while True:
+        got = {sid: c.get(f"/v1/submissions/{sid}").json() for sid in ids}
+        if all(b["state"] in states for b in got.values()) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(PG_STORE, reason="a full disk under the SQLite store; PostgreSQL restarts: tests/fleet")
+def test_full_disk_strands_no_acknowledged_job(tmp_path):
+    """Jobs claimed before the disk fills finish once it has room again, without a restart (the
+    dispatcher keeps a result the store refused and retries it, and claims nothing meanwhile);
+    while it is full, a write answers 503 with Retry-After and /readyz says the store cannot write."""
+    db_dir = tmp_path / "full"
+    env, flag = full_disk_env(tmp_path, db_dir)
+    # a lease far longer than the test: only the dispatcher's own retry can finish these jobs
+    s = Server(db_dir, ["--compile-workers", "2", "--lease-s", "600"], env=env).start()
+    s.wait_ready()
+    try:
+        with s.client() as c:
+            ids = [accepted(c.post("/v1/submissions", json=compile_sub(slow_source()))) for _ in range(4)]
+            got = wait_states(c, ids[:2], {"compiling"}, timeout=30)
+            assert all(b["state"] == "compiling" for b in got.values()), got
+            flag.touch()                        # the disk is full from now on
+            pending = [sid for sid, b in wait_states(c, ids, set(), 0).items() if b["state"] != "done"]
+            assert len(pending) >= 2, "the compiles ended before the disk filled: make them slower"
+            # the two compiles in flight end; their results cannot be written
+            deadline = time.monotonic() + 60 * SLOW
+            while "recording the result failed: No space left on device" not in s.log_text():
+                assert time.monotonic() < deadline, s.log_tail()
+                time.sleep(0.1)
+            r = c.post("/v1/submissions", json=compile_sub(unique(GOOD_KERNEL)))
+            assert r.status_code == 503, r.text
+            assert r.headers.get("retry-after", "").isdigit(), r.headers
+            assert "cannot write" in r.json()["detail"], r.text
+            z = s.readyz()
+            assert z.status_code == 503 and z.headers.get("retry-after"), z.text
+            assert z.json()["store"] == "read-only", z.json()
+            assert "No space left on device" in z.json()["reason"], z.json()
+            time.sleep(2.0)                     # a few retries fail
+            held = {sid: b["state"] for sid, b in wait_states(c, pending, set(), 0).items()}
+            assert set(held.values()) == {"compiling"}, held
+            flag.unlink()                       # room again
+            verdicts = wait_all_done(c, ids, timeout=60)
+            assert set(verdicts.values()) == {"compiled"}, verdicts
+            assert s.readyz().status_code == 200, s.readyz().text
+        assert "kept, retried every" in s.log_text()
+    finally:
+        if flag.exists():
+            flag.unlink()
+        rc = s.stop()
+    assert rc == 0, f"exit {rc}:\n{s.log_tail()}"
+
+
+# ---- kevald store copy ---------------------------------------------------------
+
+@pytest.mark.skipif(not PG_STORE, reason="store copy needs a PostgreSQL target (the -pg variant)")
+def test_store_copy_refuses_missing_or_foreign_source(tmp_path):
+    """A missing --from file is not created and copied as an empty store over the target (with
+    --force): the copy exits 2 and the target keeps its submissions; so does a file that is not a
+    kevald store."""
+    s = Server(tmp_path / "target").start()
+    s.wait_ready()
+    try:
+        with s.client() as c:
+            ids = [accepted(c.post("/v1/submissions", json=compile_sub(unique(GOOD_KERNEL)))) for _ in range(3)]
+            wait_all_done(c, ids, timeout=60)
+        missing = tmp_path / "MISSING.db"
+        foreign = tmp_path / "notes.db"
+        foreign.write_text("these are not the rows you are looking for\n" * 100)
+        for src, why in ((missing, "does not exist"), (foreign, "is not a kevald store")):
+            p = subprocess.run([str(KEVALD), "store", "copy", "--from", str(src), "--to", str(s.db), "--force"],
+                               capture_output=True, text=True, timeout=60)
+            assert p.returncode == 2, (p.returncode, p.stderr)
+            assert why in p.stderr, p.stderr
+        assert not missing.exists(), "store copy created its missing source"
+        with s.client() as c:
+            for sid in ids:
+                r = c.get(f"/v1/submissions/{sid}")
+                assert r.status_code == 200 and r.json()["verdict"] == "compiled", r.text
+    finally:
+        rc = s.stop()
+    assert rc == 0, f"exit {rc}:\n{s.log_tail()}"
