@@ -60,5 +60,6 @@ void compile_close(Compiler *c);
 const char *compile_nvrtc_version(const Compiler *c);
 int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out);
 void compile_output_clear(CompileOutput *out);
-int compile_check_source(const Compiler *c, const char *src, size_t len, char *msg, size_t msglen);
+int compile_check_source(const Compiler *c, const char *src, size_t len, bool *ret_libcudacxx,
+                         char *msg, size_t msglen);
 json_t *compile_timeout_result(const char *arch, double deadline_ms, const char *nvrtc_version);
