@@ -2,7 +2,7 @@
  * compile - see compile.h. The only file that includes <nvrtc.h> and
  * <nvJitLink.h>; their status codes end here.
  *
- * One job: checks (size, UTF-8, options, #include directives), then NVRTC
+ * One job: checks (size, UTF-8, options, #include directives, host code), then NVRTC
  * (CUDA C++) or nvJitLink (PTX) with our own options appended, then the
  * CUBIN is parsed (cubin.c) and joined with the ptxas -v report
  * (logtrim.c) into the per-kernel resource report. Every expected failure
@@ -11,6 +11,9 @@
  *
  * Options we add to NVRTC: -arch=<arch>, -I<cuda>/include,
  * -I<cuda>/include/cccl (CUDA 13 keeps libcu++/CUB/Thrust there),
+ * -include kevald_prelude.h (with the standard header shims as in-memory
+ * headers: worker/stdshim.h; -D__KEVALD_LIBCUDACXX for a source that
+ * includes libcu++),
  * -lineinfo (the source lines of the fenced build's sites; ptxas emits the
  * same SASS with it: checked section by section on every task kernel) and
  * --ptxas-options=-v (the resource report; its lines never reach the

@@ -11,9 +11,12 @@
  * UTF-8 without NUL bytes, the options against the allowlist
  * (common/options.h), and every #include-like directive (#include,
  * #include_next, #import, #embed, in any spelling: digraphs, comments,
- * line continuations) must name a CUDA toolkit header by a relative path
- * that resolves, symlinks and all, under <cuda>/include or
- * <cuda>/include/cccl. Computed includes (#include MACRO) are refused.
+ * line continuations) must name a standard header shim (worker/stdshim.h)
+ * or a CUDA toolkit header by a relative path that resolves, symlinks and
+ * all, under <cuda>/include or <cuda>/include/cccl. Computed includes
+ * (#include MACRO) are refused. So is host code (main, <<<>>> launches,
+ * the CUDA runtime API, PyTorch, host-only headers), each line named,
+ * outside branches NVRTC is known to skip.
  */
 #pragma once
 
