@@ -997,10 +997,19 @@ static void t_protocol(void)
         frame_clear(&f);
         json_decref(res);
 
-        /* After seccomp: a toolkit header still opens, and /etc/passwd is refused. */
+        /* After seccomp: a toolkit header still opens, a shim too, and /etc/passwd is refused. */
         send_job(&ch, "{\"id\": 42}", "#include <cuda_fp16.h>\n" KERNEL);
         res = read_json(&ch, FRAME_RESULT, &f);
         CHECK(res && jint(res, "id") == 42 && json_is_true(json_object_get(res, "ok")));
+        CHECK(f.blob_len > 0);
+        frame_clear(&f);
+        json_decref(res);
+        /* The shims are in-memory headers: they need no file inside the sandbox. */
+        send_job(&ch, "{\"id\": 45}", "#include <cmath>\n#include <cstdint>\n#include <cfloat>\n"
+                 "#include <type_traits>\nextern \"C\" __global__ void k(float *p, uint32_t n) "
+                 "{ p[0] = -INFINITY + FLT_MAX + std::sqrt(p[1]) + std::is_same<int, int>::value + n; }\n");
+        res = read_json(&ch, FRAME_RESULT, &f);
+        CHECK(res && jint(res, "id") == 45 && json_is_true(json_object_get(res, "ok")));
         CHECK(f.blob_len > 0);
         frame_clear(&f);
         json_decref(res);
