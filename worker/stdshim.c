@@ -20,6 +20,14 @@ static const char *names[STDSHIM_MAX_NAMES];
 static const char *texts[STDSHIM_MAX_NAMES];
 static size_t n_shims;
 
+/* Shims whose header name has a folder (bin2c names a file by its base name). */
+static const struct {
+        const char *file;
+        const char *name;
+} folders[] = {
+        { "cub.cuh", "cub/cub.cuh" },
+};
+
 static void load(void)
 {
         if (n_shims > 0)
@@ -27,6 +35,9 @@ static void load(void)
         for (unsigned long i = 0; i < kevald_stdshim_count && i < STDSHIM_MAX_NAMES; i++) {
                 names[i] = kevald_stdshim[i].name;
                 texts[i] = (const char *)kevald_stdshim[i].data;
+                for (size_t k = 0; k < sizeof(folders) / sizeof(folders[0]); k++)
+                        if (strcmp(names[i], folders[k].file) == 0)
+                                names[i] = folders[k].name;
         }
         n_shims = kevald_stdshim_count < STDSHIM_MAX_NAMES ? kevald_stdshim_count : STDSHIM_MAX_NAMES;
 }
