@@ -11,7 +11,9 @@
  * declares itself, onto libcu++ (<cuda/std/...>), or onto a few lines of
  * its own. kevald_prelude.h is pre-included into every compile.
  *
- * The table is static data: nothing to free, safe from any thread.
+ * The table is static data, nothing to free; it is filled on the first
+ * call, so the first call must not race another (the compile worker makes
+ * them all from its one compiling thread).
  */
 #pragma once
 

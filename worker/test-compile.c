@@ -25,6 +25,7 @@
  *     SHUTDOWN, EOF, a malformed JOB), and a template bomb ends in a
  *     timeout RESULT and exit status 3.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +43,7 @@
 #include "common/frame.h"
 #include "common/limits.h"
 #include "worker/compile.h"
+#include "worker/stdshim.h"
 #include "common/testcheck.h"
 
 static Compiler *comp;
@@ -528,8 +530,33 @@ static void t_includes(void)
  */
 static void t_stdshim(void)
 {
+        const char *root = getenv("KEVALD_SOURCE_ROOT");
+        char dirpath[4096];
         CompileOutput out;
         const char *log;
+        struct dirent *de;
+        size_t files = 0;
+        DIR *d;
+
+        /* Every file of worker/stdshim/ is embedded (meson lists them one by one). */
+        snprintf(dirpath, sizeof(dirpath), "%s/worker/stdshim", root ? root : KEVALD_SOURCE_DIR);
+        d = opendir(dirpath);
+        CHECK(d != NULL);
+        while (d && (de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                        files++;
+                        if (!stdshim_find(de->d_name) && strcmp(de->d_name, "cub.cuh") != 0) {
+                                fprintf(stderr, "worker/stdshim/%s is not embedded\n", de->d_name);
+                                failures++;
+                        }
+                }
+        if (d)
+                closedir(d);
+        CHECK(files == stdshim_count() && files > 30);
+        CHECK(stdshim_find("cub/cub.cuh") != NULL && stdshim_find("cub.cuh") == NULL);
+        CHECK(stdshim_find(STDSHIM_PRELUDE) != NULL && stdshim_find("iostream") == NULL);
+        CHECK(stdshim_host_header("torch/extension.h") && stdshim_host_header("vector") &&
+              !stdshim_host_header("torch") && !stdshim_host_header("cmath"));
 
         /* The shims, and what kevald_prelude.h gives without an #include. */
         accepted("#include <cmath>\n#include <math.h>\n#include <cstdint>\n#include <stdint.h>\n"
