@@ -633,7 +633,10 @@ static void host_ident(HostScan *hs, const Spliced *sp, size_t s, size_t e)
         if (ident_is(sp, s, e, "main") && nx == '(' && !ident_qualified(sp, s)) {
                 host_site(hs, sp, s, "a main() function");
         } else if (n > 4 && memcmp(t, "cuda", 4) == 0 && t[4] >= 'A' && t[4] <= 'Z' && nx == '(' &&
-                   !ident_qualified(sp, s)) {
+                   !ident_qualified(sp, s) &&
+                   /* device-side intrinsics of programmatic dependent launch */
+                   !ident_is(sp, s, e, "cudaGridDependencySynchronize") &&
+                   !ident_is(sp, s, e, "cudaTriggerProgrammaticLaunchCompletion")) {
                 host_site(hs, sp, s, "%.*s() (a CUDA runtime API call)", (int)n, t);
         } else if (ident_is(sp, s, e, "PYBIND11_MODULE") || (n > 13 && memcmp(t, "TORCH_LIBRARY", 13) == 0) ||
                    ident_is(sp, s, e, "TORCH_LIBRARY") || ident_is(sp, s, e, "TORCH_CHECK") ||

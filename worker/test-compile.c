@@ -614,6 +614,11 @@ static void t_stdshim(void)
         accepted(KERNEL "#ifdef __CUDACC_RTC__\n#else\n#if 1\nint main() { return 0; }\n#endif\n#endif\n");
         accepted("// int main() { k<<<1, 1>>>(); }\n" KERNEL "__device__ const char *s = \"cudaMalloc(\";\n");
         accepted("struct S { __device__ int f() { return 1; } };\n__device__ int g(S s) { return s.f(); }\n" KERNEL);
+        /* Device-side runtime intrinsics are not host code (NVRTC has its say on them). */
+        run("cuda", KERNEL "__device__ void w() { cudaGridDependencySynchronize(); }\n",
+            strlen(KERNEL "__device__ void w() { cudaGridDependencySynchronize(); }\n"), NULL, NULL, &out);
+        CHECK(!strstr(jstr(out.result, "log"), "host code"));
+        compile_output_clear(&out);
         /* #include lines are checked in every branch, known-skipped ones too. */
         refused_include("#if 0\n#include \"/etc/passwd\"\n#endif\n" KERNEL, "absolute");
         refused_include("#ifndef __CUDACC_RTC__\n#include <torch/extension.h>\n#endif\n" KERNEL,
