@@ -245,7 +245,8 @@ static int reject(char *msg, size_t msglen, const Spliced *sp, size_t at, const 
  */
 enum { COND_UNKNOWN, COND_TRUE, COND_FALSE, COND_DONE /* a branch before was taken */ };
 
-typedef struct HostScan {
+/* What the scan follows and finds besides refusals: host code, #if branches, libcu++. */
+typedef struct ScanState {
         size_t n;                                 /* lines with host code, also past the maximum */
         size_t last;                              /* offset of the last site */
         size_t at[COMPILE_HOST_SITES_MAX];        /* offsets in the spliced text */
@@ -253,13 +254,14 @@ typedef struct HostScan {
         size_t depth;                             /* #if nesting, also past COMPILE_COND_DEPTH */
         uint8_t cond[COMPILE_COND_DEPTH];         /* COND_* of each level */
         bool libcudacxx;                          /* an #include of libcu++, CUB or Thrust */
-} HostScan;
+        bool inf_nan;                             /* the identifier INFINITY or NAN */
+} ScanState;
 
-static void host_site(HostScan *hs, const Spliced *sp, size_t at, const char *fmt, ...)
+static void host_site(ScanState *hs, const Spliced *sp, size_t at, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 
 /* Record host code at @at, once per line. */
-static void host_site(HostScan *hs, const Spliced *sp, size_t at, const char *fmt, ...)
+static void host_site(ScanState *hs, const Spliced *sp, size_t at, const char *fmt, ...)
 {
         va_list ap;
 
@@ -276,7 +278,7 @@ static void host_site(HostScan *hs, const Spliced *sp, size_t at, const char *fm
 }
 
 /* Is the scan inside a branch that NVRTC is known to skip? */
-static bool host_skipped(const HostScan *hs)
+static bool host_skipped(const ScanState *hs)
 {
         for (size_t i = 0; i < hs->depth && i < COMPILE_COND_DEPTH; i++)
                 if (hs->cond[i] == COND_FALSE || hs->cond[i] == COND_DONE)
@@ -425,7 +427,7 @@ static int directive_cond(const Spliced *sp, const char *name, size_t j)
 }
 
 /* Follow #if/#ifdef/#ifndef/#elif/#else/#endif (@name, text at @j) for the host code check. */
-static void host_cond(HostScan *hs, const Spliced *sp, const char *name, size_t j)
+static void host_cond(ScanState *hs, const Spliced *sp, const char *name, size_t j)
 {
         uint8_t *top = hs->depth > 0 && hs->depth <= COMPILE_COND_DEPTH ? &hs->cond[hs->depth - 1] : NULL;
 
@@ -451,7 +453,7 @@ static void host_cond(HostScan *hs, const Spliced *sp, const char *name, size_t 
 }
 
 /* Check the directive whose '#' (or "%:") starts at @i; returns where to go on. */
-static int check_directive(const Compiler *c, const Spliced *sp, HostScan *hs, size_t i,
+static int check_directive(const Compiler *c, const Spliced *sp, ScanState *hs, size_t i,
                            size_t *ret_next, char *msg, size_t msglen)
 {
         size_t j = i + (sp->t[i] == '#' ? 1 : 2), k, end;
@@ -618,7 +620,7 @@ static bool ident_qualified(const Spliced *sp, size_t s)
 }
 
 /* Record the identifier at [@s, @e) if only host code uses it. */
-static void host_ident(HostScan *hs, const Spliced *sp, size_t s, size_t e)
+static void host_ident(ScanState *hs, const Spliced *sp, size_t s, size_t e)
 {
         static const char *const ns[][2] = {
                 { "torch", "PyTorch" }, { "at", "PyTorch" }, { "c10", "PyTorch" },
@@ -656,7 +658,7 @@ static void host_ident(HostScan *hs, const Spliced *sp, size_t s, size_t e)
         }
 }
 
-static int scan(const Compiler *c, const Spliced *sp, HostScan *hs, char *msg, size_t msglen)
+static int scan(const Compiler *c, const Spliced *sp, ScanState *hs, char *msg, size_t msglen)
 {
         size_t i = 0;
         bool bol = true;
@@ -739,6 +741,8 @@ static int scan(const Compiler *c, const Spliced *sp, HostScan *hs, char *msg, s
                                                       "_Pragma operators that name files are not "
                                                       "allowed");
                         } else if (ascii) {
+                                if (ident_is(sp, s, i, "INFINITY") || ident_is(sp, s, i, "NAN"))
+                                        hs->inf_nan = true;
                                 host_ident(hs, sp, s, i);
                         }
                 } else if (ch == '<' && i + 1 < sp->n && sp->t[i + 1] == '<' && next_char(sp, i + 2) == '<') {
@@ -759,7 +763,7 @@ static int scan(const Compiler *c, const Spliced *sp, HostScan *hs, char *msg, s
 }
 
 /* The refusal of a source with host code: each place by line, the first with what to do. */
-static int host_reject(const Spliced *sp, const HostScan *hs, char *msg, size_t msglen)
+static int host_reject(const Spliced *sp, const ScanState *hs, char *msg, size_t msglen)
 {
         size_t shown = hs->n < COMPILE_HOST_SITES_MAX ? hs->n : COMPILE_HOST_SITES_MAX;
 
@@ -786,9 +790,11 @@ static int host_reject(const Spliced *sp, const HostScan *hs, char *msg, size_t 
  * without NUL bytes
  * @c:           the compiler (its include folders); borrowed
  * @src, @len:   the source; borrowed
- * @ret_libcudacxx: on success, whether the source includes libcu++, CUB or
- *               Thrust (<cuda/...>, <cub/...>, <thrust/...>, <complex>), whose
- *               <cuda/std/cmath> defines INFINITY and NAN its own way; may be NULL
+ * @ret_flags:   on success, COMPILE_SOURCE_LIBCUDACXX when the source includes
+ *               libcu++, CUB or Thrust (<cuda/...>, <cub/...>, <thrust/...>,
+ *               <complex>), whose <cuda/std/cmath> defines INFINITY and NAN
+ *               its own way, and COMPILE_SOURCE_INF_NAN when it names either;
+ *               may be NULL
  * @msg, @msglen: on COMPILE_E_REJECTED, a diagnostic in NVRTC's own form
  *               ("kernel.cu(3): error: #include \"/etc/passwd\": ..."), one
  *               line per place for host code
@@ -800,11 +806,11 @@ static int host_reject(const Spliced *sp, const HostScan *hs, char *msg, size_t 
  *
  * Return: 0, COMPILE_E_REJECTED, or -ENOMEM.
  */
-int compile_check_source(const Compiler *c, const char *src, size_t len, bool *ret_libcudacxx,
+int compile_check_source(const Compiler *c, const char *src, size_t len, unsigned *ret_flags,
                          char *msg, size_t msglen)
 {
         Spliced sp = { .src = src, .src_len = len };
-        HostScan *hs = NULL;
+        ScanState *hs = NULL;
         int r;
 
         sp.t = malloc(len + 1);
@@ -861,8 +867,9 @@ int compile_check_source(const Compiler *c, const char *src, size_t len, bool *r
         r = scan(c, &sp, hs, msg, msglen);
         if (r == 0 && hs->n > 0)
                 r = host_reject(&sp, hs, msg, msglen);
-        if (r == 0 && ret_libcudacxx)
-                *ret_libcudacxx = hs->libcudacxx;
+        if (r == 0 && ret_flags)
+                *ret_flags = (hs->libcudacxx ? COMPILE_SOURCE_LIBCUDACXX : 0u) |
+                             (hs->inf_nan ? COMPILE_SOURCE_INF_NAN : 0u);
 out:
         free(hs);
         free(sp.t);
@@ -1058,12 +1065,14 @@ static int build_fenced(const CompileJob *job, const char *arch, const char *ptx
                         const char *source_name, json_t *res, CompileOutput *out);
 
 /*
- * @libcudacxx: the source includes libcu++ (compile_check_source()): the
- * prelude then leaves INFINITY and NAN to <cuda/std/cmath>, which defines
- * them without a guard and would warn of a redefinition.
+ * @flags: COMPILE_SOURCE_* of compile_check_source(). A source that
+ * includes libcu++ gets -D__KEVALD_LIBCUDACXX=1: the prelude then leaves
+ * INFINITY and NAN to <cuda/std/cmath>, which defines them without a guard
+ * and would warn of a redefinition; =2 when it also names them: the
+ * prelude then includes <cuda/std/cmath> itself.
  */
 static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const char *src,
-                     bool libcudacxx, json_t *res, CompileOutput *out)
+                     unsigned flags, json_t *res, CompileOutput *out)
 {
         nvrtcProgram prog = NULL;
         const char **opts = NULL;
@@ -1097,8 +1106,9 @@ static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const
         opts[n_opts++] = "--ptxas-options=-v";
         opts[n_opts++] = "-include";
         opts[n_opts++] = STDSHIM_PRELUDE;
-        if (libcudacxx)
-                opts[n_opts++] = "-D" STDSHIM_LIBCUDACXX;
+        if (flags & COMPILE_SOURCE_LIBCUDACXX)
+                opts[n_opts++] = flags & COMPILE_SOURCE_INF_NAN ? "-D" STDSHIM_LIBCUDACXX "=2" :
+                                                                  "-D" STDSHIM_LIBCUDACXX "=1";
         if (!has_option(job, "-lineinfo") && !has_option(job, "--generate-line-info"))
                 opts[n_opts++] = "-lineinfo";
         /*
@@ -1552,7 +1562,7 @@ int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out)
         bool ptx = job->language && strcmp(job->language, "ptx") == 0;
         char msg[COMPILE_MSG_BYTES], *src = NULL;
         double t0 = now_ms();
-        bool libcudacxx = false;
+        unsigned flags = 0;
         size_t bad;
         int r = 0;
 
@@ -1620,7 +1630,7 @@ int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out)
                 goto done;
         }
         if (!ptx) {
-                r = compile_check_source(c, job->source, job->source_len, &libcudacxx, msg,
+                r = compile_check_source(c, job->source, job->source_len, &flags, msg,
                                          sizeof(msg));
                 if (r == COMPILE_E_REJECTED) {
                         r = result_fail(out.result, "compile", msg);
@@ -1637,7 +1647,7 @@ int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out)
         memcpy(src, job->source, job->source_len);
         src[job->source_len] = '\0';
         r = ptx ? run_jitlink(c, job, arch, src, out.result, &out) :
-                  run_nvrtc(c, job, arch, src, libcudacxx, out.result, &out);
+                  run_nvrtc(c, job, arch, src, flags, out.result, &out);
 done:
         free(src);
         if (r == 0 && json_object_set_new(out.result, "compile_ms",

@@ -29,6 +29,12 @@ enum {
         COMPILE_E_REJECTED = 1, /* the source breaks a pre-compile rule; msg says why */
 };
 
+/* What compile_check_source() found that the compile must know. */
+enum {
+        COMPILE_SOURCE_LIBCUDACXX = 1u << 0, /* includes libcu++, CUB or Thrust */
+        COMPILE_SOURCE_INF_NAN = 1u << 1,    /* names INFINITY or NAN */
+};
+
 typedef struct Compiler Compiler;
 
 typedef struct CompileJob {
@@ -63,6 +69,6 @@ void compile_close(Compiler *c);
 const char *compile_nvrtc_version(const Compiler *c);
 int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out);
 void compile_output_clear(CompileOutput *out);
-int compile_check_source(const Compiler *c, const char *src, size_t len, bool *ret_libcudacxx,
+int compile_check_source(const Compiler *c, const char *src, size_t len, unsigned *ret_flags,
                          char *msg, size_t msglen);
 json_t *compile_timeout_result(const char *arch, double deadline_ms, const char *nvrtc_version);

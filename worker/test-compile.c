@@ -575,7 +575,13 @@ static void t_stdshim(void)
         {
                 static const char lib[] = "#include <cuda/std/cmath>\n#include <cmath>\nextern \"C\" __global__ "
                                           "void k(float *p) { p[0] = -INFINITY + NAN + (float)M_PI; }\n";
+                static const char lim[] = "#include <cuda/std/limits>\nextern \"C\" __global__ void "
+                                          "k(float *p) { p[0] = -INFINITY + NAN; }\n";
                 run("cuda", lib, strlen(lib), NULL, NULL, &out);
+                CHECK(is_ok(&out) && !strstr(jstr(out.result, "log"), "redefinition"));
+                compile_output_clear(&out);
+                /* libcu++ without its <cmath>, and INFINITY: the prelude brings libcu++'s. */
+                run("cuda", lim, strlen(lim), NULL, NULL, &out);
                 CHECK(is_ok(&out) && !strstr(jstr(out.result, "log"), "redefinition"));
                 compile_output_clear(&out);
         }

@@ -7,10 +7,14 @@
  * call ambiguous. std::min and std::max come along, as with host standard
  * libraries. INFINITY and NAN are left to libcu++ in a source that includes
  * it (__KEVALD_LIBCUDACXX, set by the compile worker): its <cuda/std/cmath>
- * defines them under NVRTC without a guard.
+ * defines them under NVRTC without a guard; where such a source also names
+ * them (__KEVALD_LIBCUDACXX == 2), that header is included here.
  */
 #pragma once
 #include <kevald_algorithm.h>
+#if defined(__KEVALD_LIBCUDACXX) && __KEVALD_LIBCUDACXX > 1
+#include <cuda/std/cmath>
+#endif
 
 #if !defined(INFINITY) && !defined(__KEVALD_LIBCUDACXX)
 #define INFINITY (1.0f / 0.0f)
