@@ -255,6 +255,7 @@ typedef struct ScanState {
         uint8_t cond[COMPILE_COND_DEPTH];         /* COND_* of each level */
         bool libcudacxx;                          /* an #include of libcu++, CUB or Thrust */
         bool inf_nan;                             /* the identifier INFINITY or NAN */
+        bool redefines_prelude;                   /* #define of a macro the prelude defines */
 } ScanState;
 
 static void host_site(ScanState *hs, const Spliced *sp, size_t at, const char *fmt, ...)
@@ -471,6 +472,14 @@ static int check_directive(const Compiler *c, const Spliced *sp, ScanState *hs, 
         name[k - j] = '\0';
         *ret_next = k;
         host_cond(hs, sp, name, k);
+        if (strcmp(name, "define") == 0) {
+                size_t m = skip_directive_space(sp, k), e = m;
+                while (e < sp->n && is_ident(sp->t[e]))
+                        e++;
+                if (e > m && stdshim_prelude_macro(sp->t + m, e - m))
+                        hs->redefines_prelude = true;
+                return 0;
+        }
         if (strcmp(name, "pragma") == 0) {
                 const char *nl = memchr(sp->t + k, '\n', sp->n - k);
                 size_t len = nl ? (size_t)(nl - (sp->t + k)) : sp->n - k;
@@ -793,8 +802,10 @@ static int host_reject(const Spliced *sp, const ScanState *hs, char *msg, size_t
  * @ret_flags:   on success, COMPILE_SOURCE_LIBCUDACXX when the source includes
  *               libcu++, CUB or Thrust (<cuda/...>, <cub/...>, <thrust/...>,
  *               <complex>), whose <cuda/std/cmath> defines INFINITY and NAN
- *               its own way, and COMPILE_SOURCE_INF_NAN when it names either;
- *               may be NULL
+ *               its own way, COMPILE_SOURCE_INF_NAN when it names either, and
+ *               COMPILE_SOURCE_REDEFINES_PRELUDE when it #defines a macro that
+ *               kevald_prelude.h defines (INFINITY, M_PI, INT_MAX, ...); may be
+ *               NULL
  * @msg, @msglen: on COMPILE_E_REJECTED, a diagnostic in NVRTC's own form
  *               ("kernel.cu(3): error: #include \"/etc/passwd\": ..."), one
  *               line per place for host code
@@ -869,7 +880,8 @@ int compile_check_source(const Compiler *c, const char *src, size_t len, unsigne
                 r = host_reject(&sp, hs, msg, msglen);
         if (r == 0 && ret_flags)
                 *ret_flags = (hs->libcudacxx ? COMPILE_SOURCE_LIBCUDACXX : 0u) |
-                             (hs->inf_nan ? COMPILE_SOURCE_INF_NAN : 0u);
+                             (hs->inf_nan ? COMPILE_SOURCE_INF_NAN : 0u) |
+                             (hs->redefines_prelude ? COMPILE_SOURCE_REDEFINES_PRELUDE : 0u);
 out:
         free(hs);
         free(sp.t);
@@ -1069,7 +1081,11 @@ static int build_fenced(const CompileJob *job, const char *arch, const char *ptx
  * includes libcu++ gets -D__KEVALD_LIBCUDACXX=1: the prelude then leaves
  * INFINITY and NAN to <cuda/std/cmath>, which defines them without a guard
  * and would warn of a redefinition; =2 when it also names them: the
- * prelude then includes <cuda/std/cmath> itself.
+ * prelude then includes <cuda/std/cmath> itself. A source that defines a
+ * macro of the prelude's (INFINITY, M_PI, ...) as NVRTC code has had to is
+ * compiled with --diag-suppress=47: NVRTC would warn of an incompatible
+ * redefinition "declared at line 20 of kevald_math.h", a file the source
+ * never named.
  */
 static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const char *src,
                      unsigned flags, json_t *res, CompileOutput *out)
@@ -1082,7 +1098,7 @@ static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const
         json_t *lowered = json_object_get(res, "lowered_names");
         int r = 0;
 
-        opts = calloc(job->n_options + 9 + COMPILE_INCLUDE_DIRS, sizeof(char *));
+        opts = calloc(job->n_options + 10 + COMPILE_INCLUDE_DIRS, sizeof(char *));
         arch_opt = xasprintf("-arch=%s", arch);
         if (!opts || !arch_opt) {
                 r = -ENOMEM;
@@ -1106,6 +1122,8 @@ static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const
         opts[n_opts++] = "--ptxas-options=-v";
         opts[n_opts++] = "-include";
         opts[n_opts++] = STDSHIM_PRELUDE;
+        if (flags & COMPILE_SOURCE_REDEFINES_PRELUDE)
+                opts[n_opts++] = "--diag-suppress=47";
         if (flags & COMPILE_SOURCE_LIBCUDACXX)
                 opts[n_opts++] = flags & COMPILE_SOURCE_INF_NAN ? "-D" STDSHIM_LIBCUDACXX "=2" :
                                                                   "-D" STDSHIM_LIBCUDACXX "=1";

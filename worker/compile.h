@@ -33,6 +33,7 @@ enum {
 enum {
         COMPILE_SOURCE_LIBCUDACXX = 1u << 0, /* includes libcu++, CUB or Thrust */
         COMPILE_SOURCE_INF_NAN = 1u << 1,    /* names INFINITY or NAN */
+        COMPILE_SOURCE_REDEFINES_PRELUDE = 1u << 2, /* #defines a macro of kevald_prelude.h */
 };
 
 typedef struct Compiler Compiler;

@@ -20,6 +20,14 @@ static const char *names[STDSHIM_MAX_NAMES];
 static const char *texts[STDSHIM_MAX_NAMES];
 static size_t n_shims;
 
+/* The macros kevald_prelude.h defines, directly or through the shims it includes. */
+#define PRELUDE_MACROS_MAX 128
+static struct {
+        const char *p; /* into a shim's text */
+        size_t len;
+} prelude_macros[PRELUDE_MACROS_MAX];
+static size_t n_prelude_macros;
+
 /* Shims whose header name has a folder (bin2c names a file by its base name). */
 static const struct {
         const char *file;
@@ -27,6 +35,55 @@ static const struct {
 } folders[] = {
         { "cub.cuh", "cub/cub.cuh" },
 };
+
+static bool is_ident(char ch)
+{
+        return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_';
+}
+
+static const char *find_text(const char *name, size_t len)
+{
+        for (size_t i = 0; i < n_shims; i++)
+                if (strlen(names[i]) == len && memcmp(names[i], name, len) == 0)
+                        return texts[i];
+        return NULL;
+}
+
+/*
+ * Note every "#define NAME" of shim @name, and of the shims its
+ * "#include <...>" lines name, into prelude_macros[]. The shims are ours:
+ * one directive a line, no continuations.
+ */
+static void collect_macros(const char *name, int depth)
+{
+        const char *t = find_text(name, strlen(name)), *p, *e;
+
+        if (!t || depth > 4)
+                return;
+        for (p = t; *p; p = *e ? e + 1 : e) {
+                e = strchr(p, '\n');
+                if (!e)
+                        e = p + strlen(p);
+                if (strncmp(p, "#define ", 8) == 0) {
+                        const char *m = p + 8;
+                        size_t n = 0;
+                        while (is_ident(m[n]))
+                                n++;
+                        if (n > 0 && n_prelude_macros < PRELUDE_MACROS_MAX) {
+                                prelude_macros[n_prelude_macros].p = m;
+                                prelude_macros[n_prelude_macros++].len = n;
+                        }
+                } else if (strncmp(p, "#include <", 10) == 0) {
+                        const char *h = p + 10, *close = memchr(h, '>', (size_t)(e - h));
+                        char inc[64];
+                        if (close && (size_t)(close - h) < sizeof(inc)) {
+                                memcpy(inc, h, (size_t)(close - h));
+                                inc[close - h] = '\0';
+                                collect_macros(inc, depth + 1);
+                        }
+                }
+        }
+}
 
 static void load(void)
 {
@@ -40,6 +97,7 @@ static void load(void)
                                 names[i] = folders[k].name;
         }
         n_shims = kevald_stdshim_count < STDSHIM_MAX_NAMES ? kevald_stdshim_count : STDSHIM_MAX_NAMES;
+        collect_macros(STDSHIM_PRELUDE, 0);
 }
 
 /** stdshim_count() - how many shims stdshim_names() and stdshim_texts() hold. */
@@ -76,6 +134,23 @@ const char *stdshim_find(const char *name)
                 if (strcmp(names[i], name) == 0)
                         return texts[i];
         return NULL;
+}
+
+/**
+ * stdshim_prelude_macro() - does kevald_prelude.h define the macro @name?
+ * @name, @len: an identifier (not NUL-terminated); borrowed
+ *
+ * A source that defines one of them itself redefines it (NVRTC warns).
+ *
+ * Return: true or false.
+ */
+bool stdshim_prelude_macro(const char *name, size_t len)
+{
+        load();
+        for (size_t i = 0; i < n_prelude_macros; i++)
+                if (prelude_macros[i].len == len && memcmp(prelude_macros[i].p, name, len) == 0)
+                        return true;
+        return false;
 }
 
 /* Host-only headers: a name, or a folder prefix ending in '/'. */

@@ -17,6 +17,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define STDSHIM_PRELUDE "kevald_prelude.h"
@@ -29,3 +30,4 @@ const char *const *stdshim_names(void);
 const char *const *stdshim_texts(void);
 const char *stdshim_find(const char *name);
 const char *stdshim_host_header(const char *name);
+bool stdshim_prelude_macro(const char *name, size_t len);

@@ -585,6 +585,18 @@ static void t_stdshim(void)
                 CHECK(is_ok(&out) && !strstr(jstr(out.result, "log"), "redefinition"));
                 compile_output_clear(&out);
         }
+        /* A source that defines INFINITY or M_PI itself, as NVRTC code has had to: no warning. */
+        {
+                static const char own[] = "#define INFINITY __int_as_float(0x7f800000)\n#define M_PI 3.14159265f\n"
+                                          "#define INT_MAX 2147483647\nextern \"C\" __global__ void k(float *p) "
+                                          "{ p[0] = -INFINITY + M_PI + INT_MAX; }\n";
+                run("cuda", own, strlen(own), NULL, NULL, &out);
+                CHECK(is_ok(&out) && !strstr(jstr(out.result, "log"), "redefinition"));
+                compile_output_clear(&out);
+                CHECK(stdshim_prelude_macro("INFINITY", 8) && stdshim_prelude_macro("M_PI", 4) &&
+                      stdshim_prelude_macro("INT_MAX", 7) && !stdshim_prelude_macro("FLT_MAX", 7) &&
+                      !stdshim_prelude_macro("M_P", 3));
+        }
         /* A diagnostic inside a shim is shown (the shims are ours), not withheld. */
         run("cuda", "#define printf 1\n#include <cstdio>\n" KERNEL,
             strlen("#define printf 1\n#include <cstdio>\n" KERNEL), NULL, NULL, &out);
