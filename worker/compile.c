@@ -2,8 +2,8 @@
  * compile - see compile.h. The only file that includes <nvrtc.h> and
  * <nvJitLink.h>; their status codes end here.
  *
- * One job: checks (size, UTF-8, options, #include directives, host code), then NVRTC
- * (CUDA C++) or nvJitLink (PTX) with our own options appended, then the
+ * One job: checks (size, UTF-8, options, #include directives, host code),
+ * then NVRTC (CUDA C++) or nvJitLink (PTX) with our own options appended, then the
  * CUBIN is parsed (cubin.c) and joined with the ptxas -v report
  * (logtrim.c) into the per-kernel resource report. Every expected failure
  * becomes a RESULT with ok false and an error kind; only infrastructure
@@ -12,8 +12,9 @@
  * Options we add to NVRTC: -arch=<arch>, -I<cuda>/include,
  * -I<cuda>/include/cccl (CUDA 13 keeps libcu++/CUB/Thrust there),
  * -include kevald_prelude.h (with the standard header shims as in-memory
- * headers: worker/stdshim.h; -D__KEVALD_LIBCUDACXX for a source that
- * includes libcu++),
+ * headers: worker/stdshim.h; -D__KEVALD_LIBCUDACXX=1|2 for a source that
+ * includes libcu++, --diag-suppress=47 for one that redefines a macro of
+ * the prelude: see run_nvrtc()),
  * -lineinfo (the source lines of the fenced build's sites; ptxas emits the
  * same SASS with it: checked section by section on every task kernel) and
  * --ptxas-options=-v (the resource report; its lines never reach the
