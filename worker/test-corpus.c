@@ -4,7 +4,8 @@
  * with the real NVRTC and nvJitLink exactly as a candidate is (the fenced
  * build included).
  *
- *   - at least manifest.min_compile_rate of the "kernels" compile, each
+ *   - every .cu file of the folder is listed; at least
+ *     manifest.min_compile_rate of the "kernels" compile, each
  *     failure listed with the first lines of its log; every one that
  *     compiles has a fenced build without an error;
  *   - each "host" sample (a main(), launches, the CUDA runtime API, a
@@ -14,6 +15,7 @@
  *   - no compiled kernel's log warns of a macro redefinition (the prelude's
  *     INFINITY against libcu++'s, say).
  */
+#include <dirent.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -89,6 +91,22 @@ static int compile_file(const char *dir, const char *file, json_t *names, Compil
         return r;
 }
 
+/* How many *.cu files @dir holds (not its sub-folders). */
+static size_t count_sources(const char *dir)
+{
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        size_t n = 0, len;
+
+        while (d && (de = readdir(d))) {
+                len = strlen(de->d_name);
+                n += len > 3 && strcmp(de->d_name + len - 3, ".cu") == 0;
+        }
+        if (d)
+                closedir(d);
+        return n;
+}
+
 /* The first @lines lines of @log, indented, to stderr. */
 static void print_head(const char *log, int lines)
 {
@@ -108,6 +126,7 @@ static void t_kernels(const char *dir, json_t *manifest)
 
         CHECK(total >= 60);
         CHECK(rate >= 0.95);
+        CHECK(count_sources(dir) == total); /* every .cu of the folder is in the manifest */
         json_array_foreach(kernels, i, k) {
                 CompileOutput out;
                 const char *file = jstr(k, "file");
