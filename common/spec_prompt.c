@@ -242,8 +242,10 @@ char *spec_task_prompt(const Task *task, json_t *allowed_options)
         put(&b, "\n## What to submit\n\n");
         put(&b, "A JSON object:\n\n"
                 "- \"task\": \"%s\"\n"
-                "- \"source\": CUDA C++ source (NVRTC, no host code, no #include of files other "
-                "than CUDA headers). Every kernel the plan launches is `extern \"C\" __global__`, "
+                "- \"source\": CUDA C++ device code (NVRTC: no main(), <<<>>> launches, "
+                "cudaMalloc or PyTorch; #include only CUDA toolkit headers and the standard headers "
+                "device code uses, such as <cmath>, <cstdint>, <cfloat>, <climits>, <algorithm>, "
+                "<type_traits>). Every kernel the plan launches is `extern \"C\" __global__`, "
                 "or is a template instantiation listed in \"name_expressions\" (e.g. "
                 "\"my_kernel<float, 256>\") and named by that expression in the plan.\n"
                 "- \"plan\": a list of at most %d launches run in order on one stream: "

@@ -46,7 +46,7 @@ void pipeline_cache_key(const char *language, const char *arch, const char *nvrt
         Sha256 s;
 
         sha256_init(&s);
-        hash_str(&s, "kevald-compile-v2"); /* v2: -lineinfo, and a fenced build beside the plain one */
+        hash_str(&s, "kevald-compile-v3"); /* v3: standard header shims, the prelude, the host code check */
         hash_str(&s, language);
         hash_str(&s, arch);
         hash_str(&s, nvrtc);

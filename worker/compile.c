@@ -2,8 +2,8 @@
  * compile - see compile.h. The only file that includes <nvrtc.h> and
  * <nvJitLink.h>; their status codes end here.
  *
- * One job: checks (size, UTF-8, options, #include directives), then NVRTC
- * (CUDA C++) or nvJitLink (PTX) with our own options appended, then the
+ * One job: checks (size, UTF-8, options, #include directives, host code),
+ * then NVRTC (CUDA C++) or nvJitLink (PTX) with our own options appended, then the
  * CUBIN is parsed (cubin.c) and joined with the ptxas -v report
  * (logtrim.c) into the per-kernel resource report. Every expected failure
  * becomes a RESULT with ok false and an error kind; only infrastructure
@@ -11,6 +11,10 @@
  *
  * Options we add to NVRTC: -arch=<arch>, -I<cuda>/include,
  * -I<cuda>/include/cccl (CUDA 13 keeps libcu++/CUB/Thrust there),
+ * -include kevald_prelude.h (with the standard header shims as in-memory
+ * headers: worker/stdshim.h; -D__KEVALD_LIBCUDACXX=1|2 for a source that
+ * includes libcu++, --diag-suppress=47 for one that redefines a macro of
+ * the prelude: see run_nvrtc()),
  * -lineinfo (the source lines of the fenced build's sites; ptxas emits the
  * same SASS with it: checked section by section on every task kernel) and
  * --ptxas-options=-v (the resource report; its lines never reach the
@@ -48,9 +52,12 @@
 #include "worker/cubin.h"
 #include "worker/fence.h"
 #include "worker/logtrim.h"
+#include "worker/stdshim.h"
 
 #define COMPILE_INCLUDE_DIRS 2
-#define COMPILE_MSG_BYTES 512
+#define COMPILE_MSG_BYTES 2048
+#define COMPILE_HOST_SITES_MAX 8 /* host code lines named in one refusal */
+#define COMPILE_COND_DEPTH 64     /* #if nesting followed for the host code check */
 #define COMPILE_NAME_MAP "__nv_name_map" /* where NVRTC reports name-expression errors */
 
 struct Compiler {
@@ -184,23 +191,101 @@ static size_t line_of(const Spliced *sp, size_t i)
         return line;
 }
 
+/* Append one diagnostic line in NVRTC's form for offset @at to @msg (NUL-terminated). */
+static void diag_vappend(char *msg, size_t msglen, const Spliced *sp, size_t at, const char *fmt,
+                         va_list ap) __attribute__((format(printf, 5, 0)));
+
+static void diag_vappend(char *msg, size_t msglen, const Spliced *sp, size_t at, const char *fmt,
+                         va_list ap)
+{
+        size_t used = msg && msglen > 0 ? strnlen(msg, msglen - 1) : 0;
+        int n;
+
+        if (!msg || msglen == 0 || used + 1 >= msglen)
+                return;
+        n = snprintf(msg + used, msglen - used, "%s" COMPILE_SOURCE_NAME "(%zu): error: ",
+                     used > 0 ? "\n" : "", line_of(sp, at));
+        if (n > 0 && used + (size_t)n < msglen)
+                vsnprintf(msg + used + (size_t)n, msglen - used - (size_t)n, fmt, ap);
+}
+
+static void diag_append(char *msg, size_t msglen, const Spliced *sp, size_t at, const char *fmt, ...)
+        __attribute__((format(printf, 5, 6)));
+
+static void diag_append(char *msg, size_t msglen, const Spliced *sp, size_t at, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        diag_vappend(msg, msglen, sp, at, fmt, ap);
+        va_end(ap);
+}
+
 static int reject(char *msg, size_t msglen, const Spliced *sp, size_t at, const char *fmt, ...)
         __attribute__((format(printf, 5, 6)));
 
 static int reject(char *msg, size_t msglen, const Spliced *sp, size_t at, const char *fmt, ...)
 {
         va_list ap;
-        int n;
 
-        if (msg && msglen > 0) {
-                n = snprintf(msg, msglen, COMPILE_SOURCE_NAME "(%zu): error: ", line_of(sp, at));
-                if (n > 0 && (size_t)n < msglen) {
-                        va_start(ap, fmt);
-                        vsnprintf(msg + n, msglen - (size_t)n, fmt, ap);
-                        va_end(ap);
-                }
-        }
+        if (msg && msglen > 0)
+                msg[0] = '\0';
+        va_start(ap, fmt);
+        diag_vappend(msg, msglen, sp, at, fmt, ap);
+        va_end(ap);
         return COMPILE_E_REJECTED;
+}
+
+/*
+ * Host code: what a source written for nvcc and a host program (or a
+ * PyTorch extension) holds besides its kernels. NVRTC compiles device code
+ * only, so any of it is refused before NVRTC runs, each place by line.
+ * Code in a branch NVRTC is known to skip (#if 0, #ifndef __CUDACC_RTC__,
+ * #ifndef __CUDA_ARCH__, the #else of #ifdef __CUDACC_RTC__) is not host
+ * code to refuse; #include lines are checked wherever they are.
+ */
+enum { COND_UNKNOWN, COND_TRUE, COND_FALSE, COND_DONE /* a branch before was taken */ };
+
+/* What the scan follows and finds besides refusals: host code, #if branches, libcu++. */
+typedef struct ScanState {
+        size_t n;                                 /* lines with host code, also past the maximum */
+        size_t last;                              /* offset of the last site */
+        size_t at[COMPILE_HOST_SITES_MAX];        /* offsets in the spliced text */
+        char what[COMPILE_HOST_SITES_MAX][112];
+        size_t depth;                             /* #if nesting, also past COMPILE_COND_DEPTH */
+        uint8_t cond[COMPILE_COND_DEPTH];         /* COND_* of each level */
+        bool libcudacxx;                          /* an #include of libcu++, CUB or Thrust */
+        bool inf_nan;                             /* the identifier INFINITY or NAN */
+        bool redefines_prelude;                   /* #define of a macro the prelude defines */
+} ScanState;
+
+static void host_site(ScanState *hs, const Spliced *sp, size_t at, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+/* Record host code at @at, once per line. */
+static void host_site(ScanState *hs, const Spliced *sp, size_t at, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (hs->n > 0 && !memchr(sp->src + sp->orig[hs->last], '\n', sp->orig[at] - sp->orig[hs->last]))
+                return;
+        hs->last = at;
+        if (hs->n < COMPILE_HOST_SITES_MAX) {
+                hs->at[hs->n] = at;
+                va_start(ap, fmt);
+                vsnprintf(hs->what[hs->n], sizeof(hs->what[0]), fmt, ap);
+                va_end(ap);
+        }
+        hs->n++;
+}
+
+/* Is the scan inside a branch that NVRTC is known to skip? */
+static bool host_skipped(const ScanState *hs)
+{
+        for (size_t i = 0; i < hs->depth && i < COMPILE_COND_DEPTH; i++)
+                if (hs->cond[i] == COND_FALSE || hs->cond[i] == COND_DONE)
+                        return true;
+        return false;
 }
 
 static bool is_ident(char ch)
@@ -261,7 +346,7 @@ static int check_header(const Compiler *c, const Spliced *sp, size_t at, const c
                                       "%s: header names may contain only letters, digits and "
                                       "_ . / - +", what);
         }
-        if (!must_exist)
+        if (!must_exist || stdshim_find(buf))
                 return 0;
         for (size_t i = 0; i < c->n_include_dirs; i++) {
                 const char *dir = c->include_dirs[i];
@@ -281,14 +366,97 @@ static int check_header(const Compiler *c, const Spliced *sp, size_t at, const c
                         return 0;
         }
         return reject(msg, msglen, sp, at,
-                      "%s <%s>: not a CUDA toolkit header (only headers under the toolkit's "
-                      "include folders can be included; NVRTC has no C++ standard library "
-                      "headers: use <cuda/std/...> instead)", what, buf);
+                      "%s <%s>: not a CUDA toolkit header or a standard header that device code "
+                      "can use (those are <cmath> <math.h> <cstdint> <stdint.h> <cfloat> "
+                      "<float.h> <climits> <limits.h> <cstddef> <cstdio> <cstdlib> <cstring> "
+                      "<cassert> <algorithm> <type_traits> <utility> <limits> <array> <tuple> "
+                      "<functional> and the other <cuda/std/...> headers)", what, buf);
+}
+
+/*
+ * The condition of the #if-like directive @name whose text follows at @j,
+ * as far as it is known without a preprocessor: COND_TRUE or COND_FALSE for
+ * `0`, `1` and whether a macro that NVRTC always defines is defined.
+ */
+static int directive_cond(const Spliced *sp, const char *name, size_t j)
+{
+        static const char *const nvrtc_macros[] = { "__CUDACC_RTC__", "__CUDACC__", "__CUDA_ARCH__" };
+        char t[48];
+        size_t n = 0;
+        bool neg = false, known = false;
+        const char *m;
+
+        for (;;) {
+                j = skip_directive_space(sp, j);
+                if (j >= sp->n || sp->t[j] == '\n' ||
+                    (j + 1 < sp->n && sp->t[j] == '/' && sp->t[j + 1] == '/'))
+                        break;
+                if (n + 1 >= sizeof(t))
+                        return COND_UNKNOWN;
+                t[n++] = sp->t[j++];
+        }
+        t[n] = '\0';
+        if (strcmp(name, "if") == 0 || strcmp(name, "elif") == 0) {
+                if (strcmp(t, "0") == 0)
+                        return COND_FALSE;
+                if (strcmp(t, "1") == 0)
+                        return COND_TRUE;
+                m = t;
+                if (*m == '!') {
+                        neg = true;
+                        m++;
+                }
+                if (strncmp(m, "defined", 7) != 0)
+                        return COND_UNKNOWN;
+                m += 7;
+                n = strlen(m);
+                if (n >= 2 && m[0] == '(' && m[n - 1] == ')') {
+                        memmove(t, m + 1, n - 2);
+                        t[n - 2] = '\0';
+                        m = t;
+                }
+        } else if (strcmp(name, "ifdef") == 0 || strcmp(name, "ifndef") == 0) {
+                neg = strcmp(name, "ifndef") == 0;
+                m = t;
+        } else {
+                return COND_UNKNOWN;
+        }
+        for (size_t i = 0; i < sizeof(nvrtc_macros) / sizeof(nvrtc_macros[0]); i++)
+                known |= strcmp(m, nvrtc_macros[i]) == 0;
+        if (!known)
+                return COND_UNKNOWN;
+        return neg ? COND_FALSE : COND_TRUE;
+}
+
+/* Follow #if/#ifdef/#ifndef/#elif/#else/#endif (@name, text at @j) for the host code check. */
+static void host_cond(ScanState *hs, const Spliced *sp, const char *name, size_t j)
+{
+        uint8_t *top = hs->depth > 0 && hs->depth <= COMPILE_COND_DEPTH ? &hs->cond[hs->depth - 1] : NULL;
+
+        if (strcmp(name, "if") == 0 || strcmp(name, "ifdef") == 0 || strcmp(name, "ifndef") == 0) {
+                if (hs->depth < COMPILE_COND_DEPTH)
+                        hs->cond[hs->depth] = (uint8_t)directive_cond(sp, name, j);
+                hs->depth++;
+        } else if (strcmp(name, "elif") == 0 || strcmp(name, "elifdef") == 0 ||
+                   strcmp(name, "elifndef") == 0) {
+                if (top && (*top == COND_TRUE || *top == COND_DONE))
+                        *top = COND_DONE;
+                else if (top && *top == COND_FALSE)
+                        *top = (uint8_t)directive_cond(sp, name, j);
+        } else if (strcmp(name, "else") == 0) {
+                if (top && *top == COND_TRUE)
+                        *top = COND_DONE;
+                else if (top && *top == COND_FALSE)
+                        *top = COND_TRUE;
+        } else if (strcmp(name, "endif") == 0) {
+                if (hs->depth > 0)
+                        hs->depth--;
+        }
 }
 
 /* Check the directive whose '#' (or "%:") starts at @i; returns where to go on. */
-static int check_directive(const Compiler *c, const Spliced *sp, size_t i, size_t *ret_next,
-                           char *msg, size_t msglen)
+static int check_directive(const Compiler *c, const Spliced *sp, ScanState *hs, size_t i,
+                           size_t *ret_next, char *msg, size_t msglen)
 {
         size_t j = i + (sp->t[i] == '#' ? 1 : 2), k, end;
         char name[16];
@@ -304,6 +472,15 @@ static int check_directive(const Compiler *c, const Spliced *sp, size_t i, size_
         memcpy(name, sp->t + j, k - j);
         name[k - j] = '\0';
         *ret_next = k;
+        host_cond(hs, sp, name, k);
+        if (strcmp(name, "define") == 0) {
+                size_t m = skip_directive_space(sp, k), e = m;
+                while (e < sp->n && is_ident(sp->t[e]))
+                        e++;
+                if (e > m && stdshim_prelude_macro(sp->t + m, e - m))
+                        hs->redefines_prelude = true;
+                return 0;
+        }
         if (strcmp(name, "pragma") == 0) {
                 const char *nl = memchr(sp->t + k, '\n', sp->n - k);
                 size_t len = nl ? (size_t)(nl - (sp->t + k)) : sp->n - k;
@@ -332,6 +509,21 @@ static int check_directive(const Compiler *c, const Spliced *sp, size_t i, size_
                 if (end >= sp->n || sp->t[end] != close)
                         return reject(msg, msglen, sp, i, "%s: unterminated header name", what);
                 *ret_next = end + 1;
+                if (end - j - 1 <= LIMIT_HEADER_NAME_BYTES) {
+                        char h[LIMIT_HEADER_NAME_BYTES + 1];
+                        const char *host;
+                        memcpy(h, sp->t + j + 1, end - j - 1);
+                        h[end - j - 1] = '\0';
+                        host = stdshim_host_header(h);
+                        if (strncmp(h, "cuda/", 5) == 0 || strncmp(h, "cub/", 4) == 0 ||
+                            strncmp(h, "thrust/", 7) == 0 || strcmp(h, "complex") == 0)
+                                hs->libcudacxx = true;
+                        if (host) {
+                                /* Refused below as host code: NVRTC never sees it. */
+                                host_site(hs, sp, i, "#include <%s> (%s)", h, host);
+                                return 0;
+                        }
+                }
                 return check_header(c, sp, i, what, sp->t + j + 1, end - j - 1, true, msg, msglen);
         }
         return reject(msg, msglen, sp, i,
@@ -420,7 +612,63 @@ static int check_has_include(const Compiler *c, const Spliced *sp, size_t i, siz
                             msglen);
 }
 
-static int scan(const Compiler *c, const Spliced *sp, char *msg, size_t msglen)
+/* The next character after @i that is not a blank, or '\0'. */
+static char next_char(const Spliced *sp, size_t i)
+{
+        while (i < sp->n && is_hspace(sp->t[i]))
+                i++;
+        return i < sp->n ? sp->t[i] : '\0';
+}
+
+/* Is the identifier at [@s, @e) a member or a qualified name (after '.', "->" or "::")? */
+static bool ident_qualified(const Spliced *sp, size_t s)
+{
+        while (s > 0 && is_hspace(sp->t[s - 1]))
+                s--;
+        return s > 0 && (sp->t[s - 1] == '.' || (s > 1 && sp->t[s - 1] == '>' && sp->t[s - 2] == '-') ||
+                         (s > 1 && sp->t[s - 1] == ':' && sp->t[s - 2] == ':'));
+}
+
+/* Record the identifier at [@s, @e) if only host code uses it. */
+static void host_ident(ScanState *hs, const Spliced *sp, size_t s, size_t e)
+{
+        static const char *const ns[][2] = {
+                { "torch", "PyTorch" }, { "at", "PyTorch" }, { "c10", "PyTorch" },
+                { "pybind11", "pybind11" }, { "py", "pybind11" },
+        };
+        size_t n = e - s;
+        const char *t = sp->t + s;
+        char nx = next_char(sp, e);
+
+        if (host_skipped(hs) || n > 64)
+                return;
+        if (ident_is(sp, s, e, "main") && nx == '(' && !ident_qualified(sp, s)) {
+                host_site(hs, sp, s, "a main() function");
+        } else if (n > 4 && memcmp(t, "cuda", 4) == 0 && t[4] >= 'A' && t[4] <= 'Z' && nx == '(' &&
+                   !ident_qualified(sp, s) &&
+                   /* device-side intrinsics of programmatic dependent launch */
+                   !ident_is(sp, s, e, "cudaGridDependencySynchronize") &&
+                   !ident_is(sp, s, e, "cudaTriggerProgrammaticLaunchCompletion")) {
+                host_site(hs, sp, s, "%.*s() (a CUDA runtime API call)", (int)n, t);
+        } else if (ident_is(sp, s, e, "PYBIND11_MODULE") || (n > 13 && memcmp(t, "TORCH_LIBRARY", 13) == 0) ||
+                   ident_is(sp, s, e, "TORCH_LIBRARY") || ident_is(sp, s, e, "TORCH_CHECK") ||
+                   (n > 12 && memcmp(t, "AT_DISPATCH_", 12) == 0)) {
+                host_site(hs, sp, s, "%.*s (%s)", (int)n, t, t[0] == 'P' ? "pybind11" : "PyTorch");
+        } else if (nx == ':' && !ident_qualified(sp, s)) {
+                size_t k = e;
+                while (k < sp->n && is_hspace(sp->t[k]))
+                        k++;
+                if (k + 1 >= sp->n || sp->t[k + 1] != ':')
+                        return;
+                for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+                        if (ident_is(sp, s, e, ns[i][0])) {
+                                host_site(hs, sp, s, "%s:: (%s)", ns[i][0], ns[i][1]);
+                                return;
+                        }
+        }
+}
+
+static int scan(const Compiler *c, const Spliced *sp, ScanState *hs, char *msg, size_t msglen)
 {
         size_t i = 0;
         bool bol = true;
@@ -445,7 +693,7 @@ static int scan(const Compiler *c, const Spliced *sp, char *msg, size_t msglen)
                                 bol = true;
                         i = end;
                 } else if (bol && (ch == '#' || (ch == '%' && i + 1 < sp->n && sp->t[i + 1] == ':'))) {
-                        r = check_directive(c, sp, i, &i, msg, msglen);
+                        r = check_directive(c, sp, hs, i, &i, msg, msglen);
                         if (r != 0)
                                 return r;
                         bol = false;
@@ -502,7 +750,20 @@ static int scan(const Compiler *c, const Spliced *sp, char *msg, size_t msglen)
                                         return reject(msg, msglen, sp, s,
                                                       "_Pragma operators that name files are not "
                                                       "allowed");
+                        } else if (ascii) {
+                                if (ident_is(sp, s, i, "INFINITY") || ident_is(sp, s, i, "NAN"))
+                                        hs->inf_nan = true;
+                                host_ident(hs, sp, s, i);
                         }
+                } else if (ch == '<' && i + 1 < sp->n && sp->t[i + 1] == '<' && next_char(sp, i + 2) == '<') {
+                        /* A launch: <<<, or "<< <" as some code writes it; neither is device C++. */
+                        if (!host_skipped(hs))
+                                host_site(hs, sp, i, "a kernel launch (<<<...>>>)");
+                        bol = false;
+                        i += 2;
+                        while (sp->t[i] != '<')
+                                i++;
+                        i++;
                 } else {
                         bol = false;
                         i++;
@@ -511,13 +772,44 @@ static int scan(const Compiler *c, const Spliced *sp, char *msg, size_t msglen)
         return 0;
 }
 
+/* The refusal of a source with host code: each place by line, the first with what to do. */
+static int host_reject(const Spliced *sp, const ScanState *hs, char *msg, size_t msglen)
+{
+        size_t shown = hs->n < COMPILE_HOST_SITES_MAX ? hs->n : COMPILE_HOST_SITES_MAX;
+
+        reject(msg, msglen, sp, hs->at[0],
+               "host code is not accepted: %s. Submit device code only: the __global__ kernels "
+               "(extern \"C\", or named by name_expressions) and the __device__ code they call; "
+               "the launches go in the plan, and kevald allocates and fills the buffers",
+               hs->what[0]);
+        for (size_t i = 1; i < shown; i++) {
+                char line[160];
+                snprintf(line, sizeof(line), "host code: %s", hs->what[i]);
+                diag_append(msg, msglen, sp, hs->at[i], "%s", line);
+        }
+        if (hs->n > shown && msg && msglen > 0) {
+                size_t used = strnlen(msg, msglen - 1);
+                snprintf(msg + used, msglen - used, "\n(%zu more lines with host code)", hs->n - shown);
+        }
+        return COMPILE_E_REJECTED;
+}
+
 /**
- * compile_check_source() - the #include rules (see compile.h) for a CUDA
- * C++ source that is already known to be UTF-8 without NUL bytes
+ * compile_check_source() - the #include rules and the host code check (see
+ * compile.h) for a CUDA C++ source that is already known to be UTF-8
+ * without NUL bytes
  * @c:           the compiler (its include folders); borrowed
  * @src, @len:   the source; borrowed
+ * @ret_flags:   on success, COMPILE_SOURCE_LIBCUDACXX when the source includes
+ *               libcu++, CUB or Thrust (<cuda/...>, <cub/...>, <thrust/...>,
+ *               <complex>), whose <cuda/std/cmath> defines INFINITY and NAN
+ *               its own way, COMPILE_SOURCE_INF_NAN when it names either, and
+ *               COMPILE_SOURCE_REDEFINES_PRELUDE when it #defines a macro that
+ *               kevald_prelude.h defines (INFINITY, M_PI, INT_MAX, ...); may be
+ *               NULL
  * @msg, @msglen: on COMPILE_E_REJECTED, a diagnostic in NVRTC's own form
- *               ("kernel.cu(3): error: #include \"/etc/passwd\": ...")
+ *               ("kernel.cu(3): error: #include \"/etc/passwd\": ..."), one
+ *               line per place for host code
  *
  * Also refused: trigraphs that spell '#' or '\' (the ?\?= and ?\?/ sequences), a backslash
  * followed by blanks at the end of a line, and a carriage return not
@@ -526,9 +818,11 @@ static int scan(const Compiler *c, const Spliced *sp, char *msg, size_t msglen)
  *
  * Return: 0, COMPILE_E_REJECTED, or -ENOMEM.
  */
-int compile_check_source(const Compiler *c, const char *src, size_t len, char *msg, size_t msglen)
+int compile_check_source(const Compiler *c, const char *src, size_t len, unsigned *ret_flags,
+                         char *msg, size_t msglen)
 {
         Spliced sp = { .src = src, .src_len = len };
+        ScanState *hs = NULL;
         int r;
 
         sp.t = malloc(len + 1);
@@ -577,8 +871,20 @@ int compile_check_source(const Compiler *c, const char *src, size_t len, char *m
         }
         sp.t[sp.n] = '\0';
         sp.orig[sp.n] = (uint32_t)len;
-        r = scan(c, &sp, msg, msglen);
+        hs = calloc(1, sizeof(*hs));
+        if (!hs) {
+                r = -ENOMEM;
+                goto out;
+        }
+        r = scan(c, &sp, hs, msg, msglen);
+        if (r == 0 && hs->n > 0)
+                r = host_reject(&sp, hs, msg, msglen);
+        if (r == 0 && ret_flags)
+                *ret_flags = (hs->libcudacxx ? COMPILE_SOURCE_LIBCUDACXX : 0u) |
+                             (hs->inf_nan ? COMPILE_SOURCE_INF_NAN : 0u) |
+                             (hs->redefines_prelude ? COMPILE_SOURCE_REDEFINES_PRELUDE : 0u);
 out:
+        free(hs);
         free(sp.t);
         free(sp.orig);
         return r;
@@ -727,7 +1033,7 @@ out:
 static int set_clean_log(const Compiler *c, json_t *res, const char *raw, const char *prefix,
                          const char *source_name)
 {
-        const char *names[] = { source_name, COMPILE_NAME_MAP };
+        const char *names[2 + STDSHIM_MAX_NAMES];
         LogtrimConfig cfg = {
                 .source_names = names,
                 .n_source_names = 2,
@@ -739,6 +1045,11 @@ static int set_clean_log(const Compiler *c, json_t *res, const char *raw, const 
         bool truncated = false;
         int r;
 
+        names[0] = source_name;
+        names[1] = COMPILE_NAME_MAP;
+        /* The shims (public, ours) are shown like toolkit headers. */
+        for (size_t i = 0; i < stdshim_count() && i < STDSHIM_MAX_NAMES; i++)
+                names[cfg.n_source_names++] = stdshim_names()[i];
         if (prefix && *prefix) {
                 joined = xasprintf("%s%s", prefix, raw ? raw : "");
                 if (!joined)
@@ -766,8 +1077,19 @@ static bool has_option(const CompileJob *job, const char *o)
 static int build_fenced(const CompileJob *job, const char *arch, const char *ptx, size_t len,
                         const char *source_name, json_t *res, CompileOutput *out);
 
+/*
+ * @flags: COMPILE_SOURCE_* of compile_check_source(). A source that
+ * includes libcu++ gets -D__KEVALD_LIBCUDACXX=1: the prelude then leaves
+ * INFINITY and NAN to <cuda/std/cmath>, which defines them without a guard
+ * and would warn of a redefinition; =2 when it also names them: the
+ * prelude then includes <cuda/std/cmath> itself. A source that defines a
+ * macro of the prelude's (INFINITY, M_PI, ...) as NVRTC code has had to is
+ * compiled with --diag-suppress=47: NVRTC would warn of an incompatible
+ * redefinition "declared at line 20 of kevald_math.h", a file the source
+ * never named.
+ */
 static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const char *src,
-                     json_t *res, CompileOutput *out)
+                     unsigned flags, json_t *res, CompileOutput *out)
 {
         nvrtcProgram prog = NULL;
         const char **opts = NULL;
@@ -777,7 +1099,7 @@ static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const
         json_t *lowered = json_object_get(res, "lowered_names");
         int r = 0;
 
-        opts = calloc(job->n_options + 6 + COMPILE_INCLUDE_DIRS, sizeof(char *));
+        opts = calloc(job->n_options + 10 + COMPILE_INCLUDE_DIRS, sizeof(char *));
         arch_opt = xasprintf("-arch=%s", arch);
         if (!opts || !arch_opt) {
                 r = -ENOMEM;
@@ -799,6 +1121,13 @@ static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const
         for (size_t i = 0; i < c->n_include_dirs; i++)
                 opts[n_opts++] = c->include_opts[i];
         opts[n_opts++] = "--ptxas-options=-v";
+        opts[n_opts++] = "-include";
+        opts[n_opts++] = STDSHIM_PRELUDE;
+        if (flags & COMPILE_SOURCE_REDEFINES_PRELUDE)
+                opts[n_opts++] = "--diag-suppress=47";
+        if (flags & COMPILE_SOURCE_LIBCUDACXX)
+                opts[n_opts++] = flags & COMPILE_SOURCE_INF_NAN ? "-D" STDSHIM_LIBCUDACXX "=2" :
+                                                                  "-D" STDSHIM_LIBCUDACXX "=1";
         if (!has_option(job, "-lineinfo") && !has_option(job, "--generate-line-info"))
                 opts[n_opts++] = "-lineinfo";
         /*
@@ -811,7 +1140,8 @@ static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const
          */
         opts[n_opts] = "-minimal";
         for (int attempt = 0; attempt < 2; attempt++) {
-                nr = nvrtcCreateProgram(&prog, src, COMPILE_SOURCE_NAME, 0, NULL, NULL);
+                nr = nvrtcCreateProgram(&prog, src, COMPILE_SOURCE_NAME, (int)stdshim_count(),
+                                        stdshim_texts(), stdshim_names());
                 if (nr != NVRTC_SUCCESS) {
                         r = nr == NVRTC_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO;
                         log_error("compile: nvrtcCreateProgram failed: %s", nvrtcGetErrorString(nr));
@@ -1251,6 +1581,7 @@ int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out)
         bool ptx = job->language && strcmp(job->language, "ptx") == 0;
         char msg[COMPILE_MSG_BYTES], *src = NULL;
         double t0 = now_ms();
+        unsigned flags = 0;
         size_t bad;
         int r = 0;
 
@@ -1318,7 +1649,8 @@ int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out)
                 goto done;
         }
         if (!ptx) {
-                r = compile_check_source(c, job->source, job->source_len, msg, sizeof(msg));
+                r = compile_check_source(c, job->source, job->source_len, &flags, msg,
+                                         sizeof(msg));
                 if (r == COMPILE_E_REJECTED) {
                         r = result_fail(out.result, "compile", msg);
                         goto done;
@@ -1334,7 +1666,7 @@ int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out)
         memcpy(src, job->source, job->source_len);
         src[job->source_len] = '\0';
         r = ptx ? run_jitlink(c, job, arch, src, out.result, &out) :
-                  run_nvrtc(c, job, arch, src, out.result, &out);
+                  run_nvrtc(c, job, arch, src, flags, out.result, &out);
 done:
         free(src);
         if (r == 0 && json_object_set_new(out.result, "compile_ms",

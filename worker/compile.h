@@ -11,9 +11,12 @@
  * UTF-8 without NUL bytes, the options against the allowlist
  * (common/options.h), and every #include-like directive (#include,
  * #include_next, #import, #embed, in any spelling: digraphs, comments,
- * line continuations) must name a CUDA toolkit header by a relative path
- * that resolves, symlinks and all, under <cuda>/include or
- * <cuda>/include/cccl. Computed includes (#include MACRO) are refused.
+ * line continuations) must name a standard header shim (worker/stdshim.h)
+ * or a CUDA toolkit header by a relative path that resolves, symlinks and
+ * all, under <cuda>/include or <cuda>/include/cccl. Computed includes
+ * (#include MACRO) are refused. So is host code (main, <<<>>> launches,
+ * the CUDA runtime API, PyTorch, host-only headers), each line named,
+ * outside branches NVRTC is known to skip.
  */
 #pragma once
 
@@ -24,6 +27,13 @@
 
 enum {
         COMPILE_E_REJECTED = 1, /* the source breaks a pre-compile rule; msg says why */
+};
+
+/* What compile_check_source() found that the compile must know. */
+enum {
+        COMPILE_SOURCE_LIBCUDACXX = 1u << 0, /* includes libcu++, CUB or Thrust */
+        COMPILE_SOURCE_INF_NAN = 1u << 1,    /* names INFINITY or NAN */
+        COMPILE_SOURCE_REDEFINES_PRELUDE = 1u << 2, /* #defines a macro of kevald_prelude.h */
 };
 
 typedef struct Compiler Compiler;
@@ -60,5 +70,6 @@ void compile_close(Compiler *c);
 const char *compile_nvrtc_version(const Compiler *c);
 int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out);
 void compile_output_clear(CompileOutput *out);
-int compile_check_source(const Compiler *c, const char *src, size_t len, char *msg, size_t msglen);
+int compile_check_source(const Compiler *c, const char *src, size_t len, unsigned *ret_flags,
+                         char *msg, size_t msglen);
 json_t *compile_timeout_result(const char *arch, double deadline_ms, const char *nvrtc_version);

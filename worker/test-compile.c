@@ -11,8 +11,10 @@
  *     `nvcc -ptx -arch=sm_90a tests/compile/vadd.cu`, CUDA 13.0);
  *   - refused options, non-UTF-8, NUL bytes, oversized sources;
  *   - the #include check: /etc/passwd in every spelling we know, computed
- *     includes, standard headers, a symlink out of a fake toolkit; toolkit
- *     headers still work; no host file content in any log; and a
+ *     includes, unknown headers, a symlink out of a fake toolkit; toolkit
+ *     headers and the standard header shims still work; no host file
+ *     content in any log; host code (main, launches, the runtime API,
+ *     PyTorch) refused line by line outside branches NVRTC skips; and a
  *     differential test against NVRTC's own preprocessor (a canary file:
  *     whenever NVRTC reads it, the check must have refused the source);
  *   - every successful compile has a fenced build beside the plain one
@@ -23,6 +25,7 @@
  *     SHUTDOWN, EOF, a malformed JOB), and a template bomb ends in a
  *     timeout RESULT and exit status 3.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +43,7 @@
 #include "common/frame.h"
 #include "common/limits.h"
 #include "worker/compile.h"
+#include "worker/stdshim.h"
 #include "common/testcheck.h"
 
 static Compiler *comp;
@@ -480,7 +484,7 @@ static void t_includes(void)
         refused_include("#include_next \"/etc/passwd\"\n" KERNEL, "#include_next is not allowed");
         refused_include("#import \"/etc/passwd\"\n" KERNEL, "#import is not allowed");
         refused_include("#embed \"/etc/passwd\"\n" KERNEL, "#embed is not allowed");
-        refused_include("#include <cstdint>\n" KERNEL, "not a CUDA toolkit header");
+        refused_include("#include <cstdint.h>\n" KERNEL, "not a CUDA toolkit header");
         refused_include("#include \"passwd\"\n" KERNEL, "not a CUDA toolkit header");
         refused_include("#include <cuda/>\n" KERNEL, "not a CUDA toolkit header");
         refused_include("#include <cuda_fp16.h\n" KERNEL, "unterminated");
@@ -517,6 +521,126 @@ static void t_includes(void)
         accepted("// #include \"/etc/passwd\"\n/*\n#include \"/etc/passwd\"\n*/\n" KERNEL);
         accepted("#define STR(x) #x\n#define LINE __LINE__\n#pragma unroll\n" KERNEL);
         accepted("__device__ int x = 0x1'0; __device__ char c = '#'; __device__ const char s[] = \"??\";\n" KERNEL);
+}
+
+/*
+ * The standard header shims (worker/stdshim.h) and the host code check.
+ * The header corpus (test-corpus.c) covers the shims at large; here, the
+ * rules at their edges.
+ */
+static void t_stdshim(void)
+{
+        const char *root = getenv("KEVALD_SOURCE_ROOT");
+        char dirpath[4096];
+        CompileOutput out;
+        const char *log;
+        struct dirent *de;
+        size_t files = 0;
+        DIR *d;
+
+        /* Every file of worker/stdshim/ is embedded (meson lists them one by one). */
+        snprintf(dirpath, sizeof(dirpath), "%s/worker/stdshim", root ? root : KEVALD_SOURCE_DIR);
+        d = opendir(dirpath);
+        CHECK(d != NULL);
+        while (d && (de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                        files++;
+                        if (!stdshim_find(de->d_name) && strcmp(de->d_name, "cub.cuh") != 0) {
+                                fprintf(stderr, "worker/stdshim/%s is not embedded\n", de->d_name);
+                                failures++;
+                        }
+                }
+        if (d)
+                closedir(d);
+        CHECK(files == stdshim_count() && files > 30);
+        CHECK(stdshim_find("cub/cub.cuh") != NULL && stdshim_find("cub.cuh") == NULL);
+        CHECK(stdshim_find(STDSHIM_PRELUDE) != NULL && stdshim_find("iostream") == NULL);
+        CHECK(stdshim_host_header("torch/extension.h") && stdshim_host_header("vector") &&
+              !stdshim_host_header("torch") && !stdshim_host_header("cmath"));
+
+        /* The shims, and what kevald_prelude.h gives without an #include. */
+        accepted("#include <cmath>\n#include <math.h>\n#include <cstdint>\n#include <stdint.h>\n"
+                 "#include <cfloat>\n#include <float.h>\n#include <climits>\n#include <limits.h>\n"
+                 "#include <cstdio>\n#include <cassert>\n#include <algorithm>\n#include \"cuda.h\"\n"
+                 "extern \"C\" __global__ void k(float *p, uint32_t n) { p[0] = std::max(std::sqrt(p[1]), "
+                 "-INFINITY) + FLT_MAX * 0 + (float)INT_MAX + (float)UINT32_MAX + std::min<int>(n, 2); "
+                 "assert(n > 0); }\n");
+        accepted("extern \"C\" __global__ void k(float *p) { p[0] = -INFINITY + NAN + (float)M_PI + "
+                 "(float)INT_MAX + std::sqrt(p[1]) + std::min(p[2], 1.0f); }\n");
+        accepted("#if __has_include(<cmath>)\n#include <cmath>\n#else\n#error no cmath\n#endif\n" KERNEL);
+        /* std::sqrt is ::sqrt: `using namespace std;` makes no call ambiguous. */
+        accepted("#include <cmath>\n#include <algorithm>\nusing namespace std;\nextern \"C\" __global__ "
+                 "void k(float *p, int n) { p[0] = sqrt(p[1]) + max(p[2], 0.f) + abs(n) + min(n, 3); }\n");
+        /* libcu++'s <cuda/std/cmath> defines INFINITY and NAN itself: no redefinition. */
+        {
+                static const char lib[] = "#include <cuda/std/cmath>\n#include <cmath>\nextern \"C\" __global__ "
+                                          "void k(float *p) { p[0] = -INFINITY + NAN + (float)M_PI; }\n";
+                static const char lim[] = "#include <cuda/std/limits>\nextern \"C\" __global__ void "
+                                          "k(float *p) { p[0] = -INFINITY + NAN; }\n";
+                run("cuda", lib, strlen(lib), NULL, NULL, &out);
+                CHECK(is_ok(&out) && !strstr(jstr(out.result, "log"), "redefinition"));
+                compile_output_clear(&out);
+                /* libcu++ without its <cmath>, and INFINITY: the prelude brings libcu++'s. */
+                run("cuda", lim, strlen(lim), NULL, NULL, &out);
+                CHECK(is_ok(&out) && !strstr(jstr(out.result, "log"), "redefinition"));
+                compile_output_clear(&out);
+        }
+        /* A source that defines INFINITY or M_PI itself, as NVRTC code has had to: no warning. */
+        {
+                static const char own[] = "#define INFINITY __int_as_float(0x7f800000)\n#define M_PI 3.14159265f\n"
+                                          "#define INT_MAX 2147483647\nextern \"C\" __global__ void k(float *p) "
+                                          "{ p[0] = -INFINITY + M_PI + INT_MAX; }\n";
+                run("cuda", own, strlen(own), NULL, NULL, &out);
+                CHECK(is_ok(&out) && !strstr(jstr(out.result, "log"), "redefinition"));
+                compile_output_clear(&out);
+                CHECK(stdshim_prelude_macro("INFINITY", 8) && stdshim_prelude_macro("M_PI", 4) &&
+                      stdshim_prelude_macro("INT_MAX", 7) && !stdshim_prelude_macro("FLT_MAX", 7) &&
+                      !stdshim_prelude_macro("M_P", 3));
+        }
+        /* A diagnostic inside a shim is shown (the shims are ours), not withheld. */
+        run("cuda", "#define printf 1\n#include <cstdio>\n" KERNEL,
+            strlen("#define printf 1\n#include <cstdio>\n" KERNEL), NULL, NULL, &out);
+        log = jstr(out.result, "log");
+        CHECK(!is_ok(&out) && strstr(log, "cstdio(") && !strstr(log, "withheld"));
+        compile_output_clear(&out);
+
+        /* Host code, each place by line; the first line says what to do. */
+        refused_include("int main() { return 0; }\n" KERNEL,
+                        "kernel.cu(1): error: host code is not accepted: a main() function. Submit "
+                        "device code only");
+        refused_include(KERNEL "void f(float *p) {\n  k<<<1, 32>>>(p);\n  k << <1, 32 >> >(p);\n}\n",
+                        "kernel.cu(3): error: host code is not accepted: a kernel launch (<<<...>>>)."
+                        " Submit device code only");
+        refused_include(KERNEL "void f(float *p) {\n  k<<<1, 32>>>(p);\n  k << <1, 32 >> >(p);\n}\n",
+                        "\nkernel.cu(4): error: host code: a kernel launch (<<<...>>>)");
+        refused_include("#include <torch/extension.h>\n" KERNEL, "kernel.cu(1): error: host code is not "
+                        "accepted: #include <torch/extension.h> (PyTorch)");
+        refused_include(KERNEL "void f() { float *d; cudaMalloc(&d, 4); }\n",
+                        "kernel.cu(2): error: host code is not accepted: cudaMalloc() (a CUDA runtime API call)");
+        refused_include(KERNEL "#if 1\nint main() { return 0; }\n#endif\n", "kernel.cu(3): error: host code");
+        refused_include(KERNEL "#ifdef __CUDACC_RTC__\nint main() { return 0; }\n#endif\n", "kernel.cu(3): error: host code");
+        refused_include(KERNEL "#if 0\n#elif 1\nint main() { return 0; }\n#endif\n", "kernel.cu(4): error: host code");
+        /* Nine lines of host code: eight named, then a count. */
+        refused_include(KERNEL "int main() {\n cudaFree(0);\n cudaFree(0);\n cudaFree(0);\n cudaFree(0);\n"
+                        " cudaFree(0);\n cudaFree(0);\n cudaFree(0);\n cudaFree(0); cudaFree(0);\n}\n",
+                        "kernel.cu(9): error: host code: cudaFree() (a CUDA runtime API call)\n"
+                        "(1 more lines with host code)");
+        /* Where NVRTC is known not to look, host code is no reason to refuse. */
+        accepted(KERNEL "#ifndef __CUDACC_RTC__\nint main() { float *d; cudaMalloc(&d, 4); k<<<1, 1>>>(d); }\n#endif\n");
+        accepted(KERNEL "#if !defined(__CUDA_ARCH__)\nint main() { return 0; }\n#endif\n");
+        accepted(KERNEL "#if 0\nint main() { return 0; }\n#else\n#endif\n");
+        accepted(KERNEL "#ifdef __CUDACC_RTC__\n#else\n#if 1\nint main() { return 0; }\n#endif\n#endif\n");
+        accepted("// int main() { k<<<1, 1>>>(); }\n" KERNEL "__device__ const char *s = \"cudaMalloc(\";\n");
+        accepted("struct S { __device__ int f() { return 1; } };\n__device__ int g(S s) { return s.f(); }\n" KERNEL);
+        /* Device-side runtime intrinsics are not host code (NVRTC has its say on them). */
+        run("cuda", KERNEL "__device__ void w() { cudaGridDependencySynchronize(); }\n",
+            strlen(KERNEL "__device__ void w() { cudaGridDependencySynchronize(); }\n"), NULL, NULL, &out);
+        CHECK(!strstr(jstr(out.result, "log"), "host code"));
+        compile_output_clear(&out);
+        /* #include lines are checked in every branch, known-skipped ones too. */
+        refused_include("#if 0\n#include \"/etc/passwd\"\n#endif\n" KERNEL, "absolute");
+        refused_include("#ifndef __CUDACC_RTC__\n#include <torch/extension.h>\n#endif\n" KERNEL,
+                        "host code is not accepted: #include <torch/extension.h>");
 }
 
 /*
@@ -679,7 +803,7 @@ static void t_differential(void)
                 destroy(&prog);
                 read_it = raw && strstr(raw, CANARY);
                 free(raw);
-                checked = compile_check_source(comp, src, strlen(src), msg, sizeof(msg));
+                checked = compile_check_source(comp, src, strlen(src), NULL, msg, sizeof(msg));
                 if (read_it) {
                         reads++;
                         snprintf(read_by_nvrtc + strlen(read_by_nvrtc), sizeof(read_by_nvrtc) - strlen(read_by_nvrtc),
@@ -747,7 +871,7 @@ static void t_differential(void)
                         }
                         if (raw && strstr(raw, CANARY)) {
                                 random_reads++;
-                                if (compile_check_source(comp, src, strlen(src), msg, sizeof(msg)) !=
+                                if (compile_check_source(comp, src, strlen(src), NULL, msg, sizeof(msg)) !=
                                     COMPILE_E_REJECTED) {
                                         fprintf(stderr, "NVRTC read the canary but the check let it "
                                                 "through:\n%s\n", src);
@@ -792,11 +916,11 @@ static void t_symlink(void)
         CHECK(symlink("/etc/passwd", path) == 0);
         CHECK(compile_open(tmpl, &fake) == 0);
         if (fake) {
-                CHECK(compile_check_source(fake, good, strlen(good), msg, sizeof(msg)) == 0);
-                CHECK(compile_check_source(fake, evil, strlen(evil), msg, sizeof(msg)) == COMPILE_E_REJECTED);
+                CHECK(compile_check_source(fake, good, strlen(good), NULL, msg, sizeof(msg)) == 0);
+                CHECK(compile_check_source(fake, evil, strlen(evil), NULL, msg, sizeof(msg)) == COMPILE_E_REJECTED);
                 CHECK(strstr(msg, "not a CUDA toolkit header") != NULL);
-                CHECK(compile_check_source(fake, sub, strlen(sub), msg, sizeof(msg)) == COMPILE_E_REJECTED);
-                CHECK(compile_check_source(fake, dir, strlen(dir), msg, sizeof(msg)) == COMPILE_E_REJECTED);
+                CHECK(compile_check_source(fake, sub, strlen(sub), NULL, msg, sizeof(msg)) == COMPILE_E_REJECTED);
+                CHECK(compile_check_source(fake, dir, strlen(dir), NULL, msg, sizeof(msg)) == COMPILE_E_REJECTED);
         }
         compile_close(fake);
         unlink(path);
@@ -923,10 +1047,19 @@ static void t_protocol(void)
         frame_clear(&f);
         json_decref(res);
 
-        /* After seccomp: a toolkit header still opens, and /etc/passwd is refused. */
+        /* After seccomp: a toolkit header still opens, a shim too, and /etc/passwd is refused. */
         send_job(&ch, "{\"id\": 42}", "#include <cuda_fp16.h>\n" KERNEL);
         res = read_json(&ch, FRAME_RESULT, &f);
         CHECK(res && jint(res, "id") == 42 && json_is_true(json_object_get(res, "ok")));
+        CHECK(f.blob_len > 0);
+        frame_clear(&f);
+        json_decref(res);
+        /* The shims are in-memory headers: they need no file inside the sandbox. */
+        send_job(&ch, "{\"id\": 45}", "#include <cmath>\n#include <cstdint>\n#include <cfloat>\n"
+                 "#include <type_traits>\nextern \"C\" __global__ void k(float *p, uint32_t n) "
+                 "{ p[0] = -INFINITY + FLT_MAX + std::sqrt(p[1]) + std::is_same<int, int>::value + n; }\n");
+        res = read_json(&ch, FRAME_RESULT, &f);
+        CHECK(res && jint(res, "id") == 45 && json_is_true(json_object_get(res, "ok")));
         CHECK(f.blob_len > 0);
         frame_clear(&f);
         json_decref(res);
@@ -989,6 +1122,7 @@ int main(void)
         t_ptx();
         t_refusals();
         t_includes();
+        t_stdshim();
         t_differential();
         t_symlink();
         compile_close(comp);

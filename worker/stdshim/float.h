@@ -1,0 +1,3 @@
+/* <float.h> for NVRTC (kevald): the same names as <cfloat>. */
+#pragma once
+#include <cfloat>

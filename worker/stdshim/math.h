@@ -1,0 +1,3 @@
+/* <math.h> for NVRTC (kevald): the same names as <cmath>. */
+#pragma once
+#include <cmath>

@@ -1,0 +1,3 @@
+/* <stddef.h> for NVRTC (kevald): the same names as <cstddef>. */
+#pragma once
+#include <cstddef>

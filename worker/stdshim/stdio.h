@@ -1,0 +1,3 @@
+/* <stdio.h> for NVRTC (kevald): device printf, which NVRTC declares itself. */
+#pragma once
+#include <cstdio>

@@ -1,0 +1,3 @@
+/* <stdlib.h> for NVRTC (kevald): the same names as <cstdlib>. */
+#pragma once
+#include <cstdlib>

@@ -1,0 +1,3 @@
+/* <string.h> for NVRTC (kevald): the same names as <cstring>. */
+#pragma once
+#include <cstring>
