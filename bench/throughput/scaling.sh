@@ -9,7 +9,9 @@
 #   DEADLINE (seconds per run, default 240), TIMING (run.py --timing; empty: the corpus's fast),
 #   RESULTS (non-empty: every job's result to scaling_<N>gpu.results.jsonl, for results_summary.py),
 #   WORKERS (kevald serve --gpu-workers-per-gpu; empty: the server's default),
-#   LISTS (the --gpus lists to run, default "0 0,1 0,1,2,3").
+#   LISTS (the --gpus lists to run, default "0 0,1 0,1,2,3"),
+#   SERVE_ARGS (more `kevald serve` flags, space-separated, e.g. "--gpu-staging=false"),
+#   TAG (a suffix for the output files, to keep two configurations' runs apart).
 set -u
 cd "$(dirname "$0")/../.."
 KEVALD_BUILD=${KEVALD_BUILD:-build}
@@ -32,20 +34,21 @@ for LIST in ${LISTS:-0 0,1 0,1,2,3}; do
         echo "== $N GPU(s): --gpus $LIST" >&2
         timeout -k 10 $(( DEADLINE + 60 )) python3 bench/throughput/run.py --kevald "$KEVALD" --gpus "$LIST" \
                 --corpus "$OUT/corpus_scaling.json" --shapes "$SHAPES" --batch 256 --latency 0 \
-                ${TIMING:+--timing "$TIMING"} ${RESULTS:+--results "$OUT/scaling_${N}gpu.results.jsonl"} \
+                ${TIMING:+--timing "$TIMING"} ${RESULTS:+--results "$OUT/scaling${TAG:-}_${N}gpu.results.jsonl"} \
                 ${WORKERS:+--serve-arg=--gpu-workers-per-gpu --serve-arg="$WORKERS"} \
+                $(for a in ${SERVE_ARGS:-}; do printf -- '--serve-arg=%s ' "$a"; done) \
                 --deadline "$DEADLINE" --label "scaling $N GPU" \
-                --serve-arg=--log-level=info --keep-log "$OUT/scaling_${N}gpu.server.log" \
-                --json "$OUT/scaling_${N}gpu.json" --md "$OUT/scaling_${N}gpu.md" 2>&1 | tee "$OUT/scaling_${N}gpu.log"
+                --serve-arg=--log-level=info --keep-log "$OUT/scaling${TAG:-}_${N}gpu.server.log" \
+                --json "$OUT/scaling${TAG:-}_${N}gpu.json" --md "$OUT/scaling${TAG:-}_${N}gpu.md" 2>&1 | tee "$OUT/scaling${TAG:-}_${N}gpu.log"
 done
-python3 - "$OUT" <<'PY' | tee "$OUT/scaling.md"
+python3 - "$OUT" "${TAG:-}" <<'PY' | tee "$OUT/scaling${TAG:-}.md"
 import json, os, re, sys
-out = sys.argv[1]
+out, tag = sys.argv[1], sys.argv[2]
 
 
 def startups(n):
     """The GPU workers' start-up phases (HELLO's log line), from the server log."""
-    p = os.path.join(out, "scaling_%dgpu.server.log" % n)
+    p = os.path.join(out, "scaling%s_%dgpu.server.log" % (tag, n))
     ms = []
     if os.path.exists(p):
         for line in open(p, errors="replace"):
@@ -62,7 +65,7 @@ def pcts(v):
 
 rows = []
 for n in (1, 2, 4):
-    p = os.path.join(out, "scaling_%dgpu.json" % n)
+    p = os.path.join(out, "scaling%s_%dgpu.json" % (tag, n))
     if os.path.exists(p):
         rows.append((n, json.load(open(p))))
 if not rows:
