@@ -98,6 +98,6 @@
 
 /* HTTP connections (server/http.c); defaults of `kevald serve` options */
 #define LIMIT_BODY_INFLIGHT_BYTES_DEFAULT (128u << 20) /* request bodies held at once; 503 beyond */
-#define LIMIT_PER_IP_CONNECTIONS_DEFAULT 256           /* open connections from one address */
+#define LIMIT_PER_IP_CONNECTIONS_DEFAULT 1024          /* open connections from one address (a quarter of 4096) */
 #define LIMIT_HEADER_TIMEOUT_S_DEFAULT 10              /* a whole request header, from its first byte's turn */
 #define LIMIT_HTTP_LOG_PER_MINUTE 60                   /* libmicrohttpd's own log lines; the rest are counted */

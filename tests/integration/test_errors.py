@@ -360,3 +360,18 @@ def test_libmicrohttpd_errors_are_problems(server):
         hdr, _, body = text.partition("\r\n\r\n")
         assert "content-type: application/problem+json" in hdr.lower(), hdr
         assert f'"status":{status}' in body, body
+
+
+def test_one_busy_trainer_fits_the_per_address_limit(server):
+    """A trainer on one address with 600 connections open (hundreds of long-polls: the throughput
+    benchmark holds 512) is still served: the default per-address limit leaves it room, while one
+    address still cannot take every connection (hostile test_http_abuse)."""
+    socks = []
+    try:
+        for _ in range(600):
+            socks.append(socket.create_connection(("127.0.0.1", server.port), timeout=10 * SLOW))
+        got, text, _ = raw_exchange(server.port, b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert got == 200, text[:300]
+    finally:
+        for s in socks:
+            s.close()
