@@ -65,7 +65,7 @@ static void usage(FILE *f)
                 "exit status (the same as kevald submit's): 0 correct or compiled, 1 incorrect,\n"
                 "  2 compile_error, 3 runtime_error, 4 timeout, 5 rejected, 6 internal_error,\n"
                 "  64 usage error or unreadable input, 69 no GPU or workers that do not start,\n"
-                "  70 internal failure.\n",
+                "  70 internal failure, 75 no verdict within --timeout.\n",
                 paths_default_tasks_dir());
 }
 
@@ -450,6 +450,7 @@ int cmd_eval(int argc, char **argv)
                 }
                 if (tick * 0.005 > timeout_s) {
                         fprintf(stderr, "kevald eval: no verdict after %.0f s\n", timeout_s);
+                        rc = CLI_EXIT_TEMPFAIL;
                         break;
                 }
                 sleep_ms(5);

@@ -1175,6 +1175,14 @@ int http_server_start(const HttpServerConfig *cfg, HttpServer **ret_server, int 
         bool v6 = false;
         int port = 0, r;
 
+        /* The interposed libmicrohttpd calls below need the real ones: a build where dlsym() cannot
+         * find them (a static libmicrohttpd) would answer nothing, so it must not start. */
+        pthread_once(&real_once, find_real);
+        if (!real_create || !real_queue) {
+                log_error("http: libmicrohttpd's MHD_create_response_from_buffer/MHD_queue_response not found "
+                          "behind ours (a static libmicrohttpd?): cannot serve");
+                return -ENOSYS;
+        }
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;

@@ -85,11 +85,27 @@ json_t *pipeline_compile_section(json_t *compile_result, int cache_hit)
         return out;
 }
 
+/* Is @p valid UTF-8 (what jansson takes)? */
+static bool pointer_ok(const char *p)
+{
+        json_t *t = json_string(p);
+        bool ok = t != NULL;
+
+        json_decref(t);
+        return ok;
+}
+
 /** pipeline_rejected() - see pipeline.h. */
 json_t *pipeline_rejected(const char *task, const char *message, const char *pointer)
 {
         json_t *e = json_pack("{s:s, s:s, s:s}", "kind", "submission", "message", message, "pointer", pointer),
-               *res = e ? pipeline_result(task, "rejected", NULL, NULL, e, 0) : NULL;
+               *res;
+
+        if (!e) /* a message or pointer cut inside a UTF-8 sequence (quoting the client): say it plainly */
+                e = json_pack("{s:s, s:s, s:s}", "kind", "submission", "message",
+                              "the candidate breaks the submission format (the detail was not valid UTF-8)",
+                              "pointer", pointer_ok(pointer) ? pointer : "");
+        res = e ? pipeline_result(task, "rejected", NULL, NULL, e, 0) : NULL;
 
         char *fb = NULL;
 
@@ -97,7 +113,11 @@ json_t *pipeline_rejected(const char *task, const char *message, const char *poi
         if (!res)
                 return NULL;
         json_object_del(res, "seed");
-        if (asprintf(&fb, "Rejected: %s (at %s).", message, *pointer ? pointer : "/") < 0 ||
+        if (asprintf(&fb, "Rejected: %s (at %s).", json_string_value(json_object_get(json_object_get(res, "error"),
+                                                                                   "message")),
+                     *json_string_value(json_object_get(json_object_get(res, "error"), "pointer"))
+                             ? json_string_value(json_object_get(json_object_get(res, "error"), "pointer"))
+                             : "/") < 0 ||
             json_object_set_new(res, "feedback", json_string(fb))) {
                 json_decref(res);
                 res = NULL;
@@ -187,9 +207,13 @@ static int shape_yardsticks(json_t *s, const char *task, const char *gpu_name, c
         BaselineTimes bt = { 0, 0 };
         json_t *vs;
 
+        double ref = json_number_value(json_object_get(s, "speedup"));
+
         if (!(isfinite(cand) && cand > 0))
                 cand = 0;
-        if (!cand || baselines_lookup(baselines, gpu_name, task, json_string_value(json_object_get(s, "shape")), &bt))
+        /* A time the reference comparison does not back (no speedup stated: a reference median of 0,
+         * say) is not a yardstick for PyTorch either: only the speedup the checks believed is. */
+        if (!cand || !(isfinite(ref) && ref > 0) || baselines_lookup(baselines, gpu_name, task, json_string_value(json_object_get(s, "shape")), &bt))
                 bt.eager_ms = bt.compile_ms = 0;
         vs = json_pack("{s:o, s:o, s:o}", "reference", positive_or_null(json_number_value(json_object_get(s, "speedup"))),
                        "torch_eager", positive_or_null(cand ? bt.eager_ms / cand : 0), "torch_compile",
@@ -446,7 +470,8 @@ json_t *pipeline_result_measured(const char *task, const char *verdict, json_t *
                             json_pack("{s:b, s:b, s:o, s:o, s:o, s:b}", "compiled", json_is_true(json_object_get(compile, "ok")),
                                       "correct", strcmp(verdict, "correct") == 0,
                                       "speedup", speedup > 0 && isfinite(speedup) ? json_real(speedup) : json_null(),
-                                      "speedup_vs", rewarded && vs ? json_deep_copy(vs) : json_null(),
+                                      "speedup_vs", rewarded && vs && speedup > 0 && isfinite(speedup)
+                                                            ? json_deep_copy(vs) : json_null(),
                                       "roofline_fraction", rewarded && rf ? json_deep_copy(rf) : json_null(),
                                       "suspicious", suspicious));
         fb = feedback_text(verdict, res);

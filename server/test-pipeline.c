@@ -176,9 +176,37 @@ static void test_yardsticks(json_t *compile)
         json_decref(res);
         json_decref(gpu);
 
+        /* A correct result that states no speedup (a reference median of 0): no PyTorch yardstick
+         * from its candidate median either, nothing for the reward to take. */
+        gpu = gpu_result(2.0, 0, 0);
+        json_object_set_new(json_array_get(path(gpu, "timing", "shapes", NULL), 0), "speedup", json_null());
+        json_object_set_new(json_object_get(gpu, "timing"), "speedup", json_null());
+        res = pipeline_result_measured("t", "correct", compile, gpu, NULL, 1, bl);
+        CHECK(json_is_null(path(res, "timing", "speedup_vs", "torch_eager")));
+        CHECK(json_is_null(path(res, "timing", "speedup_vs", "torch_compile")));
+        CHECK(json_is_null(path(res, "reward_fields", "speedup", NULL)));
+        CHECK(json_is_null(path(res, "reward_fields", "speedup_vs", NULL)));
+        json_decref(res);
+        json_decref(gpu);
+
         baselines_free(bl);
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
         CHECK(system(cmd) == 0);
+}
+
+/* A message cut inside a UTF-8 sequence (it quotes the client) still makes a rejected result. */
+static void test_rejected_bad_utf8(void)
+{
+        json_t *res = pipeline_rejected("t", "unknown buffer 'ab\xc3'", "/plan/0/args/1");
+
+        CHECK(res != NULL);
+        CHECK(!strcmp(json_string_value(path(res, "verdict", NULL, NULL)), "rejected"));
+        CHECK(!strcmp(json_string_value(path(res, "error", "pointer", NULL)), "/plan/0/args/1"));
+        CHECK(strstr(feedback(res), "not valid UTF-8") && strstr(feedback(res), "(at /plan/0/args/1)"));
+        json_decref(res);
+        res = pipeline_rejected("t", "bad", "/plan/0/k\xc3");
+        CHECK(res && !strcmp(json_string_value(path(res, "error", "pointer", NULL)), ""));
+        json_decref(res);
 }
 
 int main(void)
@@ -246,6 +274,7 @@ int main(void)
         json_decref(err);
 
         test_yardsticks(compile);
+        test_rejected_bad_utf8();
         json_decref(compile);
         if (failures)
                 fprintf(stderr, "%d check(s) failed\n", failures);
