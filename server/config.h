@@ -33,7 +33,6 @@ typedef struct Config {
         bool insecure_no_auth;
         bool sandbox;
         bool fence;               /* fenced correctness runs (worker/fence.h) */
-        bool gpu_staging;         /* prepare a busy GPU's next job ahead (server/dispatch.c) */
         int64_t compile_workers;
         int64_t threads;
         int64_t connection_limit;

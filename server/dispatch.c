@@ -26,11 +26,8 @@
  * compile cache or from compile requests -> plan checked against the real
  * kernel signatures -> done (compile mode, compile_error, rejected) or
  * marked compiled (waiting for a GPU). A job in the run stage is claimed
- * when a GPU worker is idle, or, staged, while its GPU runs the job before
- * it (stage_next(): claimed and prepared in the dispatcher, sent when the
- * GPU's RESULT comes); a worker holds one job at a time, so a job's timing
- * never overlaps another job on the same GPU; its CUBINs come back from the
- * cache by key.
+ * only when a GPU worker is idle, so a job's timing never overlaps another
+ * job on the same GPU; its CUBINs come back from the cache by key.
  *
  * Faults: a watchdog kills a worker that overruns its request (SIGKILL to
  * its process group). For a GPU job that is the kernel's fault (verdict
@@ -108,13 +105,6 @@ typedef struct CompileReq CompileReq;
  *               for it (an empty queue, or jobs still compiling). */
 enum { GPU_T_RUNNING, GPU_T_NO_WORKER, GPU_T_NO_WORK, GPU_T_N };
 static const char *const gpu_time_name[GPU_T_N] = { "running", "no_worker", "no_work" };
-
-/* A GPU's next job, prepared while it runs the current one (stage_next()). */
-typedef struct Staged {
-        Job *job;
-        json_t *gjob;           /* the JOB, all but fault_grace_ms (set when sent) */
-        uint64_t at_ms;         /* when staged */
-} Staged;
 
 typedef struct GpuClock {
         int index;              /* the host's GPU index */
@@ -225,7 +215,6 @@ struct Dispatcher {
         int n_workers;
         int n_compile;
         GpuClock clocks[MAX_WORKERS];
-        Staged staged[MAX_WORKERS];     /* per GPU, as clocks[] */
         int n_clocks;
         uv_prepare_t settle;
 
@@ -447,12 +436,9 @@ static void gpu_status_add(json_t *gpus, const Worker *w)
                 json_t *t = json_object();
                 g = json_pack("{s:i, s:s, s:i, s:f, s:i, s:i}", "index", w->index, "state", state, "restarts", 0,
                               "busy_s", 0.0, "workers", 0, "workers_ready", 0);
-                const Staged *st = c ? &w->d->staged[c - w->d->clocks] : NULL;
                 for (int k = 0; c && k < GPU_T_N; k++)
                         json_object_set_new(t, gpu_time_name[k], json_real(c->s[k]));
                 json_object_set_new(g, "time_s", t);
-                /* the job prepared to run next on it (stage_next()), or null */
-                json_object_set_new(g, "staged", st && st->job ? json_integer(st->job->sj->id) : json_null());
                 json_array_append_new(gpus, g);
         }
         /* the GPU's state is its most useful worker's: busy > ready > starting > restarting > failed */
@@ -1560,14 +1546,7 @@ static bool gpu_verdict_valid(const char *verdict)
 }
 
 /* Hand one compiled job to an idle GPU worker. Return: 1 sent, 0 nothing to do, <0 error. */
-/*
- * A run-stage job made ready to send: claimed, its task and CUBINs found,
- * its JOB built (all but what must be current when it is sent). Return 1
- * with *@ret_job and *@ret_gjob (a new reference), 1 with both NULL when
- * the claimed job ended or went back on the way (keep going), 0 when the
- * run queue is empty, or a negative errno.
- */
-static int job_prepare(Dispatcher *d, Job **ret_job, json_t **ret_gjob)
+static int run_one(Dispatcher *d, Worker *w)
 {
         StoreJob *sj = NULL;
         Job *j = NULL;
@@ -1575,8 +1554,6 @@ static int job_prepare(Dispatcher *d, Job **ret_job, json_t **ret_gjob)
         SpecError err = { 0 };
         int r = store_claim_next(d->store, STAGE_RUN, d->owner, d->cfg.lease_s, &sj);
 
-        *ret_job = NULL;
-        *ret_gjob = NULL;
         if (r != 0)
                 return r == STORE_E_EMPTY ? 0 : r;
         j = job_new(d, sj);
@@ -1628,6 +1605,7 @@ static int job_prepare(Dispatcher *d, Job **ret_job, json_t **ret_gjob)
         }
         json_object_set_new(gjob, "deadline_ms", json_integer((json_int_t)(d->cfg.job_timeout_s * 1000)));
         json_object_set_new(gjob, "launch_timeout_ms", json_integer(d->cfg.launch_timeout_ms));
+        json_object_set_new(gjob, "fault_grace_ms", json_integer(d->fault_grace_now));
         if (d->cfg.launch_factor > 0) {
                 json_object_set_new(gjob, "launch_factor", json_real(d->cfg.launch_factor));
                 json_object_set_new(gjob, "launch_floor_ms", json_integer(d->cfg.launch_floor_ms));
@@ -1636,22 +1614,11 @@ static int job_prepare(Dispatcher *d, Job **ret_job, json_t **ret_gjob)
                 json_object_set_new(gjob, "dump", json_true());
         if (!json_object_get(gjob, "mode"))
                 json_object_set_new(gjob, "mode", json_string("full"));
-        *ret_job = j;
-        *ret_gjob = gjob;
-        return 1;
-}
-
-/* Send prepared job @j (@gjob borrowed) to idle GPU worker @w. Return 1, or a negative errno (@j gone back). */
-static int job_send(Dispatcher *d, Worker *w, Job *j, json_t *gjob)
-{
-        int r;
-
-        /* the grace as of now: a fault seen while the job was staged counts (grace_note()) */
-        json_object_set_new(gjob, "fault_grace_ms", json_integer(d->fault_grace_now));
         r = worker_send(w, FRAME_JOB, gjob, j->art[SLOT_CAND]->cubin, j->art[SLOT_CAND]->cubin_len,
                         j->art[SLOT_REF]->cubin, j->art[SLOT_REF]->plain_len);
+        json_decref(gjob);
         if (r < 0) {
-                requeue(d, j->sj->id, STAGE_RUN, j->sj->task);
+                requeue(d, sj->id, STAGE_RUN, sj->task);
                 job_free(j);
                 worker_kill(w, "could not send a job");
                 return r;
@@ -1663,92 +1630,6 @@ static int job_send(Dispatcher *d, Worker *w, Job *j, json_t *gjob)
         w->deadline_ms = w->sent_at_ms + (uint64_t)(d->cfg.job_timeout_s * 1000) + WATCHDOG_GRACE_MS;
         d->status_dirty = true;
         return 1;
-}
-
-/* The staged slot of GPU @index, or NULL. */
-static Staged *gpu_staged(Dispatcher *d, int index)
-{
-        for (int i = 0; i < d->n_clocks; i++)
-                if (d->clocks[i].index == index)
-                        return &d->staged[i];
-        return NULL;
-}
-
-static void staged_drop(Dispatcher *d, Staged *st, bool requeue_it)
-{
-        if (!st->job)
-                return;
-        if (requeue_it)
-                requeue(d, st->job->sj->id, STAGE_RUN, st->job->sj->task);
-        job_free(st->job);
-        json_decref(st->gjob);
-        st->job = NULL;
-        st->gjob = NULL;
-}
-
-/* Give idle GPU worker @w a job: its GPU's staged one, else the next in the queue. Return as job_prepare(). */
-static int run_one(Dispatcher *d, Worker *w)
-{
-        Staged *st = gpu_staged(d, w->index);
-        Job *j = NULL;
-        json_t *gjob = NULL;
-        int r;
-
-        if (st && st->job) {
-                j = st->job;
-                gjob = st->gjob;
-                st->job = NULL;
-                st->gjob = NULL;
-                d->status_dirty = true;
-                r = job_send(d, w, j, gjob);
-                json_decref(gjob);
-                return r;
-        }
-        for (;;) {
-                r = job_prepare(d, &j, &gjob);
-                if (r <= 0 || j)
-                        break;
-        }
-        if (r <= 0)
-                return r;
-        r = job_send(d, w, j, gjob);
-        json_decref(gjob);
-        return r;
-}
-
-/*
- * Staging: while a GPU runs a job, the next one is claimed and prepared, so
- * that when the RESULT comes the loop only sends it (run_one()): the claim,
- * the cache reads and the JOB's building leave the GPU's critical path,
- * where four GPUs' jobs queued for the one loop thread (BENCHMARKS.md,
- * "Where the 4-GPU loss is"). The job waits in the dispatcher, not in the
- * worker's pipe: a worker that exits after its RESULT never held it, and
- * the standby of the same GPU takes it with nothing re-queued. A staged job
- * is claimed (its lease renewed with the others, jobs_held()); at shutdown
- * it goes back to the queue. Return the jobs claimed.
- */
-static int stage_next(Dispatcher *d)
-{
-        int claimed = 0;
-
-        if (d->cfg.no_staging)
-                return 0;
-        for (int i = 0; i < d->n_clocks; i++) {
-                Staged *st = &d->staged[i];
-                int r;
-
-                if (st->job || !gpu_reserved(d, d->clocks[i].index))
-                        continue;
-                do {
-                        r = job_prepare(d, &st->job, &st->gjob);
-                        claimed += r > 0;
-                } while (r > 0 && !st->job);
-                st->at_ms = now_ms(d);
-                d->status_dirty = true;
-                if (r <= 0)
-                        break;   /* the queue is empty (or the store failed): no more staging now */
-        }
-        return claimed;
 }
 
 /*
@@ -1853,16 +1734,6 @@ static void pump(Dispatcher *d)
          * recorded either) until what is owed is written. */
         if (d->owed)
                 goto out;
-        /* Run stage first (the GPUs are what is scarce): one job per idle GPU
-         * worker, then the next job of each busy GPU staged. */
-        while ((w = idle_worker(d, PROC_GPU)) && claimed < PUMP_BATCH) {
-                int r = run_one(d, w);
-                if (r <= 0)
-                        break;
-                claimed++;
-        }
-        if (claimed < PUMP_BATCH)
-                claimed += stage_next(d);
         /* Compile stage: claim while there is room; cache hits finish at once. */
         while (d->n_compile > 0 && d->nvrtc[0] &&
                d->n_jobs < d->n_compile * COMPILE_BACKLOG_PER_WORKER && claimed < PUMP_BATCH) {
@@ -1884,6 +1755,13 @@ static void pump(Dispatcher *d)
                 job_begin_compile(d, j);
         }
         send_compiles(d);
+        /* Run stage: one job per idle GPU worker. */
+        while ((w = idle_worker(d, PROC_GPU)) && claimed < PUMP_BATCH) {
+                int r = run_one(d, w);
+                if (r <= 0)
+                        break;
+                claimed++;
+        }
 out:
         if (claimed >= PUMP_BATCH && !d->idle_active) {
                 d->idle_active = true;
@@ -1917,15 +1795,13 @@ static bool all_quiet(Dispatcher *d)
 
 static void shutdown_now(Dispatcher *d);
 
-/* Jobs whose lease this dispatcher holds: compile-stage jobs, GPU jobs in flight or staged, owed writes. */
+/* Jobs whose lease this dispatcher holds: compile-stage jobs, GPU jobs in flight, owed writes. */
 static int jobs_held(Dispatcher *d)
 {
         int n = d->n_jobs + d->n_owed;
 
         for (int i = 0; i < d->n_workers; i++)
                 n += d->workers[i].job != NULL;
-        for (int i = 0; i < d->n_clocks; i++)
-                n += d->staged[i].job != NULL;
         return n;
 }
 
@@ -1945,16 +1821,6 @@ static void on_tick(uv_timer_t *t)
                         worker_kill(w, w->state == W_BUSY       ? "watchdog: the request overran its deadline"
                                        : w->state == W_EXITING ? "did not exit after saying it would"
                                                                : "did not say HELLO in time");
-                }
-        }
-        /* A staged job waits for its GPU's current one; one that outwaits any job (the GPU's
-         * workers cannot start, say) goes back to the queue, where another GPU or host takes it. */
-        for (int i = 0; i < d->n_clocks; i++) {
-                Staged *st = &d->staged[i];
-                if (st->job && now - st->at_ms > (uint64_t)(d->cfg.job_timeout_s * 1000) + 2 * WATCHDOG_GRACE_MS) {
-                        log_warn("dispatch: job %" PRId64 " waited too long for GPU %d: back to the queue",
-                                 st->job->sj->id, d->clocks[i].index);
-                        staged_drop(d, st, true);
                 }
         }
         /* Store writes the store refused: before the heartbeat, which renews their leases. */
@@ -2036,8 +1902,6 @@ static void shutdown_now(Dispatcher *d)
                 if (w->state != W_STOPPED)
                         worker_kill(w, "shutting down");
         }
-        for (int i = 0; i < d->n_clocks; i++)
-                staged_drop(d, &d->staged[i], true);
         if (d->owed)
                 owed_retry(d);
         if (d->owed)

@@ -502,35 +502,3 @@ def test_invalid_verdict_does_not_hurt_the_next_job(tmp_path):
     finally:
         rc = fs.stop()
     assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
-
-
-@pytest.mark.parametrize("staging", [True, False])
-def test_next_job_is_staged_while_the_gpu_runs(tmp_path, staging):
-    """With gpu_staging (the default) the next job of a busy GPU is claimed and prepared while the
-    current one runs (/readyz gpus[].staged names it), so only sending it is left when the RESULT
-    comes; it is held by the dispatcher, not the worker, so each job still runs once, alone on its
-    GPU, on its first claim."""
-    fs = FakeGpuServer(tmp_path / "staging", gpus="0", per_gpu=2, knobs={"work_s": 0.3},
-                       args=[] if staging else ["--gpu-staging=false"]).start()
-    try:
-        attempts = warm_cache(fs, [])
-        ids = fs.submit([full(tag=i) for i in range(5)])
-        seen = set()
-        deadline = time.monotonic() + 60 * SLOW
-        while time.monotonic() < deadline and len(fs.jobs(set(ids))) < len(ids):
-            g = fs.readyz()["gpus"][0]
-            assert "staged" in g, g
-            if g["staged"] is not None:
-                seen.add(g["staged"])
-            time.sleep(0.02)
-        done = fs.wait_all(ids)
-        assert all(done[sid]["verdict"] == "correct" and done[sid]["attempts"] == attempts for sid in ids), done
-        jobs = fs.jobs(set(ids))
-        assert sorted(j["id"] for j in jobs) == sorted(ids), "each job ran exactly once"
-        assert_no_overlap(jobs, "GPU 0")
-        if staging:
-            assert len(seen) >= 2 and seen <= set(ids), f"staged jobs seen in /readyz: {seen}"
-        else:
-            assert not seen, f"staged with gpu_staging off: {seen}"
-    finally:
-        assert fs.stop() == 0, fs.server.log_tail()
