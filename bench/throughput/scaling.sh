@@ -10,7 +10,7 @@
 #   RESULTS (non-empty: every job's result to scaling_<N>gpu.results.jsonl, for results_summary.py),
 #   WORKERS (kevald serve --gpu-workers-per-gpu; empty: the server's default),
 #   LISTS (the --gpus lists to run, default "0 0,1 0,1,2,3"),
-#   SERVE_ARGS (more `kevald serve` flags, space-separated, e.g. "--gpu-staging=false"),
+#   SERVE_ARGS (more `kevald serve` flags, space-separated, e.g. "--fence=false"),
 #   TAG (a suffix for the output files, to keep two configurations' runs apart).
 set -u
 cd "$(dirname "$0")/../.."
