@@ -2,14 +2,15 @@
  * store - the front of the store: store.h is the contract, and this file
  * picks the backend for a path (a postgresql:// URI, or "postgresql:" for
  * the PG* environment: server/store_pg.c; anything else: a SQLite file,
- * server/store_sqlite.c) and forwards every call to it. It also holds what
+ * server/store_sqlite.c) and forwards every call through that backend's
+ * StoreOps table (store_backend.h). It also holds what
  * both backends share: time formatting, the idempotency id ranges, the
  * argument checks of an insert and of a list query, the StorePool, the
  * host identity of this process, and whether the storage can write
  * (store_write_fault(), fed by the write calls' results).
  *
- * A Store is exactly one of the two backends' connections (sq or pg set,
- * never both), fixed at store_open().
+ * A Store is one backend connection (be) and that backend's table (ops),
+ * both fixed at store_open().
  */
 #include "server/store.h"
 
@@ -32,8 +33,8 @@
 #define STORE_LIST_DEFAULT 100
 
 struct Store {
-        StoreSqlite *sq;
-        StorePg *pg;
+        const StoreOps *ops;            /* the backend, fixed at store_open() */
+        void *be;                       /* its connection */
         bool empty_valid[2];            /* per Stage: the last claim found nothing ... */
         unsigned long empty_gen[2];     /* ... at this work generation */
         double empty_at[2];             /* ... at this monotonic time */
@@ -201,10 +202,8 @@ int store_open(const char *path, Store **ret_store)
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        if (store_path_is_pg(path))
-                r = store_pg_open(path, &s->pg);
-        else
-                r = store_sqlite_open(path, &s->sq);
+        s->ops = store_path_is_pg(path) ? &store_pg_ops : &store_sqlite_ops;
+        r = s->ops->open(path, &s->be);
         if (r != 0) {
                 free(s);
                 return r;
@@ -231,7 +230,8 @@ int store_open_readonly(const char *path, Store **ret_store)
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        r = store_sqlite_open_readonly(path, &s->sq);
+        s->ops = &store_sqlite_ops;
+        r = s->ops->open_readonly(path, &s->be);
         if (r != 0) {
                 free(s);
                 return r;
@@ -250,8 +250,7 @@ void store_close(Store *store)
                 return;
         if (store->listening && !store->listen_lost)
                 atomic_fetch_sub(&watching, 1);
-        store_pg_close(store->pg);
-        store_sqlite_close(store->sq);
+        store->ops->close(store->be);
         free(store);
 }
 
@@ -261,7 +260,7 @@ void store_close(Store *store)
  */
 const char *store_backend_name(Store *store)
 {
-        return store->pg ? "postgresql" : "sqlite";
+        return store->ops->name;
 }
 
 /* ---- host identity, wake-ups -------------------------------------------- */
@@ -314,7 +313,7 @@ const char *store_host_id(void)
  */
 int store_host_beat(Store *store)
 {
-        return store->pg ? store_pg_host_beat(store->pg, store_host_id()) : 0;
+        return store->ops->host_beat ? store->ops->host_beat(store->be, store_host_id()) : 0;
 }
 
 /**
@@ -325,7 +324,7 @@ int store_host_beat(Store *store)
  */
 int store_listen(Store *store)
 {
-        int r = store->pg ? store_pg_listen(store->pg) : -EOPNOTSUPP;
+        int r = store->ops->listen ? store->ops->listen(store->be) : -EOPNOTSUPP;
 
         if (r == 0 && !store->listening) {
                 store->listening = true;
@@ -348,9 +347,9 @@ int store_next_event(Store *store, int timeout_ms, StoreEvent *ret_ev)
 {
         if (timeout_ms < 0 || !ret_ev)
                 return -EINVAL;
-        if (!store->pg)
+        if (!store->ops->next_event)
                 return -EOPNOTSUPP;
-        int r = store_pg_next_event(store->pg, timeout_ms, ret_ev);
+        int r = store->ops->next_event(store->be, timeout_ms, ret_ev);
         if (r == -ENOTCONN && !store->listen_lost) {
                 /* Notifications may be missed from now on: claims must ask the database. */
                 store->listen_lost = true;
@@ -382,7 +381,7 @@ static const char *const copy_tables[] = {
 };
 
 typedef struct CopyCtx {
-        StorePg *to;
+        Store *to;
         const char *table;
         int64_t rows;
 } CopyCtx;
@@ -390,7 +389,7 @@ typedef struct CopyCtx {
 static int copy_one_row(void *arg, int n, const char *const *names, const StoreVal *vals)
 {
         CopyCtx *c = arg;
-        int r = store_pg_copy_row(c->to, c->table, n, names, vals);
+        int r = c->to->ops->copy_row(c->to->be, c->table, n, names, vals);
         if (r == 0)
                 c->rows++;
         return r;
@@ -405,25 +404,25 @@ int store_copy(Store *from, Store *to, bool force, json_t **ret_report)
         json_t *report;
         int r;
 
-        if (!from || !to || !from->sq || !to->pg || !ret_report)
+        if (!from || !to || !from->ops->each_row || !to->ops->copy_begin || !ret_report)
                 return -EINVAL;
         report = json_object();
         if (!report)
                 return -ENOMEM;
-        r = store_pg_copy_begin(to->pg, copy_tables, n, force);
+        r = to->ops->copy_begin(to->be, copy_tables, n, force);
         if (r != 0) {
                 json_decref(report);
                 return r;
         }
         for (size_t i = 0; r == 0 && i < n; i++) {
-                CopyCtx c = { .to = to->pg, .table = copy_tables[i] };
-                r = store_sqlite_each_row(from->sq, copy_tables[i], copy_one_row, &c);
+                CopyCtx c = { .to = to, .table = copy_tables[i] };
+                r = from->ops->each_row(from->be, copy_tables[i], copy_one_row, &c);
                 if (r == STORE_E_NOT_FOUND)
                         r = 0;  /* not in this (older) schema: nothing to copy */
                 if (r == 0 && json_object_set_new(report, copy_tables[i], json_integer(c.rows)))
                         r = -ENOMEM;
         }
-        r = store_pg_copy_end(to->pg, copy_tables, n, r);
+        r = to->ops->copy_end(to->be, copy_tables, n, r);
         if (r != 0) {
                 json_decref(report);
                 return r;
@@ -741,46 +740,33 @@ int store_insert_submissions(Store *store, const StoreNew *subs, size_t n, int64
 
 int store_insert_request(Store *store, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
 {
-        if (store->pg)
-                return note_write(store_pg_insert_request(store->pg, ins, ret_ids, ret_replayed), true);
-        return note_write(store_sqlite_insert_request(store->sq, ins, ret_ids, ret_replayed), true);
+        return note_write(store->ops->insert_request(store->be, ins, ret_ids, ret_replayed), true);
 }
 
 int store_idempotent_lookup(Store *store, int64_t token_id, const char *idem_key,
                             const uint8_t body_hash[32], json_t **ret_ids)
 {
-        if (store->pg)
-                return store_pg_idempotent_lookup(store->pg, token_id, idem_key, body_hash, ret_ids);
-        return store_sqlite_idempotent_lookup(store->sq, token_id, idem_key, body_hash, ret_ids);
+        return store->ops->idempotent_lookup(store->be, token_id, idem_key, body_hash, ret_ids);
 }
 
 int store_prune_idempotency(Store *store, double older_than_s, int64_t *ret_deleted)
 {
-        if (store->pg)
-                return store_pg_prune_idempotency(store->pg, older_than_s, ret_deleted);
-        return store_sqlite_prune_idempotency(store->sq, older_than_s, ret_deleted);
+        return store->ops->prune_idempotency(store->be, older_than_s, ret_deleted);
 }
 
 int store_begin_group(Store *store)
 {
-        if (store->pg)
-                return store_pg_begin_group(store->pg);
-        return store_sqlite_begin_group(store->sq);
+        return store->ops->begin_group(store->be);
 }
 
 int store_commit_group(Store *store)
 {
-        if (store->pg)
-                return note_write(store_pg_commit_group(store->pg), true);
-        return note_write(store_sqlite_commit_group(store->sq), true);
+        return note_write(store->ops->commit_group(store->be), true);
 }
 
 void store_rollback_group(Store *store)
 {
-        if (store->pg)
-                store_pg_rollback_group(store->pg);
-        else
-                store_sqlite_rollback_group(store->sq);
+        store->ops->rollback_group(store->be);
 }
 
 /* See "The claim gate" above; SQLite (one host, a cheap local probe) has none. */
@@ -791,8 +777,8 @@ int store_claim_next(Store *store, Stage stage, const char *owner, double lease_
         double now;
         int r;
 
-        if (!store->pg)
-                return note_write(store_sqlite_claim_next(store->sq, stage, owner, lease_s, ret_job), false);
+        if (!store->ops->claim_gate)
+                return note_write(store->ops->claim_next(store->be, stage, owner, lease_s, ret_job), false);
         if (stage != STAGE_COMPILE && stage != STAGE_RUN)
                 return -EINVAL;
         gen = atomic_load(&work_gen);
@@ -801,7 +787,7 @@ int store_claim_next(Store *store, Stage stage, const char *owner, double lease_
         if (atomic_load(&watching) > 0 && store->empty_valid[stage] && store->empty_gen[stage] == gen &&
             now - store->empty_at[stage] < CLAIM_GATE_MAX_S)
                 return STORE_E_EMPTY;
-        r = store_pg_claim_next(store->pg, stage, owner, lease_s, ret_job);
+        r = store->ops->claim_next(store->be, stage, owner, lease_s, ret_job);
         store->empty_valid[stage] = r == STORE_E_EMPTY;
         store->empty_gen[stage] = gen;
         store->empty_at[stage] = now;
@@ -810,183 +796,133 @@ int store_claim_next(Store *store, Stage stage, const char *owner, double lease_
 
 int store_heartbeat(Store *store, int64_t id, const char *owner, double lease_s)
 {
-        if (store->pg)
-                return store_pg_heartbeat(store->pg, id, owner, lease_s);
-        return store_sqlite_heartbeat(store->sq, id, owner, lease_s);
+        return store->ops->heartbeat(store->be, id, owner, lease_s);
 }
 
 int store_heartbeat_owner(Store *store, const char *owner, double lease_s, int *ret_extended)
 {
-        if (store->pg)
-                return note_write(store_pg_heartbeat_owner(store->pg, owner, lease_s, ret_extended), false);
-        return note_write(store_sqlite_heartbeat_owner(store->sq, owner, lease_s, ret_extended), false);
+        return note_write(store->ops->heartbeat_owner(store->be, owner, lease_s, ret_extended), false);
 }
 
 int store_set_cache_key(Store *store, int64_t id, const uint8_t key[32])
 {
-        if (store->pg)
-                return store_pg_set_cache_key(store->pg, id, key);
-        return store_sqlite_set_cache_key(store->sq, id, key);
+        return store->ops->set_cache_key(store->be, id, key);
 }
 
 int store_set_compiled(Store *store, int64_t id, const char *owner, json_t *compile_section)
 {
-        if (store->pg)
-                return note_write(store_pg_set_compiled(store->pg, id, owner, compile_section), true);
-        return note_write(store_sqlite_set_compiled(store->sq, id, owner, compile_section), true);
+        return note_write(store->ops->set_compiled(store->be, id, owner, compile_section), true);
 }
 
 int store_finish(Store *store, int64_t id, const char *owner, const char *verdict, double speedup,
                  json_t *result)
 {
-        if (store->pg)
-                return note_write(store_pg_finish(store->pg, id, owner, verdict, speedup, result), true);
-        return note_write(store_sqlite_finish(store->sq, id, owner, verdict, speedup, result), true);
+        return note_write(store->ops->finish(store->be, id, owner, verdict, speedup, result), true);
 }
 
 int store_requeue(Store *store, int64_t id, const char *owner, Stage stage)
 {
-        if (store->pg)
-                return note_write(store_pg_requeue(store->pg, id, owner, stage), false);
-        return note_write(store_sqlite_requeue(store->sq, id, owner, stage), false);
+        return note_write(store->ops->requeue(store->be, id, owner, stage), false);
 }
 
 int store_reap(Store *store, int max_attempts, int *ret_requeued, int *ret_failed)
 {
-        if (store->pg)
-                return store_pg_reap(store->pg, max_attempts, ret_requeued, ret_failed);
-        return store_sqlite_reap(store->sq, max_attempts, ret_requeued, ret_failed);
+        return store->ops->reap(store->be, max_attempts, ret_requeued, ret_failed);
 }
 
 int store_reap_collect(Store *store, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
                        size_t *ret_n_failed)
 {
-        if (store->pg)
-                return store_pg_reap_collect(store->pg, max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
-        return store_sqlite_reap_collect(store->sq, max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
+        return store->ops->reap_collect(store->be, max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
 }
 
 int store_requeue_all_leases(Store *store)
 {
-        if (store->pg)
-                return store_pg_requeue_all_leases(store->pg);
-        return store_sqlite_requeue_all_leases(store->sq);
+        return store->ops->requeue_all_leases(store->be);
 }
 
 int store_cancel(Store *store, int64_t id, int64_t token_id)
 {
-        if (store->pg)
-                return store_pg_cancel(store->pg, id, token_id);
-        return store_sqlite_cancel(store->sq, id, token_id);
+        return store->ops->cancel(store->be, id, token_id);
 }
 
 int store_get_submission(Store *store, int64_t id, json_t **ret_obj)
 {
-        if (store->pg)
-                return store_pg_get_submission(store->pg, id, ret_obj);
-        return store_sqlite_get_submission(store->sq, id, ret_obj);
+        return store->ops->get_submission(store->be, id, ret_obj);
 }
 
 int store_list_submissions(Store *store, json_t *filters, int64_t cursor, int limit, json_t **ret_items,
                            int64_t *ret_next_cursor)
 {
-        if (store->pg)
-                return store_pg_list_submissions(store->pg, filters, cursor, limit, ret_items, ret_next_cursor);
-        return store_sqlite_list_submissions(store->sq, filters, cursor, limit, ret_items, ret_next_cursor);
+        return store->ops->list_submissions(store->be, filters, cursor, limit, ret_items, ret_next_cursor);
 }
 
 int store_stats(Store *store, json_t **ret_stats)
 {
-        if (store->pg)
-                return store_pg_stats(store->pg, ret_stats);
-        return store_sqlite_stats(store->sq, ret_stats);
+        return store->ops->stats(store->be, ret_stats);
 }
 
 int store_queue_depth(Store *store, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running)
 {
-        if (store->pg)
-                return store_pg_queue_depth(store->pg, ret_queued, ret_compiled, ret_running);
-        return store_sqlite_queue_depth(store->sq, ret_queued, ret_compiled, ret_running);
+        return store->ops->queue_depth(store->be, ret_queued, ret_compiled, ret_running);
 }
 
 int store_query_view(Store *store, const char *view, int limit, json_t **ret_rows)
 {
-        if (store->pg)
-                return store_pg_query_view(store->pg, view, limit, ret_rows);
-        return store_sqlite_query_view(store->sq, view, limit, ret_rows);
+        return store->ops->query_view(store->be, view, limit, ret_rows);
 }
 
 int store_schema_version(Store *store, int *ret_version)
 {
-        if (store->pg)
-                return store_pg_schema_version(store->pg, ret_version);
-        return store_sqlite_schema_version(store->sq, ret_version);
+        return store->ops->schema_version(store->be, ret_version);
 }
 
 int store_dashboard_rows(Store *store, StoreDash q, json_t *args, json_t **ret_rows)
 {
-        if (store->pg)
-                return store_pg_dashboard_rows(store->pg, q, args, ret_rows);
-        return store_sqlite_dashboard_rows(store->sq, q, args, ret_rows);
+        return store->ops->dashboard_rows(store->be, q, args, ret_rows);
 }
 
 int store_cache_get(Store *store, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
                     size_t *ret_cubin_len)
 {
-        if (store->pg)
-                return store_pg_cache_get(store->pg, key, ret_compile, ret_cubin, ret_cubin_len);
-        return store_sqlite_cache_get(store->sq, key, ret_compile, ret_cubin, ret_cubin_len);
+        return store->ops->cache_get(store->be, key, ret_compile, ret_cubin, ret_cubin_len);
 }
 
 int store_cache_put(Store *store, const uint8_t key[32], json_t *compile, const uint8_t *cubin,
                     size_t cubin_len)
 {
-        if (store->pg)
-                return note_write(store_pg_cache_put(store->pg, key, compile, cubin, cubin_len), true);
-        return note_write(store_sqlite_cache_put(store->sq, key, compile, cubin, cubin_len), true);
+        return note_write(store->ops->cache_put(store->be, key, compile, cubin, cubin_len), true);
 }
 
 int store_cache_prune(Store *store, int64_t max_bytes, int64_t *ret_deleted)
 {
-        if (store->pg)
-                return store_pg_cache_prune(store->pg, max_bytes, ret_deleted);
-        return store_sqlite_cache_prune(store->sq, max_bytes, ret_deleted);
+        return store->ops->cache_prune(store->be, max_bytes, ret_deleted);
 }
 
 int store_token_create(Store *store, const char *name, const uint8_t hash[32], json_t *limits,
                        int64_t *ret_id)
 {
-        if (store->pg)
-                return store_pg_token_create(store->pg, name, hash, limits, ret_id);
-        return store_sqlite_token_create(store->sq, name, hash, limits, ret_id);
+        return store->ops->token_create(store->be, name, hash, limits, ret_id);
 }
 
 int store_token_revoke(Store *store, const char *name)
 {
-        if (store->pg)
-                return store_pg_token_revoke(store->pg, name);
-        return store_sqlite_token_revoke(store->sq, name);
+        return store->ops->token_revoke(store->be, name);
 }
 
 int store_token_lookup(Store *store, const uint8_t hash[32], int64_t *ret_id, json_t **ret_limits)
 {
-        if (store->pg)
-                return store_pg_token_lookup(store->pg, hash, ret_id, ret_limits);
-        return store_sqlite_token_lookup(store->sq, hash, ret_id, ret_limits);
+        return store->ops->token_lookup(store->be, hash, ret_id, ret_limits);
 }
 
 int store_token_list(Store *store, json_t **ret_list)
 {
-        if (store->pg)
-                return store_pg_token_list(store->pg, ret_list);
-        return store_sqlite_token_list(store->sq, ret_list);
+        return store->ops->token_list(store->be, ret_list);
 }
 
 int store_secret(Store *store, uint8_t ret_secret[32])
 {
-        if (store->pg)
-                return store_pg_secret(store->pg, ret_secret);
-        return store_sqlite_secret(store->sq, ret_secret);
+        return store->ops->secret(store->be, ret_secret);
 }
 
 /* ---- pool --------------------------------------------------------------- */

@@ -1,7 +1,7 @@
 /*
  * store_pg - the store's PostgreSQL backend: one database shared by a fleet
- * of kevald hosts (store.h is the contract, server/store.c forwards here;
- * docs/store.md, "PostgreSQL").
+ * of kevald hosts (store.h is the contract; server/store.c calls here through
+ * store_pg_ops at the end; docs/store.md, "PostgreSQL").
  *
  * This is the only file that includes <libpq-fe.h>. SQLSTATEs are translated
  * into negative errnos here and logged here once with PostgreSQL's message;
@@ -55,6 +55,8 @@ extern const unsigned long kevald_pg_migrations_count;
 #define MAX_PARAMS 16
 #define INSERT_CHUNK 256                        /* rows per multi-row INSERT */
 #define MAX_PREPARED 64                         /* statements prepared per connection */
+
+typedef struct StorePg StorePg;
 
 struct StorePg {
         PGconn *conn;
@@ -528,15 +530,31 @@ static void quiet_notice(void *arg, const char *message)
 }
 
 /**
+ * store_pg_close() - close the connection (an open transaction is rolled back)
+ * @store: the store, or NULL
+ */
+static void store_pg_close(void *be)
+{
+        StorePg *store = be;
+
+        if (!store)
+                return;
+        if (store->conn)
+                PQfinish(store->conn);
+        free(store->dsn_shown);
+        free(store);
+}
+
+/**
  * store_pg_open() - connect, bring the schema up to date, make the secret
  * @dsn:       a libpq URI ("postgresql://user@host:port/db?..."), or
  *             "postgresql:" for the PG* environment
- * @ret_store: on success, a new StorePg (store_pg_close())
+ * @ret_be:    on success, a new StorePg (store_pg_close())
  * Return: 0, STORE_E_NEWER_DB, -ENOTCONN when the server cannot be reached
  * or refuses the connection (logged with the DSN, password elided), or a
  * negative errno.
  */
-int store_pg_open(const char *dsn, StorePg **ret_store)
+static int store_pg_open(const char *dsn, void **ret_be)
 {
         StorePg *s = calloc(1, sizeof(*s));
         int r;
@@ -569,25 +587,11 @@ int store_pg_open(const char *dsn, StorePg **ret_store)
                 r = ensure_secret(s);
         if (r != 0)
                 goto out;
-        *ret_store = s;
+        *ret_be = s;
         s = NULL;
 out:
         store_pg_close(s);
         return r;
-}
-
-/**
- * store_pg_close() - close the connection (an open transaction is rolled back)
- * @store: the store, or NULL
- */
-void store_pg_close(StorePg *store)
-{
-        if (!store)
-                return;
-        if (store->conn)
-                PQfinish(store->conn);
-        free(store->dsn_shown);
-        free(store);
 }
 
 /* ---- acceptance --------------------------------------------------------- */
@@ -1011,8 +1015,10 @@ static int insert_savepoint(StorePg *s, const StoreInsert *ins, int64_t *ids, bo
  * Return: as store_insert_request(); -ENOTCONN when the database is
  * unreachable (nothing was accepted).
  */
-int store_pg_insert_request(StorePg *store, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
+static int store_pg_insert_request(void *be, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
 {
+        StorePg *store = be;
+
         bool replayed = false;
         int64_t *ids;
         int r = store_check_insert(ins);
@@ -1047,9 +1053,11 @@ int store_pg_insert_request(StorePg *store, const StoreInsert *ins, int64_t *ret
 /**
  * store_pg_idempotent_lookup() - see store_idempotent_lookup()
  */
-int store_pg_idempotent_lookup(StorePg *store, int64_t token_id, const char *idem_key, const uint8_t body_hash[32],
+static int store_pg_idempotent_lookup(void *be, int64_t token_id, const char *idem_key, const uint8_t body_hash[32],
                                json_t **ret_ids)
 {
+        StorePg *store = be;
+
         int64_t *ids = NULL;
         size_t n = 0;
         json_t *arr;
@@ -1079,8 +1087,10 @@ int store_pg_idempotent_lookup(StorePg *store, int64_t token_id, const char *ide
 /**
  * store_pg_prune_idempotency() - see store_prune_idempotency()
  */
-int store_pg_prune_idempotency(StorePg *store, double older_than_s, int64_t *ret_deleted)
+static int store_pg_prune_idempotency(void *be, double older_than_s, int64_t *ret_deleted)
 {
+        StorePg *store = be;
+
         PGresult *res;
         Params p = { .n = 0 };
         int r = ensure_conn(store);
@@ -1101,8 +1111,10 @@ int store_pg_prune_idempotency(StorePg *store, double older_than_s, int64_t *ret
  * store_pg_begin_group() - open the group's transaction (see store_begin_group())
  * Return: 0, -EINVAL when a group is open, -ENOTCONN, or a negative errno.
  */
-int store_pg_begin_group(StorePg *store)
+static int store_pg_begin_group(void *be)
 {
+        StorePg *store = be;
+
         int r;
 
         if (store->in_group)
@@ -1120,8 +1132,10 @@ int store_pg_begin_group(StorePg *store)
  * Return: 0, -EINVAL without a group, -EIO or -ENOTCONN when the transaction
  * was lost (nothing of the group is stored), or a negative errno.
  */
-int store_pg_commit_group(StorePg *store)
+static int store_pg_commit_group(void *be)
 {
+        StorePg *store = be;
+
         int r;
 
         if (!store->in_group)
@@ -1140,8 +1154,10 @@ int store_pg_commit_group(StorePg *store)
 /**
  * store_pg_rollback_group() - drop everything the open group inserted
  */
-void store_pg_rollback_group(StorePg *store)
+static void store_pg_rollback_group(void *be)
 {
+        StorePg *store = be;
+
         if (!store->in_group)
                 return;
         store->in_group = false;
@@ -1240,8 +1256,10 @@ static int why_not(StorePg *s, int64_t id, int64_t token_id)
  *
  * Return: 0, STORE_E_EMPTY, -EINVAL, -ENOTCONN, or a negative errno.
  */
-int store_pg_claim_next(StorePg *store, Stage stage, const char *owner, double lease_s, StoreJob **ret_job)
+static int store_pg_claim_next(void *be, Stage stage, const char *owner, double lease_s, StoreJob **ret_job)
 {
+        StorePg *store = be;
+
         static const char *const claim[2] = {
                 CLAIM_SQL("compiling", "queued", "compile_at"),
                 CLAIM_SQL("running", "compiled", "run_at"),
@@ -1384,8 +1402,10 @@ static int update_one(StorePg *s, bool async, const char *what, const char *sql,
 /**
  * store_pg_heartbeat() - extend a job's lease (see store_heartbeat())
  */
-int store_pg_heartbeat(StorePg *store, int64_t id, const char *owner, double lease_s)
+static int store_pg_heartbeat(void *be, int64_t id, const char *owner, double lease_s)
 {
+        StorePg *store = be;
+
         Params p = { .n = 0 };
         int64_t n = 0;
         int r;
@@ -1405,8 +1425,10 @@ int store_pg_heartbeat(StorePg *store, int64_t id, const char *owner, double lea
 /**
  * store_pg_heartbeat_owner() - extend every lease of @owner (see store_heartbeat_owner())
  */
-int store_pg_heartbeat_owner(StorePg *store, const char *owner, double lease_s, int *ret_extended)
+static int store_pg_heartbeat_owner(void *be, const char *owner, double lease_s, int *ret_extended)
 {
+        StorePg *store = be;
+
         Params p = { .n = 0 };
         int64_t n = 0;
         int r;
@@ -1429,8 +1451,10 @@ int store_pg_heartbeat_owner(StorePg *store, const char *owner, double lease_s, 
  * store_pg_host_beat() - upsert hosts(@host_id).last_seen = now
  * Return: 0, -ENOTCONN, or a negative errno.
  */
-int store_pg_host_beat(StorePg *store, const char *host_id)
+static int store_pg_host_beat(void *be, const char *host_id)
 {
+        StorePg *store = be;
+
         Params p = { .n = 0 };
         int64_t n = 0;
         double now = store_now();
@@ -1445,8 +1469,10 @@ int store_pg_host_beat(StorePg *store, const char *host_id)
 /**
  * store_pg_set_cache_key() - see store_set_cache_key()
  */
-int store_pg_set_cache_key(StorePg *store, int64_t id, const uint8_t key[32])
+static int store_pg_set_cache_key(void *be, int64_t id, const uint8_t key[32])
 {
+        StorePg *store = be;
+
         Params p = { .n = 0 };
         int64_t n = 0;
         int r;
@@ -1464,8 +1490,10 @@ int store_pg_set_cache_key(StorePg *store, int64_t id, const uint8_t key[32])
 /**
  * store_pg_set_compiled() - compiling -> compiled (see store_set_compiled())
  */
-int store_pg_set_compiled(StorePg *store, int64_t id, const char *owner, json_t *compile_section)
+static int store_pg_set_compiled(void *be, int64_t id, const char *owner, json_t *compile_section)
 {
+        StorePg *store = be;
+
         PGresult *res = NULL;
         char *text;
         int r;
@@ -1547,9 +1575,11 @@ static int finish_in_tx(StorePg *s, int64_t id, const char *owner, const char *v
  * STORE_E_CONFLICT, so a job is never scored twice. Commits at
  * synchronous_commit=on; the commit sends NOTIFY kevald_done.
  */
-int store_pg_finish(StorePg *store, int64_t id, const char *owner, const char *verdict, double speedup,
+static int store_pg_finish(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
                     json_t *result)
 {
+        StorePg *store = be;
+
         char *text;
         int r;
 
@@ -1568,8 +1598,10 @@ int store_pg_finish(StorePg *store, int64_t id, const char *owner, const char *v
 /**
  * store_pg_requeue() - give a claimed job back (see store_requeue())
  */
-int store_pg_requeue(StorePg *store, int64_t id, const char *owner, Stage stage)
+static int store_pg_requeue(void *be, int64_t id, const char *owner, Stage stage)
 {
+        StorePg *store = be;
+
         Params p = { .n = 0 };
         int64_t n = 0;
         int r;
@@ -1674,17 +1706,21 @@ out:
 /**
  * store_pg_reap_collect() - see store_reap_collect(); leases of every host
  */
-int store_pg_reap_collect(StorePg *store, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
+static int store_pg_reap_collect(void *be, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
                           size_t *ret_n_failed)
 {
+        StorePg *store = be;
+
         return reap(store, store_now(), NULL, max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
 }
 
 /**
  * store_pg_reap() - see store_reap()
  */
-int store_pg_reap(StorePg *store, int max_attempts, int *ret_requeued, int *ret_failed)
+static int store_pg_reap(void *be, int max_attempts, int *ret_requeued, int *ret_failed)
 {
+        StorePg *store = be;
+
         size_t n = 0;
         int r = reap(store, store_now(), NULL, max_attempts, ret_requeued, NULL, &n);
         if (r == 0 && ret_failed)
@@ -1701,8 +1737,10 @@ int store_pg_reap(StorePg *store, int max_attempts, int *ret_requeued, int *ret_
  *
  * Return: the number of jobs put back (≥ 0), or a negative errno.
  */
-int store_pg_requeue_all_leases(StorePg *store)
+static int store_pg_requeue_all_leases(void *be)
 {
+        StorePg *store = be;
+
         char prefix[LIMIT_HOST_ID_BYTES + 2];
         int requeued = 0, r;
 
@@ -1714,8 +1752,10 @@ int store_pg_requeue_all_leases(StorePg *store)
 /**
  * store_pg_cancel() - see store_cancel()
  */
-int store_pg_cancel(StorePg *store, int64_t id, int64_t token_id)
+static int store_pg_cancel(void *be, int64_t id, int64_t token_id)
 {
+        StorePg *store = be;
+
         PGresult *res = NULL;
         char *text = NULL;
         Params p = { .n = 0 };
@@ -1786,8 +1826,10 @@ static json_t *row_to_object(const PGresult *res, int i, bool with_result)
 /**
  * store_pg_get_submission() - see store_get_submission()
  */
-int store_pg_get_submission(StorePg *store, int64_t id, json_t **ret_obj)
+static int store_pg_get_submission(void *be, int64_t id, json_t **ret_obj)
 {
+        StorePg *store = be;
+
         PGresult *res;
         Params p = { .n = 0 };
         int r = ensure_conn(store);
@@ -1815,9 +1857,11 @@ int store_pg_get_submission(StorePg *store, int64_t id, json_t **ret_obj)
 /**
  * store_pg_list_submissions() - see store_list_submissions()
  */
-int store_pg_list_submissions(StorePg *store, json_t *filters, int64_t cursor, int limit, json_t **ret_items,
+static int store_pg_list_submissions(void *be, json_t *filters, int64_t cursor, int limit, json_t **ret_items,
                               int64_t *ret_next_cursor)
 {
+        StorePg *store = be;
+
         StoreListQuery q;
         Params p = { .n = 0 };
         PGresult *res = NULL;
@@ -1922,8 +1966,10 @@ static int counts_into(StorePg *s, const char *sql, json_t *obj)
 /**
  * store_pg_stats() - see store_stats(); the same aggregates, fleet-wide
  */
-int store_pg_stats(StorePg *store, json_t **ret_stats)
+static int store_pg_stats(void *be, json_t **ret_stats)
 {
+        StorePg *store = be;
+
         json_t *states = json_object(), *verdicts = json_object(), *tasks = json_array(), *out = NULL, *t;
         int64_t entries = 0, hits = 0, misses = 0, bytes = 0, depth = 0, total = 0;
         PGresult *res = NULL;
@@ -2006,8 +2052,10 @@ out:
 /**
  * store_pg_queue_depth() - see store_queue_depth()
  */
-int store_pg_queue_depth(StorePg *store, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running)
+static int store_pg_queue_depth(void *be, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running)
 {
+        StorePg *store = be;
+
         int64_t d[3] = { 0, 0, 0 };
         PGresult *res;
         int r = ensure_conn(store);
@@ -2087,8 +2135,10 @@ static int rows_to_objects(const PGresult *res, json_t *rows)
 /**
  * store_pg_query_view() - see store_query_view()
  */
-int store_pg_query_view(StorePg *store, const char *view, int limit, json_t **ret_rows)
+static int store_pg_query_view(void *be, const char *view, int limit, json_t **ret_rows)
 {
+        StorePg *store = be;
+
         PGresult *res = NULL;
         Params p = { .n = 0 };
         char sql[160];
@@ -2183,8 +2233,10 @@ static const char *const dash_sql[STORE_DASH__COUNT] = {
 /**
  * store_pg_dashboard_rows() - see store_dashboard_rows()
  */
-int store_pg_dashboard_rows(StorePg *store, StoreDash q, json_t *args, json_t **ret_rows)
+static int store_pg_dashboard_rows(void *be, StoreDash q, json_t *args, json_t **ret_rows)
 {
+        StorePg *store = be;
+
         Params p = { .n = 0 };
         PGresult *res;
         json_t *rows, *v;
@@ -2225,8 +2277,10 @@ int store_pg_dashboard_rows(StorePg *store, StoreDash q, json_t *args, json_t **
 /**
  * store_pg_schema_version() - the last migration applied (kevald_schema)
  */
-int store_pg_schema_version(StorePg *store, int *ret_version)
+static int store_pg_schema_version(void *be, int *ret_version)
 {
+        StorePg *store = be;
+
         int r = ensure_conn(store);
         return r < 0 ? r : schema_version(store, ret_version);
 }
@@ -2244,9 +2298,11 @@ static int counter_add(StorePg *s, const char *name, int64_t delta)
 /**
  * store_pg_cache_get() - see store_cache_get(); a CUBIN compiled by any host
  */
-int store_pg_cache_get(StorePg *store, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
+static int store_pg_cache_get(void *be, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
                        size_t *ret_cubin_len)
 {
+        StorePg *store = be;
+
         json_t *compile = NULL;
         uint8_t *cubin = NULL;
         size_t len = 0;
@@ -2313,9 +2369,11 @@ out:
 /**
  * store_pg_cache_put() - see store_cache_put()
  */
-int store_pg_cache_put(StorePg *store, const uint8_t key[32], json_t *compile, const uint8_t *cubin,
+static int store_pg_cache_put(void *be, const uint8_t key[32], json_t *compile, const uint8_t *cubin,
                        size_t cubin_len)
 {
+        StorePg *store = be;
+
         Params p = { .n = 0 };
         int64_t n = 0;
         char *text;
@@ -2346,8 +2404,10 @@ int store_pg_cache_put(StorePg *store, const uint8_t key[32], json_t *compile, c
 /**
  * store_pg_cache_prune() - see store_cache_prune(); rounds of at most 64 entries
  */
-int store_pg_cache_prune(StorePg *store, int64_t max_bytes, int64_t *ret_deleted)
+static int store_pg_cache_prune(void *be, int64_t max_bytes, int64_t *ret_deleted)
 {
+        StorePg *store = be;
+
         int64_t deleted = 0, bytes = 0;
         int r;
 
@@ -2384,8 +2444,10 @@ int store_pg_cache_prune(StorePg *store, int64_t max_bytes, int64_t *ret_deleted
 /**
  * store_pg_token_create() - see store_token_create()
  */
-int store_pg_token_create(StorePg *store, const char *name, const uint8_t hash[32], json_t *limits, int64_t *ret_id)
+static int store_pg_token_create(void *be, const char *name, const uint8_t hash[32], json_t *limits, int64_t *ret_id)
 {
+        StorePg *store = be;
+
         PGresult *res = NULL;
         Params p = { .n = 0 };
         char *text = NULL;
@@ -2416,8 +2478,10 @@ int store_pg_token_create(StorePg *store, const char *name, const uint8_t hash[3
 /**
  * store_pg_token_revoke() - see store_token_revoke()
  */
-int store_pg_token_revoke(StorePg *store, const char *name)
+static int store_pg_token_revoke(void *be, const char *name)
 {
+        StorePg *store = be;
+
         Params p = { .n = 0 };
         int64_t n = 0;
         int r;
@@ -2436,8 +2500,10 @@ int store_pg_token_revoke(StorePg *store, const char *name)
 /**
  * store_pg_token_lookup() - see store_token_lookup()
  */
-int store_pg_token_lookup(StorePg *store, const uint8_t hash[32], int64_t *ret_id, json_t **ret_limits)
+static int store_pg_token_lookup(void *be, const uint8_t hash[32], int64_t *ret_id, json_t **ret_limits)
 {
+        StorePg *store = be;
+
         PGresult *res;
         Params p = { .n = 0 };
         json_t *limits = NULL;
@@ -2475,8 +2541,10 @@ int store_pg_token_lookup(StorePg *store, const uint8_t hash[32], int64_t *ret_i
 /**
  * store_pg_token_list() - see store_token_list()
  */
-int store_pg_token_list(StorePg *store, json_t **ret_list)
+static int store_pg_token_list(void *be, json_t **ret_list)
 {
+        StorePg *store = be;
+
         PGresult *res;
         json_t *list;
         int r = ensure_conn(store);
@@ -2510,8 +2578,10 @@ int store_pg_token_list(StorePg *store, json_t **ret_list)
 /**
  * store_pg_secret() - see store_secret(); one secret for the whole fleet
  */
-int store_pg_secret(StorePg *store, uint8_t ret_secret[32])
+static int store_pg_secret(void *be, uint8_t ret_secret[32])
 {
+        StorePg *store = be;
+
         PGresult *res;
         uint8_t *v = NULL;
         size_t len = 0;
@@ -2562,8 +2632,10 @@ static bool table_name_ok(const char *t)
  * Return: 0 with the transaction open, STORE_E_CONFLICT when not empty and
  * !@force, -EINVAL, or a negative errno (nothing open then).
  */
-int store_pg_copy_begin(StorePg *store, const char *const *tables, size_t n_tables, bool force)
+static int store_pg_copy_begin(void *be, const char *const *tables, size_t n_tables, bool force)
 {
+        StorePg *store = be;
+
         char sql[160];
         int64_t n = 0;
         int r = tx_begin(store);
@@ -2599,8 +2671,10 @@ int store_pg_copy_begin(StorePg *store, const char *const *tables, size_t n_tabl
  * @vals:  the values; bytes go as bytea, the rest as text PostgreSQL converts
  * Return: 0 or a negative errno.
  */
-int store_pg_copy_row(StorePg *store, const char *table, int n, const char *const *names, const StoreVal *vals)
+static int store_pg_copy_row(void *be, const char *table, int n, const char *const *names, const StoreVal *vals)
 {
+        StorePg *store = be;
+
         const char *v[64];
         int lens[64], fmts[64];
         char nums[64][32];
@@ -2672,8 +2746,10 @@ int store_pg_copy_row(StorePg *store, const char *table, int n, const char *cons
  *
  * Return: @r, or the commit's error.
  */
-int store_pg_copy_end(StorePg *store, const char *const *tables, size_t n_tables, int r)
+static int store_pg_copy_end(void *be, const char *const *tables, size_t n_tables, int r)
 {
+        StorePg *store = be;
+
         static const char *const seqs[] = { "submissions", "tokens", "idempotency" };
         char sql[256];
 
@@ -2695,8 +2771,10 @@ int store_pg_copy_end(StorePg *store, const char *const *tables, size_t n_tables
  * store_pg_listen() - LISTEN kevald_work and kevald_done on this connection
  * Return: 0, -ENOTCONN, or a negative errno.
  */
-int store_pg_listen(StorePg *store)
+static int store_pg_listen(void *be)
 {
+        StorePg *store = be;
+
         int r = ensure_conn(store);
         if (r == 0)
                 r = exec_simple(store, "listen", "LISTEN kevald_work; LISTEN kevald_done");
@@ -2738,8 +2816,10 @@ static int take_notify(StorePg *s, StoreEvent *ret_ev)
  * After a lost connection comes back, LISTEN is renewed and one
  * STORE_EVENT_WORK is reported (jobs may have become claimable meanwhile).
  */
-int store_pg_next_event(StorePg *store, int timeout_ms, StoreEvent *ret_ev)
+static int store_pg_next_event(void *be, int timeout_ms, StoreEvent *ret_ev)
 {
+        StorePg *store = be;
+
         struct pollfd pfd;
         int r;
 
@@ -2774,3 +2854,49 @@ int store_pg_next_event(StorePg *store, int timeout_ms, StoreEvent *ret_ev)
                 }
         return take_notify(store, ret_ev);
 }
+
+/* The table store_open() picks for this backend (store_backend.h). */
+const StoreOps store_pg_ops = {
+        .name = "postgresql",
+        .claim_gate = true,
+        .open = store_pg_open,
+        .close = store_pg_close,
+        .insert_request = store_pg_insert_request,
+        .idempotent_lookup = store_pg_idempotent_lookup,
+        .prune_idempotency = store_pg_prune_idempotency,
+        .begin_group = store_pg_begin_group,
+        .commit_group = store_pg_commit_group,
+        .rollback_group = store_pg_rollback_group,
+        .claim_next = store_pg_claim_next,
+        .heartbeat = store_pg_heartbeat,
+        .heartbeat_owner = store_pg_heartbeat_owner,
+        .host_beat = store_pg_host_beat,
+        .set_cache_key = store_pg_set_cache_key,
+        .set_compiled = store_pg_set_compiled,
+        .finish = store_pg_finish,
+        .requeue = store_pg_requeue,
+        .reap_collect = store_pg_reap_collect,
+        .reap = store_pg_reap,
+        .requeue_all_leases = store_pg_requeue_all_leases,
+        .cancel = store_pg_cancel,
+        .get_submission = store_pg_get_submission,
+        .list_submissions = store_pg_list_submissions,
+        .stats = store_pg_stats,
+        .queue_depth = store_pg_queue_depth,
+        .query_view = store_pg_query_view,
+        .dashboard_rows = store_pg_dashboard_rows,
+        .schema_version = store_pg_schema_version,
+        .cache_get = store_pg_cache_get,
+        .cache_put = store_pg_cache_put,
+        .cache_prune = store_pg_cache_prune,
+        .token_create = store_pg_token_create,
+        .token_revoke = store_pg_token_revoke,
+        .token_lookup = store_pg_token_lookup,
+        .token_list = store_pg_token_list,
+        .secret = store_pg_secret,
+        .copy_begin = store_pg_copy_begin,
+        .copy_row = store_pg_copy_row,
+        .copy_end = store_pg_copy_end,
+        .listen = store_pg_listen,
+        .next_event = store_pg_next_event,
+};

@@ -1,7 +1,7 @@
 /*
  * store_sqlite - the store's SQLite backend: the queue and the history of
- * one host in one database file (store.h is the contract, server/store.c
- * forwards to the functions here; docs/store.md).
+ * one host in one database file (store.h is the contract; server/store.c
+ * calls the functions here through store_sqlite_ops at the end; docs/store.md).
  *
  * This is the only file that includes <sqlite3.h>; SQLite result codes are
  * translated into negative errnos here, and SQLite failures are logged here
@@ -223,6 +223,8 @@ static const char *const queries[Q__MAX] = {
                 "WHERE task IN (SELECT value FROM json_each(?1)) ORDER BY task, gpu_name, shape",
 };
 
+typedef struct StoreSqlite StoreSqlite;
+
 struct StoreSqlite {
         sqlite3 *db;
         sqlite3_stmt *stmts[Q__MAX];
@@ -240,14 +242,6 @@ struct StoreSqlite {
  * handler below. No thread ever holds two write transactions.
  */
 static pthread_mutex_t write_mutex = PTHREAD_MUTEX_INITIALIZER;
-
-struct StorePool {
-        pthread_mutex_t lock;
-        pthread_cond_t cond;
-        StoreSqlite **free;
-        int n_free;
-        int n;
-};
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -582,9 +576,26 @@ out:
 }
 
 /**
+ * store_sqlite_close() - finalize every statement and close the connection
+ * @store: the store, or NULL
+ */
+static void store_sqlite_close(void *be)
+{
+        StoreSqlite *store = be;
+
+        if (!store)
+                return;
+        write_release(store); /* closed mid-transaction: SQLite rolls back */
+        for (int i = 0; i < Q__MAX; i++)
+                sqlite3_finalize(store->stmts[i]);
+        sqlite3_close_v2(store->db);
+        free(store);
+}
+
+/**
  * store_sqlite_open() - open (creating if needed) the database and bring its schema up to date
  * @path:      database file; created with its WAL files next to it
- * @ret_store: on success, a new Store (store_close())
+ * @ret_be:    on success, a new StoreSqlite (store_sqlite_close())
  *
  * Sets WAL, busy_timeout and synchronous=NORMAL, applies the embedded
  * migrations newer than PRAGMA user_version in one transaction, and creates
@@ -593,7 +604,7 @@ out:
  * Return: 0, STORE_E_NEWER_DB when the database's schema is newer than this
  * binary (logged), or a negative errno.
  */
-int store_sqlite_open(const char *path, StoreSqlite **ret_store)
+static int store_sqlite_open(const char *path, void **ret_be)
 {
         StoreSqlite *s = calloc(1, sizeof(*s));
         int r, rc;
@@ -624,7 +635,7 @@ int store_sqlite_open(const char *path, StoreSqlite **ret_store)
         r = ensure_secret(s);
         if (r < 0)
                 goto out;
-        *ret_store = s;
+        *ret_be = s;
         s = NULL;
 out:
         store_sqlite_close(s);
@@ -634,7 +645,7 @@ out:
 /**
  * store_sqlite_open_readonly() - open an existing kevald SQLite store for reading only
  * @path:      the file; never created, never migrated, never written
- * @ret_store: on success, a new store (store_sqlite_close())
+ * @ret_be:    on success, a new StoreSqlite (store_sqlite_close())
  *
  * For `kevald store copy`: a missing file or one that is not a kevald store
  * must be refused, not created or taken for an empty store.
@@ -644,7 +655,7 @@ out:
  * table); STORE_E_NEWER_DB when its schema is newer than this binary; or a
  * negative errno.
  */
-int store_sqlite_open_readonly(const char *path, StoreSqlite **ret_store)
+static int store_sqlite_open_readonly(const char *path, void **ret_be)
 {
         StoreSqlite *s = calloc(1, sizeof(*s));
         sqlite3_stmt *st = NULL;
@@ -683,28 +694,13 @@ int store_sqlite_open_readonly(const char *path, StoreSqlite **ret_store)
                 r = -EBADMSG;
                 goto out;
         }
-        *ret_store = s;
+        *ret_be = s;
         s = NULL;
         r = 0;
 out:
         sqlite3_finalize(st);
         store_sqlite_close(s);
         return r;
-}
-
-/**
- * store_sqlite_close() - finalize every statement and close the connection
- * @store: the store, or NULL
- */
-void store_sqlite_close(StoreSqlite *store)
-{
-        if (!store)
-                return;
-        write_release(store); /* closed mid-transaction: SQLite rolls back */
-        for (int i = 0; i < Q__MAX; i++)
-                sqlite3_finalize(store->stmts[i]);
-        sqlite3_close_v2(store->db);
-        free(store);
 }
 
 /* ---- acceptance --------------------------------------------------------- */
@@ -982,8 +978,10 @@ static int insert_body(StoreSqlite *s, const StoreInsert *ins, int64_t *ids, boo
  * too long or without a hash); -EIO when the group's transaction was lost;
  * another negative errno on a database failure.
  */
-int store_sqlite_insert_request(StoreSqlite *store, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
+static int store_sqlite_insert_request(void *be, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
 {
+        StoreSqlite *store = be;
+
         bool nested = store->in_group, replayed = false;
         int64_t *ids = NULL;
         int r = store_check_insert(ins);
@@ -1045,9 +1043,11 @@ out_sync:
  * Return: 0, STORE_E_NOT_FOUND for an unknown key, STORE_E_CONFLICT when the
  * key was used with another body, or a negative errno.
  */
-int store_sqlite_idempotent_lookup(StoreSqlite *store, int64_t token_id, const char *idem_key,
+static int store_sqlite_idempotent_lookup(void *be, int64_t token_id, const char *idem_key,
                             const uint8_t body_hash[32], json_t **ret_ids)
 {
+        StoreSqlite *store = be;
+
         int64_t *ids = NULL;
         size_t n = 0;
         json_t *arr;
@@ -1078,8 +1078,10 @@ int store_sqlite_idempotent_lookup(StoreSqlite *store, int64_t token_id, const c
  * @ret_deleted: on success, how many keys were dropped (may be NULL)
  * Return: 0 or a negative errno.
  */
-int store_sqlite_prune_idempotency(StoreSqlite *store, double older_than_s, int64_t *ret_deleted)
+static int store_sqlite_prune_idempotency(void *be, double older_than_s, int64_t *ret_deleted)
 {
+        StoreSqlite *store = be;
+
         sqlite3_stmt *st = NULL;
         int r = tx_begin(store), rc;
 
@@ -1110,8 +1112,10 @@ out:
  *
  * Return: 0, -EINVAL when a group is already open, or a negative errno.
  */
-int store_sqlite_begin_group(StoreSqlite *store)
+static int store_sqlite_begin_group(void *be)
 {
+        StoreSqlite *store = be;
+
         int r;
 
         if (store->in_group || !sqlite3_get_autocommit(store->db))
@@ -1137,8 +1141,10 @@ int store_sqlite_begin_group(StoreSqlite *store)
  * another negative errno when the commit failed (nothing of the group is
  * stored then).
  */
-int store_sqlite_commit_group(StoreSqlite *store)
+static int store_sqlite_commit_group(void *be)
 {
+        StoreSqlite *store = be;
+
         int r;
 
         if (!store->in_group)
@@ -1160,8 +1166,10 @@ int store_sqlite_commit_group(StoreSqlite *store)
  * store_sqlite_rollback_group() - drop everything the open group inserted
  * @store: store with an open group (no-op otherwise); borrowed
  */
-void store_sqlite_rollback_group(StoreSqlite *store)
+static void store_sqlite_rollback_group(void *be)
 {
+        StoreSqlite *store = be;
+
         if (!store->in_group)
                 return;
         store->in_group = false;
@@ -1233,8 +1241,10 @@ static int why_not(StoreSqlite *s, int64_t id, int64_t token_id)
  * Return: 0, STORE_E_EMPTY when nothing waits for the stage, -EINVAL, or a
  * negative errno (-EBADMSG when the stored request does not parse).
  */
-int store_sqlite_claim_next(StoreSqlite *store, Stage stage, const char *owner, double lease_s, StoreJob **ret_job)
+static int store_sqlite_claim_next(void *be, Stage stage, const char *owner, double lease_s, StoreJob **ret_job)
 {
+        StoreSqlite *store = be;
+
         StoreJob *job = NULL;
         sqlite3_stmt *st;
         double now = store_now();
@@ -1337,8 +1347,10 @@ out:
  * Return: 0, STORE_E_NOT_FOUND for an unknown id, STORE_E_CONFLICT when the
  * lease is not held by @owner any more (reaped, finished), or a negative errno.
  */
-int store_sqlite_heartbeat(StoreSqlite *store, int64_t id, const char *owner, double lease_s)
+static int store_sqlite_heartbeat(void *be, int64_t id, const char *owner, double lease_s)
 {
+        StoreSqlite *store = be;
+
         sqlite3_stmt *st;
         int r;
 
@@ -1369,8 +1381,10 @@ out:
  * @ret_extended: on success, how many leases were extended (may be NULL)
  * Return: 0 or a negative errno.
  */
-int store_sqlite_heartbeat_owner(StoreSqlite *store, const char *owner, double lease_s, int *ret_extended)
+static int store_sqlite_heartbeat_owner(void *be, const char *owner, double lease_s, int *ret_extended)
 {
+        StoreSqlite *store = be;
+
         sqlite3_stmt *st;
         int r;
 
@@ -1399,8 +1413,10 @@ out:
  * @key:   32 bytes; the run stage finds the CUBIN under it (StoreJob.cache_key)
  * Return: 0, STORE_E_NOT_FOUND, or a negative errno.
  */
-int store_sqlite_set_cache_key(StoreSqlite *store, int64_t id, const uint8_t key[32])
+static int store_sqlite_set_cache_key(void *be, int64_t id, const uint8_t key[32])
 {
+        StoreSqlite *store = be;
+
         sqlite3_stmt *st;
         int r;
 
@@ -1435,8 +1451,10 @@ out:
  * Return: 0, STORE_E_NOT_FOUND, STORE_E_CONFLICT when the job is not
  * compiling under @owner's lease, or a negative errno.
  */
-int store_sqlite_set_compiled(StoreSqlite *store, int64_t id, const char *owner, json_t *compile_section)
+static int store_sqlite_set_compiled(void *be, int64_t id, const char *owner, json_t *compile_section)
 {
+        StoreSqlite *store = be;
+
         sqlite3_stmt *st;
         char *text;
         int r;
@@ -1525,9 +1543,11 @@ static int finish_in_tx(StoreSqlite *s, int64_t id, const char *owner, const cha
  * Return: 0, STORE_E_NOT_FOUND, STORE_E_CONFLICT when already done or the
  * lease is not held by @owner, or a negative errno.
  */
-int store_sqlite_finish(StoreSqlite *store, int64_t id, const char *owner, const char *verdict, double speedup,
+static int store_sqlite_finish(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
                  json_t *result)
 {
+        StoreSqlite *store = be;
+
         char *text;
         int r;
 
@@ -1553,8 +1573,10 @@ int store_sqlite_finish(StoreSqlite *store, int64_t id, const char *owner, const
  * Return: 0, STORE_E_NOT_FOUND, STORE_E_CONFLICT when the job is not in that
  * stage under @owner's lease, or a negative errno.
  */
-int store_sqlite_requeue(StoreSqlite *store, int64_t id, const char *owner, Stage stage)
+static int store_sqlite_requeue(void *be, int64_t id, const char *owner, Stage stage)
 {
+        StoreSqlite *store = be;
+
         sqlite3_stmt *st;
         int r;
 
@@ -1684,9 +1706,11 @@ out:
  * @ret_n_failed:   on success, its length (may be NULL)
  * Return: 0 or a negative errno.
  */
-int store_sqlite_reap_collect(StoreSqlite *store, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
+static int store_sqlite_reap_collect(void *be, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
                        size_t *ret_n_failed)
 {
+        StoreSqlite *store = be;
+
         return reap(store, store_now(), max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
 }
 
@@ -1697,8 +1721,10 @@ int store_sqlite_reap_collect(StoreSqlite *store, int max_attempts, int *ret_req
  * @ret_failed:   on success, jobs ended as internal_error (may be NULL)
  * Return: 0 or a negative errno.
  */
-int store_sqlite_reap(StoreSqlite *store, int max_attempts, int *ret_requeued, int *ret_failed)
+static int store_sqlite_reap(void *be, int max_attempts, int *ret_requeued, int *ret_failed)
 {
+        StoreSqlite *store = be;
+
         size_t n = 0;
         int r = reap(store, store_now(), max_attempts, ret_requeued, NULL, &n);
         if (r == 0 && ret_failed)
@@ -1713,8 +1739,10 @@ int store_sqlite_reap(StoreSqlite *store, int max_attempts, int *ret_requeued, i
  * expiry. Attempts stay counted.
  * Return: the number of jobs put back (≥ 0), or a negative errno.
  */
-int store_sqlite_requeue_all_leases(StoreSqlite *store)
+static int store_sqlite_requeue_all_leases(void *be)
 {
+        StoreSqlite *store = be;
+
         int requeued = 0;
         int r = reap(store, NAN, 0, &requeued, NULL, NULL);
         return r < 0 ? r : requeued;
@@ -1730,8 +1758,10 @@ int store_sqlite_requeue_all_leases(StoreSqlite *store)
  * Return: 0, STORE_E_NOT_FOUND (no such id, or another token's),
  * STORE_E_CONFLICT when it is not queued any more, or a negative errno.
  */
-int store_sqlite_cancel(StoreSqlite *store, int64_t id, int64_t token_id)
+static int store_sqlite_cancel(void *be, int64_t id, int64_t token_id)
 {
+        StoreSqlite *store = be;
+
         sqlite3_stmt *st;
         char *task = NULL, *text = NULL;
         bool hit = false;
@@ -1817,8 +1847,10 @@ static json_t *row_to_object(sqlite3_stmt *st, bool with_result)
  *           (or null), tags, and result once done
  * Return: 0, STORE_E_NOT_FOUND, or a negative errno (-EBADMSG when stored JSON does not parse).
  */
-int store_sqlite_get_submission(StoreSqlite *store, int64_t id, json_t **ret_obj)
+static int store_sqlite_get_submission(void *be, int64_t id, json_t **ret_obj)
 {
+        StoreSqlite *store = be;
+
         sqlite3_stmt *st;
         int r = stmt_get(store, Q_GET_SUB, &st), rc;
 
@@ -1847,9 +1879,11 @@ int store_sqlite_get_submission(StoreSqlite *store, int64_t id, json_t **ret_obj
  *   store_list_query_parse() (server/store_backend.h) and store.h
  * Return: 0, -EINVAL for a bad filter or limit, or a negative errno.
  */
-int store_sqlite_list_submissions(StoreSqlite *store, json_t *filters, int64_t cursor, int limit,
+static int store_sqlite_list_submissions(void *be, json_t *filters, int64_t cursor, int limit,
                                   json_t **ret_items, int64_t *ret_next_cursor)
 {
+        StoreSqlite *store = be;
+
         StoreListQuery q;
         char sql[1024];
         json_t *items = NULL;
@@ -2021,8 +2055,10 @@ static int row_scalar(sqlite3_stmt *st, void *arg)
  * never scans the history.
  * Return: 0 or a negative errno.
  */
-int store_sqlite_stats(StoreSqlite *store, json_t **ret_stats)
+static int store_sqlite_stats(void *be, json_t **ret_stats)
 {
+        StoreSqlite *store = be;
+
         json_t *states = json_object(), *verdicts = json_object(), *tasks = json_array(), *out = NULL;
         int64_t entries = 0, hits = 0, misses = 0, bytes = 0, depth = 0, total = 0;
         int r = -ENOMEM;
@@ -2100,8 +2136,10 @@ static int row_depth(sqlite3_stmt *st, void *arg)
  * @ret_queued, @ret_compiled, @ret_running: on success, the counts (each may be NULL)
  * Return: 0 or a negative errno.
  */
-int store_sqlite_queue_depth(StoreSqlite *store, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running)
+static int store_sqlite_queue_depth(void *be, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running)
 {
+        StoreSqlite *store = be;
+
         int64_t d[3] = { 0, 0, 0 };
         int r = each_row(store, "SELECT state, count(*) FROM submissions "
                          "WHERE state IN ('queued', 'compiled', 'running') GROUP BY state", row_depth, d);
@@ -2157,8 +2195,10 @@ static int row_object(sqlite3_stmt *st, void *arg)
  * Return: 0, STORE_E_NOT_FOUND for an unknown view, -EINVAL for a bad name or
  * limit, or a negative errno.
  */
-int store_sqlite_query_view(StoreSqlite *store, const char *view, int limit, json_t **ret_rows)
+static int store_sqlite_query_view(void *be, const char *view, int limit, json_t **ret_rows)
 {
+        StoreSqlite *store = be;
+
         char sql[160];
         json_t *rows;
         size_t len;
@@ -2193,8 +2233,10 @@ int store_sqlite_query_view(StoreSqlite *store, const char *view, int limit, jso
 /**
  * store_sqlite_dashboard_rows() - see store.h.
  */
-int store_sqlite_dashboard_rows(StoreSqlite *store, StoreDash q, json_t *args, json_t **ret_rows)
+static int store_sqlite_dashboard_rows(void *be, StoreDash q, json_t *args, json_t **ret_rows)
 {
+        StoreSqlite *store = be;
+
         sqlite3_stmt *st = NULL;
         json_t *rows = NULL, *v;
         size_t i;
@@ -2253,8 +2295,10 @@ out:
  * @ret_version: on success, the number of the last migration applied
  * Return: 0 or a negative errno.
  */
-int store_sqlite_schema_version(StoreSqlite *store, int *ret_version)
+static int store_sqlite_schema_version(void *be, int *ret_version)
 {
+        StoreSqlite *store = be;
+
         return user_version(store, ret_version);
 }
 
@@ -2283,9 +2327,11 @@ static int counter_add(StoreSqlite *s, const char *name, int64_t delta)
  * @ret_cubin_len: on success, its length
  * Return: 0, STORE_E_NOT_FOUND on a miss, or a negative errno.
  */
-int store_sqlite_cache_get(StoreSqlite *store, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
+static int store_sqlite_cache_get(void *be, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
                     size_t *ret_cubin_len)
 {
+        StoreSqlite *store = be;
+
         json_t *compile = NULL;
         uint8_t *cubin = NULL;
         size_t len = 0;
@@ -2369,9 +2415,11 @@ out:
  * The hit count of an existing entry is kept.
  * Return: 0, -EINVAL (-E2BIG for an oversized CUBIN), or a negative errno.
  */
-int store_sqlite_cache_put(StoreSqlite *store, const uint8_t key[32], json_t *compile, const uint8_t *cubin,
+static int store_sqlite_cache_put(void *be, const uint8_t key[32], json_t *compile, const uint8_t *cubin,
                     size_t cubin_len)
 {
+        StoreSqlite *store = be;
+
         sqlite3_stmt *st;
         char *text;
         int r;
@@ -2414,8 +2462,10 @@ out_free:
  * so that claims are not held up behind a large prune.
  * Return: 0, -EINVAL, or a negative errno.
  */
-int store_sqlite_cache_prune(StoreSqlite *store, int64_t max_bytes, int64_t *ret_deleted)
+static int store_sqlite_cache_prune(void *be, int64_t max_bytes, int64_t *ret_deleted)
 {
+        StoreSqlite *store = be;
+
         sqlite3_stmt *st = NULL;
         int64_t deleted = 0, bytes = 0;
         int r = 0, rc;
@@ -2467,9 +2517,11 @@ int store_sqlite_cache_prune(StoreSqlite *store, int64_t max_bytes, int64_t *ret
  * @ret_id: on success, the token's id (> 0; may be NULL)
  * Return: 0, STORE_E_CONFLICT when the name (or hash) exists, -EINVAL, or a negative errno.
  */
-int store_sqlite_token_create(StoreSqlite *store, const char *name, const uint8_t hash[32], json_t *limits,
+static int store_sqlite_token_create(void *be, const char *name, const uint8_t hash[32], json_t *limits,
                        int64_t *ret_id)
 {
+        StoreSqlite *store = be;
+
         sqlite3_stmt *st = NULL;
         char *text = NULL;
         int r, rc;
@@ -2515,8 +2567,10 @@ out_free:
  * @name:  the token's name
  * Return: 0, STORE_E_NOT_FOUND (no such token, or already revoked), or a negative errno.
  */
-int store_sqlite_token_revoke(StoreSqlite *store, const char *name)
+static int store_sqlite_token_revoke(void *be, const char *name)
 {
+        StoreSqlite *store = be;
+
         sqlite3_stmt *st = NULL;
         int r, rc;
 
@@ -2549,8 +2603,10 @@ out:
  * @ret_limits: on success, a new object with its limits ({} when none; may be NULL)
  * Return: 0, STORE_E_NOT_FOUND (unknown or revoked), or a negative errno.
  */
-int store_sqlite_token_lookup(StoreSqlite *store, const uint8_t hash[32], int64_t *ret_id, json_t **ret_limits)
+static int store_sqlite_token_lookup(void *be, const uint8_t hash[32], int64_t *ret_id, json_t **ret_limits)
 {
+        StoreSqlite *store = be;
+
         sqlite3_stmt *st;
         json_t *limits = NULL;
         int r, rc;
@@ -2604,8 +2660,10 @@ static int row_token(sqlite3_stmt *st, void *arg)
  * @ret_list: on success, a new array of {"id", "name", "created_at", "revoked_at", "limits"}
  * Return: 0 or a negative errno.
  */
-int store_sqlite_token_list(StoreSqlite *store, json_t **ret_list)
+static int store_sqlite_token_list(void *be, json_t **ret_list)
 {
+        StoreSqlite *store = be;
+
         json_t *list = json_array();
         int r;
 
@@ -2627,8 +2685,10 @@ int store_sqlite_token_list(StoreSqlite *store, json_t **ret_list)
  * @ret_secret: on success, the secret
  * Return: 0, -EBADMSG when the stored value is damaged, or a negative errno.
  */
-int store_sqlite_secret(StoreSqlite *store, uint8_t ret_secret[32])
+static int store_sqlite_secret(void *be, uint8_t ret_secret[32])
 {
+        StoreSqlite *store = be;
+
         sqlite3_stmt *st = NULL;
         int rc = sqlite3_prepare_v2(store->db, "SELECT value FROM meta WHERE key = 'secret'", -1, &st, NULL), r;
 
@@ -2663,8 +2723,10 @@ int store_sqlite_secret(StoreSqlite *store, uint8_t ret_secret[32])
  * Return: 0, STORE_E_NOT_FOUND for a table this database does not have,
  * what @fn returned, or a negative errno.
  */
-int store_sqlite_each_row(StoreSqlite *store, const char *table, StoreRowFn fn, void *arg)
+static int store_sqlite_each_row(void *be, const char *table, StoreRowFn fn, void *arg)
 {
+        StoreSqlite *store = be;
+
         sqlite3_stmt *st = NULL;
         char sql[512];
         char *names[64];
@@ -2738,3 +2800,44 @@ out:
                 free(names[i]);
         return r;
 }
+
+/* The table store_open() picks for this backend (store_backend.h). */
+const StoreOps store_sqlite_ops = {
+        .name = "sqlite",
+        .open = store_sqlite_open,
+        .open_readonly = store_sqlite_open_readonly,
+        .close = store_sqlite_close,
+        .insert_request = store_sqlite_insert_request,
+        .idempotent_lookup = store_sqlite_idempotent_lookup,
+        .prune_idempotency = store_sqlite_prune_idempotency,
+        .begin_group = store_sqlite_begin_group,
+        .commit_group = store_sqlite_commit_group,
+        .rollback_group = store_sqlite_rollback_group,
+        .claim_next = store_sqlite_claim_next,
+        .heartbeat = store_sqlite_heartbeat,
+        .heartbeat_owner = store_sqlite_heartbeat_owner,
+        .set_cache_key = store_sqlite_set_cache_key,
+        .set_compiled = store_sqlite_set_compiled,
+        .finish = store_sqlite_finish,
+        .requeue = store_sqlite_requeue,
+        .reap_collect = store_sqlite_reap_collect,
+        .reap = store_sqlite_reap,
+        .requeue_all_leases = store_sqlite_requeue_all_leases,
+        .cancel = store_sqlite_cancel,
+        .get_submission = store_sqlite_get_submission,
+        .list_submissions = store_sqlite_list_submissions,
+        .stats = store_sqlite_stats,
+        .queue_depth = store_sqlite_queue_depth,
+        .query_view = store_sqlite_query_view,
+        .dashboard_rows = store_sqlite_dashboard_rows,
+        .schema_version = store_sqlite_schema_version,
+        .cache_get = store_sqlite_cache_get,
+        .cache_put = store_sqlite_cache_put,
+        .cache_prune = store_sqlite_cache_prune,
+        .token_create = store_sqlite_token_create,
+        .token_revoke = store_sqlite_token_revoke,
+        .token_lookup = store_sqlite_token_lookup,
+        .token_list = store_sqlite_token_list,
+        .secret = store_sqlite_secret,
+        .each_row = store_sqlite_each_row,
+};
