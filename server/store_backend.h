@@ -45,6 +45,51 @@ int store_check_insert(const StoreInsert *ins);
 int64_t store_insert_queued(const StoreInsert *ins);
 json_t *store_internal_error_result(const char *task, const char *state, int attempts);
 
+/* ---- rules both backends follow (server/store_rules.c) ---- */
+
+int store_migration_number(const char *name);
+int store_check_finish(const char *verdict, json_t *result, char **ret_text);
+
+/*
+ * StoreTx - the primitives a backend lends to the rules below, each run
+ * inside the backend's current write transaction (@be: its connection).
+ */
+typedef struct StoreTx {
+        /* queue_counts.active += @n for @token_id (-1: the total row) */
+        int (*add_active)(void *be, int64_t token_id, int64_t n);
+        /* task_stats.submissions += @n for @task (NULL: the "" row) */
+        int (*add_task)(void *be, const char *task, int64_t n);
+        /* Move @id to done with @verdict and store @result_text: 0, STORE_E_NOT_FOUND,
+         * STORE_E_CONFLICT (done already; @owner given and not the lease holder), or -errno. */
+        int (*finish)(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
+                      const char *result_text);
+        /* A leased row back one stage (compiling -> queued, running -> compiled), lease cleared. */
+        int (*back_one)(void *be, int64_t id);
+} StoreTx;
+
+int store_count_inserted(const StoreTx *tx, void *be, const StoreInsert *ins);
+int store_finish_at_insert(const StoreTx *tx, void *be, const StoreInsert *ins, const int64_t *ids);
+int store_reap_one(const StoreTx *tx, void *be, int64_t id, const char *state, int attempts, const char *task,
+                   int max_attempts, int *requeued, int64_t *failed, size_t *n_failed);
+
+/*
+ * StoreRow - one row of a backend's result, read column by column: what the
+ * row builders below see of SQLite's statement or PostgreSQL's result.
+ */
+typedef struct StoreRow StoreRow;
+struct StoreRow {
+        void *res;              /* the statement (SQLite) or result (PostgreSQL); borrowed */
+        int i;                  /* the row in @res (PostgreSQL) */
+        bool (*is_null)(const StoreRow *row, int col);
+        int64_t (*i64)(const StoreRow *row, int col);          /* 0 for NULL */
+        double (*real)(const StoreRow *row, int col);          /* for a non-NULL column */
+        const char *(*text)(const StoreRow *row, int col, size_t *ret_len); /* NULL for NULL; @ret_len may be NULL */
+};
+
+json_t *store_row_json(const StoreRow *row, int col);
+json_t *store_row_submission(const StoreRow *row, bool with_result);
+json_t *store_row_token(const StoreRow *row);
+
 /* One value of a copied row (store_copy()): NULL, integer, real, text or bytes. */
 typedef enum { STORE_VAL_NULL, STORE_VAL_INT, STORE_VAL_REAL, STORE_VAL_TEXT, STORE_VAL_BLOB } StoreValType;
 typedef struct StoreVal {
@@ -86,10 +131,10 @@ typedef struct StoreOps {
         int (*host_beat)(void *be, const char *host_id);               /* NULL: a no-op (one host) */
         int (*set_cache_key)(void *be, int64_t id, const uint8_t key[32]);
         int (*set_compiled)(void *be, int64_t id, const char *owner, json_t *compile_section);
+        /* @result_text: the result, store_check_finish() passed */
         int (*finish)(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
-                      json_t *result);
+                      const char *result_text);
         int (*requeue)(void *be, int64_t id, const char *owner, Stage stage);
-        int (*reap)(void *be, int max_attempts, int *ret_requeued, int *ret_failed);
         int (*reap_collect)(void *be, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
                             size_t *ret_n_failed);
         int (*requeue_all_leases)(void *be);

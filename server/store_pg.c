@@ -344,13 +344,35 @@ static json_t *get_json(const PGresult *res, int row, int col)
         return json_loadb(PQgetvalue(res, row, col), (size_t)PQgetlength(res, row, col), JSON_DECODE_ANY, NULL);
 }
 
-static json_t *get_time(const PGresult *res, int row, int col)
+/* Row @i of a result as store_rules.c reads it (StoreRow). */
+static bool pg_is_null(const StoreRow *row, int col)
 {
-        char buf[32];
-        if (PQgetisnull(res, row, col))
-                return json_null();
-        store_format_time(get_double(res, row, col), buf);
-        return json_string(buf);
+        return PQgetisnull(row->res, row->i, col);
+}
+
+static int64_t pg_i64(const StoreRow *row, int col)
+{
+        return get_i64(row->res, row->i, col);
+}
+
+static double pg_real(const StoreRow *row, int col)
+{
+        return get_double(row->res, row->i, col);
+}
+
+static const char *pg_text(const StoreRow *row, int col, size_t *ret_len)
+{
+        if (PQgetisnull(row->res, row->i, col))
+                return NULL;
+        if (ret_len)
+                *ret_len = (size_t)PQgetlength(row->res, row->i, col);
+        return PQgetvalue(row->res, row->i, col);
+}
+
+static StoreRow pg_row(const PGresult *res, int i)
+{
+        return (StoreRow){ .res = (PGresult *)res, .i = i, .is_null = pg_is_null, .i64 = pg_i64, .real = pg_real,
+                           .text = pg_text };
 }
 
 static json_t *get_real_or_null(const PGresult *res, int row, int col)
@@ -385,15 +407,6 @@ static int get_bytes(const PGresult *res, int row, int col, uint8_t **ret, size_
 
 /* ---- open, migrations --------------------------------------------------- */
 
-static int migration_number(const char *name)
-{
-        char *end;
-        long v = strtol(name, &end, 10);
-        if (end == name || *end != '_' || v <= 0 || v > 100000)
-                return -1;
-        return (int)v;
-}
-
 static int schema_version(StorePg *s, int *ret_v)
 {
         PGresult *res;
@@ -414,7 +427,7 @@ static int migrate(StorePg *s)
         int known = 0, current = 0, r;
 
         for (unsigned long i = 0; i < kevald_pg_migrations_count; i++) {
-                int v = migration_number(kevald_pg_migrations[i].name);
+                int v = store_migration_number(kevald_pg_migrations[i].name);
                 if (v <= known) {
                         log_error("store: migration \"%s\" is misnumbered", kevald_pg_migrations[i].name);
                         return -EINVAL;
@@ -441,7 +454,7 @@ static int migrate(StorePg *s)
                 goto out;
         }
         for (unsigned long i = 0; i < kevald_pg_migrations_count; i++) {
-                int v = migration_number(kevald_pg_migrations[i].name);
+                int v = store_migration_number(kevald_pg_migrations[i].name);
                 char *sql;
                 Params p = { .n = 0 };
 
@@ -642,8 +655,9 @@ static int idem_get(StorePg *s, int64_t token_id, const char *key, const uint8_t
         return r;
 }
 
-static int add_active(StorePg *s, int64_t token_id, int64_t n)
+static int add_active(void *be, int64_t token_id, int64_t n)
 {
+        StorePg *s = be;
         Params p = { .n = 0 };
         p_int(&p, token_id);
         p_int(&p, n);
@@ -652,8 +666,9 @@ static int add_active(StorePg *s, int64_t token_id, int64_t n)
                    "ON CONFLICT (token_id) DO UPDATE SET active = q.active + excluded.active", &p, NULL);
 }
 
-static int add_task(StorePg *s, const char *task, int64_t n)
+static int add_task(void *be, const char *task, int64_t n)
 {
+        StorePg *s = be;
         Params p = { .n = 0 };
         p_text(&p, task ? task : "");
         p_int(&p, n);
@@ -662,39 +677,14 @@ static int add_task(StorePg *s, const char *task, int64_t n)
                    "ON CONFLICT (task) DO UPDATE SET submissions = t.submissions + excluded.submissions", &p, NULL);
 }
 
-static int cmp_task(const void *a, const void *b, void *arg)
-{
-        const StoreNew *subs = arg;
-        const char *x = subs[*(const size_t *)a].task, *y = subs[*(const size_t *)b].task;
-        return strcmp(x ? x : "", y ? y : "");
-}
+static int finish_in_tx(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
+                        const char *result_text);
+static int back_one(void *be, int64_t id);
 
-/* Count a request into queue_counts and task_stats (tasks in name order: a fixed lock order). */
-static int count_inserted(StorePg *s, const StoreInsert *ins)
-{
-        size_t *order;
-        int r = add_active(s, -1, (int64_t)ins->n);
-
-        if (r == 0)
-                r = add_active(s, ins->subs[0].token_id, (int64_t)ins->n);
-        if (r < 0)
-                return r;
-        order = malloc(ins->n * sizeof(*order));
-        if (!order)
-                return -ENOMEM;
-        for (size_t i = 0; i < ins->n; i++)
-                order[i] = i;
-        qsort_r(order, ins->n, sizeof(*order), cmp_task, (void *)ins->subs);
-        for (size_t i = 0; i < ins->n && r == 0;) {
-                size_t j = i + 1;
-                while (j < ins->n && cmp_task(&order[i], &order[j], (void *)ins->subs) == 0)
-                        j++;
-                r = add_task(s, ins->subs[order[i]].task, (int64_t)(j - i));
-                i = j;
-        }
-        free(order);
-        return r;
-}
+/* What store_rules.c's acceptance and reaper rules do here. */
+static const StoreTx tx_ops = {
+        .add_active = add_active, .add_task = add_task, .finish = finish_in_tx, .back_one = back_one,
+};
 
 /* A growing SQL text with its parameter arrays (multi-row inserts). */
 typedef struct Batch {
@@ -891,28 +881,6 @@ static int draw_ids(StorePg *s, size_t n, int64_t *ids)
 }
 
 /* The body of an insert, inside a transaction or savepoint. */
-static int finish_in_tx(StorePg *s, int64_t id, const char *owner, const char *verdict, double speedup,
-                        const char *result_text);
-
-/* Rows done at insert, finished in the same transaction (see store_sqlite.c's finish_at_insert()). */
-static int finish_at_insert(StorePg *s, const StoreInsert *ins, const int64_t *ids)
-{
-        int r = 0;
-
-        for (size_t i = 0; i < ins->n && r == 0; i++) {
-                char *text;
-
-                if (!ins->subs[i].verdict)
-                        continue;
-                text = json_dumps(ins->subs[i].result, JSON_COMPACT);
-                if (!text)
-                        return -ENOMEM;
-                r = finish_in_tx(s, ids[i], NULL, ins->subs[i].verdict, NAN, text);
-                free(text);
-        }
-        return r;
-}
-
 static int insert_body(StorePg *s, const StoreInsert *ins, int64_t *ids, bool *ret_replayed)
 {
         int64_t token_id = ins->subs[0].token_id, active;
@@ -953,9 +921,9 @@ static int insert_body(StorePg *s, const StoreInsert *ins, int64_t *ids, bool *r
         if (r == 0)
                 r = insert_rows(s, ins->subs, ins->n, ids, now);
         if (r == 0)
-                r = count_inserted(s, ins);
+                r = store_count_inserted(&tx_ops, s, ins);
         if (r == 0)
-                r = finish_at_insert(s, ins, ids);
+                r = store_finish_at_insert(&tx_ops, s, ins, ids);
         if (r < 0)
                 return r;
         if (ins->idem_key) {
@@ -1018,7 +986,6 @@ static int insert_savepoint(StorePg *s, const StoreInsert *ins, int64_t *ids, bo
 static int store_pg_insert_request(void *be, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
 {
         StorePg *store = be;
-
         bool replayed = false;
         int64_t *ids;
         int r = store_check_insert(ins);
@@ -1057,7 +1024,6 @@ static int store_pg_idempotent_lookup(void *be, int64_t token_id, const char *id
                                json_t **ret_ids)
 {
         StorePg *store = be;
-
         int64_t *ids = NULL;
         size_t n = 0;
         json_t *arr;
@@ -1090,7 +1056,6 @@ static int store_pg_idempotent_lookup(void *be, int64_t token_id, const char *id
 static int store_pg_prune_idempotency(void *be, double older_than_s, int64_t *ret_deleted)
 {
         StorePg *store = be;
-
         PGresult *res;
         Params p = { .n = 0 };
         int r = ensure_conn(store);
@@ -1114,7 +1079,6 @@ static int store_pg_prune_idempotency(void *be, double older_than_s, int64_t *re
 static int store_pg_begin_group(void *be)
 {
         StorePg *store = be;
-
         int r;
 
         if (store->in_group)
@@ -1135,7 +1099,6 @@ static int store_pg_begin_group(void *be)
 static int store_pg_commit_group(void *be)
 {
         StorePg *store = be;
-
         int r;
 
         if (!store->in_group)
@@ -1405,7 +1368,6 @@ static int update_one(StorePg *s, bool async, const char *what, const char *sql,
 static int store_pg_heartbeat(void *be, int64_t id, const char *owner, double lease_s)
 {
         StorePg *store = be;
-
         Params p = { .n = 0 };
         int64_t n = 0;
         int r;
@@ -1428,7 +1390,6 @@ static int store_pg_heartbeat(void *be, int64_t id, const char *owner, double le
 static int store_pg_heartbeat_owner(void *be, const char *owner, double lease_s, int *ret_extended)
 {
         StorePg *store = be;
-
         Params p = { .n = 0 };
         int64_t n = 0;
         int r;
@@ -1454,7 +1415,6 @@ static int store_pg_heartbeat_owner(void *be, const char *owner, double lease_s,
 static int store_pg_host_beat(void *be, const char *host_id)
 {
         StorePg *store = be;
-
         Params p = { .n = 0 };
         int64_t n = 0;
         double now = store_now();
@@ -1472,7 +1432,6 @@ static int store_pg_host_beat(void *be, const char *host_id)
 static int store_pg_set_cache_key(void *be, int64_t id, const uint8_t key[32])
 {
         StorePg *store = be;
-
         Params p = { .n = 0 };
         int64_t n = 0;
         int r;
@@ -1493,7 +1452,6 @@ static int store_pg_set_cache_key(void *be, int64_t id, const uint8_t key[32])
 static int store_pg_set_compiled(void *be, int64_t id, const char *owner, json_t *compile_section)
 {
         StorePg *store = be;
-
         PGresult *res = NULL;
         char *text;
         int r;
@@ -1539,9 +1497,10 @@ static int put_result(StorePg *s, int64_t id, const char *text)
                    "ON CONFLICT (id) DO UPDATE SET result = excluded.result", &p, NULL);
 }
 
-static int finish_in_tx(StorePg *s, int64_t id, const char *owner, const char *verdict, double speedup,
+static int finish_in_tx(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
                         const char *result_text)
 {
+        StorePg *s = be;
         PGresult *res;
         Params p = { .n = 0 };
         int r;
@@ -1576,22 +1535,13 @@ static int finish_in_tx(StorePg *s, int64_t id, const char *owner, const char *v
  * synchronous_commit=on; the commit sends NOTIFY kevald_done.
  */
 static int store_pg_finish(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
-                    json_t *result)
+                           const char *result_text)
 {
         StorePg *store = be;
+        int r = tx_begin(store);
 
-        char *text;
-        int r;
-
-        if (!verdict || !*verdict || !result)
-                return -EINVAL;
-        text = json_dumps(result, JSON_COMPACT);
-        if (!text)
-                return -ENOMEM;
-        r = tx_begin(store);
         if (r == 0)
-                r = tx_end(store, finish_in_tx(store, id, owner, verdict, speedup, text));
-        free(text);
+                r = tx_end(store, finish_in_tx(store, id, owner, verdict, speedup, result_text));
         return r;
 }
 
@@ -1601,7 +1551,6 @@ static int store_pg_finish(void *be, int64_t id, const char *owner, const char *
 static int store_pg_requeue(void *be, int64_t id, const char *owner, Stage stage)
 {
         StorePg *store = be;
-
         Params p = { .n = 0 };
         int64_t n = 0;
         int r;
@@ -1624,6 +1573,15 @@ static int store_pg_requeue(void *be, int64_t id, const char *owner, Stage stage
  * back one stage, or internal_error past @max_attempts. SKIP LOCKED: two
  * hosts reaping at once split the rows between them.
  */
+static int back_one(void *be, int64_t id)
+{
+        Params p = { .n = 0 };
+        p_int(&p, id);
+        return runp(be, "requeue expired lease", "UPDATE submissions SET state = CASE state "
+                    "WHEN 'compiling' THEN 'queued' ELSE 'compiled' END, lease_owner = NULL, "
+                    "lease_expires = NULL WHERE id = $1 AND state IN ('compiling', 'running')", &p, NULL);
+}
+
 static int reap(StorePg *s, double now, const char *owner_prefix, int max_attempts, int *ret_requeued,
                 int64_t **ret_failed, size_t *ret_n_failed)
 {
@@ -1655,37 +1613,10 @@ static int reap(StorePg *s, double now, const char *owner_prefix, int max_attemp
                 r = -ENOMEM;
                 goto out;
         }
-        for (int i = 0; i < n; i++) {
-                int64_t id = get_i64(res, i, 0);
-                int attempts = (int)get_i64(res, i, 2);
-                const char *state = PQgetvalue(res, i, 1);
-
-                if (max_attempts > 0 && attempts >= max_attempts) {
-                        json_t *er = store_internal_error_result(PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3),
-                                                                 state, attempts);
-                        char *text = er ? json_dumps(er, JSON_COMPACT) : NULL;
-                        json_decref(er);
-                        if (!text) {
-                                r = -ENOMEM;
-                                goto out;
-                        }
-                        r = finish_in_tx(s, id, NULL, "internal_error", NAN, text);
-                        free(text);
-                        if (r != 0)
-                                goto out;
-                        failed[n_failed++] = id;
-                        log_warn("store: job %" PRId64 " failed after %d expired leases", id, attempts);
-                } else {
-                        Params q = { .n = 0 };
-                        p_int(&q, id);
-                        r = runp(s, "requeue expired lease", "UPDATE submissions SET state = CASE state "
-                                "WHEN 'compiling' THEN 'queued' ELSE 'compiled' END, lease_owner = NULL, "
-                                "lease_expires = NULL WHERE id = $1 AND state IN ('compiling', 'running')", &q, NULL);
-                        if (r < 0)
-                                goto out;
-                        requeued++;
-                }
-        }
+        for (int i = 0; i < n && r == 0; i++)
+                r = store_reap_one(&tx_ops, s, get_i64(res, i, 0), PQgetvalue(res, i, 1), (int)get_i64(res, i, 2),
+                                   PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3), max_attempts, &requeued,
+                                   failed, &n_failed);
 out:
         PQclear(res);
         r = tx_end(s, r);
@@ -1715,20 +1646,6 @@ static int store_pg_reap_collect(void *be, int max_attempts, int *ret_requeued, 
 }
 
 /**
- * store_pg_reap() - see store_reap()
- */
-static int store_pg_reap(void *be, int max_attempts, int *ret_requeued, int *ret_failed)
-{
-        StorePg *store = be;
-
-        size_t n = 0;
-        int r = reap(store, store_now(), NULL, max_attempts, ret_requeued, NULL, &n);
-        if (r == 0 && ret_failed)
-                *ret_failed = (int)n;
-        return r;
-}
-
-/**
  * store_pg_requeue_all_leases() - at start-up, put this host's leases back one stage
  *
  * Only the leases whose owner starts with "<store_host_id()>/": the other
@@ -1740,7 +1657,6 @@ static int store_pg_reap(void *be, int max_attempts, int *ret_requeued, int *ret
 static int store_pg_requeue_all_leases(void *be)
 {
         StorePg *store = be;
-
         char prefix[LIMIT_HOST_ID_BYTES + 2];
         int requeued = 0, r;
 
@@ -1755,7 +1671,6 @@ static int store_pg_requeue_all_leases(void *be)
 static int store_pg_cancel(void *be, int64_t id, int64_t token_id)
 {
         StorePg *store = be;
-
         PGresult *res = NULL;
         char *text = NULL;
         Params p = { .n = 0 };
@@ -1798,29 +1713,8 @@ out:
 /* Columns as SUB_COLUMNS [, result]. */
 static json_t *row_to_object(const PGresult *res, int i, bool with_result)
 {
-        json_t *tags = get_json(res, i, 11);
-        json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:i, s:o, s:o}",
-                              "id", (json_int_t)get_i64(res, i, 0),
-                              "state", get_text_or_null(res, i, 1),
-                              "verdict", get_text_or_null(res, i, 2),
-                              "task", get_text_or_null(res, i, 3),
-                              "mode", get_text_or_null(res, i, 4),
-                              "priority", get_i64(res, i, 5) > 0 ? "interactive" : "bulk",
-                              "created_at", get_time(res, i, 6),
-                              "started_at", get_time(res, i, 7),
-                              "finished_at", get_time(res, i, 8),
-                              "attempts", (int)get_i64(res, i, 9),
-                              "speedup", get_real_or_null(res, i, 10),
-                              "tags", json_is_object(tags) ? json_incref(tags) : json_object());
-        json_decref(tags);
-        if (o && with_result && !PQgetisnull(res, i, 12)) {
-                json_t *r = get_json(res, i, 12);
-                if (!r || json_object_set_new(o, "result", r)) {
-                        json_decref(o);
-                        return NULL;
-                }
-        }
-        return o;
+        StoreRow row = pg_row(res, i);
+        return store_row_submission(&row, with_result);
 }
 
 /**
@@ -1829,7 +1723,6 @@ static json_t *row_to_object(const PGresult *res, int i, bool with_result)
 static int store_pg_get_submission(void *be, int64_t id, json_t **ret_obj)
 {
         StorePg *store = be;
-
         PGresult *res;
         Params p = { .n = 0 };
         int r = ensure_conn(store);
@@ -1861,7 +1754,6 @@ static int store_pg_list_submissions(void *be, json_t *filters, int64_t cursor, 
                               int64_t *ret_next_cursor)
 {
         StorePg *store = be;
-
         StoreListQuery q;
         Params p = { .n = 0 };
         PGresult *res = NULL;
@@ -1969,7 +1861,6 @@ static int counts_into(StorePg *s, const char *sql, json_t *obj)
 static int store_pg_stats(void *be, json_t **ret_stats)
 {
         StorePg *store = be;
-
         json_t *states = json_object(), *verdicts = json_object(), *tasks = json_array(), *out = NULL, *t;
         int64_t entries = 0, hits = 0, misses = 0, bytes = 0, depth = 0, total = 0;
         PGresult *res = NULL;
@@ -2055,7 +1946,6 @@ out:
 static int store_pg_queue_depth(void *be, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running)
 {
         StorePg *store = be;
-
         int64_t d[3] = { 0, 0, 0 };
         PGresult *res;
         int r = ensure_conn(store);
@@ -2138,7 +2028,6 @@ static int rows_to_objects(const PGresult *res, json_t *rows)
 static int store_pg_query_view(void *be, const char *view, int limit, json_t **ret_rows)
 {
         StorePg *store = be;
-
         PGresult *res = NULL;
         Params p = { .n = 0 };
         char sql[160];
@@ -2236,7 +2125,6 @@ static const char *const dash_sql[STORE_DASH__COUNT] = {
 static int store_pg_dashboard_rows(void *be, StoreDash q, json_t *args, json_t **ret_rows)
 {
         StorePg *store = be;
-
         Params p = { .n = 0 };
         PGresult *res;
         json_t *rows, *v;
@@ -2280,7 +2168,6 @@ static int store_pg_dashboard_rows(void *be, StoreDash q, json_t *args, json_t *
 static int store_pg_schema_version(void *be, int *ret_version)
 {
         StorePg *store = be;
-
         int r = ensure_conn(store);
         return r < 0 ? r : schema_version(store, ret_version);
 }
@@ -2302,7 +2189,6 @@ static int store_pg_cache_get(void *be, const uint8_t key[32], json_t **ret_comp
                        size_t *ret_cubin_len)
 {
         StorePg *store = be;
-
         json_t *compile = NULL;
         uint8_t *cubin = NULL;
         size_t len = 0;
@@ -2373,7 +2259,6 @@ static int store_pg_cache_put(void *be, const uint8_t key[32], json_t *compile, 
                        size_t cubin_len)
 {
         StorePg *store = be;
-
         Params p = { .n = 0 };
         int64_t n = 0;
         char *text;
@@ -2407,7 +2292,6 @@ static int store_pg_cache_put(void *be, const uint8_t key[32], json_t *compile, 
 static int store_pg_cache_prune(void *be, int64_t max_bytes, int64_t *ret_deleted)
 {
         StorePg *store = be;
-
         int64_t deleted = 0, bytes = 0;
         int r;
 
@@ -2447,7 +2331,6 @@ static int store_pg_cache_prune(void *be, int64_t max_bytes, int64_t *ret_delete
 static int store_pg_token_create(void *be, const char *name, const uint8_t hash[32], json_t *limits, int64_t *ret_id)
 {
         StorePg *store = be;
-
         PGresult *res = NULL;
         Params p = { .n = 0 };
         char *text = NULL;
@@ -2481,7 +2364,6 @@ static int store_pg_token_create(void *be, const char *name, const uint8_t hash[
 static int store_pg_token_revoke(void *be, const char *name)
 {
         StorePg *store = be;
-
         Params p = { .n = 0 };
         int64_t n = 0;
         int r;
@@ -2503,7 +2385,6 @@ static int store_pg_token_revoke(void *be, const char *name)
 static int store_pg_token_lookup(void *be, const uint8_t hash[32], int64_t *ret_id, json_t **ret_limits)
 {
         StorePg *store = be;
-
         PGresult *res;
         Params p = { .n = 0 };
         json_t *limits = NULL;
@@ -2544,7 +2425,6 @@ static int store_pg_token_lookup(void *be, const uint8_t hash[32], int64_t *ret_
 static int store_pg_token_list(void *be, json_t **ret_list)
 {
         StorePg *store = be;
-
         PGresult *res;
         json_t *list;
         int r = ensure_conn(store);
@@ -2557,12 +2437,8 @@ static int store_pg_token_list(void *be, json_t **ret_list)
                 return r;
         list = json_array();
         for (int i = 0; list && i < PQntuples(res); i++) {
-                json_t *limits = get_json(res, i, 4);
-                json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o}", "id", (json_int_t)get_i64(res, i, 0),
-                                      "name", get_text_or_null(res, i, 1), "created_at", get_time(res, i, 2),
-                                      "revoked_at", get_time(res, i, 3),
-                                      "limits", json_is_object(limits) ? json_incref(limits) : json_object());
-                json_decref(limits);
+                StoreRow row = pg_row(res, i);
+                json_t *o = store_row_token(&row);
                 if (!o || json_array_append_new(list, o)) {
                         json_decref(list);
                         list = NULL;
@@ -2581,7 +2457,6 @@ static int store_pg_token_list(void *be, json_t **ret_list)
 static int store_pg_secret(void *be, uint8_t ret_secret[32])
 {
         StorePg *store = be;
-
         PGresult *res;
         uint8_t *v = NULL;
         size_t len = 0;
@@ -2635,7 +2510,6 @@ static bool table_name_ok(const char *t)
 static int store_pg_copy_begin(void *be, const char *const *tables, size_t n_tables, bool force)
 {
         StorePg *store = be;
-
         char sql[160];
         int64_t n = 0;
         int r = tx_begin(store);
@@ -2674,7 +2548,6 @@ static int store_pg_copy_begin(void *be, const char *const *tables, size_t n_tab
 static int store_pg_copy_row(void *be, const char *table, int n, const char *const *names, const StoreVal *vals)
 {
         StorePg *store = be;
-
         const char *v[64];
         int lens[64], fmts[64];
         char nums[64][32];
@@ -2774,7 +2647,6 @@ static int store_pg_copy_end(void *be, const char *const *tables, size_t n_table
 static int store_pg_listen(void *be)
 {
         StorePg *store = be;
-
         int r = ensure_conn(store);
         if (r == 0)
                 r = exec_simple(store, "listen", "LISTEN kevald_work; LISTEN kevald_done");
@@ -2819,7 +2691,6 @@ static int take_notify(StorePg *s, StoreEvent *ret_ev)
 static int store_pg_next_event(void *be, int timeout_ms, StoreEvent *ret_ev)
 {
         StorePg *store = be;
-
         struct pollfd pfd;
         int r;
 
@@ -2876,7 +2747,6 @@ const StoreOps store_pg_ops = {
         .finish = store_pg_finish,
         .requeue = store_pg_requeue,
         .reap_collect = store_pg_reap_collect,
-        .reap = store_pg_reap,
         .requeue_all_leases = store_pg_requeue_all_leases,
         .cancel = store_pg_cancel,
         .get_submission = store_pg_get_submission,

@@ -438,13 +438,33 @@ static json_t *col_json(sqlite3_stmt *st, int i)
         return json_loadb(v, (size_t)sqlite3_column_bytes(st, i), JSON_DECODE_ANY, NULL);
 }
 
-static json_t *col_time(sqlite3_stmt *st, int i)
+/* A statement's current row as store_rules.c reads it (StoreRow). */
+static bool sq_is_null(const StoreRow *row, int col)
 {
-        char buf[32];
-        if (sqlite3_column_type(st, i) == SQLITE_NULL)
-                return json_null();
-        store_format_time(sqlite3_column_double(st, i), buf);
-        return json_string(buf);
+        return sqlite3_column_type(row->res, col) == SQLITE_NULL;
+}
+
+static int64_t sq_i64(const StoreRow *row, int col)
+{
+        return sqlite3_column_int64(row->res, col);
+}
+
+static double sq_real(const StoreRow *row, int col)
+{
+        return sqlite3_column_double(row->res, col);
+}
+
+static const char *sq_text(const StoreRow *row, int col, size_t *ret_len)
+{
+        const char *v = (const char *)sqlite3_column_text(row->res, col);
+        if (ret_len)
+                *ret_len = v ? (size_t)sqlite3_column_bytes(row->res, col) : 0;
+        return v;
+}
+
+static StoreRow sq_row(sqlite3_stmt *st)
+{
+        return (StoreRow){ .res = st, .is_null = sq_is_null, .i64 = sq_i64, .real = sq_real, .text = sq_text };
 }
 
 static json_t *col_real_or_null(sqlite3_stmt *st, int i)
@@ -461,15 +481,6 @@ static json_t *col_text_or_null(sqlite3_stmt *st, int i)
 }
 
 /* ---- open, migrations --------------------------------------------------- */
-
-static int migration_number(const char *name)
-{
-        char *end;
-        long v = strtol(name, &end, 10);
-        if (end == name || *end != '_' || v <= 0 || v > 100000)
-                return -1;
-        return (int)v;
-}
 
 static int user_version(StoreSqlite *s, int *ret_v)
 {
@@ -493,7 +504,7 @@ static int migrate(StoreSqlite *s, const char *path)
         char sql[64];
 
         for (unsigned long i = 0; i < kevald_migrations_count; i++) {
-                int v = migration_number(kevald_migrations[i].name);
+                int v = store_migration_number(kevald_migrations[i].name);
                 if (v <= known) {
                         log_error("store: migration \"%s\" is misnumbered", kevald_migrations[i].name);
                         return -EINVAL;
@@ -519,7 +530,7 @@ static int migrate(StoreSqlite *s, const char *path)
                 goto out;
         }
         for (unsigned long i = 0; i < kevald_migrations_count; i++) {
-                int v = migration_number(kevald_migrations[i].name);
+                int v = store_migration_number(kevald_migrations[i].name);
                 if (v <= current)
                         continue;
                 log_info("store: applying migration %s to \"%s\"", kevald_migrations[i].name, path);
@@ -674,7 +685,7 @@ static int store_sqlite_open_readonly(const char *path, void **ret_be)
         if (r < 0)
                 goto out;
         for (unsigned long i = 0; i < kevald_migrations_count; i++)
-                known = migration_number(kevald_migrations[i].name);
+                known = store_migration_number(kevald_migrations[i].name);
         if (version > known) {
                 r = STORE_E_NEWER_DB;
                 goto out;
@@ -816,71 +827,24 @@ static int add_count(StoreSqlite *s, int q, int64_t token_id, const char *task, 
         return r;
 }
 
-/* qsort_r() order of indexes into a StoreNew array (@arg) by task name. */
-static int cmp_task(const void *a, const void *b, void *arg)
+static int add_active(void *be, int64_t token_id, int64_t n)
 {
-        const StoreNew *subs = arg;
-        const char *x = subs[*(const size_t *)a].task, *y = subs[*(const size_t *)b].task;
-        return strcmp(x ? x : "", y ? y : "");
+        return add_count(be, Q_ADD_ACTIVE, token_id, NULL, n);
 }
 
-/*
- * Count a request's submissions into queue_counts (total and token) and
- * task_stats (one upsert per distinct task). Done here rather than by
- * per-row triggers, which cost a third of the insert.
- */
-static int count_inserted(StoreSqlite *s, const StoreInsert *ins)
+static int add_task(void *be, const char *task, int64_t n)
 {
-        size_t *order;
-        int r = add_count(s, Q_ADD_ACTIVE, -1, NULL, (int64_t)ins->n);
-
-        if (r == 0)
-                r = add_count(s, Q_ADD_ACTIVE, ins->subs[0].token_id, NULL, (int64_t)ins->n);
-        if (r < 0)
-                return r;
-        order = malloc(ins->n * sizeof(*order));
-        if (!order)
-                return -ENOMEM;
-        for (size_t i = 0; i < ins->n; i++)
-                order[i] = i;
-        qsort_r(order, ins->n, sizeof(*order), cmp_task, (void *)ins->subs);
-        for (size_t i = 0; i < ins->n && r == 0;) {
-                size_t j = i + 1;
-                while (j < ins->n && cmp_task(&order[i], &order[j], (void *)ins->subs) == 0)
-                        j++;
-                r = add_count(s, Q_ADD_TASK, 0, ins->subs[order[i]].task, (int64_t)(j - i));
-                i = j;
-        }
-        free(order);
-        return r;
+        return add_count(be, Q_ADD_TASK, 0, task, n);
 }
 
-static int finish_in_tx(StoreSqlite *s, int64_t id, const char *owner, const char *verdict, double speedup,
+static int finish_in_tx(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
                         const char *result_text);
+static int back_one(void *be, int64_t id);
 
-/*
- * Rows done at insert (a candidate rejected at acceptance): finished in the
- * same transaction, after count_inserted(), by the same update as any
- * finish, so the done-triggers keep every aggregate (queue_counts,
- * task_stats, verdict_counts, the dashboard's) exactly as for a job that ran.
- */
-static int finish_at_insert(StoreSqlite *s, const StoreInsert *ins, const int64_t *ids)
-{
-        int r = 0;
-
-        for (size_t i = 0; i < ins->n && r == 0; i++) {
-                char *text;
-
-                if (!ins->subs[i].verdict)
-                        continue;
-                text = json_dumps(ins->subs[i].result, JSON_COMPACT);
-                if (!text)
-                        return -ENOMEM;
-                r = finish_in_tx(s, ids[i], NULL, ins->subs[i].verdict, NAN, text);
-                free(text);
-        }
-        return r;
-}
+/* What store_rules.c's acceptance and reaper rules do here. */
+static const StoreTx tx_ops = {
+        .add_active = add_active, .add_task = add_task, .finish = finish_in_tx, .back_one = back_one,
+};
 
 /* The body of an insert, inside a transaction or savepoint. */
 static int insert_body(StoreSqlite *s, const StoreInsert *ins, int64_t *ids, bool *ret_replayed)
@@ -925,10 +889,10 @@ static int insert_body(StoreSqlite *s, const StoreInsert *ins, int64_t *ids, boo
                 if (r < 0)
                         return r;
         }
-        r = count_inserted(s, ins);
+        r = store_count_inserted(&tx_ops, s, ins);
         if (r < 0)
                 return r;
-        r = finish_at_insert(s, ins, ids);
+        r = store_finish_at_insert(&tx_ops, s, ins, ids);
         if (r < 0)
                 return r;
         if (ins->idem_key) {
@@ -981,7 +945,6 @@ static int insert_body(StoreSqlite *s, const StoreInsert *ins, int64_t *ids, boo
 static int store_sqlite_insert_request(void *be, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
 {
         StoreSqlite *store = be;
-
         bool nested = store->in_group, replayed = false;
         int64_t *ids = NULL;
         int r = store_check_insert(ins);
@@ -1047,7 +1010,6 @@ static int store_sqlite_idempotent_lookup(void *be, int64_t token_id, const char
                             const uint8_t body_hash[32], json_t **ret_ids)
 {
         StoreSqlite *store = be;
-
         int64_t *ids = NULL;
         size_t n = 0;
         json_t *arr;
@@ -1081,7 +1043,6 @@ static int store_sqlite_idempotent_lookup(void *be, int64_t token_id, const char
 static int store_sqlite_prune_idempotency(void *be, double older_than_s, int64_t *ret_deleted)
 {
         StoreSqlite *store = be;
-
         sqlite3_stmt *st = NULL;
         int r = tx_begin(store), rc;
 
@@ -1115,7 +1076,6 @@ out:
 static int store_sqlite_begin_group(void *be)
 {
         StoreSqlite *store = be;
-
         int r;
 
         if (store->in_group || !sqlite3_get_autocommit(store->db))
@@ -1144,7 +1104,6 @@ static int store_sqlite_begin_group(void *be)
 static int store_sqlite_commit_group(void *be)
 {
         StoreSqlite *store = be;
-
         int r;
 
         if (!store->in_group)
@@ -1244,7 +1203,6 @@ static int why_not(StoreSqlite *s, int64_t id, int64_t token_id)
 static int store_sqlite_claim_next(void *be, Stage stage, const char *owner, double lease_s, StoreJob **ret_job)
 {
         StoreSqlite *store = be;
-
         StoreJob *job = NULL;
         sqlite3_stmt *st;
         double now = store_now();
@@ -1350,7 +1308,6 @@ out:
 static int store_sqlite_heartbeat(void *be, int64_t id, const char *owner, double lease_s)
 {
         StoreSqlite *store = be;
-
         sqlite3_stmt *st;
         int r;
 
@@ -1384,7 +1341,6 @@ out:
 static int store_sqlite_heartbeat_owner(void *be, const char *owner, double lease_s, int *ret_extended)
 {
         StoreSqlite *store = be;
-
         sqlite3_stmt *st;
         int r;
 
@@ -1416,7 +1372,6 @@ out:
 static int store_sqlite_set_cache_key(void *be, int64_t id, const uint8_t key[32])
 {
         StoreSqlite *store = be;
-
         sqlite3_stmt *st;
         int r;
 
@@ -1454,7 +1409,6 @@ out:
 static int store_sqlite_set_compiled(void *be, int64_t id, const char *owner, json_t *compile_section)
 {
         StoreSqlite *store = be;
-
         sqlite3_stmt *st;
         char *text;
         int r;
@@ -1506,9 +1460,10 @@ static int put_result(StoreSqlite *s, int64_t id, const char *text)
 }
 
 /* The finish itself, inside a transaction. */
-static int finish_in_tx(StoreSqlite *s, int64_t id, const char *owner, const char *verdict, double speedup,
+static int finish_in_tx(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
                         const char *result_text)
 {
+        StoreSqlite *s = be;
         sqlite3_stmt *st;
         int r = stmt_get(s, Q_FINISH, &st);
         if (r < 0)
@@ -1544,22 +1499,13 @@ static int finish_in_tx(StoreSqlite *s, int64_t id, const char *owner, const cha
  * lease is not held by @owner, or a negative errno.
  */
 static int store_sqlite_finish(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
-                 json_t *result)
+                               const char *result_text)
 {
         StoreSqlite *store = be;
+        int r = tx_begin(store);
 
-        char *text;
-        int r;
-
-        if (!verdict || !*verdict || !result)
-                return -EINVAL;
-        text = json_dumps(result, JSON_COMPACT);
-        if (!text)
-                return -ENOMEM;
-        r = tx_begin(store);
         if (r == 0)
-                r = tx_end(store, finish_in_tx(store, id, owner, verdict, speedup, text));
-        free(text);
+                r = tx_end(store, finish_in_tx(store, id, owner, verdict, speedup, result_text));
         return r;
 }
 
@@ -1576,7 +1522,6 @@ static int store_sqlite_finish(void *be, int64_t id, const char *owner, const ch
 static int store_sqlite_requeue(void *be, int64_t id, const char *owner, Stage stage)
 {
         StoreSqlite *store = be;
-
         sqlite3_stmt *st;
         int r;
 
@@ -1601,6 +1546,20 @@ out:
 }
 
 /* Expired (or, with @now NaN, all) leases: back one stage, or internal_error past @max_attempts. */
+static int back_one(void *be, int64_t id)
+{
+        StoreSqlite *s = be;
+        sqlite3_stmt *st;
+        int r = stmt_get(s, Q_BACK_ONE, &st);
+
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, id);
+        r = step_done(s, st, "requeue expired lease");
+        stmt_done(st);
+        return r;
+}
+
 static int reap(StoreSqlite *s, double now, int max_attempts, int *ret_requeued, int64_t **ret_failed,
                 size_t *ret_n_failed)
 {
@@ -1648,34 +1607,9 @@ static int reap(StoreSqlite *s, double now, int max_attempts, int *ret_requeued,
                 r = -ENOMEM;
                 goto out;
         }
-        for (size_t i = 0; i < n; i++) {
-                if (max_attempts > 0 && ex[i].attempts >= max_attempts) {
-                        json_t *res = store_internal_error_result(ex[i].task, ex[i].state, ex[i].attempts);
-                        char *text = res ? json_dumps(res, JSON_COMPACT) : NULL;
-                        json_decref(res);
-                        if (!text) {
-                                r = -ENOMEM;
-                                goto out;
-                        }
-                        r = finish_in_tx(s, ex[i].id, NULL, "internal_error", NAN, text);
-                        free(text);
-                        if (r != 0)
-                                goto out;
-                        failed[n_failed++] = ex[i].id;
-                        log_warn("store: job %" PRId64 " failed after %d expired leases", ex[i].id,
-                                 ex[i].attempts);
-                } else {
-                        r = stmt_get(s, Q_BACK_ONE, &st);
-                        if (r < 0)
-                                goto out;
-                        sqlite3_bind_int64(st, 1, ex[i].id);
-                        r = step_done(s, st, "requeue expired lease");
-                        stmt_done(st);
-                        if (r < 0)
-                                goto out;
-                        requeued++;
-                }
-        }
+        for (size_t i = 0; i < n && r == 0; i++)
+                r = store_reap_one(&tx_ops, s, ex[i].id, ex[i].state, ex[i].attempts, ex[i].task, max_attempts,
+                                   &requeued, failed, &n_failed);
 out:
         r = tx_end(s, r);
         for (size_t i = 0; i < n; i++)
@@ -1715,24 +1649,6 @@ static int store_sqlite_reap_collect(void *be, int max_attempts, int *ret_requeu
 }
 
 /**
- * store_sqlite_reap() - store_reap_collect() with counts only
- * @store, @max_attempts: as store_reap_collect()
- * @ret_requeued: on success, jobs put back one stage (may be NULL)
- * @ret_failed:   on success, jobs ended as internal_error (may be NULL)
- * Return: 0 or a negative errno.
- */
-static int store_sqlite_reap(void *be, int max_attempts, int *ret_requeued, int *ret_failed)
-{
-        StoreSqlite *store = be;
-
-        size_t n = 0;
-        int r = reap(store, store_now(), max_attempts, ret_requeued, NULL, &n);
-        if (r == 0 && ret_failed)
-                *ret_failed = (int)n;
-        return r;
-}
-
-/**
  * store_sqlite_requeue_all_leases() - at start-up, put every claimed job back one stage
  * @store: open store; borrowed
  * The previous supervisor is gone, so every lease is stale whatever its
@@ -1742,7 +1658,6 @@ static int store_sqlite_reap(void *be, int max_attempts, int *ret_requeued, int 
 static int store_sqlite_requeue_all_leases(void *be)
 {
         StoreSqlite *store = be;
-
         int requeued = 0;
         int r = reap(store, NAN, 0, &requeued, NULL, NULL);
         return r < 0 ? r : requeued;
@@ -1761,7 +1676,6 @@ static int store_sqlite_requeue_all_leases(void *be)
 static int store_sqlite_cancel(void *be, int64_t id, int64_t token_id)
 {
         StoreSqlite *store = be;
-
         sqlite3_stmt *st;
         char *task = NULL, *text = NULL;
         bool hit = false;
@@ -1812,29 +1726,8 @@ out:
  * attempts, speedup, tags [, result]. */
 static json_t *row_to_object(sqlite3_stmt *st, bool with_result)
 {
-        json_t *tags = col_json(st, 11);
-        json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:i, s:o, s:o}",
-                              "id", (json_int_t)sqlite3_column_int64(st, 0),
-                              "state", col_text_or_null(st, 1),
-                              "verdict", col_text_or_null(st, 2),
-                              "task", col_text_or_null(st, 3),
-                              "mode", col_text_or_null(st, 4),
-                              "priority", sqlite3_column_int(st, 5) > 0 ? "interactive" : "bulk",
-                              "created_at", col_time(st, 6),
-                              "started_at", col_time(st, 7),
-                              "finished_at", col_time(st, 8),
-                              "attempts", sqlite3_column_int(st, 9),
-                              "speedup", col_real_or_null(st, 10),
-                              "tags", json_is_object(tags) ? json_incref(tags) : json_object());
-        json_decref(tags);
-        if (o && with_result && sqlite3_column_type(st, 12) != SQLITE_NULL) {
-                json_t *res = col_json(st, 12);
-                if (!res || json_object_set_new(o, "result", res)) {
-                        json_decref(o);
-                        return NULL;
-                }
-        }
-        return o;
+        StoreRow row = sq_row(st);
+        return store_row_submission(&row, with_result);
 }
 
 /**
@@ -1850,7 +1743,6 @@ static json_t *row_to_object(sqlite3_stmt *st, bool with_result)
 static int store_sqlite_get_submission(void *be, int64_t id, json_t **ret_obj)
 {
         StoreSqlite *store = be;
-
         sqlite3_stmt *st;
         int r = stmt_get(store, Q_GET_SUB, &st), rc;
 
@@ -1883,7 +1775,6 @@ static int store_sqlite_list_submissions(void *be, json_t *filters, int64_t curs
                                   json_t **ret_items, int64_t *ret_next_cursor)
 {
         StoreSqlite *store = be;
-
         StoreListQuery q;
         char sql[1024];
         json_t *items = NULL;
@@ -2058,7 +1949,6 @@ static int row_scalar(sqlite3_stmt *st, void *arg)
 static int store_sqlite_stats(void *be, json_t **ret_stats)
 {
         StoreSqlite *store = be;
-
         json_t *states = json_object(), *verdicts = json_object(), *tasks = json_array(), *out = NULL;
         int64_t entries = 0, hits = 0, misses = 0, bytes = 0, depth = 0, total = 0;
         int r = -ENOMEM;
@@ -2139,7 +2029,6 @@ static int row_depth(sqlite3_stmt *st, void *arg)
 static int store_sqlite_queue_depth(void *be, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running)
 {
         StoreSqlite *store = be;
-
         int64_t d[3] = { 0, 0, 0 };
         int r = each_row(store, "SELECT state, count(*) FROM submissions "
                          "WHERE state IN ('queued', 'compiled', 'running') GROUP BY state", row_depth, d);
@@ -2198,7 +2087,6 @@ static int row_object(sqlite3_stmt *st, void *arg)
 static int store_sqlite_query_view(void *be, const char *view, int limit, json_t **ret_rows)
 {
         StoreSqlite *store = be;
-
         char sql[160];
         json_t *rows;
         size_t len;
@@ -2236,7 +2124,6 @@ static int store_sqlite_query_view(void *be, const char *view, int limit, json_t
 static int store_sqlite_dashboard_rows(void *be, StoreDash q, json_t *args, json_t **ret_rows)
 {
         StoreSqlite *store = be;
-
         sqlite3_stmt *st = NULL;
         json_t *rows = NULL, *v;
         size_t i;
@@ -2331,7 +2218,6 @@ static int store_sqlite_cache_get(void *be, const uint8_t key[32], json_t **ret_
                     size_t *ret_cubin_len)
 {
         StoreSqlite *store = be;
-
         json_t *compile = NULL;
         uint8_t *cubin = NULL;
         size_t len = 0;
@@ -2419,7 +2305,6 @@ static int store_sqlite_cache_put(void *be, const uint8_t key[32], json_t *compi
                     size_t cubin_len)
 {
         StoreSqlite *store = be;
-
         sqlite3_stmt *st;
         char *text;
         int r;
@@ -2465,7 +2350,6 @@ out_free:
 static int store_sqlite_cache_prune(void *be, int64_t max_bytes, int64_t *ret_deleted)
 {
         StoreSqlite *store = be;
-
         sqlite3_stmt *st = NULL;
         int64_t deleted = 0, bytes = 0;
         int r = 0, rc;
@@ -2521,7 +2405,6 @@ static int store_sqlite_token_create(void *be, const char *name, const uint8_t h
                        int64_t *ret_id)
 {
         StoreSqlite *store = be;
-
         sqlite3_stmt *st = NULL;
         char *text = NULL;
         int r, rc;
@@ -2570,7 +2453,6 @@ out_free:
 static int store_sqlite_token_revoke(void *be, const char *name)
 {
         StoreSqlite *store = be;
-
         sqlite3_stmt *st = NULL;
         int r, rc;
 
@@ -2606,7 +2488,6 @@ out:
 static int store_sqlite_token_lookup(void *be, const uint8_t hash[32], int64_t *ret_id, json_t **ret_limits)
 {
         StoreSqlite *store = be;
-
         sqlite3_stmt *st;
         json_t *limits = NULL;
         int r, rc;
@@ -2645,12 +2526,8 @@ static int store_sqlite_token_lookup(void *be, const uint8_t hash[32], int64_t *
 
 static int row_token(sqlite3_stmt *st, void *arg)
 {
-        json_t *limits = col_json(st, 4);
-        json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o}", "id", (json_int_t)sqlite3_column_int64(st, 0),
-                              "name", col_text_or_null(st, 1), "created_at", col_time(st, 2),
-                              "revoked_at", col_time(st, 3),
-                              "limits", json_is_object(limits) ? json_incref(limits) : json_object());
-        json_decref(limits);
+        StoreRow row = sq_row(st);
+        json_t *o = store_row_token(&row);
         return !o || json_array_append_new(arg, o) ? -ENOMEM : 0;
 }
 
@@ -2663,7 +2540,6 @@ static int row_token(sqlite3_stmt *st, void *arg)
 static int store_sqlite_token_list(void *be, json_t **ret_list)
 {
         StoreSqlite *store = be;
-
         json_t *list = json_array();
         int r;
 
@@ -2688,7 +2564,6 @@ static int store_sqlite_token_list(void *be, json_t **ret_list)
 static int store_sqlite_secret(void *be, uint8_t ret_secret[32])
 {
         StoreSqlite *store = be;
-
         sqlite3_stmt *st = NULL;
         int rc = sqlite3_prepare_v2(store->db, "SELECT value FROM meta WHERE key = 'secret'", -1, &st, NULL), r;
 
@@ -2726,7 +2601,6 @@ static int store_sqlite_secret(void *be, uint8_t ret_secret[32])
 static int store_sqlite_each_row(void *be, const char *table, StoreRowFn fn, void *arg)
 {
         StoreSqlite *store = be;
-
         sqlite3_stmt *st = NULL;
         char sql[512];
         char *names[64];
@@ -2821,7 +2695,6 @@ const StoreOps store_sqlite_ops = {
         .finish = store_sqlite_finish,
         .requeue = store_sqlite_requeue,
         .reap_collect = store_sqlite_reap_collect,
-        .reap = store_sqlite_reap,
         .requeue_all_leases = store_sqlite_requeue_all_leases,
         .cancel = store_sqlite_cancel,
         .get_submission = store_sqlite_get_submission,
