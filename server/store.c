@@ -355,13 +355,37 @@ int store_insert_submissions(Store *store, const StoreNew *subs, size_t n, int64
 
 int store_insert_request(Store *store, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
 {
+        int r = store_check_insert(ins);
+
+        if (r < 0)
+                return r;
         return note_write(store->ops->insert_request(store->be, ins, ret_ids, ret_replayed), true);
 }
 
 int store_idempotent_lookup(Store *store, int64_t token_id, const char *idem_key,
                             const uint8_t body_hash[32], json_t **ret_ids)
 {
-        return store->ops->idempotent_lookup(store->be, token_id, idem_key, body_hash, ret_ids);
+        int64_t *ids = NULL;
+        size_t n = 0;
+        json_t *arr;
+        int r;
+
+        if (!idem_key || !body_hash)
+                return -EINVAL;
+        r = store->ops->idem_get(store->be, token_id, idem_key, body_hash, LIMIT_BATCH_MAX, &ids, &n);
+        if (r != 0)
+                return r;
+        arr = json_array();
+        for (size_t i = 0; arr && i < n; i++)
+                if (json_array_append_new(arr, json_integer(ids[i]))) {
+                        json_decref(arr);
+                        arr = NULL;
+                }
+        free(ids);
+        if (!arr)
+                return -ENOMEM;
+        *ret_ids = arr;
+        return 0;
 }
 
 int store_prune_idempotency(Store *store, double older_than_s, int64_t *ret_deleted)

@@ -65,8 +65,12 @@ typedef struct StoreTx {
                       const char *result_text);
         /* A leased row back one stage (compiling -> queued, running -> compiled), lease cleared. */
         int (*back_one)(void *be, int64_t id);
+        /* As StoreOps.idem_get, in the insert's transaction. */
+        int (*idem_get)(void *be, int64_t token_id, const char *key, const uint8_t hash[32], size_t max,
+                        int64_t **ret_ids, size_t *ret_n);
 } StoreTx;
 
+int store_idem_replay(const StoreTx *tx, void *be, const StoreInsert *ins, int64_t *ids, bool *ret_replayed);
 int store_count_inserted(const StoreTx *tx, void *be, const StoreInsert *ins);
 int store_finish_at_insert(const StoreTx *tx, void *be, const StoreInsert *ins, const int64_t *ids);
 int store_reap_one(const StoreTx *tx, void *be, int64_t id, const char *state, int attempts, const char *task,
@@ -119,8 +123,10 @@ typedef struct StoreOps {
         int (*open_readonly)(const char *path, void **ret_be);         /* NULL: store_open_readonly() refuses */
         void (*close)(void *be);
         int (*insert_request)(void *be, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed);
-        int (*idempotent_lookup)(void *be, int64_t token_id, const char *idem_key, const uint8_t body_hash[32],
-                                 json_t **ret_ids);
+        /* The ids (at most @max) an idempotency key stands for: 0, STORE_E_NOT_FOUND (a new key),
+         * STORE_E_CONFLICT (stored with another body hash), -EBADMSG, or -errno. */
+        int (*idem_get)(void *be, int64_t token_id, const char *key, const uint8_t hash[32], size_t max,
+                        int64_t **ret_ids, size_t *ret_n);
         int (*prune_idempotency)(void *be, double older_than_s, int64_t *ret_deleted);
         int (*begin_group)(void *be);
         int (*commit_group)(void *be);

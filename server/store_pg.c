@@ -626,9 +626,10 @@ static int count_active(StorePg *s, int64_t token_id, int64_t *ret_n)
 }
 
 /* 0 with ids (replay), STORE_E_NOT_FOUND (new key), STORE_E_CONFLICT (other body), or -errno. */
-static int idem_get(StorePg *s, int64_t token_id, const char *key, const uint8_t hash[32], size_t max,
+static int idem_get(void *be, int64_t token_id, const char *key, const uint8_t hash[32], size_t max,
                     int64_t **ret_ids, size_t *ret_n)
 {
+        StorePg *s = be;
         PGresult *res;
         Params p = { .n = 0 };
         uint8_t *h = NULL;
@@ -684,6 +685,7 @@ static int back_one(void *be, int64_t id);
 /* What store_rules.c's acceptance and reaper rules do here. */
 static const StoreTx tx_ops = {
         .add_active = add_active, .add_task = add_task, .finish = finish_in_tx, .back_one = back_one,
+        .idem_get = idem_get,
 };
 
 /* A growing SQL text with its parameter arrays (multi-row inserts). */
@@ -887,23 +889,9 @@ static int insert_body(StorePg *s, const StoreInsert *ins, int64_t *ids, bool *r
         double now = store_now();
         int r;
 
-        if (ins->idem_key) {
-                int64_t *old = NULL;
-                size_t n_old = 0;
-                r = idem_get(s, token_id, ins->idem_key, ins->body_hash, ins->n, &old, &n_old);
-                if (r == 0) {
-                        if (n_old != ins->n) {
-                                free(old);
-                                return STORE_E_CONFLICT;
-                        }
-                        memcpy(ids, old, sizeof(*ids) * n_old);
-                        free(old);
-                        *ret_replayed = true;
-                        return 0;
-                }
-                if (r != STORE_E_NOT_FOUND)
-                        return r == -EBADMSG ? STORE_E_CONFLICT : r;
-        }
+        r = store_idem_replay(&tx_ops, s, ins, ids, ret_replayed);
+        if (r != 0 || *ret_replayed)
+                return r;
         /* Locks -1 then the token's row: every insert of the fleet takes them in this order. */
         r = count_active(s, -1, &active);
         if (r < 0)
@@ -988,10 +976,8 @@ static int store_pg_insert_request(void *be, const StoreInsert *ins, int64_t *re
         StorePg *store = be;
         bool replayed = false;
         int64_t *ids;
-        int r = store_check_insert(ins);
+        int r;
 
-        if (r < 0)
-                return r;
         if (store->in_group && (store->group_lost || conn_lost(store))) {
                 store->group_lost = true;
                 return conn_lost(store) ? -ENOTCONN : -EIO;
@@ -1017,37 +1003,12 @@ static int store_pg_insert_request(void *be, const StoreInsert *ins, int64_t *re
         return r;
 }
 
-/**
- * store_pg_idempotent_lookup() - see store_idempotent_lookup()
- */
-static int store_pg_idempotent_lookup(void *be, int64_t token_id, const char *idem_key, const uint8_t body_hash[32],
-                               json_t **ret_ids)
+/* idem_get() for store_idempotent_lookup(), outside a transaction: the connection first. */
+static int store_pg_idem_get(void *be, int64_t token_id, const char *key, const uint8_t hash[32], size_t max,
+                             int64_t **ret_ids, size_t *ret_n)
 {
-        StorePg *store = be;
-        int64_t *ids = NULL;
-        size_t n = 0;
-        json_t *arr;
-        int r;
-
-        if (!idem_key || !body_hash)
-                return -EINVAL;
-        r = ensure_conn(store);
-        if (r < 0)
-                return r;
-        r = idem_get(store, token_id, idem_key, body_hash, LIMIT_BATCH_MAX, &ids, &n);
-        if (r != 0)
-                return r;
-        arr = json_array();
-        for (size_t i = 0; arr && i < n; i++)
-                if (json_array_append_new(arr, json_integer(ids[i]))) {
-                        json_decref(arr);
-                        arr = NULL;
-                }
-        free(ids);
-        if (!arr)
-                return -ENOMEM;
-        *ret_ids = arr;
-        return 0;
+        int r = ensure_conn(be);
+        return r < 0 ? r : idem_get(be, token_id, key, hash, max, ret_ids, ret_n);
 }
 
 /**
@@ -2733,7 +2694,7 @@ const StoreOps store_pg_ops = {
         .open = store_pg_open,
         .close = store_pg_close,
         .insert_request = store_pg_insert_request,
-        .idempotent_lookup = store_pg_idempotent_lookup,
+        .idem_get = store_pg_idem_get,
         .prune_idempotency = store_pg_prune_idempotency,
         .begin_group = store_pg_begin_group,
         .commit_group = store_pg_commit_group,

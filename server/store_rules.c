@@ -426,6 +426,39 @@ int store_migration_number(const char *name)
 
 /* ---- acceptance, finish and the reaper, over a backend's StoreTx ---------- */
 
+/**
+ * store_idem_replay() - an insert's idempotency key, looked up first in its transaction
+ * @tx, @be:      the backend's primitives and connection
+ * @ins:          the request (store_check_insert() passed)
+ * @ids:          on a replay, receives the original @ins->n ids
+ * @ret_replayed: set true on a replay (nothing more to insert); left alone otherwise
+ * Return: 0 (a replay, or a request to insert: no key, or a new one);
+ * STORE_E_CONFLICT when the key was used with another body or another
+ * number of submissions, or its stored ids do not read; or a negative errno.
+ */
+int store_idem_replay(const StoreTx *tx, void *be, const StoreInsert *ins, int64_t *ids, bool *ret_replayed)
+{
+        int64_t *old = NULL;
+        size_t n_old = 0;
+        int r;
+
+        if (!ins->idem_key)
+                return 0;
+        r = tx->idem_get(be, ins->subs[0].token_id, ins->idem_key, ins->body_hash, ins->n, &old, &n_old);
+        if (r == STORE_E_NOT_FOUND)
+                return 0;
+        if (r != 0)
+                return r == -EBADMSG ? STORE_E_CONFLICT : r;
+        if (n_old != ins->n) {
+                free(old);
+                return STORE_E_CONFLICT;
+        }
+        memcpy(ids, old, sizeof(*ids) * n_old);
+        free(old);
+        *ret_replayed = true;
+        return 0;
+}
+
 /* qsort_r() order of indexes into a StoreNew array (@arg) by task name. */
 static int cmp_task(const void *a, const void *b, void *arg)
 {

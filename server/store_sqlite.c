@@ -734,9 +734,10 @@ static int count_active(StoreSqlite *s, int64_t token_id, int64_t *ret_n)
 }
 
 /* 0 with ids (replay), STORE_E_NOT_FOUND (new key), STORE_E_CONFLICT (other body), or -errno. */
-static int idem_get(StoreSqlite *s, int64_t token_id, const char *key, const uint8_t hash[32], size_t max,
+static int idem_get(void *be, int64_t token_id, const char *key, const uint8_t hash[32], size_t max,
                     int64_t **ret_ids, size_t *ret_n)
 {
+        StoreSqlite *s = be;
         sqlite3_stmt *st;
         int r = stmt_get(s, Q_IDEM_GET, &st);
         if (r < 0)
@@ -844,6 +845,7 @@ static int back_one(void *be, int64_t id);
 /* What store_rules.c's acceptance and reaper rules do here. */
 static const StoreTx tx_ops = {
         .add_active = add_active, .add_task = add_task, .finish = finish_in_tx, .back_one = back_one,
+        .idem_get = idem_get,
 };
 
 /* The body of an insert, inside a transaction or savepoint. */
@@ -853,23 +855,9 @@ static int insert_body(StoreSqlite *s, const StoreInsert *ins, int64_t *ids, boo
         double now = store_now();
         int r;
 
-        if (ins->idem_key) {
-                int64_t *old = NULL;
-                size_t n_old = 0;
-                r = idem_get(s, token_id, ins->idem_key, ins->body_hash, ins->n, &old, &n_old);
-                if (r == 0) {
-                        if (n_old != ins->n) {
-                                free(old);
-                                return STORE_E_CONFLICT;
-                        }
-                        memcpy(ids, old, sizeof(*ids) * n_old);
-                        free(old);
-                        *ret_replayed = true;
-                        return 0;
-                }
-                if (r != STORE_E_NOT_FOUND)
-                        return r == -EBADMSG ? STORE_E_CONFLICT : r;
-        }
+        r = store_idem_replay(&tx_ops, s, ins, ids, ret_replayed);
+        if (r != 0 || *ret_replayed)
+                return r;
         if (ins->max_queued_total > 0) {
                 r = count_active(s, -1, &active);
                 if (r < 0)
@@ -947,10 +935,8 @@ static int store_sqlite_insert_request(void *be, const StoreInsert *ins, int64_t
         StoreSqlite *store = be;
         bool nested = store->in_group, replayed = false;
         int64_t *ids = NULL;
-        int r = store_check_insert(ins);
+        int r;
 
-        if (r < 0)
-                return r;
         if (nested && (store->group_lost || sqlite3_get_autocommit(store->db))) {
                 store->group_lost = true;
                 return -EIO;
@@ -994,43 +980,6 @@ out_sync:
         }
         free(ids);
         return r;
-}
-
-/**
- * store_sqlite_idempotent_lookup() - what an Idempotency-Key stands for
- * @store:     open store; borrowed
- * @token_id:  the token (0 when auth is off)
- * @idem_key:  the key
- * @body_hash: sha256 of the body sent now
- * @ret_ids:   on success, a new JSON array of the ids created the first time
- * Return: 0, STORE_E_NOT_FOUND for an unknown key, STORE_E_CONFLICT when the
- * key was used with another body, or a negative errno.
- */
-static int store_sqlite_idempotent_lookup(void *be, int64_t token_id, const char *idem_key,
-                            const uint8_t body_hash[32], json_t **ret_ids)
-{
-        StoreSqlite *store = be;
-        int64_t *ids = NULL;
-        size_t n = 0;
-        json_t *arr;
-        int r;
-
-        if (!idem_key || !body_hash)
-                return -EINVAL;
-        r = idem_get(store, token_id, idem_key, body_hash, LIMIT_BATCH_MAX, &ids, &n);
-        if (r != 0)
-                return r;
-        arr = json_array();
-        for (size_t i = 0; arr && i < n; i++)
-                if (json_array_append_new(arr, json_integer(ids[i]))) {
-                        json_decref(arr);
-                        arr = NULL;
-                }
-        free(ids);
-        if (!arr)
-                return -ENOMEM;
-        *ret_ids = arr;
-        return 0;
 }
 
 /**
@@ -2682,7 +2631,7 @@ const StoreOps store_sqlite_ops = {
         .open_readonly = store_sqlite_open_readonly,
         .close = store_sqlite_close,
         .insert_request = store_sqlite_insert_request,
-        .idempotent_lookup = store_sqlite_idempotent_lookup,
+        .idem_get = idem_get,
         .prune_idempotency = store_sqlite_prune_idempotency,
         .begin_group = store_sqlite_begin_group,
         .commit_group = store_sqlite_commit_group,
