@@ -461,7 +461,11 @@ int store_finish(Store *store, int64_t id, const char *owner, const char *verdic
 
         if (r != 0)
                 return r;
-        r = store->ops->finish(store->be, id, owner, verdict, speedup, text);
+        r = store->ops->tx_begin(store->be);
+        if (r == 0) {
+                r = store->ops->tx->finish(store->be, id, owner, verdict, speedup, text);
+                r = store->ops->tx_end(store->be, r);
+        }
         free(text);
         return note_write(r, true);
 }

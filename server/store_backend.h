@@ -119,6 +119,9 @@ typedef int (*StoreRowFn)(void *arg, int n, const char *const *names, const Stor
 typedef struct StoreOps {
         const char *name;               /* store_backend_name() */
         bool claim_gate;                /* store.c's claim gate applies (a fleet that LISTENs) */
+        const StoreTx *tx;              /* primitives that store.c runs between tx_begin and tx_end */
+        int (*tx_begin)(void *be);      /* a write transaction (-EINVAL inside a group) */
+        int (*tx_end)(void *be, int r); /* commit when @r is 0, else roll back: @r, or the commit's failure */
         int (*open)(const char *path, void **ret_be);
         int (*open_readonly)(const char *path, void **ret_be);         /* NULL: store_open_readonly() refuses */
         void (*close)(void *be);
@@ -137,9 +140,6 @@ typedef struct StoreOps {
         int (*host_beat)(void *be, const char *host_id);               /* NULL: a no-op (one host) */
         int (*set_cache_key)(void *be, int64_t id, const uint8_t key[32]);
         int (*set_compiled)(void *be, int64_t id, const char *owner, json_t *compile_section);
-        /* @result_text: the result, store_check_finish() passed */
-        int (*finish)(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
-                      const char *result_text);
         int (*requeue)(void *be, int64_t id, const char *owner, Stage stage);
         int (*reap_collect)(void *be, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
                             size_t *ret_n_failed);

@@ -1488,25 +1488,6 @@ static int finish_in_tx(void *be, int64_t id, const char *owner, const char *ver
 }
 
 /**
- * store_pg_finish() - end a job (see store_finish())
- *
- * The lease check is in the UPDATE: a finish from a host whose lease was
- * reaped (and perhaps claimed again elsewhere) is refused with
- * STORE_E_CONFLICT, so a job is never scored twice. Commits at
- * synchronous_commit=on; the commit sends NOTIFY kevald_done.
- */
-static int store_pg_finish(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
-                           const char *result_text)
-{
-        StorePg *store = be;
-        int r = tx_begin(store);
-
-        if (r == 0)
-                r = tx_end(store, finish_in_tx(store, id, owner, verdict, speedup, result_text));
-        return r;
-}
-
-/**
  * store_pg_requeue() - give a claimed job back (see store_requeue())
  */
 static int store_pg_requeue(void *be, int64_t id, const char *owner, Stage stage)
@@ -2688,7 +2669,21 @@ static int store_pg_next_event(void *be, int timeout_ms, StoreEvent *ret_ev)
 }
 
 /* The table store_open() picks for this backend (store_backend.h). */
+/* tx_begin() and tx_end() for store.c, which runs tx_ops in them. */
+static int store_pg_tx_begin(void *be)
+{
+        return tx_begin(be);
+}
+
+static int store_pg_tx_end(void *be, int r)
+{
+        return tx_end(be, r);
+}
+
 const StoreOps store_pg_ops = {
+        .tx = &tx_ops,
+        .tx_begin = store_pg_tx_begin,
+        .tx_end = store_pg_tx_end,
         .name = "postgresql",
         .claim_gate = true,
         .open = store_pg_open,
@@ -2705,7 +2700,6 @@ const StoreOps store_pg_ops = {
         .host_beat = store_pg_host_beat,
         .set_cache_key = store_pg_set_cache_key,
         .set_compiled = store_pg_set_compiled,
-        .finish = store_pg_finish,
         .requeue = store_pg_requeue,
         .reap_collect = store_pg_reap_collect,
         .requeue_all_leases = store_pg_requeue_all_leases,

@@ -1435,30 +1435,6 @@ static int finish_in_tx(void *be, int64_t id, const char *owner, const char *ver
 }
 
 /**
- * store_sqlite_finish() - end a job: state done with its verdict, speedup and result
- * @store:   open store; borrowed
- * @id:      the job
- * @owner:   the lease owner (the job must be compiling or running under it),
- *           or NULL to finish from any state but done (e.g. rejected while compiled)
- * @verdict: one of the verdicts of docs/internals.md
- * @speedup: the speedup; NAN, 0 or negative when there is none (stored as NULL,
- *           the API shows null)
- * @result:  the result JSON; borrowed
- * Return: 0, STORE_E_NOT_FOUND, STORE_E_CONFLICT when already done or the
- * lease is not held by @owner, or a negative errno.
- */
-static int store_sqlite_finish(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
-                               const char *result_text)
-{
-        StoreSqlite *store = be;
-        int r = tx_begin(store);
-
-        if (r == 0)
-                r = tx_end(store, finish_in_tx(store, id, owner, verdict, speedup, result_text));
-        return r;
-}
-
-/**
  * store_sqlite_requeue() - give a claimed job back to its stage's queue
  * @store: open store; borrowed
  * @id:    the job
@@ -2625,7 +2601,21 @@ out:
 }
 
 /* The table store_open() picks for this backend (store_backend.h). */
+/* tx_begin() and tx_end() for store.c, which runs tx_ops in them. */
+static int store_sqlite_tx_begin(void *be)
+{
+        return tx_begin(be);
+}
+
+static int store_sqlite_tx_end(void *be, int r)
+{
+        return tx_end(be, r);
+}
+
 const StoreOps store_sqlite_ops = {
+        .tx = &tx_ops,
+        .tx_begin = store_sqlite_tx_begin,
+        .tx_end = store_sqlite_tx_end,
         .name = "sqlite",
         .open = store_sqlite_open,
         .open_readonly = store_sqlite_open_readonly,
@@ -2641,7 +2631,6 @@ const StoreOps store_sqlite_ops = {
         .heartbeat_owner = store_sqlite_heartbeat_owner,
         .set_cache_key = store_sqlite_set_cache_key,
         .set_compiled = store_sqlite_set_compiled,
-        .finish = store_sqlite_finish,
         .requeue = store_sqlite_requeue,
         .reap_collect = store_sqlite_reap_collect,
         .requeue_all_leases = store_sqlite_requeue_all_leases,
