@@ -14,6 +14,7 @@
 #include "server/store.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -475,28 +476,97 @@ int store_requeue(Store *store, int64_t id, const char *owner, Stage stage)
         return note_write(store->ops->requeue(store->be, id, owner, stage), false);
 }
 
+/*
+ * The reaper, over the backend's primitives in one transaction: the leases
+ * expired before @before (NaN: every lease of this host), each put back one
+ * stage or ended by store_reap_one()'s policy.
+ */
+static int reap_leases(Store *store, double before, int max_attempts, int *ret_requeued, int64_t **ret_failed,
+                       size_t *ret_n_failed)
+{
+        const StoreTx *tx = store->ops->tx;
+        StoreLease *l = NULL;
+        int64_t *failed = NULL;
+        size_t n = 0, n_failed = 0;
+        int requeued = 0;
+        int r = store->ops->tx_begin(store->be);
+
+        if (r < 0)
+                return r;
+        r = tx->leases(store->be, before, &l, &n);
+        if (r < 0)
+                goto out;
+        failed = calloc(n ? n : 1, sizeof(*failed));
+        if (!failed) {
+                r = -ENOMEM;
+                goto out;
+        }
+        for (size_t i = 0; i < n && r == 0; i++)
+                r = store_reap_one(tx, store->be, l[i].id, l[i].state, l[i].attempts, l[i].task, max_attempts,
+                                   &requeued, failed, &n_failed);
+out:
+        r = store->ops->tx_end(store->be, r);
+        store_leases_free(l, n);
+        if (r == 0) {
+                if (ret_requeued)
+                        *ret_requeued = requeued;
+                if (ret_failed) {
+                        *ret_failed = failed;
+                        failed = NULL;
+                }
+                if (ret_n_failed)
+                        *ret_n_failed = n_failed;
+        }
+        free(failed);
+        return r;
+}
+
 /* store_reap_collect() with counts only. */
 int store_reap(Store *store, int max_attempts, int *ret_requeued, int *ret_failed)
 {
-        int64_t *failed = NULL;
         size_t n = 0;
-        int r = store->ops->reap_collect(store->be, max_attempts, ret_requeued, &failed, &n);
+        int r = reap_leases(store, store_now(), max_attempts, ret_requeued, NULL, &n);
 
-        free(failed);
         if (r == 0 && ret_failed)
                 *ret_failed = (int)n;
         return r;
 }
 
+/**
+ * store_reap_collect() - deal with expired leases, reporting which jobs ended
+ * @store:          open store; borrowed
+ * @max_attempts:   a job whose stage was claimed this many times ends as
+ *                  internal_error instead of going back (0: never)
+ * @ret_requeued:   on success, jobs put back one stage (may be NULL)
+ * @ret_failed_ids: on success, a new array (free()) of the jobs ended as
+ *                  internal_error, for waking their waiters (may be NULL)
+ * @ret_n_failed:   on success, its length (may be NULL)
+ * Return: 0 or a negative errno. On PostgreSQL, the leases of every host.
+ */
 int store_reap_collect(Store *store, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
                        size_t *ret_n_failed)
 {
-        return store->ops->reap_collect(store->be, max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
+        return reap_leases(store, store_now(), max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
 }
 
+/**
+ * store_requeue_all_leases() - at start-up, put this host's claimed jobs back one stage
+ * @store: open store; borrowed
+ *
+ * The previous supervisor is gone, so its leases are stale whatever their
+ * expiry; attempts stay counted. SQLite: every lease (one host). PostgreSQL:
+ * only the leases whose owner starts with "<store_host_id()>/"; the other
+ * hosts of the fleet are alive and hold theirs (a dead host's leases expire
+ * and any host's reaper returns them).
+ *
+ * Return: the number of jobs put back (≥ 0), or a negative errno.
+ */
 int store_requeue_all_leases(Store *store)
 {
-        return store->ops->requeue_all_leases(store->be);
+        int requeued = 0;
+        int r = reap_leases(store, NAN, 0, &requeued, NULL, NULL);
+
+        return r < 0 ? r : requeued;
 }
 
 int store_cancel(Store *store, int64_t id, int64_t token_id)

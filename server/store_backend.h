@@ -50,6 +50,16 @@ json_t *store_internal_error_result(const char *task, const char *state, int att
 int store_migration_number(const char *name);
 int store_check_finish(const char *verdict, json_t *result, char **ret_text);
 
+/* A leased row as the reaper reads it (StoreTx.leases). */
+typedef struct StoreLease {
+        int64_t id;
+        int attempts;           /* claims of its stage, this one included */
+        char state[16];         /* "compiling" or "running" */
+        char *task;             /* NULL: none */
+} StoreLease;
+
+void store_leases_free(StoreLease *leases, size_t n);
+
 /*
  * StoreTx - the primitives a backend lends to the rules below, each run
  * inside the backend's current write transaction (@be: its connection).
@@ -65,6 +75,10 @@ typedef struct StoreTx {
                       const char *result_text);
         /* A leased row back one stage (compiling -> queued, running -> compiled), lease cleared. */
         int (*back_one)(void *be, int64_t id);
+        /* The leases expired before @before, or (@before NaN) every lease this host holds
+         * (at start-up: its dead predecessor's; SQLite: all of them), locked until the end of
+         * the transaction: a new array (store_leases_free()). */
+        int (*leases)(void *be, double before, StoreLease **ret, size_t *ret_n);
         /* As StoreOps.idem_get, in the insert's transaction. */
         int (*idem_get)(void *be, int64_t token_id, const char *key, const uint8_t hash[32], size_t max,
                         int64_t **ret_ids, size_t *ret_n);
@@ -141,9 +155,6 @@ typedef struct StoreOps {
         int (*set_cache_key)(void *be, int64_t id, const uint8_t key[32]);
         int (*set_compiled)(void *be, int64_t id, const char *owner, json_t *compile_section);
         int (*requeue)(void *be, int64_t id, const char *owner, Stage stage);
-        int (*reap_collect)(void *be, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
-                            size_t *ret_n_failed);
-        int (*requeue_all_leases)(void *be);
         int (*cancel)(void *be, int64_t id, int64_t token_id);
         int (*get_submission)(void *be, int64_t id, json_t **ret_obj);
         int (*list_submissions)(void *be, json_t *filters, int64_t cursor, int limit, json_t **ret_items,

@@ -681,11 +681,12 @@ static int add_task(void *be, const char *task, int64_t n)
 static int finish_in_tx(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
                         const char *result_text);
 static int back_one(void *be, int64_t id);
+static int leases(void *be, double before, StoreLease **ret, size_t *ret_n);
 
 /* What store_rules.c's acceptance and reaper rules do here. */
 static const StoreTx tx_ops = {
         .add_active = add_active, .add_task = add_task, .finish = finish_in_tx, .back_one = back_one,
-        .idem_get = idem_get,
+        .idem_get = idem_get, .leases = leases,
 };
 
 /* A growing SQL text with its parameter arrays (multi-row inserts). */
@@ -1524,87 +1525,48 @@ static int back_one(void *be, int64_t id)
                     "lease_expires = NULL WHERE id = $1 AND state IN ('compiling', 'running')", &p, NULL);
 }
 
-static int reap(StorePg *s, double now, const char *owner_prefix, int max_attempts, int *ret_requeued,
-                int64_t **ret_failed, size_t *ret_n_failed)
+/*
+ * StoreTx.leases: this host's leases (@before NaN: at start-up, those of its
+ * dead predecessor, owners "<host id>/...") or any host's expired before
+ * @before; locked, skipping rows another host's reaper holds.
+ */
+static int leases(void *be, double before, StoreLease **ret, size_t *ret_n)
 {
+        StorePg *s = be;
+        char prefix[LIMIT_HOST_ID_BYTES + 2];
         PGresult *res = NULL;
-        int64_t *failed = NULL;
-        size_t n_failed = 0;
-        int requeued = 0, r, n;
+        StoreLease *l;
         Params p = { .n = 0 };
+        int r, n;
 
-        r = tx_begin(s);
-        if (r < 0)
-                return r;
-        if (owner_prefix) {
-                p_text(&p, owner_prefix);
+        if (isnan(before)) {
+                snprintf(prefix, sizeof(prefix), "%s/", store_host_id());
+                p_text(&p, prefix);
                 r = run(s, "find this host's leases", "SELECT id, state, stage_attempts, task FROM submissions "
                         "WHERE state IN ('compiling', 'running') AND starts_with(lease_owner, $1) "
                         "FOR UPDATE SKIP LOCKED", &p, &res);
         } else {
-                p_double(&p, now);
+                p_double(&p, before);
                 r = run(s, "find expired leases", "SELECT id, state, stage_attempts, task FROM submissions "
                         "WHERE state IN ('compiling', 'running') AND lease_expires < $1 "
                         "FOR UPDATE SKIP LOCKED", &p, &res);
         }
         if (r < 0)
-                goto out;
+                return r;
         n = PQntuples(res);
-        failed = calloc(n ? (size_t)n : 1, sizeof(*failed));
-        if (!failed) {
-                r = -ENOMEM;
-                goto out;
+        l = calloc(n ? (size_t)n : 1, sizeof(*l));
+        for (int i = 0; l && i < n; i++) {
+                l[i].id = get_i64(res, i, 0);
+                snprintf(l[i].state, sizeof(l[i].state), "%s", PQgetvalue(res, i, 1));
+                l[i].attempts = (int)get_i64(res, i, 2);
+                l[i].task = get_strdup(res, i, 3);
         }
-        for (int i = 0; i < n && r == 0; i++)
-                r = store_reap_one(&tx_ops, s, get_i64(res, i, 0), PQgetvalue(res, i, 1), (int)get_i64(res, i, 2),
-                                   PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3), max_attempts, &requeued,
-                                   failed, &n_failed);
-out:
         PQclear(res);
-        r = tx_end(s, r);
-        if (r == 0) {
-                if (ret_requeued)
-                        *ret_requeued = requeued;
-                if (ret_failed) {
-                        *ret_failed = failed;
-                        failed = NULL;
-                }
-                if (ret_n_failed)
-                        *ret_n_failed = n_failed;
-        }
-        free(failed);
-        return r;
-}
-
-/**
- * store_pg_reap_collect() - see store_reap_collect(); leases of every host
- */
-static int store_pg_reap_collect(void *be, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
-                          size_t *ret_n_failed)
-{
-        StorePg *store = be;
-
-        return reap(store, store_now(), NULL, max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
-}
-
-/**
- * store_pg_requeue_all_leases() - at start-up, put this host's leases back one stage
- *
- * Only the leases whose owner starts with "<store_host_id()>/": the other
- * hosts of the fleet are alive and hold theirs. (A dead host's leases
- * expire and any host's reaper returns them.)
- *
- * Return: the number of jobs put back (≥ 0), or a negative errno.
- */
-static int store_pg_requeue_all_leases(void *be)
-{
-        StorePg *store = be;
-        char prefix[LIMIT_HOST_ID_BYTES + 2];
-        int requeued = 0, r;
-
-        snprintf(prefix, sizeof(prefix), "%s/", store_host_id());
-        r = reap(store, NAN, prefix, 0, &requeued, NULL, NULL);
-        return r < 0 ? r : requeued;
+        if (!l)
+                return -ENOMEM;
+        *ret = l;
+        *ret_n = (size_t)n;
+        return 0;
 }
 
 /**
@@ -2701,8 +2663,6 @@ const StoreOps store_pg_ops = {
         .set_cache_key = store_pg_set_cache_key,
         .set_compiled = store_pg_set_compiled,
         .requeue = store_pg_requeue,
-        .reap_collect = store_pg_reap_collect,
-        .requeue_all_leases = store_pg_requeue_all_leases,
         .cancel = store_pg_cancel,
         .get_submission = store_pg_get_submission,
         .list_submissions = store_pg_list_submissions,

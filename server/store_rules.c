@@ -549,6 +549,17 @@ int store_check_finish(const char *verdict, json_t *result, char **ret_text)
 }
 
 /**
+ * store_leases_free() - free what StoreTx.leases returned
+ * @leases: the array, or NULL; @n: its length
+ */
+void store_leases_free(StoreLease *leases, size_t n)
+{
+        for (size_t i = 0; leases && i < n; i++)
+                free(leases[i].task);
+        free(leases);
+}
+
+/**
  * store_reap_one() - the reaper's policy for one expired lease, in its transaction
  * @tx, @be:      the backend's primitives and connection
  * @id, @state, @attempts, @task: the row (state "compiling" or "running";

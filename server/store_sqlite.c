@@ -841,11 +841,12 @@ static int add_task(void *be, const char *task, int64_t n)
 static int finish_in_tx(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
                         const char *result_text);
 static int back_one(void *be, int64_t id);
+static int leases(void *be, double before, StoreLease **ret, size_t *ret_n);
 
 /* What store_rules.c's acceptance and reaper rules do here. */
 static const StoreTx tx_ops = {
         .add_active = add_active, .add_task = add_task, .finish = finish_in_tx, .back_one = back_one,
-        .idem_get = idem_get,
+        .idem_get = idem_get, .leases = leases,
 };
 
 /* The body of an insert, inside a transaction or savepoint. */
@@ -1485,107 +1486,48 @@ static int back_one(void *be, int64_t id)
         return r;
 }
 
-static int reap(StoreSqlite *s, double now, int max_attempts, int *ret_requeued, int64_t **ret_failed,
-                size_t *ret_n_failed)
+/* StoreTx.leases: every lease (@before NaN: one host, all are its own) or those expired before @before. */
+static int leases(void *be, double before, StoreLease **ret, size_t *ret_n)
 {
-        typedef struct { int64_t id; int attempts; char state[16]; char *task; } Expired;
-        Expired *ex = NULL;
-        size_t n = 0, cap = 0, n_failed = 0;
-        int64_t *failed = NULL;
-        int requeued = 0, r, rc;
+        StoreSqlite *s = be;
+        StoreLease *l = NULL;
+        size_t n = 0, cap = 0;
         sqlite3_stmt *st;
+        int r = stmt_get(s, Q_EXPIRED, &st), rc;
 
-        r = tx_begin(s);
         if (r < 0)
                 return r;
-        r = stmt_get(s, Q_EXPIRED, &st);
-        if (r < 0)
-                goto out;
-        if (isnan(now))
+        if (isnan(before))
                 sqlite3_bind_null(st, 1);
         else
-                sqlite3_bind_double(st, 1, now);
+                sqlite3_bind_double(st, 1, before);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 if (n == cap) {
                         size_t ncap = cap ? cap * 2 : 16;
-                        Expired *nex = realloc(ex, ncap * sizeof(*ex));
-                        if (!nex) {
+                        StoreLease *nl = realloc(l, ncap * sizeof(*l));
+                        if (!nl) {
                                 r = -ENOMEM;
                                 break;
                         }
-                        ex = nex;
+                        l = nl;
                         cap = ncap;
                 }
-                ex[n].id = sqlite3_column_int64(st, 0);
-                snprintf(ex[n].state, sizeof(ex[n].state), "%s", sqlite3_column_text(st, 1));
-                ex[n].attempts = sqlite3_column_int(st, 2);
-                ex[n].task = col_strdup(st, 3);
+                l[n].id = sqlite3_column_int64(st, 0);
+                snprintf(l[n].state, sizeof(l[n].state), "%s", sqlite3_column_text(st, 1));
+                l[n].attempts = sqlite3_column_int(st, 2);
+                l[n].task = col_strdup(st, 3);
                 n++;
         }
         if (r == 0 && rc != SQLITE_DONE)
                 r = fail(s, rc, "find expired leases");
         stmt_done(st);
-        if (r < 0)
-                goto out;
-        failed = calloc(n ? n : 1, sizeof(*failed));
-        if (!failed) {
-                r = -ENOMEM;
-                goto out;
+        if (r < 0) {
+                store_leases_free(l, n);
+                return r;
         }
-        for (size_t i = 0; i < n && r == 0; i++)
-                r = store_reap_one(&tx_ops, s, ex[i].id, ex[i].state, ex[i].attempts, ex[i].task, max_attempts,
-                                   &requeued, failed, &n_failed);
-out:
-        r = tx_end(s, r);
-        for (size_t i = 0; i < n; i++)
-                free(ex[i].task);
-        free(ex);
-        if (r == 0) {
-                if (ret_requeued)
-                        *ret_requeued = requeued;
-                if (ret_failed) {
-                        *ret_failed = failed;
-                        failed = NULL;
-                }
-                if (ret_n_failed)
-                        *ret_n_failed = n_failed;
-        }
-        free(failed);
-        return r;
-}
-
-/**
- * store_sqlite_reap_collect() - deal with expired leases, reporting which jobs ended
- * @store:          open store; borrowed
- * @max_attempts:   a job whose stage was claimed this many times ends as
- *                  internal_error instead of going back (0: never)
- * @ret_requeued:   on success, jobs put back one stage (may be NULL)
- * @ret_failed_ids: on success, a new array (free()) of the jobs ended as
- *                  internal_error, for waking their waiters (may be NULL)
- * @ret_n_failed:   on success, its length (may be NULL)
- * Return: 0 or a negative errno.
- */
-static int store_sqlite_reap_collect(void *be, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
-                       size_t *ret_n_failed)
-{
-        StoreSqlite *store = be;
-
-        return reap(store, store_now(), max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
-}
-
-/**
- * store_sqlite_requeue_all_leases() - at start-up, put every claimed job back one stage
- * @store: open store; borrowed
- * The previous supervisor is gone, so every lease is stale whatever its
- * expiry. Attempts stay counted.
- * Return: the number of jobs put back (≥ 0), or a negative errno.
- */
-static int store_sqlite_requeue_all_leases(void *be)
-{
-        StoreSqlite *store = be;
-        int requeued = 0;
-        int r = reap(store, NAN, 0, &requeued, NULL, NULL);
-        return r < 0 ? r : requeued;
+        *ret = l;
+        *ret_n = n;
+        return 0;
 }
 
 /**
@@ -2632,8 +2574,6 @@ const StoreOps store_sqlite_ops = {
         .set_cache_key = store_sqlite_set_cache_key,
         .set_compiled = store_sqlite_set_compiled,
         .requeue = store_sqlite_requeue,
-        .reap_collect = store_sqlite_reap_collect,
-        .requeue_all_leases = store_sqlite_requeue_all_leases,
         .cancel = store_sqlite_cancel,
         .get_submission = store_sqlite_get_submission,
         .list_submissions = store_sqlite_list_submissions,
