@@ -451,7 +451,17 @@ int store_set_cache_key(Store *store, int64_t id, const uint8_t key[32])
 
 int store_set_compiled(Store *store, int64_t id, const char *owner, json_t *compile_section)
 {
-        return note_write(store->ops->set_compiled(store->be, id, owner, compile_section), true);
+        char *text;
+        int r;
+
+        if (!compile_section)
+                return -EINVAL;
+        text = json_dumps(compile_section, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!text)
+                return -ENOMEM;
+        r = store->ops->set_compiled(store->be, id, owner, text);
+        free(text);
+        return note_write(r, true);
 }
 
 int store_finish(Store *store, int64_t id, const char *owner, const char *verdict, double speedup,
@@ -613,13 +623,45 @@ int store_dashboard_rows(Store *store, StoreDash q, json_t *args, json_t **ret_r
 int store_cache_get(Store *store, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
                     size_t *ret_cubin_len)
 {
-        return store->ops->cache_get(store->be, key, ret_compile, ret_cubin, ret_cubin_len);
+        json_t *compile = NULL;
+        uint8_t *cubin = NULL;
+        size_t len = 0;
+        int r;
+
+        if (!key)
+                return -EINVAL;
+        r = store->ops->cache_get(store->be, key, &compile, &cubin, &len);
+        if (r == 0) {
+                *ret_compile = compile;
+                compile = NULL;
+                if (ret_cubin) {
+                        *ret_cubin = cubin;
+                        cubin = NULL;
+                }
+                if (ret_cubin_len)
+                        *ret_cubin_len = len;
+        }
+        json_decref(compile);
+        free(cubin);
+        return r;
 }
 
 int store_cache_put(Store *store, const uint8_t key[32], json_t *compile, const uint8_t *cubin,
                     size_t cubin_len)
 {
-        return note_write(store->ops->cache_put(store->be, key, compile, cubin, cubin_len), true);
+        char *text;
+        int r;
+
+        if (!key || !compile)
+                return -EINVAL;
+        if (cubin_len > LIMIT_CUBIN_BYTES)
+                return -E2BIG;
+        text = json_dumps(compile, JSON_COMPACT);
+        if (!text)
+                return -ENOMEM;
+        r = store->ops->cache_put(store->be, key, text, cubin, cubin_len);
+        free(text);
+        return note_write(r, true);
 }
 
 int store_cache_prune(Store *store, int64_t max_bytes, int64_t *ret_deleted)
@@ -640,6 +682,8 @@ int store_token_revoke(Store *store, const char *name)
 
 int store_token_lookup(Store *store, const uint8_t hash[32], int64_t *ret_id, json_t **ret_limits)
 {
+        if (!hash)
+                return -EINVAL;
         return store->ops->token_lookup(store->be, hash, ret_id, ret_limits);
 }
 

@@ -153,7 +153,8 @@ typedef struct StoreOps {
         int (*heartbeat_owner)(void *be, const char *owner, double lease_s, int *ret_extended);
         int (*host_beat)(void *be, const char *host_id);               /* NULL: a no-op (one host) */
         int (*set_cache_key)(void *be, int64_t id, const uint8_t key[32]);
-        int (*set_compiled)(void *be, int64_t id, const char *owner, json_t *compile_section);
+        /* @compile_text: the compile section as JSON (store.c checked and dumped it) */
+        int (*set_compiled)(void *be, int64_t id, const char *owner, const char *compile_text);
         int (*requeue)(void *be, int64_t id, const char *owner, Stage stage);
         int (*cancel)(void *be, int64_t id, int64_t token_id);
         int (*get_submission)(void *be, int64_t id, json_t **ret_obj);
@@ -164,9 +165,11 @@ typedef struct StoreOps {
         int (*query_view)(void *be, const char *view, int limit, json_t **ret_rows);
         int (*schema_version)(void *be, int *ret_version);
         int (*dashboard_rows)(void *be, StoreDash q, json_t *args, json_t **ret_rows);
+        /* every out-parameter given; on success *@ret_cubin may be NULL (none stored) */
         int (*cache_get)(void *be, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
                          size_t *ret_cubin_len);
-        int (*cache_put)(void *be, const uint8_t key[32], json_t *compile, const uint8_t *cubin,
+        /* @compile_text: the compile section as JSON; @cubin_len within LIMIT_CUBIN_BYTES (store.c) */
+        int (*cache_put)(void *be, const uint8_t key[32], const char *compile_text, const uint8_t *cubin,
                          size_t cubin_len);
         int (*cache_prune)(void *be, int64_t max_bytes, int64_t *ret_deleted);
         int (*token_create)(void *be, const char *name, const uint8_t hash[32], json_t *limits, int64_t *ret_id);

@@ -1411,21 +1411,14 @@ static int store_pg_set_cache_key(void *be, int64_t id, const uint8_t key[32])
 /**
  * store_pg_set_compiled() - compiling -> compiled (see store_set_compiled())
  */
-static int store_pg_set_compiled(void *be, int64_t id, const char *owner, json_t *compile_section)
+static int store_pg_set_compiled(void *be, int64_t id, const char *owner, const char *text)
 {
         StorePg *store = be;
         PGresult *res = NULL;
-        char *text;
-        int r;
+        int r = tx_begin(store);
 
-        if (!compile_section)
-                return -EINVAL;
-        text = json_dumps(compile_section, JSON_COMPACT | JSON_ENCODE_ANY);
-        if (!text)
-                return -ENOMEM;
-        r = tx_begin(store);
         if (r < 0)
-                goto out_free;
+                return r;
         Params p = { .n = 0 };
         p_int(&p, id);
         p_text(&p, owner);
@@ -1443,10 +1436,7 @@ static int store_pg_set_compiled(void *be, int64_t id, const char *owner, json_t
         r = runp(store, "store compile section", "INSERT INTO submission_compiles(id, compile) VALUES ($1, $2) "
                 "ON CONFLICT (id) DO UPDATE SET compile = excluded.compile", &q, NULL);
 out:
-        r = tx_end(store, r);
-out_free:
-        free(text);
-        return r;
+        return tx_end(store, r);
 }
 
 static int put_result(StorePg *s, int64_t id, const char *text)
@@ -2100,8 +2090,6 @@ static int store_pg_cache_get(void *be, const uint8_t key[32], json_t **ret_comp
         Params p = { .n = 0 };
         int r;
 
-        if (!key)
-                return -EINVAL;
         r = tx_begin_async(store);
         if (r < 0)
                 return r;
@@ -2143,13 +2131,10 @@ out:
         }
         if (r == 0) {
                 *ret_compile = compile;
+                *ret_cubin = cubin;
+                *ret_cubin_len = len;
                 compile = NULL;
-                if (ret_cubin) {
-                        *ret_cubin = cubin;
-                        cubin = NULL;
-                }
-                if (ret_cubin_len)
-                        *ret_cubin_len = len;
+                cubin = NULL;
         }
         json_decref(compile);
         free(cubin);
@@ -2159,22 +2144,14 @@ out:
 /**
  * store_pg_cache_put() - see store_cache_put()
  */
-static int store_pg_cache_put(void *be, const uint8_t key[32], json_t *compile, const uint8_t *cubin,
-                       size_t cubin_len)
+static int store_pg_cache_put(void *be, const uint8_t key[32], const char *text, const uint8_t *cubin,
+                               size_t cubin_len)
 {
         StorePg *store = be;
         Params p = { .n = 0 };
         int64_t n = 0;
-        char *text;
         int r;
 
-        if (!key || !compile)
-                return -EINVAL;
-        if (cubin_len > LIMIT_CUBIN_BYTES)
-                return -E2BIG;
-        text = json_dumps(compile, JSON_COMPACT);
-        if (!text)
-                return -ENOMEM;
         p_bytes(&p, key, 32);
         p_text(&p, text);
         if (cubin)
@@ -2186,7 +2163,6 @@ static int store_pg_cache_put(void *be, const uint8_t key[32], json_t *compile, 
                        "created_at, last_used_at) VALUES ($1, $2, $3, 0, $4, $4) ON CONFLICT (key) DO UPDATE SET "
                        "compile = excluded.compile, cubin = excluded.cubin, last_used_at = excluded.last_used_at",
                        &p, &n);
-        free(text);
         return r;
 }
 
@@ -2294,8 +2270,6 @@ static int store_pg_token_lookup(void *be, const uint8_t hash[32], int64_t *ret_
         json_t *limits = NULL;
         int r;
 
-        if (!hash)
-                return -EINVAL;
         r = ensure_conn(store);
         if (r < 0)
                 return r;

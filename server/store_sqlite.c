@@ -1356,21 +1356,14 @@ out:
  * Return: 0, STORE_E_NOT_FOUND, STORE_E_CONFLICT when the job is not
  * compiling under @owner's lease, or a negative errno.
  */
-static int store_sqlite_set_compiled(void *be, int64_t id, const char *owner, json_t *compile_section)
+static int store_sqlite_set_compiled(void *be, int64_t id, const char *owner, const char *text)
 {
         StoreSqlite *store = be;
         sqlite3_stmt *st;
-        char *text;
-        int r;
+        int r = tx_begin(store);
 
-        if (!compile_section)
-                return -EINVAL;
-        text = json_dumps(compile_section, JSON_COMPACT | JSON_ENCODE_ANY);
-        if (!text)
-                return -ENOMEM;
-        r = tx_begin(store);
         if (r < 0)
-                goto out_free;
+                return r;
         r = stmt_get(store, Q_SET_COMPILED, &st);
         if (r < 0)
                 goto out;
@@ -1390,10 +1383,7 @@ static int store_sqlite_set_compiled(void *be, int64_t id, const char *owner, js
         r = step_done(store, st, "store compile section");
         stmt_done(st);
 out:
-        r = tx_end(store, r);
-out_free:
-        free(text);
-        return r;
+        return tx_end(store, r);
 }
 
 static int put_result(StoreSqlite *s, int64_t id, const char *text)
@@ -2091,8 +2081,6 @@ static int store_sqlite_cache_get(void *be, const uint8_t key[32], json_t **ret_
         sqlite3_stmt *st;
         int r, rc;
 
-        if (!key)
-                return -EINVAL;
         r = tx_begin(store);
         if (r < 0)
                 return r;
@@ -2145,13 +2133,10 @@ out:
         }
         if (r == 0) {
                 *ret_compile = compile;
+                *ret_cubin = cubin;
+                *ret_cubin_len = len;
                 compile = NULL;
-                if (ret_cubin) {
-                        *ret_cubin = cubin;
-                        cubin = NULL;
-                }
-                if (ret_cubin_len)
-                        *ret_cubin_len = len;
+                cubin = NULL;
         }
         json_decref(compile);
         free(cubin);
@@ -2168,24 +2153,15 @@ out:
  * The hit count of an existing entry is kept.
  * Return: 0, -EINVAL (-E2BIG for an oversized CUBIN), or a negative errno.
  */
-static int store_sqlite_cache_put(void *be, const uint8_t key[32], json_t *compile, const uint8_t *cubin,
-                    size_t cubin_len)
+static int store_sqlite_cache_put(void *be, const uint8_t key[32], const char *text, const uint8_t *cubin,
+                               size_t cubin_len)
 {
         StoreSqlite *store = be;
         sqlite3_stmt *st;
-        char *text;
-        int r;
+        int r = tx_begin(store);
 
-        if (!key || !compile)
-                return -EINVAL;
-        if (cubin_len > LIMIT_CUBIN_BYTES)
-                return -E2BIG;
-        text = json_dumps(compile, JSON_COMPACT);
-        if (!text)
-                return -ENOMEM;
-        r = tx_begin(store);
         if (r < 0)
-                goto out_free;
+                return r;
         r = stmt_get(store, Q_CACHE_PUT, &st);
         if (r < 0)
                 goto out;
@@ -2199,10 +2175,7 @@ static int store_sqlite_cache_put(void *be, const uint8_t key[32], json_t *compi
         r = step_done(store, st, "cache put");
         stmt_done(st);
 out:
-        r = tx_end(store, r);
-out_free:
-        free(text);
-        return r;
+        return tx_end(store, r);
 }
 
 /**
@@ -2359,8 +2332,6 @@ static int store_sqlite_token_lookup(void *be, const uint8_t hash[32], int64_t *
         json_t *limits = NULL;
         int r, rc;
 
-        if (!hash)
-                return -EINVAL;
         r = stmt_get(store, Q_TOKEN_LOOKUP, &st);
         if (r < 0)
                 return r;
