@@ -417,10 +417,10 @@ int store_claim_next(Store *store, Stage stage, const char *owner, double lease_
         double now;
         int r;
 
+        if (!owner || !(lease_s > 0) || (stage != STAGE_COMPILE && stage != STAGE_RUN))
+                return -EINVAL;
         if (!store->ops->claim_gate)
                 return note_write(store->ops->claim_next(store->be, stage, owner, lease_s, ret_job), false);
-        if (stage != STAGE_COMPILE && stage != STAGE_RUN)
-                return -EINVAL;
         gen = atomic_load(&work_gen);
         clock_gettime(CLOCK_MONOTONIC, &ts);
         now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;

@@ -1213,8 +1213,6 @@ static int store_pg_claim_next(void *be, Stage stage, const char *owner, double 
         double now = store_now();
         int r;
 
-        if (!owner || !(lease_s > 0) || (stage != STAGE_COMPILE && stage != STAGE_RUN))
-                return -EINVAL;
         /* Nothing waiting: one index probe, no transaction (new work comes with its own NOTIFY). */
         r = ensure_conn(store);
         if (r < 0)

@@ -1158,8 +1158,6 @@ static int store_sqlite_claim_next(void *be, Stage stage, const char *owner, dou
         double now = store_now();
         int r, rc;
 
-        if (!owner || !(lease_s > 0) || (stage != STAGE_COMPILE && stage != STAGE_RUN))
-                return -EINVAL;
         /* Nothing waiting: answer without taking the write lock (a row that
          * appears right after comes with its own notify). */
         r = stmt_get(store, Q_ANY_WAITING, &st);
