@@ -472,7 +472,7 @@ int store_finish(Store *store, int64_t id, const char *owner, const char *verdic
 
         if (r != 0)
                 return r;
-        r = store->ops->tx_begin(store->be);
+        r = store->ops->tx_begin(store->be, false);
         if (r == 0) {
                 r = store->ops->tx->finish(store->be, id, owner, verdict, speedup, text);
                 r = store->ops->tx_end(store->be, r);
@@ -499,7 +499,7 @@ static int reap_leases(Store *store, double before, int max_attempts, int *ret_r
         int64_t *failed = NULL;
         size_t n = 0, n_failed = 0;
         int requeued = 0;
-        int r = store->ops->tx_begin(store->be);
+        int r = store->ops->tx_begin(store->be, false);
 
         if (r < 0)
                 return r;
@@ -630,7 +630,17 @@ int store_cache_get(Store *store, const uint8_t key[32], json_t **ret_compile, u
 
         if (!key)
                 return -EINVAL;
-        r = store->ops->cache_get(store->be, key, &compile, &cubin, &len);
+        r = store->ops->tx_begin(store->be, true);
+        if (r < 0)
+                return r;
+        r = store->ops->tx->cache_get(store->be, key, &compile, &cubin, &len);
+        /* A miss is committed too: it carries the miss count. */
+        if (r == STORE_E_NOT_FOUND) {
+                r = store->ops->tx_end(store->be, 0);
+                r = r < 0 ? r : STORE_E_NOT_FOUND;
+        } else {
+                r = store->ops->tx_end(store->be, r);
+        }
         if (r == 0) {
                 *ret_compile = compile;
                 compile = NULL;

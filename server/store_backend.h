@@ -16,6 +16,8 @@
 #include "common/limits.h"
 #include "server/store.h"
 
+/* ---- rules both backends follow, written once (server/store_rules.c) ---- */
+
 /* A parsed GET /v1/submissions query (store_list_query_parse()). */
 typedef struct StoreListQuery {
         const char *strs[4];            /* task, verdict, state, run_id (store_list_columns); NULL: any */
@@ -44,8 +46,6 @@ int store_check_insert(const StoreInsert *ins);
 /* Submissions of @ins that join the queue (not done at insert): what quotas count. */
 int64_t store_insert_queued(const StoreInsert *ins);
 json_t *store_internal_error_result(const char *task, const char *state, int attempts);
-
-/* ---- rules both backends follow (server/store_rules.c) ---- */
 
 int store_migration_number(const char *name);
 int store_check_finish(const char *verdict, json_t *result, char **ret_text);
@@ -79,6 +79,10 @@ typedef struct StoreTx {
          * (at start-up: its dead predecessor's; SQLite: all of them), locked until the end of
          * the transaction: a new array (store_leases_free()). */
         int (*leases)(void *be, double before, StoreLease **ret, size_t *ret_n);
+        /* The compile cache entry of @key, counting the hit or (STORE_E_NOT_FOUND) the miss;
+         * every out-parameter given, *@ret_cubin NULL when none is stored. */
+        int (*cache_get)(void *be, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
+                         size_t *ret_cubin_len);
         /* As StoreOps.idem_get, in the insert's transaction. */
         int (*idem_get)(void *be, int64_t token_id, const char *key, const uint8_t hash[32], size_t max,
                         int64_t **ret_ids, size_t *ret_n);
@@ -123,18 +127,22 @@ typedef int (*StoreRowFn)(void *arg, int n, const char *const *names, const Stor
 /*
  * StoreOps - one backend's operations, filled by store_sqlite.c and
  * store_pg.c and chosen once in store_open(). Each takes the backend's
- * connection (@be, what ->open gave) first; the rest of each signature, its
- * arguments and its returns are those of the store.h call of the same name,
- * which store.c forwards through this table after the checks common to both.
- * Adding an operation: its store.h prototype, a member here, and one entry in
- * each backend's table. A NULL member: the backend does not have it (store.c
- * says what that means per member).
+ * connection (@be, what ->open gave) first; unless its comment says
+ * otherwise, the rest of each signature, its arguments and its returns are
+ * those of the store.h call of the same name, which store.c forwards through
+ * this table after the checks common to both. Adding an operation: its
+ * store.h prototype, a member here with its one-line forward in store.c, and
+ * each backend's function with its entry in that backend's table. A NULL
+ * member: the backend does not have it (the comment says what store.c does
+ * then).
  */
 typedef struct StoreOps {
         const char *name;               /* store_backend_name() */
         bool claim_gate;                /* store.c's claim gate applies (a fleet that LISTENs) */
         const StoreTx *tx;              /* primitives that store.c runs between tx_begin and tx_end */
-        int (*tx_begin)(void *be);      /* a write transaction (-EINVAL inside a group) */
+        /* A write transaction (-EINVAL inside a group); @lazy: its commit need not wait for the
+         * disk (PostgreSQL: synchronous_commit off; SQLite: as any). */
+        int (*tx_begin)(void *be, bool lazy);
         int (*tx_end)(void *be, int r); /* commit when @r is 0, else roll back: @r, or the commit's failure */
         int (*open)(const char *path, void **ret_be);
         int (*open_readonly)(const char *path, void **ret_be);         /* NULL: store_open_readonly() refuses */
@@ -165,9 +173,6 @@ typedef struct StoreOps {
         int (*query_view)(void *be, const char *view, int limit, json_t **ret_rows);
         int (*schema_version)(void *be, int *ret_version);
         int (*dashboard_rows)(void *be, StoreDash q, json_t *args, json_t **ret_rows);
-        /* every out-parameter given; on success *@ret_cubin may be NULL (none stored) */
-        int (*cache_get)(void *be, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
-                         size_t *ret_cubin_len);
         /* @compile_text: the compile section as JSON; @cubin_len within LIMIT_CUBIN_BYTES (store.c) */
         int (*cache_put)(void *be, const uint8_t key[32], const char *compile_text, const uint8_t *cubin,
                          size_t cubin_len);

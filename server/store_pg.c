@@ -681,12 +681,14 @@ static int add_task(void *be, const char *task, int64_t n)
 static int finish_in_tx(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
                         const char *result_text);
 static int back_one(void *be, int64_t id);
+static int store_pg_cache_get(void *be, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
+                              size_t *ret_cubin_len);
 static int leases(void *be, double before, StoreLease **ret, size_t *ret_n);
 
 /* What store_rules.c's acceptance and reaper rules do here. */
 static const StoreTx tx_ops = {
         .add_active = add_active, .add_task = add_task, .finish = finish_in_tx, .back_one = back_one,
-        .idem_get = idem_get, .leases = leases,
+        .idem_get = idem_get, .leases = leases, .cache_get = store_pg_cache_get,
 };
 
 /* A growing SQL text with its parameter arrays (multi-row inserts). */
@@ -2088,9 +2090,6 @@ static int store_pg_cache_get(void *be, const uint8_t key[32], json_t **ret_comp
         Params p = { .n = 0 };
         int r;
 
-        r = tx_begin_async(store);
-        if (r < 0)
-                return r;
         p_bytes(&p, key, 32);
         r = runp(store, "cache get", "SELECT compile, cubin FROM compile_cache WHERE key = $1", &p, &res);
         if (r < 0)
@@ -2120,13 +2119,6 @@ static int store_pg_cache_get(void *be, const uint8_t key[32], json_t **ret_comp
                 r = counter_add(store, "cache_hits", 1);
 out:
         PQclear(res);
-        /* A miss is committed too: it carries the miss count. */
-        if (r == STORE_E_NOT_FOUND) {
-                r = tx_end(store, 0);
-                r = r < 0 ? r : STORE_E_NOT_FOUND;
-        } else {
-                r = tx_end(store, r);
-        }
         if (r == 0) {
                 *ret_compile = compile;
                 *ret_cubin = cubin;
@@ -2604,9 +2596,9 @@ static int store_pg_next_event(void *be, int timeout_ms, StoreEvent *ret_ev)
 
 /* The table store_open() picks for this backend (store_backend.h). */
 /* tx_begin() and tx_end() for store.c, which runs tx_ops in them. */
-static int store_pg_tx_begin(void *be)
+static int store_pg_tx_begin(void *be, bool lazy)
 {
-        return tx_begin(be);
+        return lazy ? tx_begin_async(be) : tx_begin(be);
 }
 
 static int store_pg_tx_end(void *be, int r)
@@ -2643,7 +2635,6 @@ const StoreOps store_pg_ops = {
         .query_view = store_pg_query_view,
         .dashboard_rows = store_pg_dashboard_rows,
         .schema_version = store_pg_schema_version,
-        .cache_get = store_pg_cache_get,
         .cache_put = store_pg_cache_put,
         .cache_prune = store_pg_cache_prune,
         .token_create = store_pg_token_create,

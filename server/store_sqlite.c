@@ -841,12 +841,14 @@ static int add_task(void *be, const char *task, int64_t n)
 static int finish_in_tx(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
                         const char *result_text);
 static int back_one(void *be, int64_t id);
+static int store_sqlite_cache_get(void *be, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
+                              size_t *ret_cubin_len);
 static int leases(void *be, double before, StoreLease **ret, size_t *ret_n);
 
 /* What store_rules.c's acceptance and reaper rules do here. */
 static const StoreTx tx_ops = {
         .add_active = add_active, .add_task = add_task, .finish = finish_in_tx, .back_one = back_one,
-        .idem_get = idem_get, .leases = leases,
+        .idem_get = idem_get, .leases = leases, .cache_get = store_sqlite_cache_get,
 };
 
 /* The body of an insert, inside a transaction or savepoint. */
@@ -2079,9 +2081,6 @@ static int store_sqlite_cache_get(void *be, const uint8_t key[32], json_t **ret_
         sqlite3_stmt *st;
         int r, rc;
 
-        r = tx_begin(store);
-        if (r < 0)
-                return r;
         r = stmt_get(store, Q_CACHE_GET, &st);
         if (r < 0)
                 goto out;
@@ -2122,13 +2121,6 @@ static int store_sqlite_cache_get(void *be, const uint8_t key[32], json_t **ret_
         if (r == 0)
                 r = counter_add(store, "cache_hits", 1);
 out:
-        /* A miss is committed too: it carries the miss count. */
-        if (r == STORE_E_NOT_FOUND) {
-                r = tx_end(store, 0);
-                r = r < 0 ? r : STORE_E_NOT_FOUND;
-        } else {
-                r = tx_end(store, r);
-        }
         if (r == 0) {
                 *ret_compile = compile;
                 *ret_cubin = cubin;
@@ -2513,7 +2505,7 @@ out:
 
 /* The table store_open() picks for this backend (store_backend.h). */
 /* tx_begin() and tx_end() for store.c, which runs tx_ops in them. */
-static int store_sqlite_tx_begin(void *be)
+static int store_sqlite_tx_begin(void *be, bool lazy)
 {
         return tx_begin(be);
 }
@@ -2551,7 +2543,6 @@ const StoreOps store_sqlite_ops = {
         .query_view = store_sqlite_query_view,
         .dashboard_rows = store_sqlite_dashboard_rows,
         .schema_version = store_sqlite_schema_version,
-        .cache_get = store_sqlite_cache_get,
         .cache_put = store_sqlite_cache_put,
         .cache_prune = store_sqlite_cache_prune,
         .token_create = store_sqlite_token_create,
