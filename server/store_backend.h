@@ -94,6 +94,15 @@ int store_finish_at_insert(const StoreTx *tx, void *be, const StoreInsert *ins, 
 int store_reap_one(const StoreTx *tx, void *be, int64_t id, const char *state, int attempts, const char *task,
                    int max_attempts, int *requeued, int64_t *failed, size_t *n_failed);
 
+/* What store_stats() reports, as a backend gathers it (store_stats_object()). */
+typedef struct StoreStatsParts {
+        json_t *states, *verdicts, *tasks;      /* new references, or NULL when out of memory */
+        int64_t entries, hits, misses, bytes;   /* the compile cache */
+        int64_t depth, total;                   /* queue_counts' total row; task_stats' submissions */
+} StoreStatsParts;
+
+int store_stats_object(StoreStatsParts *parts, int r, json_t **ret_stats);
+
 /*
  * StoreRow - one row of a backend's result, read column by column: what the
  * row builders below see of SQLite's statement or PostgreSQL's result.

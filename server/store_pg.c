@@ -1755,21 +1755,22 @@ static int counts_into(StorePg *s, const char *sql, json_t *obj)
 static int store_pg_stats(void *be, json_t **ret_stats)
 {
         StorePg *store = be;
-        json_t *states = json_object(), *verdicts = json_object(), *tasks = json_array(), *out = NULL, *t;
-        int64_t entries = 0, hits = 0, misses = 0, bytes = 0, depth = 0, total = 0;
+        StoreStatsParts p = { .states = json_object(), .verdicts = json_object(), .tasks = json_array() };
+        json_t *t;
         PGresult *res = NULL;
         size_t k;
         int r = -ENOMEM;
 
-        if (!states || !verdicts || !tasks)
+        if (!p.states || !p.verdicts || !p.tasks)
                 goto out;
         r = ensure_conn(store);
         if (r == 0)
                 r = counts_into(store, "SELECT state, count(*) FROM submissions "
                                 "WHERE state IN ('queued', 'compiling', 'compiled', 'running') GROUP BY state "
-                                "UNION ALL SELECT 'done', coalesce(sum(done), 0) FROM task_stats", states);
+                                "UNION ALL SELECT 'done', coalesce(sum(done), 0) FROM task_stats", p.states);
         if (r == 0)
-                r = counts_into(store, "SELECT verdict, n FROM verdict_counts WHERE n > 0 ORDER BY verdict", verdicts);
+                r = counts_into(store, "SELECT verdict, n FROM verdict_counts WHERE n > 0 ORDER BY verdict",
+                                p.verdicts);
         if (r == 0)
                 r = run(store, "stats", "SELECT nullif(task, ''), submissions, done, correct, CASE WHEN done > 0 "
                         "THEN correct::double precision / done END FROM task_stats ORDER BY task", NULL, &res);
@@ -1779,7 +1780,7 @@ static int store_pg_stats(void *be, json_t **ret_stats)
                                       "done", (json_int_t)get_i64(res, i, 2),
                                       "correct", (json_int_t)get_i64(res, i, 3),
                                       "correct_rate", get_real_or_null(res, i, 4), "median_speedup");
-                if (!o || json_array_append_new(tasks, o))
+                if (!o || json_array_append_new(p.tasks, o))
                         r = -ENOMEM;
         }
         PQclear(res);
@@ -1793,7 +1794,7 @@ static int store_pg_stats(void *be, json_t **ret_stats)
                 int64_t cum = get_i64(res, i, 2), tot = get_i64(res, i, 3);
                 if (tot <= 0 || 2 * cum < tot)
                         continue;
-                json_array_foreach(tasks, k, t) {
+                json_array_foreach(p.tasks, k, t) {
                         const char *name = json_string_value(json_object_get(t, "task"));
                         if (strcmp(name ? name : "", task) || !json_is_null(json_object_get(t, "median_speedup")))
                                 continue;
@@ -1804,34 +1805,19 @@ static int store_pg_stats(void *be, json_t **ret_stats)
         }
         PQclear(res);
         if (r == 0)
-                r = scalar(store, "SELECT count(*) FROM compile_cache", &entries);
+                r = scalar(store, "SELECT count(*) FROM compile_cache", &p.entries);
         if (r == 0)
-                r = scalar(store, "SELECT value FROM counters WHERE name = 'cache_hits'", &hits);
+                r = scalar(store, "SELECT value FROM counters WHERE name = 'cache_hits'", &p.hits);
         if (r == 0)
-                r = scalar(store, "SELECT value FROM counters WHERE name = 'cache_misses'", &misses);
+                r = scalar(store, "SELECT value FROM counters WHERE name = 'cache_misses'", &p.misses);
         if (r == 0)
-                r = scalar(store, "SELECT value FROM counters WHERE name = 'cache_bytes'", &bytes);
+                r = scalar(store, "SELECT value FROM counters WHERE name = 'cache_bytes'", &p.bytes);
         if (r == 0)
-                r = scalar(store, "SELECT active FROM queue_counts WHERE token_id = -1", &depth);
+                r = scalar(store, "SELECT active FROM queue_counts WHERE token_id = -1", &p.depth);
         if (r == 0)
-                r = scalar(store, "SELECT coalesce(sum(submissions), 0) FROM task_stats", &total);
-        if (r < 0)
-                goto out;
-        out = json_pack("{s:O, s:O, s:O, s:{s:I, s:I, s:I, s:I}, s:I, s:I}", "states", states, "verdicts",
-                        verdicts, "tasks", tasks, "compile_cache", "entries", (json_int_t)entries, "hits",
-                        (json_int_t)hits, "misses", (json_int_t)misses, "bytes", (json_int_t)bytes,
-                        "queue_depth", (json_int_t)depth, "submissions", (json_int_t)total);
-        if (!out) {
-                r = -ENOMEM;
-                goto out;
-        }
-        *ret_stats = out;
-        r = 0;
+                r = scalar(store, "SELECT coalesce(sum(submissions), 0) FROM task_stats", &p.total);
 out:
-        json_decref(states);
-        json_decref(verdicts);
-        json_decref(tasks);
-        return r;
+        return store_stats_object(&p, r, ret_stats);
 }
 
 /**

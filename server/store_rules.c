@@ -687,3 +687,32 @@ json_t *store_row_token(const StoreRow *row)
         json_decref(limits);
         return o;
 }
+
+/**
+ * store_stats_object() - store_stats()'s object from what a backend gathered
+ * @parts:     the figures; its three references are dropped here, always
+ * @r:         the gathering's outcome: a negative errno is returned as it is
+ * @ret_stats: on success, a new object {states, verdicts, tasks,
+ *             compile_cache: {entries, hits, misses, bytes}, queue_depth,
+ *             submissions}
+ * Return: 0, @r when negative, or -ENOMEM.
+ */
+int store_stats_object(StoreStatsParts *parts, int r, json_t **ret_stats)
+{
+        json_t *out = NULL;
+
+        if (r >= 0) {
+                out = json_pack("{s:O, s:O, s:O, s:{s:I, s:I, s:I, s:I}, s:I, s:I}", "states", parts->states,
+                                "verdicts", parts->verdicts, "tasks", parts->tasks, "compile_cache",
+                                "entries", (json_int_t)parts->entries, "hits", (json_int_t)parts->hits,
+                                "misses", (json_int_t)parts->misses, "bytes", (json_int_t)parts->bytes,
+                                "queue_depth", (json_int_t)parts->depth, "submissions", (json_int_t)parts->total);
+                r = out ? 0 : -ENOMEM;
+        }
+        json_decref(parts->states);
+        json_decref(parts->verdicts);
+        json_decref(parts->tasks);
+        if (r == 0)
+                *ret_stats = out;
+        return r;
+}

@@ -1806,59 +1806,42 @@ static int row_scalar(sqlite3_stmt *st, void *arg)
 static int store_sqlite_stats(void *be, json_t **ret_stats)
 {
         StoreSqlite *store = be;
-        json_t *states = json_object(), *verdicts = json_object(), *tasks = json_array(), *out = NULL;
-        int64_t entries = 0, hits = 0, misses = 0, bytes = 0, depth = 0, total = 0;
+        StoreStatsParts p = { .states = json_object(), .verdicts = json_object(), .tasks = json_array() };
         int r = -ENOMEM;
 
-        if (!states || !verdicts || !tasks)
+        if (!p.states || !p.verdicts || !p.tasks)
                 goto out;
         r = each_row(store, "SELECT state, count(*) FROM submissions "
                      "WHERE state IN ('queued', 'compiling', 'compiled', 'running') GROUP BY state "
-                     "UNION ALL SELECT 'done', coalesce(sum(done), 0) FROM task_stats", row_count_into, states);
+                     "UNION ALL SELECT 'done', coalesce(sum(done), 0) FROM task_stats", row_count_into, p.states);
         if (r == 0)
                 r = each_row(store, "SELECT verdict, n FROM verdict_counts WHERE n > 0 ORDER BY verdict",
-                             row_count_into, verdicts);
+                             row_count_into, p.verdicts);
         if (r == 0)
                 r = each_row(store,
                              "SELECT nullif(task, ''), submissions, done, correct, CASE WHEN done > 0 "
                              "THEN CAST(correct AS REAL) / done END, NULL FROM task_stats ORDER BY task",
-                             row_task, tasks);
+                             row_task, p.tasks);
         if (r == 0)
                 r = each_row(store,
                              "SELECT task, bucket, sum(n) OVER (PARTITION BY task ORDER BY bucket), "
                              "sum(n) OVER (PARTITION BY task) FROM task_speedups ORDER BY task, bucket",
-                             row_median, tasks);
+                             row_median, p.tasks);
         if (r == 0)
-                r = each_row(store, "SELECT count(*) FROM compile_cache", row_scalar, &entries);
+                r = each_row(store, "SELECT count(*) FROM compile_cache", row_scalar, &p.entries);
         if (r == 0)
-                r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_hits'", row_scalar, &hits);
+                r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_hits'", row_scalar, &p.hits);
         if (r == 0)
                 r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_misses'", row_scalar,
-                             &misses);
+                             &p.misses);
         if (r == 0)
-                r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_bytes'", row_scalar, &bytes);
+                r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_bytes'", row_scalar, &p.bytes);
         if (r == 0)
-                r = each_row(store, "SELECT active FROM queue_counts WHERE token_id = -1", row_scalar, &depth);
+                r = each_row(store, "SELECT active FROM queue_counts WHERE token_id = -1", row_scalar, &p.depth);
         if (r == 0)
-                r = each_row(store, "SELECT coalesce(sum(submissions), 0) FROM task_stats", row_scalar, &total);
-        if (r < 0)
-                goto out;
-        out = json_pack("{s:O, s:O, s:O, s:{s:I, s:I, s:I, s:I}, s:I, s:I}", "states", states, "verdicts",
-                        verdicts, "tasks", tasks, "compile_cache", "entries", (json_int_t)entries, "hits",
-                        (json_int_t)hits, "misses", (json_int_t)misses, "bytes", (json_int_t)bytes,
-                        "queue_depth", (json_int_t)depth,
-                        "submissions", (json_int_t)total);
-        if (!out) {
-                r = -ENOMEM;
-                goto out;
-        }
-        *ret_stats = out;
-        r = 0;
+                r = each_row(store, "SELECT coalesce(sum(submissions), 0) FROM task_stats", row_scalar, &p.total);
 out:
-        json_decref(states);
-        json_decref(verdicts);
-        json_decref(tasks);
-        return r;
+        return store_stats_object(&p, r, ret_stats);
 }
 
 static int row_depth(sqlite3_stmt *st, void *arg)
