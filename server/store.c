@@ -2,20 +2,18 @@
  * store - the front of the store: store.h is the contract, and this file
  * picks the backend for a path (a postgresql:// URI, or "postgresql:" for
  * the PG* environment: server/store_pg.c; anything else: a SQLite file,
- * server/store_sqlite.c) and forwards every call to it. It also holds what
- * both backends share: time formatting, the idempotency id ranges, the
- * argument checks of an insert and of a list query, the StorePool, the
- * host identity of this process, and whether the storage can write
- * (store_write_fault(), fed by the write calls' results).
+ * server/store_sqlite.c) and forwards every call through that backend's
+ * StoreOps table (store_backend.h). It also holds what is per process
+ * rather than per backend: the StorePool, the claim gate, and whether the
+ * storage can write (store_write_fault(), fed by the write calls' results).
+ * What both backends follow alike is in server/store_rules.c.
  *
- * A Store is exactly one of the two backends' connections (sq or pg set,
- * never both), fixed at store_open().
+ * A Store is one backend connection (be) and that backend's table (ops),
+ * both fixed at store_open().
  */
 #include "server/store.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,17 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/limits.h"
 #include "common/log.h"
 #include "server/store_backend.h"
 
-#define STORE_LIST_DEFAULT 100
-
 struct Store {
-        StoreSqlite *sq;
-        StorePg *pg;
+        const StoreOps *ops;            /* the backend, fixed at store_open() */
+        void *be;                       /* its connection */
         bool empty_valid[2];            /* per Stage: the last claim found nothing ... */
         unsigned long empty_gen[2];     /* ... at this work generation */
         double empty_at[2];             /* ... at this monotonic time */
@@ -48,11 +43,6 @@ struct StorePool {
         int n_free;
         int n;
 };
-
-const char *const store_list_columns[4] = { "task", "verdict", "state", "run_id" };
-
-/* Set once at start-up, before any thread reads it. */
-static char host_id[LIMIT_HOST_ID_BYTES + 1];
 
 /*
  * The claim gate (PostgreSQL). While this process LISTENs (watching), every
@@ -139,50 +129,6 @@ bool store_error_is_storage(int r)
 /* ---- backend choice ----------------------------------------------------- */
 
 /**
- * store_path_is_pg() - whether @path names a PostgreSQL database
- * @path: a --db value
- * Return: true for "postgresql://...", "postgres://..." and "postgresql:"
- * (the PG* environment), false for anything else (a SQLite file).
- */
-bool store_path_is_pg(const char *path)
-{
-        return path && (!strncmp(path, "postgresql://", 13) || !strncmp(path, "postgres://", 11) ||
-                        !strcmp(path, "postgresql:"));
-}
-
-/**
- * store_path_redacted() - @path for messages, any URI password replaced by "***"
- * @path: a --db value
- * Return: a new string (free()), or NULL when out of memory.
- */
-char *store_path_redacted(const char *path)
-{
-        const char *scheme, *at, *colon, *slash;
-        char *out;
-
-        if (!store_path_is_pg(path) || !(scheme = strstr(path, "://")))
-                return strdup(path ? path : "");
-        scheme += 3;
-        slash = strchr(scheme, '/');
-        at = strchr(scheme, '@');
-        if (!at || (slash && at > slash))
-                at = NULL;
-        colon = at ? memchr(scheme, ':', (size_t)(at - scheme)) : NULL;
-        if (!colon)
-                out = strdup(path);
-        else if (asprintf(&out, "%.*s:***%s", (int)(colon - path), path, at) < 0)
-                out = NULL;
-        /* A password given as ?password=... is hidden too. */
-        char *pw = out ? strstr(out, "password=") : NULL;
-        if (pw) {
-                char *end = pw + 9 + strcspn(pw + 9, "&");
-                memmove(pw + 9 + 3, end, strlen(end) + 1);
-                memcpy(pw + 9, "***", 3);
-        }
-        return out;
-}
-
-/**
  * store_open() - open (creating if needed) the database and bring its schema up to date
  * @path:      a SQLite file, or a PostgreSQL URI (store_path_is_pg()); at most
  *             LIMIT_DSN_BYTES
@@ -201,10 +147,8 @@ int store_open(const char *path, Store **ret_store)
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        if (store_path_is_pg(path))
-                r = store_pg_open(path, &s->pg);
-        else
-                r = store_sqlite_open(path, &s->sq);
+        s->ops = store_path_is_pg(path) ? &store_pg_ops : &store_sqlite_ops;
+        r = s->ops->open(path, &s->be);
         if (r != 0) {
                 free(s);
                 return r;
@@ -231,7 +175,8 @@ int store_open_readonly(const char *path, Store **ret_store)
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        r = store_sqlite_open_readonly(path, &s->sq);
+        s->ops = &store_sqlite_ops;
+        r = s->ops->open_readonly(path, &s->be);
         if (r != 0) {
                 free(s);
                 return r;
@@ -250,8 +195,7 @@ void store_close(Store *store)
                 return;
         if (store->listening && !store->listen_lost)
                 atomic_fetch_sub(&watching, 1);
-        store_pg_close(store->pg);
-        store_sqlite_close(store->sq);
+        store->ops->close(store->be);
         free(store);
 }
 
@@ -261,51 +205,10 @@ void store_close(Store *store)
  */
 const char *store_backend_name(Store *store)
 {
-        return store->pg ? "postgresql" : "sqlite";
+        return store->ops->name;
 }
 
 /* ---- host identity, wake-ups -------------------------------------------- */
-
-/**
- * store_set_host_id() - set the host id recorded on leases and in the hosts table
- * @id: 1..LIMIT_HOST_ID_BYTES bytes of [A-Za-z0-9._-]; copied
- * Return: 0 or -EINVAL.
- */
-int store_set_host_id(const char *id)
-{
-        size_t n = id ? strlen(id) : 0;
-
-        if (n == 0 || n > LIMIT_HOST_ID_BYTES)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++)
-                if (!isalnum((unsigned char)id[i]) && id[i] != '.' && id[i] != '_' && id[i] != '-')
-                        return -EINVAL;
-        memcpy(host_id, id, n + 1);
-        return 0;
-}
-
-/**
- * store_host_id() - this process's host id: what store_set_host_id() set, else
- * the hostname (characters outside [A-Za-z0-9._-] become '-'), else "localhost"
- * Return: a static string.
- */
-const char *store_host_id(void)
-{
-        if (!host_id[0]) {
-                char name[256] = "";
-                size_t n;
-
-                if (gethostname(name, sizeof(name) - 1) < 0 || !name[0])
-                        snprintf(name, sizeof(name), "localhost");
-                n = strnlen(name, LIMIT_HOST_ID_BYTES);
-                for (size_t i = 0; i < n; i++)
-                        if (!isalnum((unsigned char)name[i]) && name[i] != '.' && name[i] != '_')
-                                name[i] = '-';
-                memcpy(host_id, name, n);
-                host_id[n] = '\0';
-        }
-        return host_id;
-}
 
 /**
  * store_host_beat() - record that this host is alive (PostgreSQL: hosts.last_seen)
@@ -314,7 +217,7 @@ const char *store_host_id(void)
  */
 int store_host_beat(Store *store)
 {
-        return store->pg ? store_pg_host_beat(store->pg, store_host_id()) : 0;
+        return store->ops->host_beat ? store->ops->host_beat(store->be, store_host_id()) : 0;
 }
 
 /**
@@ -325,7 +228,7 @@ int store_host_beat(Store *store)
  */
 int store_listen(Store *store)
 {
-        int r = store->pg ? store_pg_listen(store->pg) : -EOPNOTSUPP;
+        int r = store->ops->listen ? store->ops->listen(store->be) : -EOPNOTSUPP;
 
         if (r == 0 && !store->listening) {
                 store->listening = true;
@@ -348,9 +251,9 @@ int store_next_event(Store *store, int timeout_ms, StoreEvent *ret_ev)
 {
         if (timeout_ms < 0 || !ret_ev)
                 return -EINVAL;
-        if (!store->pg)
+        if (!store->ops->next_event)
                 return -EOPNOTSUPP;
-        int r = store_pg_next_event(store->pg, timeout_ms, ret_ev);
+        int r = store->ops->next_event(store->be, timeout_ms, ret_ev);
         if (r == -ENOTCONN && !store->listen_lost) {
                 /* Notifications may be missed from now on: claims must ask the database. */
                 store->listen_lost = true;
@@ -382,7 +285,7 @@ static const char *const copy_tables[] = {
 };
 
 typedef struct CopyCtx {
-        StorePg *to;
+        Store *to;
         const char *table;
         int64_t rows;
 } CopyCtx;
@@ -390,7 +293,7 @@ typedef struct CopyCtx {
 static int copy_one_row(void *arg, int n, const char *const *names, const StoreVal *vals)
 {
         CopyCtx *c = arg;
-        int r = store_pg_copy_row(c->to, c->table, n, names, vals);
+        int r = c->to->ops->copy_row(c->to->be, c->table, n, names, vals);
         if (r == 0)
                 c->rows++;
         return r;
@@ -405,318 +308,30 @@ int store_copy(Store *from, Store *to, bool force, json_t **ret_report)
         json_t *report;
         int r;
 
-        if (!from || !to || !from->sq || !to->pg || !ret_report)
+        if (!from || !to || !from->ops->each_row || !to->ops->copy_begin || !ret_report)
                 return -EINVAL;
         report = json_object();
         if (!report)
                 return -ENOMEM;
-        r = store_pg_copy_begin(to->pg, copy_tables, n, force);
+        r = to->ops->copy_begin(to->be, copy_tables, n, force);
         if (r != 0) {
                 json_decref(report);
                 return r;
         }
         for (size_t i = 0; r == 0 && i < n; i++) {
-                CopyCtx c = { .to = to->pg, .table = copy_tables[i] };
-                r = store_sqlite_each_row(from->sq, copy_tables[i], copy_one_row, &c);
+                CopyCtx c = { .to = to, .table = copy_tables[i] };
+                r = from->ops->each_row(from->be, copy_tables[i], copy_one_row, &c);
                 if (r == STORE_E_NOT_FOUND)
                         r = 0;  /* not in this (older) schema: nothing to copy */
                 if (r == 0 && json_object_set_new(report, copy_tables[i], json_integer(c.rows)))
                         r = -ENOMEM;
         }
-        r = store_pg_copy_end(to->pg, copy_tables, n, r);
+        r = to->ops->copy_end(to->be, copy_tables, n, r);
         if (r != 0) {
                 json_decref(report);
                 return r;
         }
         *ret_report = report;
-        return 0;
-}
-
-/* ---- shared helpers ------------------------------------------------------ */
-
-/**
- * store_now() - the current time as REAL unix seconds
- * Return: seconds since the epoch (CLOCK_REALTIME), with sub-second part.
- */
-double store_now(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/**
- * store_format_time() - format unix seconds as RFC 3339 UTC, truncated to milliseconds
- * @t:       unix seconds
- * @ret_buf: receives e.g. "2026-11-21T14:02:30.123Z" (NUL-terminated)
- */
-void store_format_time(double t, char ret_buf[32])
-{
-        struct tm tm;
-        double whole = floor(t);
-        time_t secs = (time_t)whole;
-        int ms = (int)floor((t - whole) * 1000.0);   /* truncate: since=<created_at> includes the row */
-
-        if (ms >= 1000) {
-                secs++;
-                ms -= 1000;
-        }
-        char tmp[128];
-        size_t len;
-
-        if (!gmtime_r(&secs, &tm) || tm.tm_year + 1900 > 9999 || tm.tm_year + 1900 < 0) {
-                snprintf(ret_buf, 32, "%s", "invalid-time");
-                return;
-        }
-        len = (size_t)snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                               tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
-        if (len > 31)
-                len = 31;
-        memcpy(ret_buf, tmp, len);
-        ret_buf[len] = '\0';
-}
-
-/* RFC 3339 ("2026-11-21T14:02:30Z", fraction and offset optional) or unix seconds as text. */
-int store_parse_time(const char *text, double *ret_t)
-{
-        int y, mo, d, h, mi, n = 0;
-        double sec;
-        char *end;
-        double v = strtod(text, &end);
-
-        if (end != text && *end == '\0' && isfinite(v)) {
-                *ret_t = v;
-                return 0;
-        }
-        if (sscanf(text, "%4d-%2d-%2d%*[Tt ]%2d:%2d:%lf%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n == 0)
-                return -EINVAL;
-        if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec < 0 || sec >= 61)
-                return -EINVAL;
-        struct tm tm = { .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi };
-        double t = (double)timegm(&tm) + sec;
-        const char *z = text + n;
-        if (*z == 'Z' || *z == 'z') {
-                z++;
-        } else if (*z == '+' || *z == '-') {
-                int oh, om, m = 0;
-                if (sscanf(z + 1, "%2d:%2d%n", &oh, &om, &m) != 2 || m != 5)
-                        return -EINVAL;
-                double off = oh * 3600.0 + om * 60.0;
-                t += *z == '+' ? -off : off;
-                z += 6;
-        } else {
-                return -EINVAL;
-        }
-        if (*z)
-                return -EINVAL;
-        *ret_t = t;
-        return 0;
-}
-
-/**
- * store_job_free() - free a StoreJob and drop its JSON references
- * @job: the job, or NULL
- */
-void store_job_free(StoreJob *job)
-{
-        if (!job)
-                return;
-        free(job->task);
-        free(job->mode);
-        json_decref(job->request);
-        json_decref(job->compile);
-        free(job);
-}
-
-/* ids as a JSON list of [first, last] ranges: consecutive ids (the usual case) take one pair. */
-char *store_ids_encode(const int64_t *ids, size_t n)
-{
-        json_t *ranges = json_array();
-        char *text = NULL;
-
-        if (!ranges)
-                return NULL;
-        for (size_t i = 0; i < n;) {
-                size_t j = i;
-                while (j + 1 < n && ids[j + 1] == ids[j] + 1)
-                        j++;
-                if (json_array_append_new(ranges, json_pack("[II]", (json_int_t)ids[i], (json_int_t)ids[j])))
-                        goto out;
-                i = j + 1;
-        }
-        text = json_dumps(ranges, JSON_COMPACT);
-out:
-        json_decref(ranges);
-        return text;
-}
-
-/* Expand ranges into a new array of ids (bounded by @max). */
-int store_ids_decode(const char *text, size_t max, int64_t **ret_ids, size_t *ret_n)
-{
-        json_t *ranges = json_loads(text, 0, NULL), *pair;
-        int64_t *ids = NULL;
-        size_t n = 0, i;
-        int r = -EBADMSG;
-
-        if (!json_is_array(ranges))
-                goto out;
-        ids = malloc(sizeof(*ids) * (max ? max : 1));
-        if (!ids) {
-                r = -ENOMEM;
-                goto out;
-        }
-        json_array_foreach(ranges, i, pair) {
-                json_int_t a = json_integer_value(json_array_get(pair, 0));
-                json_int_t b = json_integer_value(json_array_get(pair, 1));
-                if (a <= 0 || b < a)
-                        goto out;
-                for (json_int_t v = a; v <= b; v++) {
-                        if (n >= max)
-                                goto out;
-                        ids[n++] = v;
-                }
-        }
-        *ret_ids = ids;
-        *ret_n = n;
-        ids = NULL;
-        r = 0;
-out:
-        free(ids);
-        json_decref(ranges);
-        return r;
-}
-
-int store_check_insert(const StoreInsert *ins)
-{
-        if (!ins || !ins->subs || ins->n == 0 || ins->n > LIMIT_BATCH_MAX)
-                return -EINVAL;
-        if (ins->idem_key && (!ins->body_hash || strlen(ins->idem_key) == 0 ||
-                              strlen(ins->idem_key) > LIMIT_IDEMPOTENCY_KEY_BYTES))
-                return -EINVAL;
-        if (ins->max_queued_total < 0 || ins->max_queued_token < 0)
-                return -EINVAL;
-        for (size_t i = 0; i < ins->n; i++) {
-                const StoreNew *sn = &ins->subs[i];
-                if (!sn->request || !sn->mode || (strcmp(sn->mode, "full") && strcmp(sn->mode, "compile")))
-                        return -EINVAL;
-                if (sn->token_id != ins->subs[0].token_id || sn->token_id < 0)
-                        return -EINVAL;
-                if (sn->verdict && (strcmp(sn->verdict, "rejected") != 0 || !json_is_object(sn->result)))
-                        return -EINVAL;
-        }
-        return 0;
-}
-
-int64_t store_insert_queued(const StoreInsert *ins)
-{
-        int64_t n = 0;
-
-        for (size_t i = 0; i < ins->n; i++)
-                n += ins->subs[i].verdict == NULL;
-        return n;
-}
-
-json_t *store_internal_error_result(const char *task, const char *state, int attempts)
-{
-        char msg[160];
-        snprintf(msg, sizeof(msg), "the %s stage lost its worker %d time%s (lease expired); giving up",
-                 strcmp(state, "running") ? "compile" : "run", attempts, attempts == 1 ? "" : "s");
-        return json_pack("{s:s, s:s?, s:{s:s, s:s}, s:s}", "verdict", "internal_error", "task", task,
-                         "error", "kind", "internal", "message", msg,
-                         "feedback", "Internal error in the evaluation service; not the kernel's fault.");
-}
-
-/* A filter value that must be a string (@name absent: NULL, 0). */
-static int filter_string(json_t *filters, const char *name, const char **ret)
-{
-        json_t *v = json_object_get(filters, name);
-        *ret = NULL;
-        if (!v || json_is_null(v))
-                return 0;
-        if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > LIMIT_TAG_STRING_BYTES)
-                return -EINVAL;
-        *ret = json_string_value(v);
-        return 0;
-}
-
-/**
- * store_list_query_parse() - check and parse the arguments of store_list_submissions()
- * @filters: object or NULL; borrowed (@ret_q points into it). Optional keys:
- *           "task", "verdict", "state", "run_id" (strings), "token_id"
- *           (integer), "since" (RFC 3339 string, or unix seconds as number or
- *           string: created at or after), "label" ("k=v": tags.labels.k ==
- *           "v"). Other keys are refused so that a typo does not silently
- *           list everything.
- * @cursor:  0 for the first page, else the previous page's next cursor (ids below it)
- * @limit:   1..LIMIT_LIST_PAGE_MAX, or 0 for the default (100)
- * @ret_q:   on success, the parsed query
- * Return: 0 or -EINVAL.
- */
-int store_list_query_parse(json_t *filters, int64_t cursor, int limit, StoreListQuery *ret_q)
-{
-        static const char *const known[] = { "task", "verdict", "state", "run_id", "token_id", "since", "label",
-                                             "step", "include_result" };
-        StoreListQuery q = { .since = NAN, .cursor = cursor, .limit = limit };
-        const char *label = NULL, *key;
-        json_t *v, *tok;
-
-        if (q.limit == 0)
-                q.limit = STORE_LIST_DEFAULT;
-        if (q.limit < 0 || q.limit > LIMIT_LIST_PAGE_MAX || cursor < 0)
-                return -EINVAL;
-        if (filters && !json_is_object(filters))
-                return -EINVAL;
-        json_object_foreach(filters, key, v) {
-                bool ok = false;
-                for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-                        ok = ok || strcmp(key, known[i]) == 0;
-                if (!ok)
-                        return -EINVAL;
-        }
-        for (int i = 0; i < 4; i++)
-                if (filter_string(filters, store_list_columns[i], &q.strs[i]) < 0)
-                        return -EINVAL;
-        tok = json_object_get(filters, "token_id");
-        if (tok && !json_is_null(tok)) {
-                if (!json_is_integer(tok) || json_integer_value(tok) < 0)
-                        return -EINVAL;
-                q.has_token = true;
-                q.token_id = json_integer_value(tok);
-        }
-        v = json_object_get(filters, "since");
-        if (json_is_number(v)) {
-                q.since = json_number_value(v);
-        } else if (json_is_string(v)) {
-                if (store_parse_time(json_string_value(v), &q.since) < 0)
-                        return -EINVAL;
-        } else if (v && !json_is_null(v)) {
-                return -EINVAL;
-        }
-        v = json_object_get(filters, "step");
-        if (v && !json_is_null(v)) {
-                if (!json_is_integer(v) || json_integer_value(v) < 0)
-                        return -EINVAL;
-                q.has_step = true;
-                q.step = json_integer_value(v);
-        }
-        v = json_object_get(filters, "include_result");
-        if (v && !json_is_boolean(v))
-                return -EINVAL;
-        q.with_result = json_is_true(v);
-        if (filter_string(filters, "label", &label) < 0)
-                return -EINVAL;
-        if (label) {
-                const char *eq = strchr(label, '=');
-                if (!eq || eq == label)
-                        return -EINVAL;
-                char *end;
-
-                snprintf(q.label_k, sizeof(q.label_k), "%.*s", (int)(eq - label), label);
-                q.label_v = eq + 1;
-                q.label_num = strtod(q.label_v, &end);
-                q.label_is_num = end != q.label_v && !*end && isfinite(q.label_num);
-        }
-        *ret_q = q;
         return 0;
 }
 
@@ -741,46 +356,57 @@ int store_insert_submissions(Store *store, const StoreNew *subs, size_t n, int64
 
 int store_insert_request(Store *store, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
 {
-        if (store->pg)
-                return note_write(store_pg_insert_request(store->pg, ins, ret_ids, ret_replayed), true);
-        return note_write(store_sqlite_insert_request(store->sq, ins, ret_ids, ret_replayed), true);
+        int r = store_check_insert(ins);
+
+        if (r < 0)
+                return r;
+        return note_write(store->ops->insert_request(store->be, ins, ret_ids, ret_replayed), true);
 }
 
 int store_idempotent_lookup(Store *store, int64_t token_id, const char *idem_key,
                             const uint8_t body_hash[32], json_t **ret_ids)
 {
-        if (store->pg)
-                return store_pg_idempotent_lookup(store->pg, token_id, idem_key, body_hash, ret_ids);
-        return store_sqlite_idempotent_lookup(store->sq, token_id, idem_key, body_hash, ret_ids);
+        int64_t *ids = NULL;
+        size_t n = 0;
+        json_t *arr;
+        int r;
+
+        if (!idem_key || !body_hash)
+                return -EINVAL;
+        r = store->ops->idem_get(store->be, token_id, idem_key, body_hash, LIMIT_BATCH_MAX, &ids, &n);
+        if (r != 0)
+                return r;
+        arr = json_array();
+        for (size_t i = 0; arr && i < n; i++)
+                if (json_array_append_new(arr, json_integer(ids[i]))) {
+                        json_decref(arr);
+                        arr = NULL;
+                }
+        free(ids);
+        if (!arr)
+                return -ENOMEM;
+        *ret_ids = arr;
+        return 0;
 }
 
 int store_prune_idempotency(Store *store, double older_than_s, int64_t *ret_deleted)
 {
-        if (store->pg)
-                return store_pg_prune_idempotency(store->pg, older_than_s, ret_deleted);
-        return store_sqlite_prune_idempotency(store->sq, older_than_s, ret_deleted);
+        return store->ops->prune_idempotency(store->be, older_than_s, ret_deleted);
 }
 
 int store_begin_group(Store *store)
 {
-        if (store->pg)
-                return store_pg_begin_group(store->pg);
-        return store_sqlite_begin_group(store->sq);
+        return store->ops->begin_group(store->be);
 }
 
 int store_commit_group(Store *store)
 {
-        if (store->pg)
-                return note_write(store_pg_commit_group(store->pg), true);
-        return note_write(store_sqlite_commit_group(store->sq), true);
+        return note_write(store->ops->commit_group(store->be), true);
 }
 
 void store_rollback_group(Store *store)
 {
-        if (store->pg)
-                store_pg_rollback_group(store->pg);
-        else
-                store_sqlite_rollback_group(store->sq);
+        store->ops->rollback_group(store->be);
 }
 
 /* See "The claim gate" above; SQLite (one host, a cheap local probe) has none. */
@@ -791,17 +417,17 @@ int store_claim_next(Store *store, Stage stage, const char *owner, double lease_
         double now;
         int r;
 
-        if (!store->pg)
-                return note_write(store_sqlite_claim_next(store->sq, stage, owner, lease_s, ret_job), false);
-        if (stage != STAGE_COMPILE && stage != STAGE_RUN)
+        if (!owner || !(lease_s > 0) || (stage != STAGE_COMPILE && stage != STAGE_RUN))
                 return -EINVAL;
+        if (!store->ops->claim_gate)
+                return note_write(store->ops->claim_next(store->be, stage, owner, lease_s, ret_job), false);
         gen = atomic_load(&work_gen);
         clock_gettime(CLOCK_MONOTONIC, &ts);
         now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
         if (atomic_load(&watching) > 0 && store->empty_valid[stage] && store->empty_gen[stage] == gen &&
             now - store->empty_at[stage] < CLAIM_GATE_MAX_S)
                 return STORE_E_EMPTY;
-        r = store_pg_claim_next(store->pg, stage, owner, lease_s, ret_job);
+        r = store->ops->claim_next(store->be, stage, owner, lease_s, ret_job);
         store->empty_valid[stage] = r == STORE_E_EMPTY;
         store->empty_gen[stage] = gen;
         store->empty_at[stage] = now;
@@ -810,183 +436,275 @@ int store_claim_next(Store *store, Stage stage, const char *owner, double lease_
 
 int store_heartbeat(Store *store, int64_t id, const char *owner, double lease_s)
 {
-        if (store->pg)
-                return store_pg_heartbeat(store->pg, id, owner, lease_s);
-        return store_sqlite_heartbeat(store->sq, id, owner, lease_s);
+        return store->ops->heartbeat(store->be, id, owner, lease_s);
 }
 
 int store_heartbeat_owner(Store *store, const char *owner, double lease_s, int *ret_extended)
 {
-        if (store->pg)
-                return note_write(store_pg_heartbeat_owner(store->pg, owner, lease_s, ret_extended), false);
-        return note_write(store_sqlite_heartbeat_owner(store->sq, owner, lease_s, ret_extended), false);
+        return note_write(store->ops->heartbeat_owner(store->be, owner, lease_s, ret_extended), false);
 }
 
 int store_set_cache_key(Store *store, int64_t id, const uint8_t key[32])
 {
-        if (store->pg)
-                return store_pg_set_cache_key(store->pg, id, key);
-        return store_sqlite_set_cache_key(store->sq, id, key);
+        return store->ops->set_cache_key(store->be, id, key);
 }
 
 int store_set_compiled(Store *store, int64_t id, const char *owner, json_t *compile_section)
 {
-        if (store->pg)
-                return note_write(store_pg_set_compiled(store->pg, id, owner, compile_section), true);
-        return note_write(store_sqlite_set_compiled(store->sq, id, owner, compile_section), true);
+        char *text;
+        int r;
+
+        if (!compile_section)
+                return -EINVAL;
+        text = json_dumps(compile_section, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!text)
+                return -ENOMEM;
+        r = store->ops->set_compiled(store->be, id, owner, text);
+        free(text);
+        return note_write(r, true);
 }
 
 int store_finish(Store *store, int64_t id, const char *owner, const char *verdict, double speedup,
                  json_t *result)
 {
-        if (store->pg)
-                return note_write(store_pg_finish(store->pg, id, owner, verdict, speedup, result), true);
-        return note_write(store_sqlite_finish(store->sq, id, owner, verdict, speedup, result), true);
+        char *text;
+        int r = store_check_finish(verdict, result, &text);
+
+        if (r != 0)
+                return r;
+        r = store->ops->tx_begin(store->be, false);
+        if (r == 0) {
+                r = store->ops->tx->finish(store->be, id, owner, verdict, speedup, text);
+                r = store->ops->tx_end(store->be, r);
+        }
+        free(text);
+        return note_write(r, true);
 }
 
 int store_requeue(Store *store, int64_t id, const char *owner, Stage stage)
 {
-        if (store->pg)
-                return note_write(store_pg_requeue(store->pg, id, owner, stage), false);
-        return note_write(store_sqlite_requeue(store->sq, id, owner, stage), false);
+        return note_write(store->ops->requeue(store->be, id, owner, stage), false);
 }
 
+/*
+ * The reaper, over the backend's primitives in one transaction: the leases
+ * expired before @before (NaN: every lease of this host), each put back one
+ * stage or ended by store_reap_one()'s policy.
+ */
+static int reap_leases(Store *store, double before, int max_attempts, int *ret_requeued, int64_t **ret_failed,
+                       size_t *ret_n_failed)
+{
+        const StoreTx *tx = store->ops->tx;
+        StoreLease *l = NULL;
+        int64_t *failed = NULL;
+        size_t n = 0, n_failed = 0;
+        int requeued = 0;
+        int r = store->ops->tx_begin(store->be, false);
+
+        if (r < 0)
+                return r;
+        r = tx->leases(store->be, before, &l, &n);
+        if (r < 0)
+                goto out;
+        failed = calloc(n ? n : 1, sizeof(*failed));
+        if (!failed) {
+                r = -ENOMEM;
+                goto out;
+        }
+        for (size_t i = 0; i < n && r == 0; i++)
+                r = store_reap_one(tx, store->be, l[i].id, l[i].state, l[i].attempts, l[i].task, max_attempts,
+                                   &requeued, failed, &n_failed);
+out:
+        r = store->ops->tx_end(store->be, r);
+        store_leases_free(l, n);
+        if (r == 0) {
+                if (ret_requeued)
+                        *ret_requeued = requeued;
+                if (ret_failed) {
+                        *ret_failed = failed;
+                        failed = NULL;
+                }
+                if (ret_n_failed)
+                        *ret_n_failed = n_failed;
+        }
+        free(failed);
+        return r;
+}
+
+/* store_reap_collect() with counts only. */
 int store_reap(Store *store, int max_attempts, int *ret_requeued, int *ret_failed)
 {
-        if (store->pg)
-                return store_pg_reap(store->pg, max_attempts, ret_requeued, ret_failed);
-        return store_sqlite_reap(store->sq, max_attempts, ret_requeued, ret_failed);
+        size_t n = 0;
+        int r = reap_leases(store, store_now(), max_attempts, ret_requeued, NULL, &n);
+
+        if (r == 0 && ret_failed)
+                *ret_failed = (int)n;
+        return r;
 }
 
+/**
+ * store_reap_collect() - deal with expired leases, reporting which jobs ended
+ * @store:          open store; borrowed
+ * @max_attempts:   a job whose stage was claimed this many times ends as
+ *                  internal_error instead of going back (0: never)
+ * @ret_requeued:   on success, jobs put back one stage (may be NULL)
+ * @ret_failed_ids: on success, a new array (free()) of the jobs ended as
+ *                  internal_error, for waking their waiters (may be NULL)
+ * @ret_n_failed:   on success, its length (may be NULL)
+ * Return: 0 or a negative errno. On PostgreSQL, the leases of every host.
+ */
 int store_reap_collect(Store *store, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
                        size_t *ret_n_failed)
 {
-        if (store->pg)
-                return store_pg_reap_collect(store->pg, max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
-        return store_sqlite_reap_collect(store->sq, max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
+        return reap_leases(store, store_now(), max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
 }
 
+/**
+ * store_requeue_all_leases() - at start-up, put this host's claimed jobs back one stage
+ * @store: open store; borrowed
+ *
+ * The previous supervisor is gone, so its leases are stale whatever their
+ * expiry; attempts stay counted. SQLite: every lease (one host). PostgreSQL:
+ * only the leases whose owner starts with "<store_host_id()>/"; the other
+ * hosts of the fleet are alive and hold theirs (a dead host's leases expire
+ * and any host's reaper returns them).
+ *
+ * Return: the number of jobs put back (≥ 0), or a negative errno.
+ */
 int store_requeue_all_leases(Store *store)
 {
-        if (store->pg)
-                return store_pg_requeue_all_leases(store->pg);
-        return store_sqlite_requeue_all_leases(store->sq);
+        int requeued = 0;
+        int r = reap_leases(store, NAN, 0, &requeued, NULL, NULL);
+
+        return r < 0 ? r : requeued;
 }
 
 int store_cancel(Store *store, int64_t id, int64_t token_id)
 {
-        if (store->pg)
-                return store_pg_cancel(store->pg, id, token_id);
-        return store_sqlite_cancel(store->sq, id, token_id);
+        return store->ops->cancel(store->be, id, token_id);
 }
 
 int store_get_submission(Store *store, int64_t id, json_t **ret_obj)
 {
-        if (store->pg)
-                return store_pg_get_submission(store->pg, id, ret_obj);
-        return store_sqlite_get_submission(store->sq, id, ret_obj);
+        return store->ops->get_submission(store->be, id, ret_obj);
 }
 
 int store_list_submissions(Store *store, json_t *filters, int64_t cursor, int limit, json_t **ret_items,
                            int64_t *ret_next_cursor)
 {
-        if (store->pg)
-                return store_pg_list_submissions(store->pg, filters, cursor, limit, ret_items, ret_next_cursor);
-        return store_sqlite_list_submissions(store->sq, filters, cursor, limit, ret_items, ret_next_cursor);
+        return store->ops->list_submissions(store->be, filters, cursor, limit, ret_items, ret_next_cursor);
 }
 
 int store_stats(Store *store, json_t **ret_stats)
 {
-        if (store->pg)
-                return store_pg_stats(store->pg, ret_stats);
-        return store_sqlite_stats(store->sq, ret_stats);
+        return store->ops->stats(store->be, ret_stats);
 }
 
 int store_queue_depth(Store *store, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running)
 {
-        if (store->pg)
-                return store_pg_queue_depth(store->pg, ret_queued, ret_compiled, ret_running);
-        return store_sqlite_queue_depth(store->sq, ret_queued, ret_compiled, ret_running);
+        return store->ops->queue_depth(store->be, ret_queued, ret_compiled, ret_running);
 }
 
 int store_query_view(Store *store, const char *view, int limit, json_t **ret_rows)
 {
-        if (store->pg)
-                return store_pg_query_view(store->pg, view, limit, ret_rows);
-        return store_sqlite_query_view(store->sq, view, limit, ret_rows);
+        return store->ops->query_view(store->be, view, limit, ret_rows);
 }
 
 int store_schema_version(Store *store, int *ret_version)
 {
-        if (store->pg)
-                return store_pg_schema_version(store->pg, ret_version);
-        return store_sqlite_schema_version(store->sq, ret_version);
+        return store->ops->schema_version(store->be, ret_version);
 }
 
 int store_dashboard_rows(Store *store, StoreDash q, json_t *args, json_t **ret_rows)
 {
-        if (store->pg)
-                return store_pg_dashboard_rows(store->pg, q, args, ret_rows);
-        return store_sqlite_dashboard_rows(store->sq, q, args, ret_rows);
+        return store->ops->dashboard_rows(store->be, q, args, ret_rows);
 }
 
 int store_cache_get(Store *store, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
                     size_t *ret_cubin_len)
 {
-        if (store->pg)
-                return store_pg_cache_get(store->pg, key, ret_compile, ret_cubin, ret_cubin_len);
-        return store_sqlite_cache_get(store->sq, key, ret_compile, ret_cubin, ret_cubin_len);
+        json_t *compile = NULL;
+        uint8_t *cubin = NULL;
+        size_t len = 0;
+        int r;
+
+        if (!key)
+                return -EINVAL;
+        r = store->ops->tx_begin(store->be, true);
+        if (r < 0)
+                return r;
+        r = store->ops->tx->cache_get(store->be, key, &compile, &cubin, &len);
+        /* A miss is committed too: it carries the miss count. */
+        if (r == STORE_E_NOT_FOUND) {
+                r = store->ops->tx_end(store->be, 0);
+                r = r < 0 ? r : STORE_E_NOT_FOUND;
+        } else {
+                r = store->ops->tx_end(store->be, r);
+        }
+        if (r == 0) {
+                *ret_compile = compile;
+                compile = NULL;
+                if (ret_cubin) {
+                        *ret_cubin = cubin;
+                        cubin = NULL;
+                }
+                if (ret_cubin_len)
+                        *ret_cubin_len = len;
+        }
+        json_decref(compile);
+        free(cubin);
+        return r;
 }
 
 int store_cache_put(Store *store, const uint8_t key[32], json_t *compile, const uint8_t *cubin,
                     size_t cubin_len)
 {
-        if (store->pg)
-                return note_write(store_pg_cache_put(store->pg, key, compile, cubin, cubin_len), true);
-        return note_write(store_sqlite_cache_put(store->sq, key, compile, cubin, cubin_len), true);
+        char *text;
+        int r;
+
+        if (!key || !compile)
+                return -EINVAL;
+        if (cubin_len > LIMIT_CUBIN_BYTES)
+                return -E2BIG;
+        text = json_dumps(compile, JSON_COMPACT);
+        if (!text)
+                return -ENOMEM;
+        r = store->ops->cache_put(store->be, key, text, cubin, cubin_len);
+        free(text);
+        return note_write(r, true);
 }
 
 int store_cache_prune(Store *store, int64_t max_bytes, int64_t *ret_deleted)
 {
-        if (store->pg)
-                return store_pg_cache_prune(store->pg, max_bytes, ret_deleted);
-        return store_sqlite_cache_prune(store->sq, max_bytes, ret_deleted);
+        return store->ops->cache_prune(store->be, max_bytes, ret_deleted);
 }
 
 int store_token_create(Store *store, const char *name, const uint8_t hash[32], json_t *limits,
                        int64_t *ret_id)
 {
-        if (store->pg)
-                return store_pg_token_create(store->pg, name, hash, limits, ret_id);
-        return store_sqlite_token_create(store->sq, name, hash, limits, ret_id);
+        return store->ops->token_create(store->be, name, hash, limits, ret_id);
 }
 
 int store_token_revoke(Store *store, const char *name)
 {
-        if (store->pg)
-                return store_pg_token_revoke(store->pg, name);
-        return store_sqlite_token_revoke(store->sq, name);
+        return store->ops->token_revoke(store->be, name);
 }
 
 int store_token_lookup(Store *store, const uint8_t hash[32], int64_t *ret_id, json_t **ret_limits)
 {
-        if (store->pg)
-                return store_pg_token_lookup(store->pg, hash, ret_id, ret_limits);
-        return store_sqlite_token_lookup(store->sq, hash, ret_id, ret_limits);
+        if (!hash)
+                return -EINVAL;
+        return store->ops->token_lookup(store->be, hash, ret_id, ret_limits);
 }
 
 int store_token_list(Store *store, json_t **ret_list)
 {
-        if (store->pg)
-                return store_pg_token_list(store->pg, ret_list);
-        return store_sqlite_token_list(store->sq, ret_list);
+        return store->ops->token_list(store->be, ret_list);
 }
 
 int store_secret(Store *store, uint8_t ret_secret[32])
 {
-        if (store->pg)
-                return store_pg_secret(store->pg, ret_secret);
-        return store_sqlite_secret(store->sq, ret_secret);
+        return store->ops->secret(store->be, ret_secret);
 }
 
 /* ---- pool --------------------------------------------------------------- */

@@ -1,7 +1,7 @@
 /*
  * store_pg - the store's PostgreSQL backend: one database shared by a fleet
- * of kevald hosts (store.h is the contract, server/store.c forwards here;
- * docs/store.md, "PostgreSQL").
+ * of kevald hosts (store.h is the contract; server/store.c calls here through
+ * store_pg_ops at the end; docs/store.md, "PostgreSQL").
  *
  * This is the only file that includes <libpq-fe.h>. SQLSTATEs are translated
  * into negative errnos here and logged here once with PostgreSQL's message;
@@ -55,6 +55,8 @@ extern const unsigned long kevald_pg_migrations_count;
 #define MAX_PARAMS 16
 #define INSERT_CHUNK 256                        /* rows per multi-row INSERT */
 #define MAX_PREPARED 64                         /* statements prepared per connection */
+
+typedef struct StorePg StorePg;
 
 struct StorePg {
         PGconn *conn;
@@ -342,13 +344,35 @@ static json_t *get_json(const PGresult *res, int row, int col)
         return json_loadb(PQgetvalue(res, row, col), (size_t)PQgetlength(res, row, col), JSON_DECODE_ANY, NULL);
 }
 
-static json_t *get_time(const PGresult *res, int row, int col)
+/* Row @i of a result as store_rules.c reads it (StoreRow). */
+static bool pg_is_null(const StoreRow *row, int col)
 {
-        char buf[32];
-        if (PQgetisnull(res, row, col))
-                return json_null();
-        store_format_time(get_double(res, row, col), buf);
-        return json_string(buf);
+        return PQgetisnull(row->res, row->i, col);
+}
+
+static int64_t pg_i64(const StoreRow *row, int col)
+{
+        return get_i64(row->res, row->i, col);
+}
+
+static double pg_real(const StoreRow *row, int col)
+{
+        return get_double(row->res, row->i, col);
+}
+
+static const char *pg_text(const StoreRow *row, int col, size_t *ret_len)
+{
+        if (PQgetisnull(row->res, row->i, col))
+                return NULL;
+        if (ret_len)
+                *ret_len = (size_t)PQgetlength(row->res, row->i, col);
+        return PQgetvalue(row->res, row->i, col);
+}
+
+static StoreRow pg_row(const PGresult *res, int i)
+{
+        return (StoreRow){ .res = (PGresult *)res, .i = i, .is_null = pg_is_null, .i64 = pg_i64, .real = pg_real,
+                           .text = pg_text };
 }
 
 static json_t *get_real_or_null(const PGresult *res, int row, int col)
@@ -383,15 +407,6 @@ static int get_bytes(const PGresult *res, int row, int col, uint8_t **ret, size_
 
 /* ---- open, migrations --------------------------------------------------- */
 
-static int migration_number(const char *name)
-{
-        char *end;
-        long v = strtol(name, &end, 10);
-        if (end == name || *end != '_' || v <= 0 || v > 100000)
-                return -1;
-        return (int)v;
-}
-
 static int schema_version(StorePg *s, int *ret_v)
 {
         PGresult *res;
@@ -412,7 +427,7 @@ static int migrate(StorePg *s)
         int known = 0, current = 0, r;
 
         for (unsigned long i = 0; i < kevald_pg_migrations_count; i++) {
-                int v = migration_number(kevald_pg_migrations[i].name);
+                int v = store_migration_number(kevald_pg_migrations[i].name);
                 if (v <= known) {
                         log_error("store: migration \"%s\" is misnumbered", kevald_pg_migrations[i].name);
                         return -EINVAL;
@@ -439,7 +454,7 @@ static int migrate(StorePg *s)
                 goto out;
         }
         for (unsigned long i = 0; i < kevald_pg_migrations_count; i++) {
-                int v = migration_number(kevald_pg_migrations[i].name);
+                int v = store_migration_number(kevald_pg_migrations[i].name);
                 char *sql;
                 Params p = { .n = 0 };
 
@@ -528,15 +543,31 @@ static void quiet_notice(void *arg, const char *message)
 }
 
 /**
+ * store_pg_close() - close the connection (an open transaction is rolled back)
+ * @store: the store, or NULL
+ */
+static void store_pg_close(void *be)
+{
+        StorePg *store = be;
+
+        if (!store)
+                return;
+        if (store->conn)
+                PQfinish(store->conn);
+        free(store->dsn_shown);
+        free(store);
+}
+
+/**
  * store_pg_open() - connect, bring the schema up to date, make the secret
  * @dsn:       a libpq URI ("postgresql://user@host:port/db?..."), or
  *             "postgresql:" for the PG* environment
- * @ret_store: on success, a new StorePg (store_pg_close())
+ * @ret_be:    on success, a new StorePg (store_pg_close())
  * Return: 0, STORE_E_NEWER_DB, -ENOTCONN when the server cannot be reached
  * or refuses the connection (logged with the DSN, password elided), or a
  * negative errno.
  */
-int store_pg_open(const char *dsn, StorePg **ret_store)
+static int store_pg_open(const char *dsn, void **ret_be)
 {
         StorePg *s = calloc(1, sizeof(*s));
         int r;
@@ -569,25 +600,11 @@ int store_pg_open(const char *dsn, StorePg **ret_store)
                 r = ensure_secret(s);
         if (r != 0)
                 goto out;
-        *ret_store = s;
+        *ret_be = s;
         s = NULL;
 out:
         store_pg_close(s);
         return r;
-}
-
-/**
- * store_pg_close() - close the connection (an open transaction is rolled back)
- * @store: the store, or NULL
- */
-void store_pg_close(StorePg *store)
-{
-        if (!store)
-                return;
-        if (store->conn)
-                PQfinish(store->conn);
-        free(store->dsn_shown);
-        free(store);
 }
 
 /* ---- acceptance --------------------------------------------------------- */
@@ -609,9 +626,10 @@ static int count_active(StorePg *s, int64_t token_id, int64_t *ret_n)
 }
 
 /* 0 with ids (replay), STORE_E_NOT_FOUND (new key), STORE_E_CONFLICT (other body), or -errno. */
-static int idem_get(StorePg *s, int64_t token_id, const char *key, const uint8_t hash[32], size_t max,
+static int idem_get(void *be, int64_t token_id, const char *key, const uint8_t hash[32], size_t max,
                     int64_t **ret_ids, size_t *ret_n)
 {
+        StorePg *s = be;
         PGresult *res;
         Params p = { .n = 0 };
         uint8_t *h = NULL;
@@ -638,8 +656,9 @@ static int idem_get(StorePg *s, int64_t token_id, const char *key, const uint8_t
         return r;
 }
 
-static int add_active(StorePg *s, int64_t token_id, int64_t n)
+static int add_active(void *be, int64_t token_id, int64_t n)
 {
+        StorePg *s = be;
         Params p = { .n = 0 };
         p_int(&p, token_id);
         p_int(&p, n);
@@ -648,8 +667,9 @@ static int add_active(StorePg *s, int64_t token_id, int64_t n)
                    "ON CONFLICT (token_id) DO UPDATE SET active = q.active + excluded.active", &p, NULL);
 }
 
-static int add_task(StorePg *s, const char *task, int64_t n)
+static int add_task(void *be, const char *task, int64_t n)
 {
+        StorePg *s = be;
         Params p = { .n = 0 };
         p_text(&p, task ? task : "");
         p_int(&p, n);
@@ -658,39 +678,18 @@ static int add_task(StorePg *s, const char *task, int64_t n)
                    "ON CONFLICT (task) DO UPDATE SET submissions = t.submissions + excluded.submissions", &p, NULL);
 }
 
-static int cmp_task(const void *a, const void *b, void *arg)
-{
-        const StoreNew *subs = arg;
-        const char *x = subs[*(const size_t *)a].task, *y = subs[*(const size_t *)b].task;
-        return strcmp(x ? x : "", y ? y : "");
-}
+static int finish_in_tx(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
+                        const char *result_text);
+static int back_one(void *be, int64_t id);
+static int store_pg_cache_get(void *be, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
+                              size_t *ret_cubin_len);
+static int leases(void *be, double before, StoreLease **ret, size_t *ret_n);
 
-/* Count a request into queue_counts and task_stats (tasks in name order: a fixed lock order). */
-static int count_inserted(StorePg *s, const StoreInsert *ins)
-{
-        size_t *order;
-        int r = add_active(s, -1, (int64_t)ins->n);
-
-        if (r == 0)
-                r = add_active(s, ins->subs[0].token_id, (int64_t)ins->n);
-        if (r < 0)
-                return r;
-        order = malloc(ins->n * sizeof(*order));
-        if (!order)
-                return -ENOMEM;
-        for (size_t i = 0; i < ins->n; i++)
-                order[i] = i;
-        qsort_r(order, ins->n, sizeof(*order), cmp_task, (void *)ins->subs);
-        for (size_t i = 0; i < ins->n && r == 0;) {
-                size_t j = i + 1;
-                while (j < ins->n && cmp_task(&order[i], &order[j], (void *)ins->subs) == 0)
-                        j++;
-                r = add_task(s, ins->subs[order[i]].task, (int64_t)(j - i));
-                i = j;
-        }
-        free(order);
-        return r;
-}
+/* What store_rules.c's acceptance and reaper rules do here. */
+static const StoreTx tx_ops = {
+        .add_active = add_active, .add_task = add_task, .finish = finish_in_tx, .back_one = back_one,
+        .idem_get = idem_get, .leases = leases, .cache_get = store_pg_cache_get,
+};
 
 /* A growing SQL text with its parameter arrays (multi-row inserts). */
 typedef struct Batch {
@@ -887,51 +886,15 @@ static int draw_ids(StorePg *s, size_t n, int64_t *ids)
 }
 
 /* The body of an insert, inside a transaction or savepoint. */
-static int finish_in_tx(StorePg *s, int64_t id, const char *owner, const char *verdict, double speedup,
-                        const char *result_text);
-
-/* Rows done at insert, finished in the same transaction (see store_sqlite.c's finish_at_insert()). */
-static int finish_at_insert(StorePg *s, const StoreInsert *ins, const int64_t *ids)
-{
-        int r = 0;
-
-        for (size_t i = 0; i < ins->n && r == 0; i++) {
-                char *text;
-
-                if (!ins->subs[i].verdict)
-                        continue;
-                text = json_dumps(ins->subs[i].result, JSON_COMPACT);
-                if (!text)
-                        return -ENOMEM;
-                r = finish_in_tx(s, ids[i], NULL, ins->subs[i].verdict, NAN, text);
-                free(text);
-        }
-        return r;
-}
-
 static int insert_body(StorePg *s, const StoreInsert *ins, int64_t *ids, bool *ret_replayed)
 {
         int64_t token_id = ins->subs[0].token_id, active;
         double now = store_now();
         int r;
 
-        if (ins->idem_key) {
-                int64_t *old = NULL;
-                size_t n_old = 0;
-                r = idem_get(s, token_id, ins->idem_key, ins->body_hash, ins->n, &old, &n_old);
-                if (r == 0) {
-                        if (n_old != ins->n) {
-                                free(old);
-                                return STORE_E_CONFLICT;
-                        }
-                        memcpy(ids, old, sizeof(*ids) * n_old);
-                        free(old);
-                        *ret_replayed = true;
-                        return 0;
-                }
-                if (r != STORE_E_NOT_FOUND)
-                        return r == -EBADMSG ? STORE_E_CONFLICT : r;
-        }
+        r = store_idem_replay(&tx_ops, s, ins, ids, ret_replayed);
+        if (r != 0 || *ret_replayed)
+                return r;
         /* Locks -1 then the token's row: every insert of the fleet takes them in this order. */
         r = count_active(s, -1, &active);
         if (r < 0)
@@ -949,9 +912,9 @@ static int insert_body(StorePg *s, const StoreInsert *ins, int64_t *ids, bool *r
         if (r == 0)
                 r = insert_rows(s, ins->subs, ins->n, ids, now);
         if (r == 0)
-                r = count_inserted(s, ins);
+                r = store_count_inserted(&tx_ops, s, ins);
         if (r == 0)
-                r = finish_at_insert(s, ins, ids);
+                r = store_finish_at_insert(&tx_ops, s, ins, ids);
         if (r < 0)
                 return r;
         if (ins->idem_key) {
@@ -1011,14 +974,13 @@ static int insert_savepoint(StorePg *s, const StoreInsert *ins, int64_t *ids, bo
  * Return: as store_insert_request(); -ENOTCONN when the database is
  * unreachable (nothing was accepted).
  */
-int store_pg_insert_request(StorePg *store, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
+static int store_pg_insert_request(void *be, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
 {
+        StorePg *store = be;
         bool replayed = false;
         int64_t *ids;
-        int r = store_check_insert(ins);
+        int r;
 
-        if (r < 0)
-                return r;
         if (store->in_group && (store->group_lost || conn_lost(store))) {
                 store->group_lost = true;
                 return conn_lost(store) ? -ENOTCONN : -EIO;
@@ -1044,43 +1006,20 @@ int store_pg_insert_request(StorePg *store, const StoreInsert *ins, int64_t *ret
         return r;
 }
 
-/**
- * store_pg_idempotent_lookup() - see store_idempotent_lookup()
- */
-int store_pg_idempotent_lookup(StorePg *store, int64_t token_id, const char *idem_key, const uint8_t body_hash[32],
-                               json_t **ret_ids)
+/* idem_get() for store_idempotent_lookup(), outside a transaction: the connection first. */
+static int store_pg_idem_get(void *be, int64_t token_id, const char *key, const uint8_t hash[32], size_t max,
+                             int64_t **ret_ids, size_t *ret_n)
 {
-        int64_t *ids = NULL;
-        size_t n = 0;
-        json_t *arr;
-        int r;
-
-        if (!idem_key || !body_hash)
-                return -EINVAL;
-        r = ensure_conn(store);
-        if (r < 0)
-                return r;
-        r = idem_get(store, token_id, idem_key, body_hash, LIMIT_BATCH_MAX, &ids, &n);
-        if (r != 0)
-                return r;
-        arr = json_array();
-        for (size_t i = 0; arr && i < n; i++)
-                if (json_array_append_new(arr, json_integer(ids[i]))) {
-                        json_decref(arr);
-                        arr = NULL;
-                }
-        free(ids);
-        if (!arr)
-                return -ENOMEM;
-        *ret_ids = arr;
-        return 0;
+        int r = ensure_conn(be);
+        return r < 0 ? r : idem_get(be, token_id, key, hash, max, ret_ids, ret_n);
 }
 
 /**
  * store_pg_prune_idempotency() - see store_prune_idempotency()
  */
-int store_pg_prune_idempotency(StorePg *store, double older_than_s, int64_t *ret_deleted)
+static int store_pg_prune_idempotency(void *be, double older_than_s, int64_t *ret_deleted)
 {
+        StorePg *store = be;
         PGresult *res;
         Params p = { .n = 0 };
         int r = ensure_conn(store);
@@ -1101,8 +1040,9 @@ int store_pg_prune_idempotency(StorePg *store, double older_than_s, int64_t *ret
  * store_pg_begin_group() - open the group's transaction (see store_begin_group())
  * Return: 0, -EINVAL when a group is open, -ENOTCONN, or a negative errno.
  */
-int store_pg_begin_group(StorePg *store)
+static int store_pg_begin_group(void *be)
 {
+        StorePg *store = be;
         int r;
 
         if (store->in_group)
@@ -1120,8 +1060,9 @@ int store_pg_begin_group(StorePg *store)
  * Return: 0, -EINVAL without a group, -EIO or -ENOTCONN when the transaction
  * was lost (nothing of the group is stored), or a negative errno.
  */
-int store_pg_commit_group(StorePg *store)
+static int store_pg_commit_group(void *be)
 {
+        StorePg *store = be;
         int r;
 
         if (!store->in_group)
@@ -1140,8 +1081,10 @@ int store_pg_commit_group(StorePg *store)
 /**
  * store_pg_rollback_group() - drop everything the open group inserted
  */
-void store_pg_rollback_group(StorePg *store)
+static void store_pg_rollback_group(void *be)
 {
+        StorePg *store = be;
+
         if (!store->in_group)
                 return;
         store->in_group = false;
@@ -1240,8 +1183,10 @@ static int why_not(StorePg *s, int64_t id, int64_t token_id)
  *
  * Return: 0, STORE_E_EMPTY, -EINVAL, -ENOTCONN, or a negative errno.
  */
-int store_pg_claim_next(StorePg *store, Stage stage, const char *owner, double lease_s, StoreJob **ret_job)
+static int store_pg_claim_next(void *be, Stage stage, const char *owner, double lease_s, StoreJob **ret_job)
 {
+        StorePg *store = be;
+
         static const char *const claim[2] = {
                 CLAIM_SQL("compiling", "queued", "compile_at"),
                 CLAIM_SQL("running", "compiled", "run_at"),
@@ -1270,8 +1215,6 @@ int store_pg_claim_next(StorePg *store, Stage stage, const char *owner, double l
         double now = store_now();
         int r;
 
-        if (!owner || !(lease_s > 0) || (stage != STAGE_COMPILE && stage != STAGE_RUN))
-                return -EINVAL;
         /* Nothing waiting: one index probe, no transaction (new work comes with its own NOTIFY). */
         r = ensure_conn(store);
         if (r < 0)
@@ -1384,8 +1327,9 @@ static int update_one(StorePg *s, bool async, const char *what, const char *sql,
 /**
  * store_pg_heartbeat() - extend a job's lease (see store_heartbeat())
  */
-int store_pg_heartbeat(StorePg *store, int64_t id, const char *owner, double lease_s)
+static int store_pg_heartbeat(void *be, int64_t id, const char *owner, double lease_s)
 {
+        StorePg *store = be;
         Params p = { .n = 0 };
         int64_t n = 0;
         int r;
@@ -1405,8 +1349,9 @@ int store_pg_heartbeat(StorePg *store, int64_t id, const char *owner, double lea
 /**
  * store_pg_heartbeat_owner() - extend every lease of @owner (see store_heartbeat_owner())
  */
-int store_pg_heartbeat_owner(StorePg *store, const char *owner, double lease_s, int *ret_extended)
+static int store_pg_heartbeat_owner(void *be, const char *owner, double lease_s, int *ret_extended)
 {
+        StorePg *store = be;
         Params p = { .n = 0 };
         int64_t n = 0;
         int r;
@@ -1429,8 +1374,9 @@ int store_pg_heartbeat_owner(StorePg *store, const char *owner, double lease_s, 
  * store_pg_host_beat() - upsert hosts(@host_id).last_seen = now
  * Return: 0, -ENOTCONN, or a negative errno.
  */
-int store_pg_host_beat(StorePg *store, const char *host_id)
+static int store_pg_host_beat(void *be, const char *host_id)
 {
+        StorePg *store = be;
         Params p = { .n = 0 };
         int64_t n = 0;
         double now = store_now();
@@ -1445,8 +1391,9 @@ int store_pg_host_beat(StorePg *store, const char *host_id)
 /**
  * store_pg_set_cache_key() - see store_set_cache_key()
  */
-int store_pg_set_cache_key(StorePg *store, int64_t id, const uint8_t key[32])
+static int store_pg_set_cache_key(void *be, int64_t id, const uint8_t key[32])
 {
+        StorePg *store = be;
         Params p = { .n = 0 };
         int64_t n = 0;
         int r;
@@ -1464,20 +1411,14 @@ int store_pg_set_cache_key(StorePg *store, int64_t id, const uint8_t key[32])
 /**
  * store_pg_set_compiled() - compiling -> compiled (see store_set_compiled())
  */
-int store_pg_set_compiled(StorePg *store, int64_t id, const char *owner, json_t *compile_section)
+static int store_pg_set_compiled(void *be, int64_t id, const char *owner, const char *text)
 {
+        StorePg *store = be;
         PGresult *res = NULL;
-        char *text;
-        int r;
+        int r = tx_begin(store);
 
-        if (!compile_section)
-                return -EINVAL;
-        text = json_dumps(compile_section, JSON_COMPACT | JSON_ENCODE_ANY);
-        if (!text)
-                return -ENOMEM;
-        r = tx_begin(store);
         if (r < 0)
-                goto out_free;
+                return r;
         Params p = { .n = 0 };
         p_int(&p, id);
         p_text(&p, owner);
@@ -1495,10 +1436,7 @@ int store_pg_set_compiled(StorePg *store, int64_t id, const char *owner, json_t 
         r = runp(store, "store compile section", "INSERT INTO submission_compiles(id, compile) VALUES ($1, $2) "
                 "ON CONFLICT (id) DO UPDATE SET compile = excluded.compile", &q, NULL);
 out:
-        r = tx_end(store, r);
-out_free:
-        free(text);
-        return r;
+        return tx_end(store, r);
 }
 
 static int put_result(StorePg *s, int64_t id, const char *text)
@@ -1511,9 +1449,10 @@ static int put_result(StorePg *s, int64_t id, const char *text)
                    "ON CONFLICT (id) DO UPDATE SET result = excluded.result", &p, NULL);
 }
 
-static int finish_in_tx(StorePg *s, int64_t id, const char *owner, const char *verdict, double speedup,
+static int finish_in_tx(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
                         const char *result_text)
 {
+        StorePg *s = be;
         PGresult *res;
         Params p = { .n = 0 };
         int r;
@@ -1540,36 +1479,11 @@ static int finish_in_tx(StorePg *s, int64_t id, const char *owner, const char *v
 }
 
 /**
- * store_pg_finish() - end a job (see store_finish())
- *
- * The lease check is in the UPDATE: a finish from a host whose lease was
- * reaped (and perhaps claimed again elsewhere) is refused with
- * STORE_E_CONFLICT, so a job is never scored twice. Commits at
- * synchronous_commit=on; the commit sends NOTIFY kevald_done.
- */
-int store_pg_finish(StorePg *store, int64_t id, const char *owner, const char *verdict, double speedup,
-                    json_t *result)
-{
-        char *text;
-        int r;
-
-        if (!verdict || !*verdict || !result)
-                return -EINVAL;
-        text = json_dumps(result, JSON_COMPACT);
-        if (!text)
-                return -ENOMEM;
-        r = tx_begin(store);
-        if (r == 0)
-                r = tx_end(store, finish_in_tx(store, id, owner, verdict, speedup, text));
-        free(text);
-        return r;
-}
-
-/**
  * store_pg_requeue() - give a claimed job back (see store_requeue())
  */
-int store_pg_requeue(StorePg *store, int64_t id, const char *owner, Stage stage)
+static int store_pg_requeue(void *be, int64_t id, const char *owner, Stage stage)
 {
+        StorePg *store = be;
         Params p = { .n = 0 };
         int64_t n = 0;
         int r;
@@ -1592,130 +1506,65 @@ int store_pg_requeue(StorePg *store, int64_t id, const char *owner, Stage stage)
  * back one stage, or internal_error past @max_attempts. SKIP LOCKED: two
  * hosts reaping at once split the rows between them.
  */
-static int reap(StorePg *s, double now, const char *owner_prefix, int max_attempts, int *ret_requeued,
-                int64_t **ret_failed, size_t *ret_n_failed)
+static int back_one(void *be, int64_t id)
 {
-        PGresult *res = NULL;
-        int64_t *failed = NULL;
-        size_t n_failed = 0;
-        int requeued = 0, r, n;
         Params p = { .n = 0 };
+        p_int(&p, id);
+        return runp(be, "requeue expired lease", "UPDATE submissions SET state = CASE state "
+                    "WHEN 'compiling' THEN 'queued' ELSE 'compiled' END, lease_owner = NULL, "
+                    "lease_expires = NULL WHERE id = $1 AND state IN ('compiling', 'running')", &p, NULL);
+}
 
-        r = tx_begin(s);
-        if (r < 0)
-                return r;
-        if (owner_prefix) {
-                p_text(&p, owner_prefix);
+/*
+ * StoreTx.leases: this host's leases (@before NaN: at start-up, those of its
+ * dead predecessor, owners "<host id>/...") or any host's expired before
+ * @before; locked, skipping rows another host's reaper holds.
+ */
+static int leases(void *be, double before, StoreLease **ret, size_t *ret_n)
+{
+        StorePg *s = be;
+        char prefix[LIMIT_HOST_ID_BYTES + 2];
+        PGresult *res = NULL;
+        StoreLease *l;
+        Params p = { .n = 0 };
+        int r, n;
+
+        if (isnan(before)) {
+                snprintf(prefix, sizeof(prefix), "%s/", store_host_id());
+                p_text(&p, prefix);
                 r = run(s, "find this host's leases", "SELECT id, state, stage_attempts, task FROM submissions "
                         "WHERE state IN ('compiling', 'running') AND starts_with(lease_owner, $1) "
                         "FOR UPDATE SKIP LOCKED", &p, &res);
         } else {
-                p_double(&p, now);
+                p_double(&p, before);
                 r = run(s, "find expired leases", "SELECT id, state, stage_attempts, task FROM submissions "
                         "WHERE state IN ('compiling', 'running') AND lease_expires < $1 "
                         "FOR UPDATE SKIP LOCKED", &p, &res);
         }
         if (r < 0)
-                goto out;
+                return r;
         n = PQntuples(res);
-        failed = calloc(n ? (size_t)n : 1, sizeof(*failed));
-        if (!failed) {
-                r = -ENOMEM;
-                goto out;
+        l = calloc(n ? (size_t)n : 1, sizeof(*l));
+        for (int i = 0; l && i < n; i++) {
+                l[i].id = get_i64(res, i, 0);
+                snprintf(l[i].state, sizeof(l[i].state), "%s", PQgetvalue(res, i, 1));
+                l[i].attempts = (int)get_i64(res, i, 2);
+                l[i].task = get_strdup(res, i, 3);
         }
-        for (int i = 0; i < n; i++) {
-                int64_t id = get_i64(res, i, 0);
-                int attempts = (int)get_i64(res, i, 2);
-                const char *state = PQgetvalue(res, i, 1);
-
-                if (max_attempts > 0 && attempts >= max_attempts) {
-                        json_t *er = store_internal_error_result(PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3),
-                                                                 state, attempts);
-                        char *text = er ? json_dumps(er, JSON_COMPACT) : NULL;
-                        json_decref(er);
-                        if (!text) {
-                                r = -ENOMEM;
-                                goto out;
-                        }
-                        r = finish_in_tx(s, id, NULL, "internal_error", NAN, text);
-                        free(text);
-                        if (r != 0)
-                                goto out;
-                        failed[n_failed++] = id;
-                        log_warn("store: job %" PRId64 " failed after %d expired leases", id, attempts);
-                } else {
-                        Params q = { .n = 0 };
-                        p_int(&q, id);
-                        r = runp(s, "requeue expired lease", "UPDATE submissions SET state = CASE state "
-                                "WHEN 'compiling' THEN 'queued' ELSE 'compiled' END, lease_owner = NULL, "
-                                "lease_expires = NULL WHERE id = $1 AND state IN ('compiling', 'running')", &q, NULL);
-                        if (r < 0)
-                                goto out;
-                        requeued++;
-                }
-        }
-out:
         PQclear(res);
-        r = tx_end(s, r);
-        if (r == 0) {
-                if (ret_requeued)
-                        *ret_requeued = requeued;
-                if (ret_failed) {
-                        *ret_failed = failed;
-                        failed = NULL;
-                }
-                if (ret_n_failed)
-                        *ret_n_failed = n_failed;
-        }
-        free(failed);
-        return r;
-}
-
-/**
- * store_pg_reap_collect() - see store_reap_collect(); leases of every host
- */
-int store_pg_reap_collect(StorePg *store, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
-                          size_t *ret_n_failed)
-{
-        return reap(store, store_now(), NULL, max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
-}
-
-/**
- * store_pg_reap() - see store_reap()
- */
-int store_pg_reap(StorePg *store, int max_attempts, int *ret_requeued, int *ret_failed)
-{
-        size_t n = 0;
-        int r = reap(store, store_now(), NULL, max_attempts, ret_requeued, NULL, &n);
-        if (r == 0 && ret_failed)
-                *ret_failed = (int)n;
-        return r;
-}
-
-/**
- * store_pg_requeue_all_leases() - at start-up, put this host's leases back one stage
- *
- * Only the leases whose owner starts with "<store_host_id()>/": the other
- * hosts of the fleet are alive and hold theirs. (A dead host's leases
- * expire and any host's reaper returns them.)
- *
- * Return: the number of jobs put back (≥ 0), or a negative errno.
- */
-int store_pg_requeue_all_leases(StorePg *store)
-{
-        char prefix[LIMIT_HOST_ID_BYTES + 2];
-        int requeued = 0, r;
-
-        snprintf(prefix, sizeof(prefix), "%s/", store_host_id());
-        r = reap(store, NAN, prefix, 0, &requeued, NULL, NULL);
-        return r < 0 ? r : requeued;
+        if (!l)
+                return -ENOMEM;
+        *ret = l;
+        *ret_n = (size_t)n;
+        return 0;
 }
 
 /**
  * store_pg_cancel() - see store_cancel()
  */
-int store_pg_cancel(StorePg *store, int64_t id, int64_t token_id)
+static int store_pg_cancel(void *be, int64_t id, int64_t token_id)
 {
+        StorePg *store = be;
         PGresult *res = NULL;
         char *text = NULL;
         Params p = { .n = 0 };
@@ -1758,36 +1607,16 @@ out:
 /* Columns as SUB_COLUMNS [, result]. */
 static json_t *row_to_object(const PGresult *res, int i, bool with_result)
 {
-        json_t *tags = get_json(res, i, 11);
-        json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:i, s:o, s:o}",
-                              "id", (json_int_t)get_i64(res, i, 0),
-                              "state", get_text_or_null(res, i, 1),
-                              "verdict", get_text_or_null(res, i, 2),
-                              "task", get_text_or_null(res, i, 3),
-                              "mode", get_text_or_null(res, i, 4),
-                              "priority", get_i64(res, i, 5) > 0 ? "interactive" : "bulk",
-                              "created_at", get_time(res, i, 6),
-                              "started_at", get_time(res, i, 7),
-                              "finished_at", get_time(res, i, 8),
-                              "attempts", (int)get_i64(res, i, 9),
-                              "speedup", get_real_or_null(res, i, 10),
-                              "tags", json_is_object(tags) ? json_incref(tags) : json_object());
-        json_decref(tags);
-        if (o && with_result && !PQgetisnull(res, i, 12)) {
-                json_t *r = get_json(res, i, 12);
-                if (!r || json_object_set_new(o, "result", r)) {
-                        json_decref(o);
-                        return NULL;
-                }
-        }
-        return o;
+        StoreRow row = pg_row(res, i);
+        return store_row_submission(&row, with_result);
 }
 
 /**
  * store_pg_get_submission() - see store_get_submission()
  */
-int store_pg_get_submission(StorePg *store, int64_t id, json_t **ret_obj)
+static int store_pg_get_submission(void *be, int64_t id, json_t **ret_obj)
 {
+        StorePg *store = be;
         PGresult *res;
         Params p = { .n = 0 };
         int r = ensure_conn(store);
@@ -1815,9 +1644,10 @@ int store_pg_get_submission(StorePg *store, int64_t id, json_t **ret_obj)
 /**
  * store_pg_list_submissions() - see store_list_submissions()
  */
-int store_pg_list_submissions(StorePg *store, json_t *filters, int64_t cursor, int limit, json_t **ret_items,
+static int store_pg_list_submissions(void *be, json_t *filters, int64_t cursor, int limit, json_t **ret_items,
                               int64_t *ret_next_cursor)
 {
+        StorePg *store = be;
         StoreListQuery q;
         Params p = { .n = 0 };
         PGresult *res = NULL;
@@ -1922,23 +1752,25 @@ static int counts_into(StorePg *s, const char *sql, json_t *obj)
 /**
  * store_pg_stats() - see store_stats(); the same aggregates, fleet-wide
  */
-int store_pg_stats(StorePg *store, json_t **ret_stats)
+static int store_pg_stats(void *be, json_t **ret_stats)
 {
-        json_t *states = json_object(), *verdicts = json_object(), *tasks = json_array(), *out = NULL, *t;
-        int64_t entries = 0, hits = 0, misses = 0, bytes = 0, depth = 0, total = 0;
+        StorePg *store = be;
+        StoreStatsParts p = { .states = json_object(), .verdicts = json_object(), .tasks = json_array() };
+        json_t *t;
         PGresult *res = NULL;
         size_t k;
         int r = -ENOMEM;
 
-        if (!states || !verdicts || !tasks)
+        if (!p.states || !p.verdicts || !p.tasks)
                 goto out;
         r = ensure_conn(store);
         if (r == 0)
                 r = counts_into(store, "SELECT state, count(*) FROM submissions "
                                 "WHERE state IN ('queued', 'compiling', 'compiled', 'running') GROUP BY state "
-                                "UNION ALL SELECT 'done', coalesce(sum(done), 0) FROM task_stats", states);
+                                "UNION ALL SELECT 'done', coalesce(sum(done), 0) FROM task_stats", p.states);
         if (r == 0)
-                r = counts_into(store, "SELECT verdict, n FROM verdict_counts WHERE n > 0 ORDER BY verdict", verdicts);
+                r = counts_into(store, "SELECT verdict, n FROM verdict_counts WHERE n > 0 ORDER BY verdict",
+                                p.verdicts);
         if (r == 0)
                 r = run(store, "stats", "SELECT nullif(task, ''), submissions, done, correct, CASE WHEN done > 0 "
                         "THEN correct::double precision / done END FROM task_stats ORDER BY task", NULL, &res);
@@ -1948,7 +1780,7 @@ int store_pg_stats(StorePg *store, json_t **ret_stats)
                                       "done", (json_int_t)get_i64(res, i, 2),
                                       "correct", (json_int_t)get_i64(res, i, 3),
                                       "correct_rate", get_real_or_null(res, i, 4), "median_speedup");
-                if (!o || json_array_append_new(tasks, o))
+                if (!o || json_array_append_new(p.tasks, o))
                         r = -ENOMEM;
         }
         PQclear(res);
@@ -1962,7 +1794,7 @@ int store_pg_stats(StorePg *store, json_t **ret_stats)
                 int64_t cum = get_i64(res, i, 2), tot = get_i64(res, i, 3);
                 if (tot <= 0 || 2 * cum < tot)
                         continue;
-                json_array_foreach(tasks, k, t) {
+                json_array_foreach(p.tasks, k, t) {
                         const char *name = json_string_value(json_object_get(t, "task"));
                         if (strcmp(name ? name : "", task) || !json_is_null(json_object_get(t, "median_speedup")))
                                 continue;
@@ -1973,41 +1805,27 @@ int store_pg_stats(StorePg *store, json_t **ret_stats)
         }
         PQclear(res);
         if (r == 0)
-                r = scalar(store, "SELECT count(*) FROM compile_cache", &entries);
+                r = scalar(store, "SELECT count(*) FROM compile_cache", &p.entries);
         if (r == 0)
-                r = scalar(store, "SELECT value FROM counters WHERE name = 'cache_hits'", &hits);
+                r = scalar(store, "SELECT value FROM counters WHERE name = 'cache_hits'", &p.hits);
         if (r == 0)
-                r = scalar(store, "SELECT value FROM counters WHERE name = 'cache_misses'", &misses);
+                r = scalar(store, "SELECT value FROM counters WHERE name = 'cache_misses'", &p.misses);
         if (r == 0)
-                r = scalar(store, "SELECT value FROM counters WHERE name = 'cache_bytes'", &bytes);
+                r = scalar(store, "SELECT value FROM counters WHERE name = 'cache_bytes'", &p.bytes);
         if (r == 0)
-                r = scalar(store, "SELECT active FROM queue_counts WHERE token_id = -1", &depth);
+                r = scalar(store, "SELECT active FROM queue_counts WHERE token_id = -1", &p.depth);
         if (r == 0)
-                r = scalar(store, "SELECT coalesce(sum(submissions), 0) FROM task_stats", &total);
-        if (r < 0)
-                goto out;
-        out = json_pack("{s:O, s:O, s:O, s:{s:I, s:I, s:I, s:I}, s:I, s:I}", "states", states, "verdicts",
-                        verdicts, "tasks", tasks, "compile_cache", "entries", (json_int_t)entries, "hits",
-                        (json_int_t)hits, "misses", (json_int_t)misses, "bytes", (json_int_t)bytes,
-                        "queue_depth", (json_int_t)depth, "submissions", (json_int_t)total);
-        if (!out) {
-                r = -ENOMEM;
-                goto out;
-        }
-        *ret_stats = out;
-        r = 0;
+                r = scalar(store, "SELECT coalesce(sum(submissions), 0) FROM task_stats", &p.total);
 out:
-        json_decref(states);
-        json_decref(verdicts);
-        json_decref(tasks);
-        return r;
+        return store_stats_object(&p, r, ret_stats);
 }
 
 /**
  * store_pg_queue_depth() - see store_queue_depth()
  */
-int store_pg_queue_depth(StorePg *store, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running)
+static int store_pg_queue_depth(void *be, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running)
 {
+        StorePg *store = be;
         int64_t d[3] = { 0, 0, 0 };
         PGresult *res;
         int r = ensure_conn(store);
@@ -2087,8 +1905,9 @@ static int rows_to_objects(const PGresult *res, json_t *rows)
 /**
  * store_pg_query_view() - see store_query_view()
  */
-int store_pg_query_view(StorePg *store, const char *view, int limit, json_t **ret_rows)
+static int store_pg_query_view(void *be, const char *view, int limit, json_t **ret_rows)
 {
+        StorePg *store = be;
         PGresult *res = NULL;
         Params p = { .n = 0 };
         char sql[160];
@@ -2183,8 +2002,9 @@ static const char *const dash_sql[STORE_DASH__COUNT] = {
 /**
  * store_pg_dashboard_rows() - see store_dashboard_rows()
  */
-int store_pg_dashboard_rows(StorePg *store, StoreDash q, json_t *args, json_t **ret_rows)
+static int store_pg_dashboard_rows(void *be, StoreDash q, json_t *args, json_t **ret_rows)
 {
+        StorePg *store = be;
         Params p = { .n = 0 };
         PGresult *res;
         json_t *rows, *v;
@@ -2225,8 +2045,9 @@ int store_pg_dashboard_rows(StorePg *store, StoreDash q, json_t *args, json_t **
 /**
  * store_pg_schema_version() - the last migration applied (kevald_schema)
  */
-int store_pg_schema_version(StorePg *store, int *ret_version)
+static int store_pg_schema_version(void *be, int *ret_version)
 {
+        StorePg *store = be;
         int r = ensure_conn(store);
         return r < 0 ? r : schema_version(store, ret_version);
 }
@@ -2244,9 +2065,10 @@ static int counter_add(StorePg *s, const char *name, int64_t delta)
 /**
  * store_pg_cache_get() - see store_cache_get(); a CUBIN compiled by any host
  */
-int store_pg_cache_get(StorePg *store, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
+static int store_pg_cache_get(void *be, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
                        size_t *ret_cubin_len)
 {
+        StorePg *store = be;
         json_t *compile = NULL;
         uint8_t *cubin = NULL;
         size_t len = 0;
@@ -2254,11 +2076,6 @@ int store_pg_cache_get(StorePg *store, const uint8_t key[32], json_t **ret_compi
         Params p = { .n = 0 };
         int r;
 
-        if (!key)
-                return -EINVAL;
-        r = tx_begin_async(store);
-        if (r < 0)
-                return r;
         p_bytes(&p, key, 32);
         r = runp(store, "cache get", "SELECT compile, cubin FROM compile_cache WHERE key = $1", &p, &res);
         if (r < 0)
@@ -2288,22 +2105,12 @@ int store_pg_cache_get(StorePg *store, const uint8_t key[32], json_t **ret_compi
                 r = counter_add(store, "cache_hits", 1);
 out:
         PQclear(res);
-        /* A miss is committed too: it carries the miss count. */
-        if (r == STORE_E_NOT_FOUND) {
-                r = tx_end(store, 0);
-                r = r < 0 ? r : STORE_E_NOT_FOUND;
-        } else {
-                r = tx_end(store, r);
-        }
         if (r == 0) {
                 *ret_compile = compile;
+                *ret_cubin = cubin;
+                *ret_cubin_len = len;
                 compile = NULL;
-                if (ret_cubin) {
-                        *ret_cubin = cubin;
-                        cubin = NULL;
-                }
-                if (ret_cubin_len)
-                        *ret_cubin_len = len;
+                cubin = NULL;
         }
         json_decref(compile);
         free(cubin);
@@ -2313,21 +2120,14 @@ out:
 /**
  * store_pg_cache_put() - see store_cache_put()
  */
-int store_pg_cache_put(StorePg *store, const uint8_t key[32], json_t *compile, const uint8_t *cubin,
-                       size_t cubin_len)
+static int store_pg_cache_put(void *be, const uint8_t key[32], const char *text, const uint8_t *cubin,
+                               size_t cubin_len)
 {
+        StorePg *store = be;
         Params p = { .n = 0 };
         int64_t n = 0;
-        char *text;
         int r;
 
-        if (!key || !compile)
-                return -EINVAL;
-        if (cubin_len > LIMIT_CUBIN_BYTES)
-                return -E2BIG;
-        text = json_dumps(compile, JSON_COMPACT);
-        if (!text)
-                return -ENOMEM;
         p_bytes(&p, key, 32);
         p_text(&p, text);
         if (cubin)
@@ -2339,15 +2139,15 @@ int store_pg_cache_put(StorePg *store, const uint8_t key[32], json_t *compile, c
                        "created_at, last_used_at) VALUES ($1, $2, $3, 0, $4, $4) ON CONFLICT (key) DO UPDATE SET "
                        "compile = excluded.compile, cubin = excluded.cubin, last_used_at = excluded.last_used_at",
                        &p, &n);
-        free(text);
         return r;
 }
 
 /**
  * store_pg_cache_prune() - see store_cache_prune(); rounds of at most 64 entries
  */
-int store_pg_cache_prune(StorePg *store, int64_t max_bytes, int64_t *ret_deleted)
+static int store_pg_cache_prune(void *be, int64_t max_bytes, int64_t *ret_deleted)
 {
+        StorePg *store = be;
         int64_t deleted = 0, bytes = 0;
         int r;
 
@@ -2384,8 +2184,9 @@ int store_pg_cache_prune(StorePg *store, int64_t max_bytes, int64_t *ret_deleted
 /**
  * store_pg_token_create() - see store_token_create()
  */
-int store_pg_token_create(StorePg *store, const char *name, const uint8_t hash[32], json_t *limits, int64_t *ret_id)
+static int store_pg_token_create(void *be, const char *name, const uint8_t hash[32], json_t *limits, int64_t *ret_id)
 {
+        StorePg *store = be;
         PGresult *res = NULL;
         Params p = { .n = 0 };
         char *text = NULL;
@@ -2416,8 +2217,9 @@ int store_pg_token_create(StorePg *store, const char *name, const uint8_t hash[3
 /**
  * store_pg_token_revoke() - see store_token_revoke()
  */
-int store_pg_token_revoke(StorePg *store, const char *name)
+static int store_pg_token_revoke(void *be, const char *name)
 {
+        StorePg *store = be;
         Params p = { .n = 0 };
         int64_t n = 0;
         int r;
@@ -2436,15 +2238,14 @@ int store_pg_token_revoke(StorePg *store, const char *name)
 /**
  * store_pg_token_lookup() - see store_token_lookup()
  */
-int store_pg_token_lookup(StorePg *store, const uint8_t hash[32], int64_t *ret_id, json_t **ret_limits)
+static int store_pg_token_lookup(void *be, const uint8_t hash[32], int64_t *ret_id, json_t **ret_limits)
 {
+        StorePg *store = be;
         PGresult *res;
         Params p = { .n = 0 };
         json_t *limits = NULL;
         int r;
 
-        if (!hash)
-                return -EINVAL;
         r = ensure_conn(store);
         if (r < 0)
                 return r;
@@ -2475,8 +2276,9 @@ int store_pg_token_lookup(StorePg *store, const uint8_t hash[32], int64_t *ret_i
 /**
  * store_pg_token_list() - see store_token_list()
  */
-int store_pg_token_list(StorePg *store, json_t **ret_list)
+static int store_pg_token_list(void *be, json_t **ret_list)
 {
+        StorePg *store = be;
         PGresult *res;
         json_t *list;
         int r = ensure_conn(store);
@@ -2489,12 +2291,8 @@ int store_pg_token_list(StorePg *store, json_t **ret_list)
                 return r;
         list = json_array();
         for (int i = 0; list && i < PQntuples(res); i++) {
-                json_t *limits = get_json(res, i, 4);
-                json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o}", "id", (json_int_t)get_i64(res, i, 0),
-                                      "name", get_text_or_null(res, i, 1), "created_at", get_time(res, i, 2),
-                                      "revoked_at", get_time(res, i, 3),
-                                      "limits", json_is_object(limits) ? json_incref(limits) : json_object());
-                json_decref(limits);
+                StoreRow row = pg_row(res, i);
+                json_t *o = store_row_token(&row);
                 if (!o || json_array_append_new(list, o)) {
                         json_decref(list);
                         list = NULL;
@@ -2510,8 +2308,9 @@ int store_pg_token_list(StorePg *store, json_t **ret_list)
 /**
  * store_pg_secret() - see store_secret(); one secret for the whole fleet
  */
-int store_pg_secret(StorePg *store, uint8_t ret_secret[32])
+static int store_pg_secret(void *be, uint8_t ret_secret[32])
 {
+        StorePg *store = be;
         PGresult *res;
         uint8_t *v = NULL;
         size_t len = 0;
@@ -2562,8 +2361,9 @@ static bool table_name_ok(const char *t)
  * Return: 0 with the transaction open, STORE_E_CONFLICT when not empty and
  * !@force, -EINVAL, or a negative errno (nothing open then).
  */
-int store_pg_copy_begin(StorePg *store, const char *const *tables, size_t n_tables, bool force)
+static int store_pg_copy_begin(void *be, const char *const *tables, size_t n_tables, bool force)
 {
+        StorePg *store = be;
         char sql[160];
         int64_t n = 0;
         int r = tx_begin(store);
@@ -2599,8 +2399,9 @@ int store_pg_copy_begin(StorePg *store, const char *const *tables, size_t n_tabl
  * @vals:  the values; bytes go as bytea, the rest as text PostgreSQL converts
  * Return: 0 or a negative errno.
  */
-int store_pg_copy_row(StorePg *store, const char *table, int n, const char *const *names, const StoreVal *vals)
+static int store_pg_copy_row(void *be, const char *table, int n, const char *const *names, const StoreVal *vals)
 {
+        StorePg *store = be;
         const char *v[64];
         int lens[64], fmts[64];
         char nums[64][32];
@@ -2672,8 +2473,10 @@ int store_pg_copy_row(StorePg *store, const char *table, int n, const char *cons
  *
  * Return: @r, or the commit's error.
  */
-int store_pg_copy_end(StorePg *store, const char *const *tables, size_t n_tables, int r)
+static int store_pg_copy_end(void *be, const char *const *tables, size_t n_tables, int r)
 {
+        StorePg *store = be;
+
         static const char *const seqs[] = { "submissions", "tokens", "idempotency" };
         char sql[256];
 
@@ -2695,8 +2498,9 @@ int store_pg_copy_end(StorePg *store, const char *const *tables, size_t n_tables
  * store_pg_listen() - LISTEN kevald_work and kevald_done on this connection
  * Return: 0, -ENOTCONN, or a negative errno.
  */
-int store_pg_listen(StorePg *store)
+static int store_pg_listen(void *be)
 {
+        StorePg *store = be;
         int r = ensure_conn(store);
         if (r == 0)
                 r = exec_simple(store, "listen", "LISTEN kevald_work; LISTEN kevald_done");
@@ -2738,8 +2542,9 @@ static int take_notify(StorePg *s, StoreEvent *ret_ev)
  * After a lost connection comes back, LISTEN is renewed and one
  * STORE_EVENT_WORK is reported (jobs may have become claimable meanwhile).
  */
-int store_pg_next_event(StorePg *store, int timeout_ms, StoreEvent *ret_ev)
+static int store_pg_next_event(void *be, int timeout_ms, StoreEvent *ret_ev)
 {
+        StorePg *store = be;
         struct pollfd pfd;
         int r;
 
@@ -2774,3 +2579,58 @@ int store_pg_next_event(StorePg *store, int timeout_ms, StoreEvent *ret_ev)
                 }
         return take_notify(store, ret_ev);
 }
+
+/* The table store_open() picks for this backend (store_backend.h). */
+/* tx_begin() and tx_end() for store.c, which runs tx_ops in them. */
+static int store_pg_tx_begin(void *be, bool lazy)
+{
+        return lazy ? tx_begin_async(be) : tx_begin(be);
+}
+
+static int store_pg_tx_end(void *be, int r)
+{
+        return tx_end(be, r);
+}
+
+const StoreOps store_pg_ops = {
+        .tx = &tx_ops,
+        .tx_begin = store_pg_tx_begin,
+        .tx_end = store_pg_tx_end,
+        .name = "postgresql",
+        .claim_gate = true,
+        .open = store_pg_open,
+        .close = store_pg_close,
+        .insert_request = store_pg_insert_request,
+        .idem_get = store_pg_idem_get,
+        .prune_idempotency = store_pg_prune_idempotency,
+        .begin_group = store_pg_begin_group,
+        .commit_group = store_pg_commit_group,
+        .rollback_group = store_pg_rollback_group,
+        .claim_next = store_pg_claim_next,
+        .heartbeat = store_pg_heartbeat,
+        .heartbeat_owner = store_pg_heartbeat_owner,
+        .host_beat = store_pg_host_beat,
+        .set_cache_key = store_pg_set_cache_key,
+        .set_compiled = store_pg_set_compiled,
+        .requeue = store_pg_requeue,
+        .cancel = store_pg_cancel,
+        .get_submission = store_pg_get_submission,
+        .list_submissions = store_pg_list_submissions,
+        .stats = store_pg_stats,
+        .queue_depth = store_pg_queue_depth,
+        .query_view = store_pg_query_view,
+        .dashboard_rows = store_pg_dashboard_rows,
+        .schema_version = store_pg_schema_version,
+        .cache_put = store_pg_cache_put,
+        .cache_prune = store_pg_cache_prune,
+        .token_create = store_pg_token_create,
+        .token_revoke = store_pg_token_revoke,
+        .token_lookup = store_pg_token_lookup,
+        .token_list = store_pg_token_list,
+        .secret = store_pg_secret,
+        .copy_begin = store_pg_copy_begin,
+        .copy_row = store_pg_copy_row,
+        .copy_end = store_pg_copy_end,
+        .listen = store_pg_listen,
+        .next_event = store_pg_next_event,
+};

@@ -1,7 +1,7 @@
 /*
  * store_sqlite - the store's SQLite backend: the queue and the history of
- * one host in one database file (store.h is the contract, server/store.c
- * forwards to the functions here; docs/store.md).
+ * one host in one database file (store.h is the contract; server/store.c
+ * calls the functions here through store_sqlite_ops at the end; docs/store.md).
  *
  * This is the only file that includes <sqlite3.h>; SQLite result codes are
  * translated into negative errnos here, and SQLite failures are logged here
@@ -223,6 +223,8 @@ static const char *const queries[Q__MAX] = {
                 "WHERE task IN (SELECT value FROM json_each(?1)) ORDER BY task, gpu_name, shape",
 };
 
+typedef struct StoreSqlite StoreSqlite;
+
 struct StoreSqlite {
         sqlite3 *db;
         sqlite3_stmt *stmts[Q__MAX];
@@ -240,14 +242,6 @@ struct StoreSqlite {
  * handler below. No thread ever holds two write transactions.
  */
 static pthread_mutex_t write_mutex = PTHREAD_MUTEX_INITIALIZER;
-
-struct StorePool {
-        pthread_mutex_t lock;
-        pthread_cond_t cond;
-        StoreSqlite **free;
-        int n_free;
-        int n;
-};
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -444,13 +438,33 @@ static json_t *col_json(sqlite3_stmt *st, int i)
         return json_loadb(v, (size_t)sqlite3_column_bytes(st, i), JSON_DECODE_ANY, NULL);
 }
 
-static json_t *col_time(sqlite3_stmt *st, int i)
+/* A statement's current row as store_rules.c reads it (StoreRow). */
+static bool sq_is_null(const StoreRow *row, int col)
 {
-        char buf[32];
-        if (sqlite3_column_type(st, i) == SQLITE_NULL)
-                return json_null();
-        store_format_time(sqlite3_column_double(st, i), buf);
-        return json_string(buf);
+        return sqlite3_column_type(row->res, col) == SQLITE_NULL;
+}
+
+static int64_t sq_i64(const StoreRow *row, int col)
+{
+        return sqlite3_column_int64(row->res, col);
+}
+
+static double sq_real(const StoreRow *row, int col)
+{
+        return sqlite3_column_double(row->res, col);
+}
+
+static const char *sq_text(const StoreRow *row, int col, size_t *ret_len)
+{
+        const char *v = (const char *)sqlite3_column_text(row->res, col);
+        if (ret_len)
+                *ret_len = v ? (size_t)sqlite3_column_bytes(row->res, col) : 0;
+        return v;
+}
+
+static StoreRow sq_row(sqlite3_stmt *st)
+{
+        return (StoreRow){ .res = st, .is_null = sq_is_null, .i64 = sq_i64, .real = sq_real, .text = sq_text };
 }
 
 static json_t *col_real_or_null(sqlite3_stmt *st, int i)
@@ -467,15 +481,6 @@ static json_t *col_text_or_null(sqlite3_stmt *st, int i)
 }
 
 /* ---- open, migrations --------------------------------------------------- */
-
-static int migration_number(const char *name)
-{
-        char *end;
-        long v = strtol(name, &end, 10);
-        if (end == name || *end != '_' || v <= 0 || v > 100000)
-                return -1;
-        return (int)v;
-}
 
 static int user_version(StoreSqlite *s, int *ret_v)
 {
@@ -499,7 +504,7 @@ static int migrate(StoreSqlite *s, const char *path)
         char sql[64];
 
         for (unsigned long i = 0; i < kevald_migrations_count; i++) {
-                int v = migration_number(kevald_migrations[i].name);
+                int v = store_migration_number(kevald_migrations[i].name);
                 if (v <= known) {
                         log_error("store: migration \"%s\" is misnumbered", kevald_migrations[i].name);
                         return -EINVAL;
@@ -525,7 +530,7 @@ static int migrate(StoreSqlite *s, const char *path)
                 goto out;
         }
         for (unsigned long i = 0; i < kevald_migrations_count; i++) {
-                int v = migration_number(kevald_migrations[i].name);
+                int v = store_migration_number(kevald_migrations[i].name);
                 if (v <= current)
                         continue;
                 log_info("store: applying migration %s to \"%s\"", kevald_migrations[i].name, path);
@@ -582,9 +587,26 @@ out:
 }
 
 /**
+ * store_sqlite_close() - finalize every statement and close the connection
+ * @store: the store, or NULL
+ */
+static void store_sqlite_close(void *be)
+{
+        StoreSqlite *store = be;
+
+        if (!store)
+                return;
+        write_release(store); /* closed mid-transaction: SQLite rolls back */
+        for (int i = 0; i < Q__MAX; i++)
+                sqlite3_finalize(store->stmts[i]);
+        sqlite3_close_v2(store->db);
+        free(store);
+}
+
+/**
  * store_sqlite_open() - open (creating if needed) the database and bring its schema up to date
  * @path:      database file; created with its WAL files next to it
- * @ret_store: on success, a new Store (store_close())
+ * @ret_be:    on success, a new StoreSqlite (store_sqlite_close())
  *
  * Sets WAL, busy_timeout and synchronous=NORMAL, applies the embedded
  * migrations newer than PRAGMA user_version in one transaction, and creates
@@ -593,7 +615,7 @@ out:
  * Return: 0, STORE_E_NEWER_DB when the database's schema is newer than this
  * binary (logged), or a negative errno.
  */
-int store_sqlite_open(const char *path, StoreSqlite **ret_store)
+static int store_sqlite_open(const char *path, void **ret_be)
 {
         StoreSqlite *s = calloc(1, sizeof(*s));
         int r, rc;
@@ -624,7 +646,7 @@ int store_sqlite_open(const char *path, StoreSqlite **ret_store)
         r = ensure_secret(s);
         if (r < 0)
                 goto out;
-        *ret_store = s;
+        *ret_be = s;
         s = NULL;
 out:
         store_sqlite_close(s);
@@ -634,7 +656,7 @@ out:
 /**
  * store_sqlite_open_readonly() - open an existing kevald SQLite store for reading only
  * @path:      the file; never created, never migrated, never written
- * @ret_store: on success, a new store (store_sqlite_close())
+ * @ret_be:    on success, a new StoreSqlite (store_sqlite_close())
  *
  * For `kevald store copy`: a missing file or one that is not a kevald store
  * must be refused, not created or taken for an empty store.
@@ -644,7 +666,7 @@ out:
  * table); STORE_E_NEWER_DB when its schema is newer than this binary; or a
  * negative errno.
  */
-int store_sqlite_open_readonly(const char *path, StoreSqlite **ret_store)
+static int store_sqlite_open_readonly(const char *path, void **ret_be)
 {
         StoreSqlite *s = calloc(1, sizeof(*s));
         sqlite3_stmt *st = NULL;
@@ -663,7 +685,7 @@ int store_sqlite_open_readonly(const char *path, StoreSqlite **ret_store)
         if (r < 0)
                 goto out;
         for (unsigned long i = 0; i < kevald_migrations_count; i++)
-                known = migration_number(kevald_migrations[i].name);
+                known = store_migration_number(kevald_migrations[i].name);
         if (version > known) {
                 r = STORE_E_NEWER_DB;
                 goto out;
@@ -683,28 +705,13 @@ int store_sqlite_open_readonly(const char *path, StoreSqlite **ret_store)
                 r = -EBADMSG;
                 goto out;
         }
-        *ret_store = s;
+        *ret_be = s;
         s = NULL;
         r = 0;
 out:
         sqlite3_finalize(st);
         store_sqlite_close(s);
         return r;
-}
-
-/**
- * store_sqlite_close() - finalize every statement and close the connection
- * @store: the store, or NULL
- */
-void store_sqlite_close(StoreSqlite *store)
-{
-        if (!store)
-                return;
-        write_release(store); /* closed mid-transaction: SQLite rolls back */
-        for (int i = 0; i < Q__MAX; i++)
-                sqlite3_finalize(store->stmts[i]);
-        sqlite3_close_v2(store->db);
-        free(store);
 }
 
 /* ---- acceptance --------------------------------------------------------- */
@@ -727,9 +734,10 @@ static int count_active(StoreSqlite *s, int64_t token_id, int64_t *ret_n)
 }
 
 /* 0 with ids (replay), STORE_E_NOT_FOUND (new key), STORE_E_CONFLICT (other body), or -errno. */
-static int idem_get(StoreSqlite *s, int64_t token_id, const char *key, const uint8_t hash[32], size_t max,
+static int idem_get(void *be, int64_t token_id, const char *key, const uint8_t hash[32], size_t max,
                     int64_t **ret_ids, size_t *ret_n)
 {
+        StoreSqlite *s = be;
         sqlite3_stmt *st;
         int r = stmt_get(s, Q_IDEM_GET, &st);
         if (r < 0)
@@ -820,71 +828,28 @@ static int add_count(StoreSqlite *s, int q, int64_t token_id, const char *task, 
         return r;
 }
 
-/* qsort_r() order of indexes into a StoreNew array (@arg) by task name. */
-static int cmp_task(const void *a, const void *b, void *arg)
+static int add_active(void *be, int64_t token_id, int64_t n)
 {
-        const StoreNew *subs = arg;
-        const char *x = subs[*(const size_t *)a].task, *y = subs[*(const size_t *)b].task;
-        return strcmp(x ? x : "", y ? y : "");
+        return add_count(be, Q_ADD_ACTIVE, token_id, NULL, n);
 }
 
-/*
- * Count a request's submissions into queue_counts (total and token) and
- * task_stats (one upsert per distinct task). Done here rather than by
- * per-row triggers, which cost a third of the insert.
- */
-static int count_inserted(StoreSqlite *s, const StoreInsert *ins)
+static int add_task(void *be, const char *task, int64_t n)
 {
-        size_t *order;
-        int r = add_count(s, Q_ADD_ACTIVE, -1, NULL, (int64_t)ins->n);
-
-        if (r == 0)
-                r = add_count(s, Q_ADD_ACTIVE, ins->subs[0].token_id, NULL, (int64_t)ins->n);
-        if (r < 0)
-                return r;
-        order = malloc(ins->n * sizeof(*order));
-        if (!order)
-                return -ENOMEM;
-        for (size_t i = 0; i < ins->n; i++)
-                order[i] = i;
-        qsort_r(order, ins->n, sizeof(*order), cmp_task, (void *)ins->subs);
-        for (size_t i = 0; i < ins->n && r == 0;) {
-                size_t j = i + 1;
-                while (j < ins->n && cmp_task(&order[i], &order[j], (void *)ins->subs) == 0)
-                        j++;
-                r = add_count(s, Q_ADD_TASK, 0, ins->subs[order[i]].task, (int64_t)(j - i));
-                i = j;
-        }
-        free(order);
-        return r;
+        return add_count(be, Q_ADD_TASK, 0, task, n);
 }
 
-static int finish_in_tx(StoreSqlite *s, int64_t id, const char *owner, const char *verdict, double speedup,
+static int finish_in_tx(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
                         const char *result_text);
+static int back_one(void *be, int64_t id);
+static int store_sqlite_cache_get(void *be, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
+                              size_t *ret_cubin_len);
+static int leases(void *be, double before, StoreLease **ret, size_t *ret_n);
 
-/*
- * Rows done at insert (a candidate rejected at acceptance): finished in the
- * same transaction, after count_inserted(), by the same update as any
- * finish, so the done-triggers keep every aggregate (queue_counts,
- * task_stats, verdict_counts, the dashboard's) exactly as for a job that ran.
- */
-static int finish_at_insert(StoreSqlite *s, const StoreInsert *ins, const int64_t *ids)
-{
-        int r = 0;
-
-        for (size_t i = 0; i < ins->n && r == 0; i++) {
-                char *text;
-
-                if (!ins->subs[i].verdict)
-                        continue;
-                text = json_dumps(ins->subs[i].result, JSON_COMPACT);
-                if (!text)
-                        return -ENOMEM;
-                r = finish_in_tx(s, ids[i], NULL, ins->subs[i].verdict, NAN, text);
-                free(text);
-        }
-        return r;
-}
+/* What store_rules.c's acceptance and reaper rules do here. */
+static const StoreTx tx_ops = {
+        .add_active = add_active, .add_task = add_task, .finish = finish_in_tx, .back_one = back_one,
+        .idem_get = idem_get, .leases = leases, .cache_get = store_sqlite_cache_get,
+};
 
 /* The body of an insert, inside a transaction or savepoint. */
 static int insert_body(StoreSqlite *s, const StoreInsert *ins, int64_t *ids, bool *ret_replayed)
@@ -893,23 +858,9 @@ static int insert_body(StoreSqlite *s, const StoreInsert *ins, int64_t *ids, boo
         double now = store_now();
         int r;
 
-        if (ins->idem_key) {
-                int64_t *old = NULL;
-                size_t n_old = 0;
-                r = idem_get(s, token_id, ins->idem_key, ins->body_hash, ins->n, &old, &n_old);
-                if (r == 0) {
-                        if (n_old != ins->n) {
-                                free(old);
-                                return STORE_E_CONFLICT;
-                        }
-                        memcpy(ids, old, sizeof(*ids) * n_old);
-                        free(old);
-                        *ret_replayed = true;
-                        return 0;
-                }
-                if (r != STORE_E_NOT_FOUND)
-                        return r == -EBADMSG ? STORE_E_CONFLICT : r;
-        }
+        r = store_idem_replay(&tx_ops, s, ins, ids, ret_replayed);
+        if (r != 0 || *ret_replayed)
+                return r;
         if (ins->max_queued_total > 0) {
                 r = count_active(s, -1, &active);
                 if (r < 0)
@@ -929,10 +880,10 @@ static int insert_body(StoreSqlite *s, const StoreInsert *ins, int64_t *ids, boo
                 if (r < 0)
                         return r;
         }
-        r = count_inserted(s, ins);
+        r = store_count_inserted(&tx_ops, s, ins);
         if (r < 0)
                 return r;
-        r = finish_at_insert(s, ins, ids);
+        r = store_finish_at_insert(&tx_ops, s, ins, ids);
         if (r < 0)
                 return r;
         if (ins->idem_key) {
@@ -982,14 +933,13 @@ static int insert_body(StoreSqlite *s, const StoreInsert *ins, int64_t *ids, boo
  * too long or without a hash); -EIO when the group's transaction was lost;
  * another negative errno on a database failure.
  */
-int store_sqlite_insert_request(StoreSqlite *store, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
+static int store_sqlite_insert_request(void *be, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
 {
+        StoreSqlite *store = be;
         bool nested = store->in_group, replayed = false;
         int64_t *ids = NULL;
-        int r = store_check_insert(ins);
+        int r;
 
-        if (r < 0)
-                return r;
         if (nested && (store->group_lost || sqlite3_get_autocommit(store->db))) {
                 store->group_lost = true;
                 return -EIO;
@@ -1036,50 +986,15 @@ out_sync:
 }
 
 /**
- * store_sqlite_idempotent_lookup() - what an Idempotency-Key stands for
- * @store:     open store; borrowed
- * @token_id:  the token (0 when auth is off)
- * @idem_key:  the key
- * @body_hash: sha256 of the body sent now
- * @ret_ids:   on success, a new JSON array of the ids created the first time
- * Return: 0, STORE_E_NOT_FOUND for an unknown key, STORE_E_CONFLICT when the
- * key was used with another body, or a negative errno.
- */
-int store_sqlite_idempotent_lookup(StoreSqlite *store, int64_t token_id, const char *idem_key,
-                            const uint8_t body_hash[32], json_t **ret_ids)
-{
-        int64_t *ids = NULL;
-        size_t n = 0;
-        json_t *arr;
-        int r;
-
-        if (!idem_key || !body_hash)
-                return -EINVAL;
-        r = idem_get(store, token_id, idem_key, body_hash, LIMIT_BATCH_MAX, &ids, &n);
-        if (r != 0)
-                return r;
-        arr = json_array();
-        for (size_t i = 0; arr && i < n; i++)
-                if (json_array_append_new(arr, json_integer(ids[i]))) {
-                        json_decref(arr);
-                        arr = NULL;
-                }
-        free(ids);
-        if (!arr)
-                return -ENOMEM;
-        *ret_ids = arr;
-        return 0;
-}
-
-/**
  * store_sqlite_prune_idempotency() - forget idempotency keys older than @older_than_s
  * @store:       open store; borrowed
  * @older_than_s: age in seconds (e.g. 86400)
  * @ret_deleted: on success, how many keys were dropped (may be NULL)
  * Return: 0 or a negative errno.
  */
-int store_sqlite_prune_idempotency(StoreSqlite *store, double older_than_s, int64_t *ret_deleted)
+static int store_sqlite_prune_idempotency(void *be, double older_than_s, int64_t *ret_deleted)
 {
+        StoreSqlite *store = be;
         sqlite3_stmt *st = NULL;
         int r = tx_begin(store), rc;
 
@@ -1110,8 +1025,9 @@ out:
  *
  * Return: 0, -EINVAL when a group is already open, or a negative errno.
  */
-int store_sqlite_begin_group(StoreSqlite *store)
+static int store_sqlite_begin_group(void *be)
 {
+        StoreSqlite *store = be;
         int r;
 
         if (store->in_group || !sqlite3_get_autocommit(store->db))
@@ -1137,8 +1053,9 @@ int store_sqlite_begin_group(StoreSqlite *store)
  * another negative errno when the commit failed (nothing of the group is
  * stored then).
  */
-int store_sqlite_commit_group(StoreSqlite *store)
+static int store_sqlite_commit_group(void *be)
 {
+        StoreSqlite *store = be;
         int r;
 
         if (!store->in_group)
@@ -1160,8 +1077,10 @@ int store_sqlite_commit_group(StoreSqlite *store)
  * store_sqlite_rollback_group() - drop everything the open group inserted
  * @store: store with an open group (no-op otherwise); borrowed
  */
-void store_sqlite_rollback_group(StoreSqlite *store)
+static void store_sqlite_rollback_group(void *be)
 {
+        StoreSqlite *store = be;
+
         if (!store->in_group)
                 return;
         store->in_group = false;
@@ -1233,15 +1152,14 @@ static int why_not(StoreSqlite *s, int64_t id, int64_t token_id)
  * Return: 0, STORE_E_EMPTY when nothing waits for the stage, -EINVAL, or a
  * negative errno (-EBADMSG when the stored request does not parse).
  */
-int store_sqlite_claim_next(StoreSqlite *store, Stage stage, const char *owner, double lease_s, StoreJob **ret_job)
+static int store_sqlite_claim_next(void *be, Stage stage, const char *owner, double lease_s, StoreJob **ret_job)
 {
+        StoreSqlite *store = be;
         StoreJob *job = NULL;
         sqlite3_stmt *st;
         double now = store_now();
         int r, rc;
 
-        if (!owner || !(lease_s > 0) || (stage != STAGE_COMPILE && stage != STAGE_RUN))
-                return -EINVAL;
         /* Nothing waiting: answer without taking the write lock (a row that
          * appears right after comes with its own notify). */
         r = stmt_get(store, Q_ANY_WAITING, &st);
@@ -1337,8 +1255,9 @@ out:
  * Return: 0, STORE_E_NOT_FOUND for an unknown id, STORE_E_CONFLICT when the
  * lease is not held by @owner any more (reaped, finished), or a negative errno.
  */
-int store_sqlite_heartbeat(StoreSqlite *store, int64_t id, const char *owner, double lease_s)
+static int store_sqlite_heartbeat(void *be, int64_t id, const char *owner, double lease_s)
 {
+        StoreSqlite *store = be;
         sqlite3_stmt *st;
         int r;
 
@@ -1369,8 +1288,9 @@ out:
  * @ret_extended: on success, how many leases were extended (may be NULL)
  * Return: 0 or a negative errno.
  */
-int store_sqlite_heartbeat_owner(StoreSqlite *store, const char *owner, double lease_s, int *ret_extended)
+static int store_sqlite_heartbeat_owner(void *be, const char *owner, double lease_s, int *ret_extended)
 {
+        StoreSqlite *store = be;
         sqlite3_stmt *st;
         int r;
 
@@ -1399,8 +1319,9 @@ out:
  * @key:   32 bytes; the run stage finds the CUBIN under it (StoreJob.cache_key)
  * Return: 0, STORE_E_NOT_FOUND, or a negative errno.
  */
-int store_sqlite_set_cache_key(StoreSqlite *store, int64_t id, const uint8_t key[32])
+static int store_sqlite_set_cache_key(void *be, int64_t id, const uint8_t key[32])
 {
+        StoreSqlite *store = be;
         sqlite3_stmt *st;
         int r;
 
@@ -1435,20 +1356,14 @@ out:
  * Return: 0, STORE_E_NOT_FOUND, STORE_E_CONFLICT when the job is not
  * compiling under @owner's lease, or a negative errno.
  */
-int store_sqlite_set_compiled(StoreSqlite *store, int64_t id, const char *owner, json_t *compile_section)
+static int store_sqlite_set_compiled(void *be, int64_t id, const char *owner, const char *text)
 {
+        StoreSqlite *store = be;
         sqlite3_stmt *st;
-        char *text;
-        int r;
+        int r = tx_begin(store);
 
-        if (!compile_section)
-                return -EINVAL;
-        text = json_dumps(compile_section, JSON_COMPACT | JSON_ENCODE_ANY);
-        if (!text)
-                return -ENOMEM;
-        r = tx_begin(store);
         if (r < 0)
-                goto out_free;
+                return r;
         r = stmt_get(store, Q_SET_COMPILED, &st);
         if (r < 0)
                 goto out;
@@ -1468,10 +1383,7 @@ int store_sqlite_set_compiled(StoreSqlite *store, int64_t id, const char *owner,
         r = step_done(store, st, "store compile section");
         stmt_done(st);
 out:
-        r = tx_end(store, r);
-out_free:
-        free(text);
-        return r;
+        return tx_end(store, r);
 }
 
 static int put_result(StoreSqlite *s, int64_t id, const char *text)
@@ -1488,9 +1400,10 @@ static int put_result(StoreSqlite *s, int64_t id, const char *text)
 }
 
 /* The finish itself, inside a transaction. */
-static int finish_in_tx(StoreSqlite *s, int64_t id, const char *owner, const char *verdict, double speedup,
+static int finish_in_tx(void *be, int64_t id, const char *owner, const char *verdict, double speedup,
                         const char *result_text)
 {
+        StoreSqlite *s = be;
         sqlite3_stmt *st;
         int r = stmt_get(s, Q_FINISH, &st);
         if (r < 0)
@@ -1513,37 +1426,6 @@ static int finish_in_tx(StoreSqlite *s, int64_t id, const char *owner, const cha
 }
 
 /**
- * store_sqlite_finish() - end a job: state done with its verdict, speedup and result
- * @store:   open store; borrowed
- * @id:      the job
- * @owner:   the lease owner (the job must be compiling or running under it),
- *           or NULL to finish from any state but done (e.g. rejected while compiled)
- * @verdict: one of the verdicts of docs/internals.md
- * @speedup: the speedup; NAN, 0 or negative when there is none (stored as NULL,
- *           the API shows null)
- * @result:  the result JSON; borrowed
- * Return: 0, STORE_E_NOT_FOUND, STORE_E_CONFLICT when already done or the
- * lease is not held by @owner, or a negative errno.
- */
-int store_sqlite_finish(StoreSqlite *store, int64_t id, const char *owner, const char *verdict, double speedup,
-                 json_t *result)
-{
-        char *text;
-        int r;
-
-        if (!verdict || !*verdict || !result)
-                return -EINVAL;
-        text = json_dumps(result, JSON_COMPACT);
-        if (!text)
-                return -ENOMEM;
-        r = tx_begin(store);
-        if (r == 0)
-                r = tx_end(store, finish_in_tx(store, id, owner, verdict, speedup, text));
-        free(text);
-        return r;
-}
-
-/**
  * store_sqlite_requeue() - give a claimed job back to its stage's queue
  * @store: open store; borrowed
  * @id:    the job
@@ -1553,8 +1435,9 @@ int store_sqlite_finish(StoreSqlite *store, int64_t id, const char *owner, const
  * Return: 0, STORE_E_NOT_FOUND, STORE_E_CONFLICT when the job is not in that
  * stage under @owner's lease, or a negative errno.
  */
-int store_sqlite_requeue(StoreSqlite *store, int64_t id, const char *owner, Stage stage)
+static int store_sqlite_requeue(void *be, int64_t id, const char *owner, Stage stage)
 {
+        StoreSqlite *store = be;
         sqlite3_stmt *st;
         int r;
 
@@ -1579,145 +1462,62 @@ out:
 }
 
 /* Expired (or, with @now NaN, all) leases: back one stage, or internal_error past @max_attempts. */
-static int reap(StoreSqlite *s, double now, int max_attempts, int *ret_requeued, int64_t **ret_failed,
-                size_t *ret_n_failed)
+static int back_one(void *be, int64_t id)
 {
-        typedef struct { int64_t id; int attempts; char state[16]; char *task; } Expired;
-        Expired *ex = NULL;
-        size_t n = 0, cap = 0, n_failed = 0;
-        int64_t *failed = NULL;
-        int requeued = 0, r, rc;
+        StoreSqlite *s = be;
         sqlite3_stmt *st;
+        int r = stmt_get(s, Q_BACK_ONE, &st);
 
-        r = tx_begin(s);
         if (r < 0)
                 return r;
-        r = stmt_get(s, Q_EXPIRED, &st);
+        sqlite3_bind_int64(st, 1, id);
+        r = step_done(s, st, "requeue expired lease");
+        stmt_done(st);
+        return r;
+}
+
+/* StoreTx.leases: every lease (@before NaN: one host, all are its own) or those expired before @before. */
+static int leases(void *be, double before, StoreLease **ret, size_t *ret_n)
+{
+        StoreSqlite *s = be;
+        StoreLease *l = NULL;
+        size_t n = 0, cap = 0;
+        sqlite3_stmt *st;
+        int r = stmt_get(s, Q_EXPIRED, &st), rc;
+
         if (r < 0)
-                goto out;
-        if (isnan(now))
+                return r;
+        if (isnan(before))
                 sqlite3_bind_null(st, 1);
         else
-                sqlite3_bind_double(st, 1, now);
+                sqlite3_bind_double(st, 1, before);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 if (n == cap) {
                         size_t ncap = cap ? cap * 2 : 16;
-                        Expired *nex = realloc(ex, ncap * sizeof(*ex));
-                        if (!nex) {
+                        StoreLease *nl = realloc(l, ncap * sizeof(*l));
+                        if (!nl) {
                                 r = -ENOMEM;
                                 break;
                         }
-                        ex = nex;
+                        l = nl;
                         cap = ncap;
                 }
-                ex[n].id = sqlite3_column_int64(st, 0);
-                snprintf(ex[n].state, sizeof(ex[n].state), "%s", sqlite3_column_text(st, 1));
-                ex[n].attempts = sqlite3_column_int(st, 2);
-                ex[n].task = col_strdup(st, 3);
+                l[n].id = sqlite3_column_int64(st, 0);
+                snprintf(l[n].state, sizeof(l[n].state), "%s", sqlite3_column_text(st, 1));
+                l[n].attempts = sqlite3_column_int(st, 2);
+                l[n].task = col_strdup(st, 3);
                 n++;
         }
         if (r == 0 && rc != SQLITE_DONE)
                 r = fail(s, rc, "find expired leases");
         stmt_done(st);
-        if (r < 0)
-                goto out;
-        failed = calloc(n ? n : 1, sizeof(*failed));
-        if (!failed) {
-                r = -ENOMEM;
-                goto out;
+        if (r < 0) {
+                store_leases_free(l, n);
+                return r;
         }
-        for (size_t i = 0; i < n; i++) {
-                if (max_attempts > 0 && ex[i].attempts >= max_attempts) {
-                        json_t *res = store_internal_error_result(ex[i].task, ex[i].state, ex[i].attempts);
-                        char *text = res ? json_dumps(res, JSON_COMPACT) : NULL;
-                        json_decref(res);
-                        if (!text) {
-                                r = -ENOMEM;
-                                goto out;
-                        }
-                        r = finish_in_tx(s, ex[i].id, NULL, "internal_error", NAN, text);
-                        free(text);
-                        if (r != 0)
-                                goto out;
-                        failed[n_failed++] = ex[i].id;
-                        log_warn("store: job %" PRId64 " failed after %d expired leases", ex[i].id,
-                                 ex[i].attempts);
-                } else {
-                        r = stmt_get(s, Q_BACK_ONE, &st);
-                        if (r < 0)
-                                goto out;
-                        sqlite3_bind_int64(st, 1, ex[i].id);
-                        r = step_done(s, st, "requeue expired lease");
-                        stmt_done(st);
-                        if (r < 0)
-                                goto out;
-                        requeued++;
-                }
-        }
-out:
-        r = tx_end(s, r);
-        for (size_t i = 0; i < n; i++)
-                free(ex[i].task);
-        free(ex);
-        if (r == 0) {
-                if (ret_requeued)
-                        *ret_requeued = requeued;
-                if (ret_failed) {
-                        *ret_failed = failed;
-                        failed = NULL;
-                }
-                if (ret_n_failed)
-                        *ret_n_failed = n_failed;
-        }
-        free(failed);
-        return r;
-}
-
-/**
- * store_sqlite_reap_collect() - deal with expired leases, reporting which jobs ended
- * @store:          open store; borrowed
- * @max_attempts:   a job whose stage was claimed this many times ends as
- *                  internal_error instead of going back (0: never)
- * @ret_requeued:   on success, jobs put back one stage (may be NULL)
- * @ret_failed_ids: on success, a new array (free()) of the jobs ended as
- *                  internal_error, for waking their waiters (may be NULL)
- * @ret_n_failed:   on success, its length (may be NULL)
- * Return: 0 or a negative errno.
- */
-int store_sqlite_reap_collect(StoreSqlite *store, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
-                       size_t *ret_n_failed)
-{
-        return reap(store, store_now(), max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
-}
-
-/**
- * store_sqlite_reap() - store_reap_collect() with counts only
- * @store, @max_attempts: as store_reap_collect()
- * @ret_requeued: on success, jobs put back one stage (may be NULL)
- * @ret_failed:   on success, jobs ended as internal_error (may be NULL)
- * Return: 0 or a negative errno.
- */
-int store_sqlite_reap(StoreSqlite *store, int max_attempts, int *ret_requeued, int *ret_failed)
-{
-        size_t n = 0;
-        int r = reap(store, store_now(), max_attempts, ret_requeued, NULL, &n);
-        if (r == 0 && ret_failed)
-                *ret_failed = (int)n;
-        return r;
-}
-
-/**
- * store_sqlite_requeue_all_leases() - at start-up, put every claimed job back one stage
- * @store: open store; borrowed
- * The previous supervisor is gone, so every lease is stale whatever its
- * expiry. Attempts stay counted.
- * Return: the number of jobs put back (≥ 0), or a negative errno.
- */
-int store_sqlite_requeue_all_leases(StoreSqlite *store)
-{
-        int requeued = 0;
-        int r = reap(store, NAN, 0, &requeued, NULL, NULL);
-        return r < 0 ? r : requeued;
+        *ret = l;
+        *ret_n = n;
+        return 0;
 }
 
 /**
@@ -1730,8 +1530,9 @@ int store_sqlite_requeue_all_leases(StoreSqlite *store)
  * Return: 0, STORE_E_NOT_FOUND (no such id, or another token's),
  * STORE_E_CONFLICT when it is not queued any more, or a negative errno.
  */
-int store_sqlite_cancel(StoreSqlite *store, int64_t id, int64_t token_id)
+static int store_sqlite_cancel(void *be, int64_t id, int64_t token_id)
 {
+        StoreSqlite *store = be;
         sqlite3_stmt *st;
         char *task = NULL, *text = NULL;
         bool hit = false;
@@ -1782,29 +1583,8 @@ out:
  * attempts, speedup, tags [, result]. */
 static json_t *row_to_object(sqlite3_stmt *st, bool with_result)
 {
-        json_t *tags = col_json(st, 11);
-        json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:i, s:o, s:o}",
-                              "id", (json_int_t)sqlite3_column_int64(st, 0),
-                              "state", col_text_or_null(st, 1),
-                              "verdict", col_text_or_null(st, 2),
-                              "task", col_text_or_null(st, 3),
-                              "mode", col_text_or_null(st, 4),
-                              "priority", sqlite3_column_int(st, 5) > 0 ? "interactive" : "bulk",
-                              "created_at", col_time(st, 6),
-                              "started_at", col_time(st, 7),
-                              "finished_at", col_time(st, 8),
-                              "attempts", sqlite3_column_int(st, 9),
-                              "speedup", col_real_or_null(st, 10),
-                              "tags", json_is_object(tags) ? json_incref(tags) : json_object());
-        json_decref(tags);
-        if (o && with_result && sqlite3_column_type(st, 12) != SQLITE_NULL) {
-                json_t *res = col_json(st, 12);
-                if (!res || json_object_set_new(o, "result", res)) {
-                        json_decref(o);
-                        return NULL;
-                }
-        }
-        return o;
+        StoreRow row = sq_row(st);
+        return store_row_submission(&row, with_result);
 }
 
 /**
@@ -1817,8 +1597,9 @@ static json_t *row_to_object(sqlite3_stmt *st, bool with_result)
  *           (or null), tags, and result once done
  * Return: 0, STORE_E_NOT_FOUND, or a negative errno (-EBADMSG when stored JSON does not parse).
  */
-int store_sqlite_get_submission(StoreSqlite *store, int64_t id, json_t **ret_obj)
+static int store_sqlite_get_submission(void *be, int64_t id, json_t **ret_obj)
 {
+        StoreSqlite *store = be;
         sqlite3_stmt *st;
         int r = stmt_get(store, Q_GET_SUB, &st), rc;
 
@@ -1847,9 +1628,10 @@ int store_sqlite_get_submission(StoreSqlite *store, int64_t id, json_t **ret_obj
  *   store_list_query_parse() (server/store_backend.h) and store.h
  * Return: 0, -EINVAL for a bad filter or limit, or a negative errno.
  */
-int store_sqlite_list_submissions(StoreSqlite *store, json_t *filters, int64_t cursor, int limit,
+static int store_sqlite_list_submissions(void *be, json_t *filters, int64_t cursor, int limit,
                                   json_t **ret_items, int64_t *ret_next_cursor)
 {
+        StoreSqlite *store = be;
         StoreListQuery q;
         char sql[1024];
         json_t *items = NULL;
@@ -2021,61 +1803,45 @@ static int row_scalar(sqlite3_stmt *st, void *arg)
  * never scans the history.
  * Return: 0 or a negative errno.
  */
-int store_sqlite_stats(StoreSqlite *store, json_t **ret_stats)
+static int store_sqlite_stats(void *be, json_t **ret_stats)
 {
-        json_t *states = json_object(), *verdicts = json_object(), *tasks = json_array(), *out = NULL;
-        int64_t entries = 0, hits = 0, misses = 0, bytes = 0, depth = 0, total = 0;
+        StoreSqlite *store = be;
+        StoreStatsParts p = { .states = json_object(), .verdicts = json_object(), .tasks = json_array() };
         int r = -ENOMEM;
 
-        if (!states || !verdicts || !tasks)
+        if (!p.states || !p.verdicts || !p.tasks)
                 goto out;
         r = each_row(store, "SELECT state, count(*) FROM submissions "
                      "WHERE state IN ('queued', 'compiling', 'compiled', 'running') GROUP BY state "
-                     "UNION ALL SELECT 'done', coalesce(sum(done), 0) FROM task_stats", row_count_into, states);
+                     "UNION ALL SELECT 'done', coalesce(sum(done), 0) FROM task_stats", row_count_into, p.states);
         if (r == 0)
                 r = each_row(store, "SELECT verdict, n FROM verdict_counts WHERE n > 0 ORDER BY verdict",
-                             row_count_into, verdicts);
+                             row_count_into, p.verdicts);
         if (r == 0)
                 r = each_row(store,
                              "SELECT nullif(task, ''), submissions, done, correct, CASE WHEN done > 0 "
                              "THEN CAST(correct AS REAL) / done END, NULL FROM task_stats ORDER BY task",
-                             row_task, tasks);
+                             row_task, p.tasks);
         if (r == 0)
                 r = each_row(store,
                              "SELECT task, bucket, sum(n) OVER (PARTITION BY task ORDER BY bucket), "
                              "sum(n) OVER (PARTITION BY task) FROM task_speedups ORDER BY task, bucket",
-                             row_median, tasks);
+                             row_median, p.tasks);
         if (r == 0)
-                r = each_row(store, "SELECT count(*) FROM compile_cache", row_scalar, &entries);
+                r = each_row(store, "SELECT count(*) FROM compile_cache", row_scalar, &p.entries);
         if (r == 0)
-                r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_hits'", row_scalar, &hits);
+                r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_hits'", row_scalar, &p.hits);
         if (r == 0)
                 r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_misses'", row_scalar,
-                             &misses);
+                             &p.misses);
         if (r == 0)
-                r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_bytes'", row_scalar, &bytes);
+                r = each_row(store, "SELECT value FROM counters WHERE name = 'cache_bytes'", row_scalar, &p.bytes);
         if (r == 0)
-                r = each_row(store, "SELECT active FROM queue_counts WHERE token_id = -1", row_scalar, &depth);
+                r = each_row(store, "SELECT active FROM queue_counts WHERE token_id = -1", row_scalar, &p.depth);
         if (r == 0)
-                r = each_row(store, "SELECT coalesce(sum(submissions), 0) FROM task_stats", row_scalar, &total);
-        if (r < 0)
-                goto out;
-        out = json_pack("{s:O, s:O, s:O, s:{s:I, s:I, s:I, s:I}, s:I, s:I}", "states", states, "verdicts",
-                        verdicts, "tasks", tasks, "compile_cache", "entries", (json_int_t)entries, "hits",
-                        (json_int_t)hits, "misses", (json_int_t)misses, "bytes", (json_int_t)bytes,
-                        "queue_depth", (json_int_t)depth,
-                        "submissions", (json_int_t)total);
-        if (!out) {
-                r = -ENOMEM;
-                goto out;
-        }
-        *ret_stats = out;
-        r = 0;
+                r = each_row(store, "SELECT coalesce(sum(submissions), 0) FROM task_stats", row_scalar, &p.total);
 out:
-        json_decref(states);
-        json_decref(verdicts);
-        json_decref(tasks);
-        return r;
+        return store_stats_object(&p, r, ret_stats);
 }
 
 static int row_depth(sqlite3_stmt *st, void *arg)
@@ -2100,8 +1866,9 @@ static int row_depth(sqlite3_stmt *st, void *arg)
  * @ret_queued, @ret_compiled, @ret_running: on success, the counts (each may be NULL)
  * Return: 0 or a negative errno.
  */
-int store_sqlite_queue_depth(StoreSqlite *store, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running)
+static int store_sqlite_queue_depth(void *be, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running)
 {
+        StoreSqlite *store = be;
         int64_t d[3] = { 0, 0, 0 };
         int r = each_row(store, "SELECT state, count(*) FROM submissions "
                          "WHERE state IN ('queued', 'compiled', 'running') GROUP BY state", row_depth, d);
@@ -2157,8 +1924,9 @@ static int row_object(sqlite3_stmt *st, void *arg)
  * Return: 0, STORE_E_NOT_FOUND for an unknown view, -EINVAL for a bad name or
  * limit, or a negative errno.
  */
-int store_sqlite_query_view(StoreSqlite *store, const char *view, int limit, json_t **ret_rows)
+static int store_sqlite_query_view(void *be, const char *view, int limit, json_t **ret_rows)
 {
+        StoreSqlite *store = be;
         char sql[160];
         json_t *rows;
         size_t len;
@@ -2193,8 +1961,9 @@ int store_sqlite_query_view(StoreSqlite *store, const char *view, int limit, jso
 /**
  * store_sqlite_dashboard_rows() - see store.h.
  */
-int store_sqlite_dashboard_rows(StoreSqlite *store, StoreDash q, json_t *args, json_t **ret_rows)
+static int store_sqlite_dashboard_rows(void *be, StoreDash q, json_t *args, json_t **ret_rows)
 {
+        StoreSqlite *store = be;
         sqlite3_stmt *st = NULL;
         json_t *rows = NULL, *v;
         size_t i;
@@ -2253,8 +2022,10 @@ out:
  * @ret_version: on success, the number of the last migration applied
  * Return: 0 or a negative errno.
  */
-int store_sqlite_schema_version(StoreSqlite *store, int *ret_version)
+static int store_sqlite_schema_version(void *be, int *ret_version)
 {
+        StoreSqlite *store = be;
+
         return user_version(store, ret_version);
 }
 
@@ -2283,20 +2054,16 @@ static int counter_add(StoreSqlite *s, const char *name, int64_t delta)
  * @ret_cubin_len: on success, its length
  * Return: 0, STORE_E_NOT_FOUND on a miss, or a negative errno.
  */
-int store_sqlite_cache_get(StoreSqlite *store, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
+static int store_sqlite_cache_get(void *be, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
                     size_t *ret_cubin_len)
 {
+        StoreSqlite *store = be;
         json_t *compile = NULL;
         uint8_t *cubin = NULL;
         size_t len = 0;
         sqlite3_stmt *st;
         int r, rc;
 
-        if (!key)
-                return -EINVAL;
-        r = tx_begin(store);
-        if (r < 0)
-                return r;
         r = stmt_get(store, Q_CACHE_GET, &st);
         if (r < 0)
                 goto out;
@@ -2337,22 +2104,12 @@ int store_sqlite_cache_get(StoreSqlite *store, const uint8_t key[32], json_t **r
         if (r == 0)
                 r = counter_add(store, "cache_hits", 1);
 out:
-        /* A miss is committed too: it carries the miss count. */
-        if (r == STORE_E_NOT_FOUND) {
-                r = tx_end(store, 0);
-                r = r < 0 ? r : STORE_E_NOT_FOUND;
-        } else {
-                r = tx_end(store, r);
-        }
         if (r == 0) {
                 *ret_compile = compile;
+                *ret_cubin = cubin;
+                *ret_cubin_len = len;
                 compile = NULL;
-                if (ret_cubin) {
-                        *ret_cubin = cubin;
-                        cubin = NULL;
-                }
-                if (ret_cubin_len)
-                        *ret_cubin_len = len;
+                cubin = NULL;
         }
         json_decref(compile);
         free(cubin);
@@ -2369,23 +2126,15 @@ out:
  * The hit count of an existing entry is kept.
  * Return: 0, -EINVAL (-E2BIG for an oversized CUBIN), or a negative errno.
  */
-int store_sqlite_cache_put(StoreSqlite *store, const uint8_t key[32], json_t *compile, const uint8_t *cubin,
-                    size_t cubin_len)
+static int store_sqlite_cache_put(void *be, const uint8_t key[32], const char *text, const uint8_t *cubin,
+                               size_t cubin_len)
 {
+        StoreSqlite *store = be;
         sqlite3_stmt *st;
-        char *text;
-        int r;
+        int r = tx_begin(store);
 
-        if (!key || !compile)
-                return -EINVAL;
-        if (cubin_len > LIMIT_CUBIN_BYTES)
-                return -E2BIG;
-        text = json_dumps(compile, JSON_COMPACT);
-        if (!text)
-                return -ENOMEM;
-        r = tx_begin(store);
         if (r < 0)
-                goto out_free;
+                return r;
         r = stmt_get(store, Q_CACHE_PUT, &st);
         if (r < 0)
                 goto out;
@@ -2399,10 +2148,7 @@ int store_sqlite_cache_put(StoreSqlite *store, const uint8_t key[32], json_t *co
         r = step_done(store, st, "cache put");
         stmt_done(st);
 out:
-        r = tx_end(store, r);
-out_free:
-        free(text);
-        return r;
+        return tx_end(store, r);
 }
 
 /**
@@ -2414,8 +2160,9 @@ out_free:
  * so that claims are not held up behind a large prune.
  * Return: 0, -EINVAL, or a negative errno.
  */
-int store_sqlite_cache_prune(StoreSqlite *store, int64_t max_bytes, int64_t *ret_deleted)
+static int store_sqlite_cache_prune(void *be, int64_t max_bytes, int64_t *ret_deleted)
 {
+        StoreSqlite *store = be;
         sqlite3_stmt *st = NULL;
         int64_t deleted = 0, bytes = 0;
         int r = 0, rc;
@@ -2467,9 +2214,10 @@ int store_sqlite_cache_prune(StoreSqlite *store, int64_t max_bytes, int64_t *ret
  * @ret_id: on success, the token's id (> 0; may be NULL)
  * Return: 0, STORE_E_CONFLICT when the name (or hash) exists, -EINVAL, or a negative errno.
  */
-int store_sqlite_token_create(StoreSqlite *store, const char *name, const uint8_t hash[32], json_t *limits,
+static int store_sqlite_token_create(void *be, const char *name, const uint8_t hash[32], json_t *limits,
                        int64_t *ret_id)
 {
+        StoreSqlite *store = be;
         sqlite3_stmt *st = NULL;
         char *text = NULL;
         int r, rc;
@@ -2515,8 +2263,9 @@ out_free:
  * @name:  the token's name
  * Return: 0, STORE_E_NOT_FOUND (no such token, or already revoked), or a negative errno.
  */
-int store_sqlite_token_revoke(StoreSqlite *store, const char *name)
+static int store_sqlite_token_revoke(void *be, const char *name)
 {
+        StoreSqlite *store = be;
         sqlite3_stmt *st = NULL;
         int r, rc;
 
@@ -2549,14 +2298,13 @@ out:
  * @ret_limits: on success, a new object with its limits ({} when none; may be NULL)
  * Return: 0, STORE_E_NOT_FOUND (unknown or revoked), or a negative errno.
  */
-int store_sqlite_token_lookup(StoreSqlite *store, const uint8_t hash[32], int64_t *ret_id, json_t **ret_limits)
+static int store_sqlite_token_lookup(void *be, const uint8_t hash[32], int64_t *ret_id, json_t **ret_limits)
 {
+        StoreSqlite *store = be;
         sqlite3_stmt *st;
         json_t *limits = NULL;
         int r, rc;
 
-        if (!hash)
-                return -EINVAL;
         r = stmt_get(store, Q_TOKEN_LOOKUP, &st);
         if (r < 0)
                 return r;
@@ -2589,12 +2337,8 @@ int store_sqlite_token_lookup(StoreSqlite *store, const uint8_t hash[32], int64_
 
 static int row_token(sqlite3_stmt *st, void *arg)
 {
-        json_t *limits = col_json(st, 4);
-        json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o}", "id", (json_int_t)sqlite3_column_int64(st, 0),
-                              "name", col_text_or_null(st, 1), "created_at", col_time(st, 2),
-                              "revoked_at", col_time(st, 3),
-                              "limits", json_is_object(limits) ? json_incref(limits) : json_object());
-        json_decref(limits);
+        StoreRow row = sq_row(st);
+        json_t *o = store_row_token(&row);
         return !o || json_array_append_new(arg, o) ? -ENOMEM : 0;
 }
 
@@ -2604,8 +2348,9 @@ static int row_token(sqlite3_stmt *st, void *arg)
  * @ret_list: on success, a new array of {"id", "name", "created_at", "revoked_at", "limits"}
  * Return: 0 or a negative errno.
  */
-int store_sqlite_token_list(StoreSqlite *store, json_t **ret_list)
+static int store_sqlite_token_list(void *be, json_t **ret_list)
 {
+        StoreSqlite *store = be;
         json_t *list = json_array();
         int r;
 
@@ -2627,8 +2372,9 @@ int store_sqlite_token_list(StoreSqlite *store, json_t **ret_list)
  * @ret_secret: on success, the secret
  * Return: 0, -EBADMSG when the stored value is damaged, or a negative errno.
  */
-int store_sqlite_secret(StoreSqlite *store, uint8_t ret_secret[32])
+static int store_sqlite_secret(void *be, uint8_t ret_secret[32])
 {
+        StoreSqlite *store = be;
         sqlite3_stmt *st = NULL;
         int rc = sqlite3_prepare_v2(store->db, "SELECT value FROM meta WHERE key = 'secret'", -1, &st, NULL), r;
 
@@ -2663,8 +2409,9 @@ int store_sqlite_secret(StoreSqlite *store, uint8_t ret_secret[32])
  * Return: 0, STORE_E_NOT_FOUND for a table this database does not have,
  * what @fn returned, or a negative errno.
  */
-int store_sqlite_each_row(StoreSqlite *store, const char *table, StoreRowFn fn, void *arg)
+static int store_sqlite_each_row(void *be, const char *table, StoreRowFn fn, void *arg)
 {
+        StoreSqlite *store = be;
         sqlite3_stmt *st = NULL;
         char sql[512];
         char *names[64];
@@ -2738,3 +2485,53 @@ out:
                 free(names[i]);
         return r;
 }
+
+/* The table store_open() picks for this backend (store_backend.h). */
+/* tx_begin() and tx_end() for store.c, which runs tx_ops in them. */
+static int store_sqlite_tx_begin(void *be, bool lazy)
+{
+        return tx_begin(be);
+}
+
+static int store_sqlite_tx_end(void *be, int r)
+{
+        return tx_end(be, r);
+}
+
+const StoreOps store_sqlite_ops = {
+        .tx = &tx_ops,
+        .tx_begin = store_sqlite_tx_begin,
+        .tx_end = store_sqlite_tx_end,
+        .name = "sqlite",
+        .open = store_sqlite_open,
+        .open_readonly = store_sqlite_open_readonly,
+        .close = store_sqlite_close,
+        .insert_request = store_sqlite_insert_request,
+        .idem_get = idem_get,
+        .prune_idempotency = store_sqlite_prune_idempotency,
+        .begin_group = store_sqlite_begin_group,
+        .commit_group = store_sqlite_commit_group,
+        .rollback_group = store_sqlite_rollback_group,
+        .claim_next = store_sqlite_claim_next,
+        .heartbeat = store_sqlite_heartbeat,
+        .heartbeat_owner = store_sqlite_heartbeat_owner,
+        .set_cache_key = store_sqlite_set_cache_key,
+        .set_compiled = store_sqlite_set_compiled,
+        .requeue = store_sqlite_requeue,
+        .cancel = store_sqlite_cancel,
+        .get_submission = store_sqlite_get_submission,
+        .list_submissions = store_sqlite_list_submissions,
+        .stats = store_sqlite_stats,
+        .queue_depth = store_sqlite_queue_depth,
+        .query_view = store_sqlite_query_view,
+        .dashboard_rows = store_sqlite_dashboard_rows,
+        .schema_version = store_sqlite_schema_version,
+        .cache_put = store_sqlite_cache_put,
+        .cache_prune = store_sqlite_cache_prune,
+        .token_create = store_sqlite_token_create,
+        .token_revoke = store_sqlite_token_revoke,
+        .token_lookup = store_sqlite_token_lookup,
+        .token_list = store_sqlite_token_list,
+        .secret = store_sqlite_secret,
+        .each_row = store_sqlite_each_row,
+};

@@ -1,0 +1,718 @@
+/*
+ * store_rules - what the store's front (server/store.c) and both backends
+ * (server/store_sqlite.c, server/store_pg.c) follow alike, written once:
+ * time formatting and parsing, the idempotency id ranges, the argument checks
+ * of an insert, of a finish and of a list query, the host identity, the
+ * paths that name PostgreSQL, migration numbering, how a request is counted
+ * into the aggregates, what the reaper does with an expired lease, and how a
+ * row becomes the API's submission and token objects (through a StoreRow,
+ * the backend's column accessor). It calls no backend and not store.c: the
+ * backends and the front depend on it, never the other way round
+ * (store_backend.h).
+ */
+#include "server/store.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/limits.h"
+#include "common/log.h"
+#include "server/store_backend.h"
+
+#define STORE_LIST_DEFAULT 100
+
+const char *const store_list_columns[4] = { "task", "verdict", "state", "run_id" };
+
+/* Set once at start-up, before any thread reads it. */
+static char host_id[LIMIT_HOST_ID_BYTES + 1];
+
+/* ---- paths, host identity ------------------------------------------------ */
+
+/**
+ * store_path_is_pg() - whether @path names a PostgreSQL database
+ * @path: a --db value
+ * Return: true for "postgresql://...", "postgres://..." and "postgresql:"
+ * (the PG* environment), false for anything else (a SQLite file).
+ */
+bool store_path_is_pg(const char *path)
+{
+        return path && (!strncmp(path, "postgresql://", 13) || !strncmp(path, "postgres://", 11) ||
+                        !strcmp(path, "postgresql:"));
+}
+
+/**
+ * store_path_redacted() - @path for messages, any URI password replaced by "***"
+ * @path: a --db value
+ * Return: a new string (free()), or NULL when out of memory.
+ */
+char *store_path_redacted(const char *path)
+{
+        const char *scheme, *at, *colon, *slash;
+        char *out;
+
+        if (!store_path_is_pg(path) || !(scheme = strstr(path, "://")))
+                return strdup(path ? path : "");
+        scheme += 3;
+        slash = strchr(scheme, '/');
+        at = strchr(scheme, '@');
+        if (!at || (slash && at > slash))
+                at = NULL;
+        colon = at ? memchr(scheme, ':', (size_t)(at - scheme)) : NULL;
+        if (!colon)
+                out = strdup(path);
+        else if (asprintf(&out, "%.*s:***%s", (int)(colon - path), path, at) < 0)
+                out = NULL;
+        /* A password given as ?password=... is hidden too. */
+        char *pw = out ? strstr(out, "password=") : NULL;
+        if (pw) {
+                char *end = pw + 9 + strcspn(pw + 9, "&");
+                memmove(pw + 9 + 3, end, strlen(end) + 1);
+                memcpy(pw + 9, "***", 3);
+        }
+        return out;
+}
+
+/**
+ * store_set_host_id() - set the host id recorded on leases and in the hosts table
+ * @id: 1..LIMIT_HOST_ID_BYTES bytes of [A-Za-z0-9._-]; copied
+ * Return: 0 or -EINVAL.
+ */
+int store_set_host_id(const char *id)
+{
+        size_t n = id ? strlen(id) : 0;
+
+        if (n == 0 || n > LIMIT_HOST_ID_BYTES)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (!isalnum((unsigned char)id[i]) && id[i] != '.' && id[i] != '_' && id[i] != '-')
+                        return -EINVAL;
+        memcpy(host_id, id, n + 1);
+        return 0;
+}
+
+/**
+ * store_host_id() - this process's host id: what store_set_host_id() set, else
+ * the hostname (characters outside [A-Za-z0-9._-] become '-'), else "localhost"
+ * Return: a static string.
+ */
+const char *store_host_id(void)
+{
+        if (!host_id[0]) {
+                char name[256] = "";
+                size_t n;
+
+                if (gethostname(name, sizeof(name) - 1) < 0 || !name[0])
+                        snprintf(name, sizeof(name), "localhost");
+                n = strnlen(name, LIMIT_HOST_ID_BYTES);
+                for (size_t i = 0; i < n; i++)
+                        if (!isalnum((unsigned char)name[i]) && name[i] != '.' && name[i] != '_')
+                                name[i] = '-';
+                memcpy(host_id, name, n);
+                host_id[n] = '\0';
+        }
+        return host_id;
+}
+
+/* ---- time, jobs, ids, argument checks ------------------------------------ */
+
+/**
+ * store_now() - the current time as REAL unix seconds
+ * Return: seconds since the epoch (CLOCK_REALTIME), with sub-second part.
+ */
+double store_now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/**
+ * store_format_time() - format unix seconds as RFC 3339 UTC, truncated to milliseconds
+ * @t:       unix seconds
+ * @ret_buf: receives e.g. "2026-11-21T14:02:30.123Z" (NUL-terminated)
+ */
+void store_format_time(double t, char ret_buf[32])
+{
+        struct tm tm;
+        double whole = floor(t);
+        time_t secs = (time_t)whole;
+        int ms = (int)floor((t - whole) * 1000.0);   /* truncate: since=<created_at> includes the row */
+
+        if (ms >= 1000) {
+                secs++;
+                ms -= 1000;
+        }
+        char tmp[128];
+        size_t len;
+
+        if (!gmtime_r(&secs, &tm) || tm.tm_year + 1900 > 9999 || tm.tm_year + 1900 < 0) {
+                snprintf(ret_buf, 32, "%s", "invalid-time");
+                return;
+        }
+        len = (size_t)snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                               tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+        if (len > 31)
+                len = 31;
+        memcpy(ret_buf, tmp, len);
+        ret_buf[len] = '\0';
+}
+
+/* RFC 3339 ("2026-11-21T14:02:30Z", fraction and offset optional) or unix seconds as text. */
+int store_parse_time(const char *text, double *ret_t)
+{
+        int y, mo, d, h, mi, n = 0;
+        double sec;
+        char *end;
+        double v = strtod(text, &end);
+
+        if (end != text && *end == '\0' && isfinite(v)) {
+                *ret_t = v;
+                return 0;
+        }
+        if (sscanf(text, "%4d-%2d-%2d%*[Tt ]%2d:%2d:%lf%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n == 0)
+                return -EINVAL;
+        if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec < 0 || sec >= 61)
+                return -EINVAL;
+        struct tm tm = { .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi };
+        double t = (double)timegm(&tm) + sec;
+        const char *z = text + n;
+        if (*z == 'Z' || *z == 'z') {
+                z++;
+        } else if (*z == '+' || *z == '-') {
+                int oh, om, m = 0;
+                if (sscanf(z + 1, "%2d:%2d%n", &oh, &om, &m) != 2 || m != 5)
+                        return -EINVAL;
+                double off = oh * 3600.0 + om * 60.0;
+                t += *z == '+' ? -off : off;
+                z += 6;
+        } else {
+                return -EINVAL;
+        }
+        if (*z)
+                return -EINVAL;
+        *ret_t = t;
+        return 0;
+}
+
+/**
+ * store_job_free() - free a StoreJob and drop its JSON references
+ * @job: the job, or NULL
+ */
+void store_job_free(StoreJob *job)
+{
+        if (!job)
+                return;
+        free(job->task);
+        free(job->mode);
+        json_decref(job->request);
+        json_decref(job->compile);
+        free(job);
+}
+
+/* ids as a JSON list of [first, last] ranges: consecutive ids (the usual case) take one pair. */
+char *store_ids_encode(const int64_t *ids, size_t n)
+{
+        json_t *ranges = json_array();
+        char *text = NULL;
+
+        if (!ranges)
+                return NULL;
+        for (size_t i = 0; i < n;) {
+                size_t j = i;
+                while (j + 1 < n && ids[j + 1] == ids[j] + 1)
+                        j++;
+                if (json_array_append_new(ranges, json_pack("[II]", (json_int_t)ids[i], (json_int_t)ids[j])))
+                        goto out;
+                i = j + 1;
+        }
+        text = json_dumps(ranges, JSON_COMPACT);
+out:
+        json_decref(ranges);
+        return text;
+}
+
+/* Expand ranges into a new array of ids (bounded by @max). */
+int store_ids_decode(const char *text, size_t max, int64_t **ret_ids, size_t *ret_n)
+{
+        json_t *ranges = json_loads(text, 0, NULL), *pair;
+        int64_t *ids = NULL;
+        size_t n = 0, i;
+        int r = -EBADMSG;
+
+        if (!json_is_array(ranges))
+                goto out;
+        ids = malloc(sizeof(*ids) * (max ? max : 1));
+        if (!ids) {
+                r = -ENOMEM;
+                goto out;
+        }
+        json_array_foreach(ranges, i, pair) {
+                json_int_t a = json_integer_value(json_array_get(pair, 0));
+                json_int_t b = json_integer_value(json_array_get(pair, 1));
+                if (a <= 0 || b < a)
+                        goto out;
+                for (json_int_t v = a; v <= b; v++) {
+                        if (n >= max)
+                                goto out;
+                        ids[n++] = v;
+                }
+        }
+        *ret_ids = ids;
+        *ret_n = n;
+        ids = NULL;
+        r = 0;
+out:
+        free(ids);
+        json_decref(ranges);
+        return r;
+}
+
+int store_check_insert(const StoreInsert *ins)
+{
+        if (!ins || !ins->subs || ins->n == 0 || ins->n > LIMIT_BATCH_MAX)
+                return -EINVAL;
+        if (ins->idem_key && (!ins->body_hash || strlen(ins->idem_key) == 0 ||
+                              strlen(ins->idem_key) > LIMIT_IDEMPOTENCY_KEY_BYTES))
+                return -EINVAL;
+        if (ins->max_queued_total < 0 || ins->max_queued_token < 0)
+                return -EINVAL;
+        for (size_t i = 0; i < ins->n; i++) {
+                const StoreNew *sn = &ins->subs[i];
+                if (!sn->request || !sn->mode || (strcmp(sn->mode, "full") && strcmp(sn->mode, "compile")))
+                        return -EINVAL;
+                if (sn->token_id != ins->subs[0].token_id || sn->token_id < 0)
+                        return -EINVAL;
+                if (sn->verdict && (strcmp(sn->verdict, "rejected") != 0 || !json_is_object(sn->result)))
+                        return -EINVAL;
+        }
+        return 0;
+}
+
+int64_t store_insert_queued(const StoreInsert *ins)
+{
+        int64_t n = 0;
+
+        for (size_t i = 0; i < ins->n; i++)
+                n += ins->subs[i].verdict == NULL;
+        return n;
+}
+
+json_t *store_internal_error_result(const char *task, const char *state, int attempts)
+{
+        char msg[160];
+        snprintf(msg, sizeof(msg), "the %s stage lost its worker %d time%s (lease expired); giving up",
+                 strcmp(state, "running") ? "compile" : "run", attempts, attempts == 1 ? "" : "s");
+        return json_pack("{s:s, s:s?, s:{s:s, s:s}, s:s}", "verdict", "internal_error", "task", task,
+                         "error", "kind", "internal", "message", msg,
+                         "feedback", "Internal error in the evaluation service; not the kernel's fault.");
+}
+
+/* A filter value that must be a string (@name absent: NULL, 0). */
+static int filter_string(json_t *filters, const char *name, const char **ret)
+{
+        json_t *v = json_object_get(filters, name);
+        *ret = NULL;
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > LIMIT_TAG_STRING_BYTES)
+                return -EINVAL;
+        *ret = json_string_value(v);
+        return 0;
+}
+
+/**
+ * store_list_query_parse() - check and parse the arguments of store_list_submissions()
+ * @filters: object or NULL; borrowed (@ret_q points into it). Optional keys:
+ *           "task", "verdict", "state", "run_id" (strings), "token_id"
+ *           (integer), "since" (RFC 3339 string, or unix seconds as number or
+ *           string: created at or after), "label" ("k=v": tags.labels.k ==
+ *           "v"). Other keys are refused so that a typo does not silently
+ *           list everything.
+ * @cursor:  0 for the first page, else the previous page's next cursor (ids below it)
+ * @limit:   1..LIMIT_LIST_PAGE_MAX, or 0 for the default (100)
+ * @ret_q:   on success, the parsed query
+ * Return: 0 or -EINVAL.
+ */
+int store_list_query_parse(json_t *filters, int64_t cursor, int limit, StoreListQuery *ret_q)
+{
+        static const char *const known[] = { "task", "verdict", "state", "run_id", "token_id", "since", "label",
+                                             "step", "include_result" };
+        StoreListQuery q = { .since = NAN, .cursor = cursor, .limit = limit };
+        const char *label = NULL, *key;
+        json_t *v, *tok;
+
+        if (q.limit == 0)
+                q.limit = STORE_LIST_DEFAULT;
+        if (q.limit < 0 || q.limit > LIMIT_LIST_PAGE_MAX || cursor < 0)
+                return -EINVAL;
+        if (filters && !json_is_object(filters))
+                return -EINVAL;
+        json_object_foreach(filters, key, v) {
+                bool ok = false;
+                for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+                        ok = ok || strcmp(key, known[i]) == 0;
+                if (!ok)
+                        return -EINVAL;
+        }
+        for (int i = 0; i < 4; i++)
+                if (filter_string(filters, store_list_columns[i], &q.strs[i]) < 0)
+                        return -EINVAL;
+        tok = json_object_get(filters, "token_id");
+        if (tok && !json_is_null(tok)) {
+                if (!json_is_integer(tok) || json_integer_value(tok) < 0)
+                        return -EINVAL;
+                q.has_token = true;
+                q.token_id = json_integer_value(tok);
+        }
+        v = json_object_get(filters, "since");
+        if (json_is_number(v)) {
+                q.since = json_number_value(v);
+        } else if (json_is_string(v)) {
+                if (store_parse_time(json_string_value(v), &q.since) < 0)
+                        return -EINVAL;
+        } else if (v && !json_is_null(v)) {
+                return -EINVAL;
+        }
+        v = json_object_get(filters, "step");
+        if (v && !json_is_null(v)) {
+                if (!json_is_integer(v) || json_integer_value(v) < 0)
+                        return -EINVAL;
+                q.has_step = true;
+                q.step = json_integer_value(v);
+        }
+        v = json_object_get(filters, "include_result");
+        if (v && !json_is_boolean(v))
+                return -EINVAL;
+        q.with_result = json_is_true(v);
+        if (filter_string(filters, "label", &label) < 0)
+                return -EINVAL;
+        if (label) {
+                const char *eq = strchr(label, '=');
+                if (!eq || eq == label)
+                        return -EINVAL;
+                char *end;
+
+                snprintf(q.label_k, sizeof(q.label_k), "%.*s", (int)(eq - label), label);
+                q.label_v = eq + 1;
+                q.label_num = strtod(q.label_v, &end);
+                q.label_is_num = end != q.label_v && !*end && isfinite(q.label_num);
+        }
+        *ret_q = q;
+        return 0;
+}
+
+/* ---- migrations ----------------------------------------------------------- */
+
+/**
+ * store_migration_number() - the number a migration file's name starts with
+ * @name: e.g. "006_dashboard.sql"
+ * Return: 1..100000, or -1 when @name does not start with digits and '_'.
+ */
+int store_migration_number(const char *name)
+{
+        char *end;
+        long v = strtol(name, &end, 10);
+        if (end == name || *end != '_' || v <= 0 || v > 100000)
+                return -1;
+        return (int)v;
+}
+
+/* ---- acceptance, finish and the reaper, over a backend's StoreTx ---------- */
+
+/**
+ * store_idem_replay() - an insert's idempotency key, looked up first in its transaction
+ * @tx, @be:      the backend's primitives and connection
+ * @ins:          the request (store_check_insert() passed)
+ * @ids:          on a replay, receives the original @ins->n ids
+ * @ret_replayed: set true on a replay (nothing more to insert); left alone otherwise
+ * Return: 0 (a replay, or a request to insert: no key, or a new one);
+ * STORE_E_CONFLICT when the key was used with another body or another
+ * number of submissions, or its stored ids do not read; or a negative errno.
+ */
+int store_idem_replay(const StoreTx *tx, void *be, const StoreInsert *ins, int64_t *ids, bool *ret_replayed)
+{
+        int64_t *old = NULL;
+        size_t n_old = 0;
+        int r;
+
+        if (!ins->idem_key)
+                return 0;
+        r = tx->idem_get(be, ins->subs[0].token_id, ins->idem_key, ins->body_hash, ins->n, &old, &n_old);
+        if (r == STORE_E_NOT_FOUND)
+                return 0;
+        if (r != 0)
+                return r == -EBADMSG ? STORE_E_CONFLICT : r;
+        if (n_old != ins->n) {
+                free(old);
+                return STORE_E_CONFLICT;
+        }
+        memcpy(ids, old, sizeof(*ids) * n_old);
+        free(old);
+        *ret_replayed = true;
+        return 0;
+}
+
+/* qsort_r() order of indexes into a StoreNew array (@arg) by task name. */
+static int cmp_task(const void *a, const void *b, void *arg)
+{
+        const StoreNew *subs = arg;
+        const char *x = subs[*(const size_t *)a].task, *y = subs[*(const size_t *)b].task;
+        return strcmp(x ? x : "", y ? y : "");
+}
+
+/**
+ * store_count_inserted() - count a request's submissions into the aggregates
+ * @tx:  the backend's primitives; @be: its connection, in the insert's transaction
+ * @ins: the request (store_check_insert() passed)
+ *
+ * queue_counts for all (-1) and for the token, then task_stats once per
+ * distinct task, in name order (a fixed lock order). Done once per request
+ * rather than by per-row triggers, which cost a third of the insert.
+ *
+ * Return: 0 or a negative errno.
+ */
+int store_count_inserted(const StoreTx *tx, void *be, const StoreInsert *ins)
+{
+        size_t *order;
+        int r = tx->add_active(be, -1, (int64_t)ins->n);
+
+        if (r == 0)
+                r = tx->add_active(be, ins->subs[0].token_id, (int64_t)ins->n);
+        if (r < 0)
+                return r;
+        order = malloc(ins->n * sizeof(*order));
+        if (!order)
+                return -ENOMEM;
+        for (size_t i = 0; i < ins->n; i++)
+                order[i] = i;
+        qsort_r(order, ins->n, sizeof(*order), cmp_task, (void *)ins->subs);
+        for (size_t i = 0; i < ins->n && r == 0;) {
+                size_t j = i + 1;
+                while (j < ins->n && cmp_task(&order[i], &order[j], (void *)ins->subs) == 0)
+                        j++;
+                r = tx->add_task(be, ins->subs[order[i]].task, (int64_t)(j - i));
+                i = j;
+        }
+        free(order);
+        return r;
+}
+
+/**
+ * store_finish_at_insert() - finish the rows of @ins that are done at insert
+ * @tx, @be: as store_count_inserted(), after it
+ * @ins:     the request; @ids: its rows' ids
+ *
+ * A candidate rejected at acceptance is finished in the insert's
+ * transaction by the same update as any finish, so the done-triggers keep
+ * every aggregate (queue_counts, task_stats, verdict_counts, the
+ * dashboard's) exactly as for a job that ran.
+ *
+ * Return: 0 or a negative errno.
+ */
+int store_finish_at_insert(const StoreTx *tx, void *be, const StoreInsert *ins, const int64_t *ids)
+{
+        int r = 0;
+
+        for (size_t i = 0; i < ins->n && r == 0; i++) {
+                char *text;
+
+                if (!ins->subs[i].verdict)
+                        continue;
+                text = json_dumps(ins->subs[i].result, JSON_COMPACT);
+                if (!text)
+                        return -ENOMEM;
+                r = tx->finish(be, ids[i], NULL, ins->subs[i].verdict, NAN, text);
+                free(text);
+        }
+        return r;
+}
+
+/**
+ * store_check_finish() - the arguments of store_finish(), checked
+ * @verdict: non-empty; @result: the result object; borrowed
+ * @ret_text: on success, @result as compact JSON (free())
+ * Return: 0, -EINVAL, or -ENOMEM.
+ */
+int store_check_finish(const char *verdict, json_t *result, char **ret_text)
+{
+        if (!verdict || !*verdict || !result)
+                return -EINVAL;
+        *ret_text = json_dumps(result, JSON_COMPACT);
+        return *ret_text ? 0 : -ENOMEM;
+}
+
+/**
+ * store_leases_free() - free what StoreTx.leases returned
+ * @leases: the array, or NULL; @n: its length
+ */
+void store_leases_free(StoreLease *leases, size_t n)
+{
+        for (size_t i = 0; leases && i < n; i++)
+                free(leases[i].task);
+        free(leases);
+}
+
+/**
+ * store_reap_one() - the reaper's policy for one expired lease, in its transaction
+ * @tx, @be:      the backend's primitives and connection
+ * @id, @state, @attempts, @task: the row (state "compiling" or "running";
+ *                attempts: claims of this stage; task may be NULL)
+ * @max_attempts: claims of one stage before the job is given up (0: never)
+ * @requeued:     counts a job put back one stage
+ * @failed:       receives, at *@n_failed (then counted), the id of a job
+ *                given up; room for one more is the caller's
+ *
+ * A lease whose stage was claimed @max_attempts times ends the job as
+ * internal_error (store_internal_error_result()), logged; any other goes
+ * back one stage (compiling -> queued, running -> compiled).
+ *
+ * Return: 0 or a negative errno.
+ */
+int store_reap_one(const StoreTx *tx, void *be, int64_t id, const char *state, int attempts, const char *task,
+                   int max_attempts, int *requeued, int64_t *failed, size_t *n_failed)
+{
+        json_t *res;
+        char *text;
+        int r;
+
+        if (max_attempts <= 0 || attempts < max_attempts) {
+                r = tx->back_one(be, id);
+                if (r == 0)
+                        (*requeued)++;
+                return r;
+        }
+        res = store_internal_error_result(task, state, attempts);
+        text = res ? json_dumps(res, JSON_COMPACT) : NULL;
+        json_decref(res);
+        if (!text)
+                return -ENOMEM;
+        r = tx->finish(be, id, NULL, "internal_error", NAN, text);
+        free(text);
+        if (r != 0)
+                return r;
+        failed[(*n_failed)++] = id;
+        log_warn("store: job %" PRId64 " failed after %d expired leases", id, attempts);
+        return 0;
+}
+
+/* ---- rows into API objects ------------------------------------------------ */
+
+/**
+ * store_row_json() - a column's text parsed as JSON
+ * Return: a new reference, or NULL for SQL NULL, text that is not JSON, or
+ * no memory.
+ */
+json_t *store_row_json(const StoreRow *row, int col)
+{
+        size_t len;
+        const char *v = row->text(row, col, &len);
+        return v ? json_loadb(v, len, JSON_DECODE_ANY, NULL) : NULL;
+}
+
+/* A REAL unix-seconds column as an RFC 3339 string, or JSON null. */
+static json_t *row_time(const StoreRow *row, int col)
+{
+        char buf[32];
+        if (row->is_null(row, col))
+                return json_null();
+        store_format_time(row->real(row, col), buf);
+        return json_string(buf);
+}
+
+static json_t *row_real_or_null(const StoreRow *row, int col)
+{
+        return row->is_null(row, col) ? json_null() : json_real(row->real(row, col));
+}
+
+static json_t *row_text_or_null(const StoreRow *row, int col)
+{
+        const char *v = row->text(row, col, NULL);
+        return v ? json_string(v) : json_null();
+}
+
+/**
+ * store_row_submission() - one submission as the API shows it
+ * @row: columns id, state, verdict, task, mode, priority, created_at,
+ *       started_at, finished_at, attempts, speedup, tags, result (the result
+ *       may be NULL: not done, or not joined)
+ * @with_result: add "result" when the row has one
+ * Return: a new object, or NULL (no memory, or a stored result that is not JSON).
+ */
+json_t *store_row_submission(const StoreRow *row, bool with_result)
+{
+        json_t *tags = store_row_json(row, 11);
+        json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:i, s:o, s:o}",
+                              "id", (json_int_t)row->i64(row, 0),
+                              "state", row_text_or_null(row, 1),
+                              "verdict", row_text_or_null(row, 2),
+                              "task", row_text_or_null(row, 3),
+                              "mode", row_text_or_null(row, 4),
+                              "priority", row->i64(row, 5) > 0 ? "interactive" : "bulk",
+                              "created_at", row_time(row, 6),
+                              "started_at", row_time(row, 7),
+                              "finished_at", row_time(row, 8),
+                              "attempts", (int)row->i64(row, 9),
+                              "speedup", row_real_or_null(row, 10),
+                              "tags", json_is_object(tags) ? json_incref(tags) : json_object());
+        json_decref(tags);
+        if (o && with_result && !row->is_null(row, 12)) {
+                json_t *res = store_row_json(row, 12);
+                if (!res || json_object_set_new(o, "result", res)) {
+                        json_decref(o);
+                        return NULL;
+                }
+        }
+        return o;
+}
+
+/**
+ * store_row_token() - one token as `kevald token list` shows it
+ * @row: columns id, name, created_at, revoked_at, limits
+ * Return: a new object, or NULL when out of memory.
+ */
+json_t *store_row_token(const StoreRow *row)
+{
+        json_t *limits = store_row_json(row, 4);
+        json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o}", "id", (json_int_t)row->i64(row, 0),
+                              "name", row_text_or_null(row, 1), "created_at", row_time(row, 2),
+                              "revoked_at", row_time(row, 3),
+                              "limits", json_is_object(limits) ? json_incref(limits) : json_object());
+        json_decref(limits);
+        return o;
+}
+
+/**
+ * store_stats_object() - store_stats()'s object from what a backend gathered
+ * @parts:     the figures; its three references are dropped here, always
+ * @r:         the gathering's outcome: a negative errno is returned as it is
+ * @ret_stats: on success, a new object {states, verdicts, tasks,
+ *             compile_cache: {entries, hits, misses, bytes}, queue_depth,
+ *             submissions}
+ * Return: 0, @r when negative, or -ENOMEM.
+ */
+int store_stats_object(StoreStatsParts *parts, int r, json_t **ret_stats)
+{
+        json_t *out = NULL;
+
+        if (r >= 0) {
+                out = json_pack("{s:O, s:O, s:O, s:{s:I, s:I, s:I, s:I}, s:I, s:I}", "states", parts->states,
+                                "verdicts", parts->verdicts, "tasks", parts->tasks, "compile_cache",
+                                "entries", (json_int_t)parts->entries, "hits", (json_int_t)parts->hits,
+                                "misses", (json_int_t)parts->misses, "bytes", (json_int_t)parts->bytes,
+                                "queue_depth", (json_int_t)parts->depth, "submissions", (json_int_t)parts->total);
+                r = out ? 0 : -ENOMEM;
+        }
+        json_decref(parts->states);
+        json_decref(parts->verdicts);
+        json_decref(parts->tasks);
+        if (r == 0)
+                *ret_stats = out;
+        return r;
+}
