@@ -23,10 +23,13 @@
  * The listening socket is made here (to report bind errors and the port
  * precisely) and handed to libmicrohttpd; quiesce takes it back.
  *
- * Abuse. Request bodies are reserved against body_inflight_limit before
- * they are read (from Content-Length, or as a chunked body grows); a body
- * that does not fit is answered 503 with Retry-After, unless nothing else is
- * held. Every connection is an HttpConn in a list (NOTIFY_CONNECTION): it
+ * Abuse. Request bodies are counted against body_inflight_limit as their
+ * bytes arrive (the buffer grows with them, at most twice what was sent): a
+ * body that does not fit is answered 503 with Retry-After, unless nothing
+ * else is held; a declared Content-Length that cannot fit beside what is
+ * held now is refused before its body is read, but a declaration reserves
+ * nothing, so connections that declare large bodies and trickle them hold
+ * no more than they sent. Every connection is an HttpConn in a list (NOTIFY_CONNECTION): it
  * carries the deadline by which its request header must be complete (the
  * connection's start plus header_timeout_s; after an answer on a kept-alive
  * connection, connection_timeout_s more). on_request()'s first call clears
@@ -654,9 +657,12 @@ static enum MHD_Result first_call(HttpRequest *req, const char *url)
                                    s->cfg.body_limit);
                 return MHD_YES;
         }
-        /* Room for the whole declared body, before a byte of it is read. */
+        /* A declared body that cannot fit beside what others hold now is refused before a byte of it
+         * is read; nothing is reserved on a declaration, though: bytes count as they arrive, so
+         * connections that declare large bodies and trickle them hold no more than they sent. */
         if (parse_length(http_request_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH), &clen) && clen > 0 &&
-            !body_reserve(req, (size_t)clen + 1))
+            s->cfg.body_inflight_limit && atomic_load(&s->body_bytes) > 0 &&
+            atomic_load(&s->body_bytes) + (size_t)clen + 1 > s->cfg.body_inflight_limit)
                 respond_busy(req);
         return MHD_YES;
 }
@@ -742,11 +748,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         size_t cap = req->body_cap ? req->body_cap * 2 : 16384;
                         char *b;
 
-                        if (!req->body_cap &&
-                            parse_length(http_request_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH), &clen))
-                                cap = (size_t)clen + 1;
+                        /* grown with what arrives (and counted with it), never to the declared
+                         * length at once: a declared body costs what was sent of it, at most twice */
                         while (cap < req->body_len + n + 1)
                                 cap *= 2;
+                        if (parse_length(http_request_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH), &clen) &&
+                            cap > (size_t)clen + 1 && (size_t)clen + 1 >= req->body_len + n + 1)
+                                cap = (size_t)clen + 1;
                         if (cap > s->cfg.body_limit + 1)
                                 cap = s->cfg.body_limit + 1;
                         if (cap > req->body_reserved && !body_reserve(req, cap - req->body_reserved)) {

@@ -333,13 +333,27 @@ def test_memory_given_back_after_large_requests(make_server):
 
 
 def test_bodies_in_flight_capped(make_server):
-    """A body that would pass --body-inflight-limit is answered 503 before it is read."""
+    """Bodies count against --body-inflight-limit as their bytes arrive: one that would pass it is
+    answered 503 before it is read; declaring a large body and trickling it holds only what was sent."""
     s = make_server("--body-limit", "1M", "--body-inflight-limit", "1M")
     head = (b"POST /v1/submissions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             b"Content-Length: 900000\r\n\r\n")
+    # Declared and trickled: four connections that sent a few bytes each lock nobody out.
+    tricklers = [socket.create_connection(("127.0.0.1", s.port), timeout=10 * SLOW) for _ in range(4)]
+    try:
+        for t in tricklers:
+            t.sendall(head + b'{"mode":"compile","source":"')
+        time.sleep(0.3)
+        with s.client() as c:
+            r = c.post("/v1/submissions", json=compile_sub("// " + "y" * 800000 + "\n" + GOOD_KERNEL))
+            assert r.status_code == 202, r.text[:300]
+    finally:
+        for t in tricklers:
+            t.close()
+    # Sent, not yet complete: 850 kB held; another 900 kB body is refused before it is read.
     held = socket.create_connection(("127.0.0.1", s.port), timeout=10 * SLOW)
     try:
-        held.sendall(head + b'{"mode":"compile","source":"')   # holds 900 kB of room
+        held.sendall(head + b'{"mode":"compile","source":"' + b"z" * 850000)
         time.sleep(0.3)
         status, text, _ = raw_exchange(s.port, head)
         assert status == 503, text[:500]
