@@ -81,6 +81,7 @@ BEGIN
               FROM json_each(CASE WHEN json_valid(NEW.result) THEN NEW.result ELSE '{}' END, '$.timing.shapes')
               WHERE type = 'object') sh
         WHERE s.id = NEW.id AND s.state = 'done' AND s.task IS NOT NULL
+              AND coalesce(json_extract(NEW.result, '$.task_inline'), 0) = 0
               AND typeof(sh.ms) IN ('real', 'integer') AND sh.ms > 0
         ON CONFLICT(task, gpu_name, shape) DO UPDATE SET n = n + 1, median_ms_sum = median_ms_sum + excluded.median_ms_sum,
                 median_ms_min = min(median_ms_min, excluded.median_ms_min),

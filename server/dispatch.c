@@ -1716,6 +1716,10 @@ static void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result)
         /* an inline task_spec's name is no proof it is the library's task: no baselines */
         res = pipeline_result_measured(job_task_name(j), verdict, json_object_get(j->sj->compile, "candidate"), result,
                                        NULL, j->seed, j->own_task ? NULL : d->cfg.baselines);
+        /* A task sent inline (task_spec) names itself: its name is no proof that it is the library's
+         * task of that name, so what is recorded per library task (reference times) leaves it out. */
+        if (res && j->own_task)
+                json_object_set_new(res, "task_inline", json_true());
         finish(d, j->sj->id, verdict, res);
         job_free(j);
 }

@@ -52,6 +52,7 @@ LANGUAGE sql AS $$
         FROM jsonb_array_elements(CASE WHEN jsonb_typeof(r -> 'timing' -> 'shapes') = 'array'
                                        THEN r -> 'timing' -> 'shapes' ELSE '[]'::jsonb END) AS e(sh)
         WHERE p_task IS NOT NULL AND jsonb_typeof(sh) = 'object'
+              AND coalesce(r -> 'task_inline', 'false'::jsonb) <> 'true'::jsonb
               AND jsonb_typeof(sh -> 'reference' -> 'median_ms') = 'number'
               AND kevald_json_num(sh -> 'reference' -> 'median_ms') > 0
         ON CONFLICT (task, gpu_name, shape) DO UPDATE SET n = t.n + 1,

@@ -122,6 +122,8 @@ def test_speedup_vs_every_yardstick(fake):
     assert approx(odd["reward_fields"]["speedup_vs"]["torch_eager"], 0.2), odd["reward_fields"]
     assert odd["reward_fields"]["speedup_vs"]["torch_compile"] is None, odd["reward_fields"]
 
+    # Sent inline: the result says so (per-task records of the library leave it out); the library's do not.
+    assert inl.get("task_inline") is True and "task_inline" not in with_bl, (inl.get("task_inline"), with_bl)
     # Measured on another GPU model only; sent inline; measured at other params: no baseline.
     for res in (other_gpu, inl, stale):
         for vs in (res["timing"]["shapes"][0]["speedup_vs"], res["timing"]["speedup_vs"],
