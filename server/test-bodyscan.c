@@ -28,6 +28,8 @@ static char *batch_of(const char *item, size_t n)
         size_t il = strlen(item);
         char *b = malloc(32 + n * (il + 1)), *p = b;
 
+        if (!b)
+                abort();
         p += sprintf(p, "{\"submissions\":[");
         for (size_t i = 0; i < n; i++) {
                 if (i)
