@@ -1275,9 +1275,12 @@ static int compile_req_wait(CompileReq *req, Job *j, Slot slot)
 static int job_need(Dispatcher *d, Job *j, Slot slot, const char *language, json_t *options, json_t *names,
                     const char *source)
 {
-        /* a fenced build for every candidate, a compile-only one too (its artifact serves a
-         * later evaluation of the same source), never for a trusted reference */
-        bool fence = slot == SLOT_CAND && !d->cfg.no_fence;
+        /* a fenced build for every candidate a GPU may run: a compile-only one too where this host
+         * has a GPU (its cached artifact serves a later evaluation of the same source), not on a
+         * host without one (the fenced build is half again the compile's time, and only a GPU run
+         * uses it); never for a trusted reference */
+        bool compile_only = j->sj->mode && !strcmp(j->sj->mode, "compile");
+        bool fence = slot == SLOT_CAND && !d->cfg.no_fence && (!compile_only || d->n_clocks > 0);
         uint8_t key[32];
         size_t len = strlen(source);
         CompileReq *req;

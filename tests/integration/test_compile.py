@@ -153,3 +153,13 @@ def test_eval_exit_status_is_the_verdicts(tmp_path):
     p = subprocess.run([str(KEVALD), "eval", "--compile", "--no-such-flag"], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 64, p.returncode
+
+
+def test_compile_mode_builds_no_fenced_copy(client):
+    """The fenced build serves GPU runs only: on a host without a GPU a compile-mode result has none (it
+    costs half again the compile); with a GPU, compile-mode candidates get one too, so the cache
+    serves a later evaluation (tests/integration/test_gpu_scheduling.py warms its cache so)."""
+    sid = accepted(client.post("/v1/submissions", json=compile_sub(unique(GOOD_KERNEL))))
+    done = wait_done(client, sid)
+    assert done["verdict"] == "compiled", done
+    assert "fence" not in done["result"]["compile"], done["result"]["compile"]
