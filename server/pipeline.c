@@ -99,30 +99,27 @@ static bool pointer_ok(const char *p)
 json_t *pipeline_rejected(const char *task, const char *message, const char *pointer)
 {
         json_t *e = json_pack("{s:s, s:s, s:s}", "kind", "submission", "message", message, "pointer", pointer),
-               *res;
+               *res = NULL;
+        const char *msg, *at;
+        char *fb = NULL;
 
         if (!e) /* a message or pointer cut inside a UTF-8 sequence (quoting the client): say it plainly */
                 e = json_pack("{s:s, s:s, s:s}", "kind", "submission", "message",
                               "the candidate breaks the submission format (the detail was not valid UTF-8)",
                               "pointer", pointer_ok(pointer) ? pointer : "");
-        res = e ? pipeline_result(task, "rejected", NULL, NULL, e, 0) : NULL;
-
-        char *fb = NULL;
-
-        json_decref(e);
-        if (!res)
+        if (!e)
                 return NULL;
-        json_object_del(res, "seed");
-        if (asprintf(&fb, "Rejected: %s (at %s).", json_string_value(json_object_get(json_object_get(res, "error"),
-                                                                                   "message")),
-                     *json_string_value(json_object_get(json_object_get(res, "error"), "pointer"))
-                             ? json_string_value(json_object_get(json_object_get(res, "error"), "pointer"))
-                             : "/") < 0 ||
-            json_object_set_new(res, "feedback", json_string(fb))) {
+        msg = json_string_value(json_object_get(e, "message"));
+        at = json_string_value(json_object_get(e, "pointer"));
+        if (asprintf(&fb, "Rejected: %s (at %s).", msg, *at ? at : "/") >= 0)
+                res = pipeline_result(task, "rejected", NULL, NULL, e, 0);
+        /* nothing ran: no seed to reproduce; the feedback names the field */
+        if (res && (json_object_del(res, "seed") || json_object_set_new(res, "feedback", json_string(fb)))) {
                 json_decref(res);
                 res = NULL;
         }
         free(fb);
+        json_decref(e);
         return res;
 }
 
