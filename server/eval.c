@@ -384,6 +384,12 @@ int cmd_eval(int argc, char **argv)
                         goto out;
                 }
         }
+        if (rejected) {
+                /* Refused at acceptance, stored done: nothing to compile or run, no worker to start. */
+                if (store_get_submission(store, id, &obj) != 0)
+                        goto out;
+                goto report;
+        }
         cfg.db_path = dbpath;
         cfg.tasks = lib;
         /* a task from the library (not a file) is compared with its baselines; none is no error */
@@ -407,7 +413,7 @@ int cmd_eval(int argc, char **argv)
                 fprintf(stderr, "kevald eval: starting the workers failed: %s\n", strerror(-r));
                 goto out;
         }
-        if (!compile_only && !rejected) {
+        if (!compile_only) {
                 json_t *st = dispatch_status(d);
                 bool none = json_array_size(json_object_get(st, "gpus")) == 0;
                 json_decref(st);
@@ -456,6 +462,7 @@ int cmd_eval(int argc, char **argv)
                 sleep_ms(5);
         }
         dispatch_stop(d, 5);
+report:
         if (obj) {
                 json_t *res = json_object_get(obj, "result");
                 const char *verdict = json_string_value(json_object_get(obj, "verdict"));

@@ -146,6 +146,10 @@ def test_eval_exit_status_is_the_verdicts(tmp_path):
     res = json.loads(p.stdout)
     assert p.returncode == 5 and res["error"] == {"kind": "submission", "pointer": "/plan/0/block/0",
                                                    "message": res["error"]["message"]}, (p.returncode, res)
+    # Full mode on this host without a GPU: rejected at acceptance, so answered (not "no GPU", 69).
+    p = subprocess.run([str(KEVALD), "eval", "--libexec", str(LIBEXEC), "--task", "l1_19_relu",
+                        "--source", str(src), "--plan", str(bad)], capture_output=True, text=True, timeout=120 * SLOW)
+    assert p.returncode == 5 and json.loads(p.stdout)["verdict"] == "rejected", (p.returncode, p.stderr[-500:])
     src.write_text("extern \"C\" __global__ void k(float *y) { y[0] = nope; }\n")
     p = subprocess.run([str(KEVALD), "eval", "--compile", "--libexec", str(LIBEXEC), "--source", str(src)],
                        capture_output=True, text=True, timeout=120 * SLOW)
