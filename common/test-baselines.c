@@ -17,21 +17,6 @@
 #include "common/tasklib.h"
 #include "common/testcheck.h"
 
-static void write_file(const char *dir, const char *name, const char *text)
-{
-        char path[4096];
-        FILE *f;
-
-        snprintf(path, sizeof(path), "%s/%s", dir, name);
-        f = fopen(path, "w");
-        if (!f) {
-                perror(path);
-                exit(1);
-        }
-        fputs(text, f);
-        fclose(f);
-}
-
 static const char *TASK =
         "{\"name\": \"t\", \"description\": \"d\", \"level\": 1, \"category\": \"c\","
         " \"params\": {\"N\": \"n\"}, \"shapes\": [{\"name\": \"default\", \"N\": 8}, {\"name\": \"small\", \"N\": 4}],"
@@ -95,7 +80,7 @@ static void test_library(void)
 
         CHECK(dir != NULL);
         /* No baselines folder: no baselines, not an error. */
-        write_file(dir, "t.json", TASK);
+        test_write_file(dir, "t.json", TASK);
         CHECK(tasklib_load(dir, &lib, NULL) == 0 && tasklib_count(lib) == 1);
         CHECK(baselines_load(dir, lib, &bl, &errors) == 0 && baselines_count(bl) == 0);
         CHECK(json_array_size(errors) == 0);
@@ -107,13 +92,13 @@ static void test_library(void)
 
         snprintf(bl_dir, sizeof(bl_dir), "%s/baselines", dir);
         CHECK(mkdir(bl_dir, 0700) == 0);
-        write_file(bl_dir, "nvidia-h100-80gb-hbm3.json", H100);
-        write_file(bl_dir, "h200.json", "{\"format\": 1, \"gpu\": \"NVIDIA H200\", \"tasks\": {}}");
-        write_file(bl_dir, "broken.json", "{\"format\": ");
-        write_file(bl_dir, "nvidia-a100.json", "{\"format\": 2, \"gpu\": \"NVIDIA A100\", \"tasks\": {}}");
-        write_file(bl_dir, "nvidia-b200.json", "{\"format\": 1, \"gpu\": \"NVIDIA B200\", \"tasks\": []}");
-        write_file(bl_dir, ".hidden.json", "not read");
-        write_file(bl_dir, "notes.txt", "not read");
+        test_write_file(bl_dir, "nvidia-h100-80gb-hbm3.json", H100);
+        test_write_file(bl_dir, "h200.json", "{\"format\": 1, \"gpu\": \"NVIDIA H200\", \"tasks\": {}}");
+        test_write_file(bl_dir, "broken.json", "{\"format\": ");
+        test_write_file(bl_dir, "nvidia-a100.json", "{\"format\": 2, \"gpu\": \"NVIDIA A100\", \"tasks\": {}}");
+        test_write_file(bl_dir, "nvidia-b200.json", "{\"format\": 1, \"gpu\": \"NVIDIA B200\", \"tasks\": []}");
+        test_write_file(bl_dir, ".hidden.json", "not read");
+        test_write_file(bl_dir, "notes.txt", "not read");
         CHECK(baselines_load(dir, lib, &bl, &errors) == 0);
         CHECK(baselines_count(bl) == 1);
 
@@ -149,7 +134,7 @@ static void test_library(void)
         errors = NULL;
 
         /* Without a library every well-formed entry is kept; a file not named by its GPU's slug is skipped. */
-        write_file(bl_dir, "nvidia-h100-80gb-hbm3-copy.json",
+        test_write_file(bl_dir, "nvidia-h100-80gb-hbm3-copy.json",
                    "{\"format\": 1, \"gpu\": \"NVIDIA H100 80GB HBM3 copy\", \"tasks\": {}}");
         CHECK(baselines_load(dir, NULL, &bl, NULL) == 0 && baselines_count(bl) == 2);
         CHECK(baselines_lookup(bl, "NVIDIA H100 80GB HBM3", "t", "small", &bt) == 0 && bt.eager_ms == 0.1 &&
@@ -157,7 +142,7 @@ static void test_library(void)
         CHECK(baselines_lookup(bl, "NVIDIA H100 80GB HBM3", "gone", "default", &bt) == 0 && bt.eager_ms == 1);
         baselines_free(bl);
         bl = NULL;
-        write_file(bl_dir, "nvidia-h100-80gb-hbm3-2.json",
+        test_write_file(bl_dir, "nvidia-h100-80gb-hbm3-2.json",
                    "{\"format\": 1, \"gpu\": \"NVIDIA H100 80GB HBM3\", \"tasks\": {}}");
         CHECK(baselines_load(dir, lib, &bl, &errors) == 0 && baselines_count(bl) == 2);
         CHECK(error_for(errors, "/nvidia-h100-80gb-hbm3-2.json", "/gpu") != NULL);

@@ -14,21 +14,6 @@
 #include "common/tasklib.h"
 #include "common/testcheck.h"
 
-static void write_file(const char *dir, const char *name, const char *text)
-{
-        char path[4096];
-        FILE *f;
-
-        snprintf(path, sizeof(path), "%s/%s", dir, name);
-        f = fopen(path, "w");
-        if (!f) {
-                perror(path);
-                exit(1);
-        }
-        fputs(text, f);
-        fclose(f);
-}
-
 static const char *TASK_FMT =
         "{\"name\": \"%s\", \"description\": \"d\", \"level\": %d, \"category\": \"%s\","
         " \"params\": {\"N\": \"n\"}, \"shapes\": [{\"name\": \"default\", \"N\": %d}],"
@@ -43,7 +28,7 @@ static void write_task_n(const char *dir, const char *file, const char *name, in
         char text[2048];
 
         snprintf(text, sizeof(text), TASK_FMT, name, level, cat, n);
-        write_file(dir, file, text);
+        test_write_file(dir, file, text);
 }
 
 static void write_task(const char *dir, const char *file, const char *name, int level,
@@ -119,16 +104,16 @@ static void test_broken(void)
         snprintf(hidden, sizeof(hidden), "%s/.git", dir);
         snprintf(bl, sizeof(bl), "%s/baselines", dir);
         CHECK(mkdir(sub, 0700) == 0 && mkdir(hidden, 0700) == 0 && mkdir(bl, 0700) == 0);
-        write_file(bl, "nvidia-h100.json", "{\"gpu\": \"not a task\"}"); /* baselines/ is skipped */
+        test_write_file(bl, "nvidia-h100.json", "{\"gpu\": \"not a task\"}"); /* baselines/ is skipped */
         write_task(dir, "good.json", "good", 1, "a");
         write_task(sub, "deep.json", "deep", 3, "b");
         write_task(sub, "good2.json", "good", 1, "a"); /* named 'good' in good2.json */
         write_task(dir, "twin.json", "twin", 1, "a");
         write_task(sub, "twin.json", "twin", 1, "a");  /* duplicate name */
-        write_file(dir, "broken.json", "{\"name\": ");
-        write_file(dir, "example.plan.json", "not even JSON"); /* skipped */
-        write_file(hidden, "x.json", "not JSON either");        /* skipped */
-        write_file(dir, "notes.txt", "ignored");
+        test_write_file(dir, "broken.json", "{\"name\": ");
+        test_write_file(dir, "example.plan.json", "not even JSON"); /* skipped */
+        test_write_file(hidden, "x.json", "not JSON either");        /* skipped */
+        test_write_file(dir, "notes.txt", "ignored");
         write_task_n(dir, "bad.json", "bad", 1, "a", 2048); /* block ["N"] too large */
         CHECK(tasklib_load(dir, &lib, &errors) == 0);
         CHECK(tasklib_count(lib) == 3);

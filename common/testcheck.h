@@ -7,6 +7,7 @@
 #define KEVALD_COMMON_TESTCHECK_H
 
 #include <stdio.h>
+#include <stdlib.h>
 
 static int failures;
 
@@ -17,5 +18,21 @@ static int failures;
                         failures++;                                                              \
                 }                                                                                \
         } while (0)
+
+/* Write @text to @dir/@name; a test that cannot write its fixture stops (exit 1). */
+static inline void test_write_file(const char *dir, const char *name, const char *text)
+{
+        char path[4096];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        f = fopen(path, "w");
+        if (!f) {
+                perror(path);
+                exit(1);
+        }
+        fputs(text, f);
+        fclose(f);
+}
 
 #endif
