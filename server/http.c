@@ -555,14 +555,19 @@ static enum MHD_Result run_handler(HttpRequest *req)
  * that holds everything counted (or nothing is counted) always gets its
  * bytes, so a body within body_limit is never refused on an idle server.
  */
+/* Do @n more bytes fit beside @cur counted in all, @mine of them this request's? */
+static bool body_fits(const HttpServer *s, size_t cur, size_t mine, size_t n)
+{
+        return !s->cfg.body_inflight_limit || cur <= mine || cur + n <= s->cfg.body_inflight_limit;
+}
+
 static bool body_reserve(HttpRequest *req, size_t n)
 {
         HttpServer *s = req->srv;
         size_t cur = atomic_load(&s->body_bytes);
 
         do {
-                if (s->cfg.body_inflight_limit && cur > req->body_reserved &&
-                    cur + n > s->cfg.body_inflight_limit)
+                if (!body_fits(s, cur, req->body_reserved, n))
                         return false;
         } while (!atomic_compare_exchange_weak(&s->body_bytes, &cur, cur + n));
         req->body_reserved += n;
@@ -661,8 +666,7 @@ static enum MHD_Result first_call(HttpRequest *req, const char *url)
          * is read; nothing is reserved on a declaration, though: bytes count as they arrive, so
          * connections that declare large bodies and trickle them hold no more than they sent. */
         if (parse_length(http_request_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH), &clen) && clen > 0 &&
-            s->cfg.body_inflight_limit && atomic_load(&s->body_bytes) > 0 &&
-            atomic_load(&s->body_bytes) + (size_t)clen + 1 > s->cfg.body_inflight_limit)
+            !body_fits(s, atomic_load(&s->body_bytes), 0, (size_t)clen + 1))
                 respond_busy(req);
         return MHD_YES;
 }
