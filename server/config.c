@@ -104,6 +104,9 @@ static const KeyDef keys[] = {
         INT("fault_grace_ms", fault_grace_ms, XSTR(LIMIT_FAULT_GRACE_MS_DEFAULT), 0, 60000,
             "after a launch limit passes, how long to wait for a fault the driver reports late "
             "before the kernel counts as hung (runtime_error, not timeout)"),
+        BOOL("gpu_prefetch", gpu_prefetch, "true",
+             "send a busy GPU worker its next job, so that it starts it the moment it answers the one in "
+             "flight (server/dispatch.c, run_send())"),
         BOOL("fence", fence, "true",
              "run the correctness phase on the candidate's fenced build, whose bad memory accesses, traps "
              "and asserts stop with a precise report and keep the GPU worker's context (worker/fence.h)"),

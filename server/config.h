@@ -32,6 +32,7 @@ typedef struct Config {
         int auth;                  /* ConfigAuth */
         bool insecure_no_auth;
         bool sandbox;
+        bool gpu_prefetch;         /* a busy GPU worker gets its next job in its pipe */
         bool fence;               /* fenced correctness runs (worker/fence.h) */
         int64_t compile_workers;
         int64_t threads;

@@ -7,7 +7,8 @@
  *
  *   workers[]   one Worker per child process (compile ×K, GPU ×W per GPU),
  *               each with a pipe pair, a FrameDecoder and at most one
- *               outstanding request. A worker is STARTING until its HELLO,
+ *               outstanding request (a busy GPU worker also holds its next
+ *               job in its pipe with gpu_prefetch: `queued`, run_send()). A worker is STARTING until its HELLO,
  *               then IDLE or BUSY (EXITING after a RESULT that says the
  *               process exits); when its process exits it is restarted
  *               with exponential backoff (a clean exit after a sticky CUDA
@@ -136,6 +137,7 @@ typedef struct Worker {
         json_t *hello;
         CompileReq *req;        /* compile worker: request in flight */
         Job *job;               /* GPU worker: job in flight */
+        Job *queued;            /* GPU worker: the next job, already in its pipe (prefetch) */
         uint64_t sent_at_ms, deadline_ms;
         bool killed_by_watchdog, result_seen, malformed;
         bool holds_gpu;         /* W_EXITING: the GPU stays reserved until the process is gone */
@@ -173,6 +175,7 @@ struct Job {
         int pending;            /* compile requests outstanding */
         uint64_t seed;
         uint64_t claimed_ms;
+        json_t *gjob;           /* run stage: the JOB sent to a GPU worker (kept to send it again) */
 };
 
 /*
@@ -225,6 +228,8 @@ struct Dispatcher {
         uint64_t compile_answers; /* valid compile RESULTs received (compile_req_hung()) */
         Job *jobs;              /* compile-stage jobs in memory */
         int n_jobs;
+        Job *orphans;           /* run-stage jobs sent to a worker that will not run them; next to run */
+        int n_orphans;
 
         Artifact *refs[REF_CACHE_SLOTS];   /* recent reference artifacts */
         int ref_next;
@@ -434,8 +439,8 @@ static void gpu_status_add(json_t *gpus, const Worker *w)
         if (i == json_array_size(gpus)) {
                 const GpuClock *c = gpu_clock(w->d, w->index);
                 json_t *t = json_object();
-                g = json_pack("{s:i, s:s, s:i, s:f, s:i, s:i}", "index", w->index, "state", state, "restarts", 0,
-                              "busy_s", 0.0, "workers", 0, "workers_ready", 0);
+                g = json_pack("{s:i, s:s, s:i, s:f, s:i, s:i, s:n}", "index", w->index, "state", state, "restarts", 0,
+                              "busy_s", 0.0, "workers", 0, "workers_ready", 0, "queued");
                 for (int k = 0; c && k < GPU_T_N; k++)
                         json_object_set_new(t, gpu_time_name[k], json_real(c->s[k]));
                 json_object_set_new(g, "time_s", t);
@@ -459,6 +464,8 @@ static void gpu_status_add(json_t *gpus, const Worker *w)
         json_object_set_new(g, "restarts", json_integer(json_integer_value(json_object_get(g, "restarts")) + w->restarts));
         json_object_set_new(g, "busy_s", json_real(json_number_value(json_object_get(g, "busy_s")) + w->busy_s));
         json_object_set_new(g, "workers", json_integer(json_integer_value(json_object_get(g, "workers")) + 1));
+        if (w->queued)
+                json_object_set_new(g, "queued", json_integer(w->queued->sj->id));
         json_object_set_new(g, "workers_ready", json_integer(json_integer_value(json_object_get(g, "workers_ready")) +
                                                              (w->state == W_IDLE || w->state == W_BUSY ||
                                                               w->state == W_EXITING)));
@@ -707,6 +714,7 @@ static void job_free(Job *j)
         if (!j)
                 return;
         store_job_free(j->sj);
+        json_decref(j->gjob);
         spec_task_free(j->own_task);
         artifact_free(j->art[0]);
         artifact_free(j->art[1]);
@@ -748,6 +756,8 @@ static void compile_req_fault(Dispatcher *d, CompileReq *req, const char *why);
 static void compile_req_hung(Dispatcher *d, CompileReq *req, double limit_s);
 static bool gpu_verdict_valid(const char *verdict);
 static int run_one(Dispatcher *d, Worker *w);
+static void worker_begin_job(Dispatcher *d, Worker *w, Job *j);
+static void worker_orphan_queued(Dispatcher *d, Worker *w);
 
 typedef struct WriteReq {
         uv_write_t req;
@@ -849,6 +859,7 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
 
         log_info("dispatch: %s worker %d (pid %d) exited: status %" PRId64 ", signal %d", w->spec->name, w->index,
                  proc->pid, status, sig);
+        worker_orphan_queued(d, w); /* it never started: no attempt is charged */
         if (w->req) {
                 CompileReq *req = w->req;
                 w->req = NULL;
@@ -1045,14 +1056,24 @@ static void worker_on_frame(Worker *w, Frame *f)
                         d->compile_answers++;
                         compile_done(d, req, msg, f->blob, f->blob_len, !err || strcmp(err, "compile") == 0);
                 } else if (w->job) {
-                        /* Keep the GPU busy: hand this worker its next job
-                         * before the result is written and waiters woken
-                         * (not when it is exiting: a standby of the same GPU
-                         * takes the next job once the process is gone). */
+                        /* Keep the GPU busy. The job queued behind this one
+                         * (prefetch) is already running in the worker; an idle
+                         * worker is handed its next job before the result is
+                         * written and waiters woken. An exiting worker runs
+                         * nothing more: its queued job goes to the next worker,
+                         * on a standby of the same GPU once the process is gone. */
                         Job *done = w->job;
+                        bool valid = gpu_verdict_valid(json_string_value(json_object_get(msg, "verdict")));
                         w->job = NULL;
-                        if (!d->stopping && !d->owed && w->state == W_IDLE &&
-                            gpu_verdict_valid(json_string_value(json_object_get(msg, "verdict"))))
+                        if (w->state == W_EXITING) {
+                                worker_orphan_queued(d, w);
+                        } else if (w->queued && valid) {
+                                Job *next = w->queued;
+                                w->queued = NULL;
+                                worker_begin_job(d, w, next);
+                        }
+                        if (!d->stopping && !d->owed && valid &&
+                            (w->state == W_IDLE || (w->state == W_BUSY && !w->queued && !d->cfg.no_prefetch)))
                                 run_one(d, w);
                         gpu_done(d, w, done, msg);
                 }
@@ -1076,7 +1097,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
                 free(buf->base);
                 return; /* EOF or error: on_exit_cb settles the worker */
         }
-        while (off < (size_t)nread && w->state != W_STOPPED) {
+        /* A worker being killed is no longer believed: what it still says
+         * (the RESULT of a job that was next in its pipe) is dropped. */
+        while (off < (size_t)nread && w->state != W_STOPPED && !w->dying) {
                 Frame f = { 0 };
                 size_t used = 0;
                 int r = frame_decoder_feed(&w->dec, (uint8_t *)buf->base + off, (size_t)nread - off, &used, &f);
@@ -1548,8 +1571,13 @@ static bool gpu_verdict_valid(const char *verdict)
         return false;
 }
 
-/* Hand one compiled job to an idle GPU worker. Return: 1 sent, 0 nothing to do, <0 error. */
-static int run_one(Dispatcher *d, Worker *w)
+/*
+ * Claim the next compiled job and build its JOB. Return: 1 with *@ret_job
+ * set (ready to send), 1 with NULL (the job ended here: its task is gone,
+ * its plan no longer resolves, or its CUBINs are back to compiling), 0
+ * nothing to claim, <0 error.
+ */
+static int run_claim(Dispatcher *d, Job **ret_job)
 {
         StoreJob *sj = NULL;
         Job *j = NULL;
@@ -1557,6 +1585,7 @@ static int run_one(Dispatcher *d, Worker *w)
         SpecError err = { 0 };
         int r = store_claim_next(d->store, STAGE_RUN, d->owner, d->cfg.lease_s, &sj);
 
+        *ret_job = NULL;
         if (r != 0)
                 return r == STORE_E_EMPTY ? 0 : r;
         j = job_new(d, sj);
@@ -1608,7 +1637,6 @@ static int run_one(Dispatcher *d, Worker *w)
         }
         json_object_set_new(gjob, "deadline_ms", json_integer((json_int_t)(d->cfg.job_timeout_s * 1000)));
         json_object_set_new(gjob, "launch_timeout_ms", json_integer(d->cfg.launch_timeout_ms));
-        json_object_set_new(gjob, "fault_grace_ms", json_integer(d->fault_grace_now));
         if (d->cfg.launch_factor > 0) {
                 json_object_set_new(gjob, "launch_factor", json_real(d->cfg.launch_factor));
                 json_object_set_new(gjob, "launch_floor_ms", json_integer(d->cfg.launch_floor_ms));
@@ -1617,22 +1645,90 @@ static int run_one(Dispatcher *d, Worker *w)
                 json_object_set_new(gjob, "dump", json_true());
         if (!json_object_get(gjob, "mode"))
                 json_object_set_new(gjob, "mode", json_string("full"));
-        r = worker_send(w, FRAME_JOB, gjob, j->art[SLOT_CAND]->cubin, j->art[SLOT_CAND]->cubin_len,
-                        j->art[SLOT_REF]->cubin, j->art[SLOT_REF]->plain_len);
-        json_decref(gjob);
-        if (r < 0) {
-                requeue(d, sj->id, STAGE_RUN, sj->task);
-                job_free(j);
-                worker_kill(w, "could not send a job");
-                return r;
-        }
+        j->gjob = gjob;
+        *ret_job = j;
+        return 1;
+}
+
+/* Worker @w starts running @j now (it was sent, or was next in its pipe). */
+static void worker_begin_job(Dispatcher *d, Worker *w, Job *j)
+{
         w->job = j;
         w->state = W_BUSY;
         w->result_seen = false;
         w->sent_at_ms = now_ms(d);
         w->deadline_ms = w->sent_at_ms + (uint64_t)(d->cfg.job_timeout_s * 1000) + WATCHDOG_GRACE_MS;
         d->status_dirty = true;
+}
+
+/*
+ * Send @j to GPU worker @w: to run at once if @w is idle, else as its next
+ * job (prefetch: it waits in the pipe and starts the moment the job in
+ * flight is answered). Takes ownership of @j. Return 1 sent, <0 error (the
+ * job is back in its queue, the worker killed).
+ */
+static int run_send(Dispatcher *d, Worker *w, Job *j)
+{
+        int r;
+
+        /* the grace as of now: an orphan sent again after a late fault gets the raised one */
+        json_object_set_new(j->gjob, "fault_grace_ms", json_integer(d->fault_grace_now));
+        r = worker_send(w, FRAME_JOB, j->gjob, j->art[SLOT_CAND]->cubin, j->art[SLOT_CAND]->cubin_len,
+                        j->art[SLOT_REF]->cubin, j->art[SLOT_REF]->plain_len);
+        if (r < 0) {
+                requeue(d, j->sj->id, STAGE_RUN, j->sj->task);
+                job_free(j);
+                worker_kill(w, "could not send a job");
+                return r;
+        }
+        if (w->job) {
+                w->queued = j;
+                d->status_dirty = true;
+        } else {
+                worker_begin_job(d, w, j);
+        }
         return 1;
+}
+
+/*
+ * A job sent to @w that @w will not run (it is exiting or gone): it keeps
+ * its claim, lease and attempt count, and runs next on another worker
+ * (run_one() takes orphans first). The job did not run, so nothing is
+ * charged to it.
+ */
+static void worker_orphan_queued(Dispatcher *d, Worker *w)
+{
+        Job *j = w->queued, **p = &d->orphans;
+
+        if (!j)
+                return;
+        w->queued = NULL;
+        while (*p)
+                p = &(*p)->next;
+        j->next = NULL;
+        *p = j;
+        d->n_orphans++;
+        d->status_dirty = true;
+}
+
+/*
+ * Give GPU worker @w a job: an orphan first, else the next compiled one of
+ * the store. With @w busy this is its next job (prefetch). Return: 1 a job
+ * was sent or ended here, 0 nothing to do, <0 error.
+ */
+static int run_one(Dispatcher *d, Worker *w)
+{
+        Job *j = d->orphans;
+        int r = 1;
+
+        if (j) {
+                d->orphans = j->next;
+                d->n_orphans--;
+                j->next = NULL;
+        } else {
+                r = run_claim(d, &j);
+        }
+        return r > 0 && j ? run_send(d, w, j) : r;
 }
 
 /*
@@ -1762,12 +1858,23 @@ static void pump(Dispatcher *d)
                 job_begin_compile(d, j);
         }
         send_compiles(d);
-        /* Run stage: one job per idle GPU worker. */
+        /* Run stage: one job per idle GPU worker; then, with prefetch, the
+         * next job of each busy one, so its worker starts it the moment it
+         * answers the one in flight, without waiting for this loop. */
         while ((w = idle_worker(d, PROC_GPU)) && claimed < PUMP_BATCH) {
                 int r = run_one(d, w);
                 if (r <= 0)
                         break;
                 claimed++;
+        }
+        for (int i = 0; i < d->n_workers && !d->cfg.no_prefetch && claimed < PUMP_BATCH; i++) {
+                w = &d->workers[i];
+                if (w->spec->role == PROC_GPU && w->state == W_BUSY && w->job && !w->queued && !w->dying) {
+                        int r = run_one(d, w);
+                        if (r <= 0)
+                                break;
+                        claimed++;
+                }
         }
 out:
         if (claimed >= PUMP_BATCH && !d->idle_active) {
@@ -1802,13 +1909,15 @@ static bool all_quiet(Dispatcher *d)
 
 static void shutdown_now(Dispatcher *d);
 
-/* Jobs whose lease this dispatcher holds: compile-stage jobs, GPU jobs in flight, owed writes. */
+/* Jobs whose lease this dispatcher holds: compile-stage jobs, GPU jobs in flight or queued, orphans,
+ * owed writes. */
 static int jobs_held(Dispatcher *d)
 {
         int n = d->n_jobs + d->n_owed;
 
+        n += d->n_orphans;
         for (int i = 0; i < d->n_workers; i++)
-                n += d->workers[i].job != NULL;
+                n += (d->workers[i].job != NULL) + (d->workers[i].queued != NULL);
         return n;
 }
 
@@ -1906,8 +2015,16 @@ static void shutdown_now(Dispatcher *d)
                         job_free(w->job);
                         w->job = NULL;
                 }
+                worker_orphan_queued(d, w);
                 if (w->state != W_STOPPED)
                         worker_kill(w, "shutting down");
+        }
+        while (d->orphans) {
+                Job *j = d->orphans;
+                d->orphans = j->next;
+                d->n_orphans--;
+                store_requeue(d->store, j->sj->id, d->owner, STAGE_RUN);
+                job_free(j);
         }
         if (d->owed)
                 owed_retry(d);
@@ -1949,6 +2066,14 @@ static void on_stop(uv_async_t *h)
                 d->jobs = j->next;
                 d->n_jobs--;
                 requeue(d, j->sj->id, STAGE_COMPILE, j->sj->task);
+                job_free(j);
+        }
+        /* ...and so are run-stage jobs that no worker holds. */
+        while (d->orphans) {
+                Job *j = d->orphans;
+                d->orphans = j->next;
+                d->n_orphans--;
+                requeue(d, j->sj->id, STAGE_RUN, j->sj->task);
                 job_free(j);
         }
         status_rebuild(d);

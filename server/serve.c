@@ -220,6 +220,7 @@ int cmd_serve(int argc, char **argv)
         dc.fault_grace_ms = cfg.fault_grace_ms > 0 ? (int)cfg.fault_grace_ms : -1;
         dc.gpu_workers_per_gpu = (int)cfg.gpu_workers_per_gpu;
         dc.no_fence = !cfg.fence;
+        dc.no_prefetch = !cfg.gpu_prefetch;
         r = dispatch_start(&dc, &api.dispatcher);
         if (r != 0) {
                 log_error("serve: cannot start the dispatcher: %s", r < 0 ? strerror(-r) : "see above");
