@@ -104,6 +104,9 @@ static const KeyDef keys[] = {
         INT("fault_grace_ms", fault_grace_ms, XSTR(LIMIT_FAULT_GRACE_MS_DEFAULT), 0, 60000,
             "after a launch limit passes, how long to wait for a fault the driver reports late "
             "before the kernel counts as hung (runtime_error, not timeout)"),
+        INT("compile_nice", compile_nice, "10", 0, 19,
+            "how much nicer than the server the compile worker processes run (at most 19), so that a burst of "
+            "compiles on every core does not starve the GPU workers and the dispatcher (0: the server's own)"),
         BOOL("gpu_prefetch", gpu_prefetch, "true",
              "send a busy GPU worker its next job, so that it starts it the moment it answers the one in "
              "flight (server/dispatch.c, run_send())"),

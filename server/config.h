@@ -59,6 +59,7 @@ typedef struct Config {
         int64_t launch_floor_ms;
         int64_t fault_grace_ms;
         int64_t gpu_workers_per_gpu;
+        int64_t compile_nice;
         double auth_cache_s;
 } Config;
 

@@ -57,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
@@ -1167,6 +1168,21 @@ static void worker_start(Worker *w)
                 uv_close((uv_handle_t *)&w->from_child, on_handle_closed);
                 return;
         }
+        /* Compiles are throughput work and may fill every core (one worker
+         * per core by default); the GPU workers' launches and this loop are
+         * on the GPUs' critical path. A higher nice value (a smaller CPU
+         * share under contention, none lost on an idle host) keeps a
+         * compile burst from starving them. Relative to the server's own
+         * nice value; set on the new process's only thread (its threads
+         * inherit it). */
+        if (w->spec->role == PROC_COMPILE && d->cfg.compile_nice > 0) {
+                int own, want;
+                errno = 0;
+                own = getpriority(PRIO_PROCESS, 0);
+                want = (errno ? 0 : own) + d->cfg.compile_nice;
+                if (setpriority(PRIO_PROCESS, (id_t)w->proc.pid, want > 19 ? 19 : want) < 0)
+                        log_warn("dispatch: cannot lower compile worker %d's priority: %s", w->index, strerror(errno));
+        }
         w->state = W_STARTING;
         w->sent_at_ms = now_ms(d);
         w->deadline_ms = w->sent_at_ms + (w->spec->role == PROC_GPU ? 60000 : 30000);
@@ -2083,6 +2099,7 @@ static void loop_main(void *arg)
 {
         Dispatcher *d = arg;
 
+        pthread_setname_np(pthread_self(), "dispatch"); /* top -H, /proc/PID/task/TID/comm */
         uv_run(&d->loop, UV_RUN_DEFAULT);
 }
 

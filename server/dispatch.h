@@ -37,6 +37,7 @@ typedef struct DispatchConfig {
         int launch_floor_ms;        /* 0: LIMIT_LAUNCH_FLOOR_MS_DEFAULT */
         int fault_grace_ms;         /* wait for a late fault after a launch limit (0: LIMIT_FAULT_GRACE_MS_DEFAULT; -1: none) */
         bool no_fence;              /* run the plain build in every phase (config fence = false) */
+        int compile_nice;           /* the compile workers run this much nicer than the server (0: as it) */
         bool no_prefetch;           /* send a GPU worker its next job only once it is idle (config gpu_prefetch = false) */
         int gpu_workers_per_gpu;    /* worker processes per GPU, one running at a time (0: default 3) */
         int compile_timeout_ms;     /* deadline of one compile (default LIMIT_COMPILE_WALL_MS) */

@@ -221,6 +221,7 @@ int cmd_serve(int argc, char **argv)
         dc.gpu_workers_per_gpu = (int)cfg.gpu_workers_per_gpu;
         dc.no_fence = !cfg.fence;
         dc.no_prefetch = !cfg.gpu_prefetch;
+        dc.compile_nice = (int)cfg.compile_nice;
         r = dispatch_start(&dc, &api.dispatcher);
         if (r != 0) {
                 log_error("serve: cannot start the dispatcher: %s", r < 0 ? strerror(-r) : "see above");

@@ -260,6 +260,58 @@ class Nvml:
         return round(statistics.mean(inside), 1) if inside else None
 
 
+class CpuSampler:
+    """Where the host's CPU went during the corpus run (Linux /proc): the host's busy share, the
+    server's threads by name (`dispatch` is the dispatcher's loop, `MHD-worker` the HTTP
+    threads) and the server's child processes by name (kevald-compile, kevald-gpu; a worker that
+    exited during the run is missing from the second snapshot and not counted)."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.tick = os.sysconf("SC_CLK_TCK")
+        self.a = self._snap()
+
+    @staticmethod
+    def _stat_fields(path):
+        with open(path) as fh:
+            s = fh.read()
+        comm = s[s.index("(") + 1:s.rindex(")")]
+        return comm, s[s.rindex(")") + 2:].split()
+
+    def _snap(self):
+        snap = {"threads": {}, "children": {}}
+        with open("/proc/stat") as fh:
+            cpu = [int(x) for x in fh.readline().split()[1:]]
+        snap["host"] = (sum(cpu), cpu[3] + cpu[4])  # total, idle + iowait
+        try:
+            for tid in os.listdir("/proc/%d/task" % self.pid):
+                comm, f = self._stat_fields("/proc/%d/task/%s/stat" % (self.pid, tid))
+                snap["threads"][tid] = (comm, int(f[11]) + int(f[12]))
+        except OSError:
+            pass
+        for p in os.listdir("/proc"):
+            if not p.isdigit():
+                continue
+            try:
+                comm, f = self._stat_fields("/proc/%s/stat" % p)
+            except (OSError, ValueError):
+                continue
+            if int(f[1]) == self.pid:
+                snap["children"][p] = (comm, int(f[11]) + int(f[12]))
+        return snap
+
+    def report(self):
+        b = self._snap()
+        dt, di = b["host"][0] - self.a["host"][0], b["host"][1] - self.a["host"][1]
+        out = {"host_busy_pct": round(100.0 * (dt - di) / dt, 1) if dt > 0 else None, "cores": os.cpu_count(),
+               "server_threads_s": {}, "children_s": {}}
+        for key, dst in (("threads", "server_threads_s"), ("children", "children_s")):
+            for k, (comm, t) in b[key].items():
+                t0 = self.a[key].get(k, (comm, 0))[1]
+                out[dst][comm] = round(out[dst].get(comm, 0) + (t - t0) / self.tick, 2)
+        return out
+
+
 def summarize_corpus(items, results, submit_t, done_t, t0, t_submitted, t1, mode):
     wall = t1 - t0
     verdicts = {}
@@ -450,6 +502,12 @@ def markdown(rep):
         lines.append("| plan time = sum(gpu_busy_ms) / (wall × GPUs): candidate and reference plan executions only "
                      "| %s%% |" % fmt(rep.get("gpu_busy_pct")))
         lines.append("| worker occupied = sum(wall_ms) / (wall × GPUs) | %s%% |" % fmt(rep.get("gpu_occupied_pct")))
+    cpu = rep.get("cpu")
+    if cpu:
+        lines.append("| CPU over the run: host busy (cores); server threads, s; child processes, s | %s%% (%s); %s; %s |" % (
+            fmt(cpu["host_busy_pct"]), cpu["cores"],
+            ", ".join("%s %.2f" % kv for kv in sorted(cpu["server_threads_s"].items(), key=lambda kv: -kv[1])),
+            ", ".join("%s %.2f" % kv for kv in sorted(cpu["children_s"].items(), key=lambda kv: -kv[1]))))
         lines.append("| dispatcher's GPU busy (workers[].busy_s) / (wall × GPUs); GPU worker restarts | %s%%; %s |" % (
             fmt(rep.get("dispatcher_busy_pct")), fmt(rep.get("gpu_worker_restarts"))))
         gt = rep.get("gpu_time_pct") or {}
@@ -565,8 +623,10 @@ def main():
         gpu_before = {g.get("index"): g for g in gpus if isinstance(g, dict)}
         print("submitting %d kernels in batches of %d ..." % (len(subs), args.batch), file=sys.stderr)
         nvml = Nvml()
+        cpu = CpuSampler(server.proc.pid) if server and os.path.isdir("/proc/%d" % server.proc.pid) else None
         results, submit_t, done_t, t0, t_sub, t1 = run_corpus(api, subs, items, args)
         nvml_util = nvml.mean(t0, t1)
+        cpu_use = cpu.report() if cpu else None
         if args.results:
             with open(args.results, "w") as fh:
                 for it, r in zip(items, results):
@@ -592,6 +652,7 @@ def main():
                "batch": args.batch, "tasks": len({it["task"] for it in items}), "corpus": c,
                "compile_workers": (ready.get("compile_workers") or {}).get("configured")}
         rep["nvml_util_pct"] = nvml_util
+        rep["cpu"] = cpu_use
         if ngpu and c["wall_s"] > 0:
             rep["evals_per_min_per_gpu"] = round(c["evals_per_min"] / ngpu, 1)
             rep["gpu_busy_pct"] = round(100.0 * c["gpu_busy_ms_sum"] / (c["wall_s"] * 1000.0 * ngpu), 1)

@@ -583,3 +583,27 @@ def test_queued_job_of_an_exiting_worker_runs_on_the_standby(tmp_path):
         assert_no_overlap(runs, "GPU 0")
     finally:
         assert fs.stop() == 0, fs.server.log_tail()
+
+
+def nice_of(pid):
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2:].split()[16])  # field 19 of proc(5): nice
+
+
+@pytest.mark.parametrize("nice", [None, 0, 7])
+def test_compile_workers_run_at_a_lower_priority(tmp_path, nice):
+    """Compile workers run niced (compile_nice, default 10), so that a burst of compiles on every
+    core does not starve the GPU workers and the dispatcher; the GPU workers keep the server's own
+    priority. 0 leaves the compile workers at the server's."""
+    fs = FakeGpuServer(tmp_path / "nice", gpus="0", per_gpu=1,
+                       args=[] if nice is None else ["--compile-nice", str(nice)]).start()
+    try:
+        own = nice_of(fs.server.proc.pid)
+        compile_pids = fs.server.worker_pids("kevald-compile")
+        gpu_pids = fs.server.worker_pids("python3")  # the fake kevald-gpu, run by /usr/bin/env python3
+        assert compile_pids and gpu_pids, (compile_pids, gpu_pids)
+        want = min(19, own + 10) if nice is None else (own + nice if nice else own)
+        assert [nice_of(p) for p in compile_pids] == [want] * len(compile_pids), (own, compile_pids)
+        assert [nice_of(p) for p in gpu_pids] == [own] * len(gpu_pids), (own, gpu_pids)
+    finally:
+        assert fs.stop() == 0, fs.server.log_tail()
