@@ -76,7 +76,7 @@
 #define MAX_WORKERS 128
 #define EXIT_GRACE_MS 10000            /* a GPU worker that said it exits, killed past this */
 #define COMPILE_BACKLOG_PER_WORKER 8   /* compile-stage jobs held in memory per worker */
-#define PUMP_BATCH 256                 /* claims per loop turn before yielding */
+#define PUMP_BATCH 32                  /* compile-stage claims per loop turn before yielding */
 #define WATCHDOG_GRACE_MS 5000
 #define REF_CACHE_SLOTS 64
 #define GRACE_SEEN_N 32                /* faults that surfaced within the grace, remembered */
@@ -1853,7 +1853,24 @@ static void pump(Dispatcher *d)
          * recorded either) until what is owed is written. */
         if (d->owed)
                 goto out;
-        /* Compile stage: claim while there is room; cache hits finish at once. */
+        /* Run stage first, so that a GPU's next job never waits behind
+         * compile-stage claims: one job per idle GPU worker; then, with
+         * prefetch, the next job of each busy one, so its worker starts it
+         * the moment it answers the one in flight, without waiting for this
+         * loop. At most one job per worker, so this takes no turns' limit. */
+        while ((w = idle_worker(d, PROC_GPU))) {
+                if (run_one(d, w) <= 0)
+                        break;
+        }
+        for (int i = 0; i < d->n_workers && !d->cfg.no_prefetch; i++) {
+                w = &d->workers[i];
+                if (w->spec->role == PROC_GPU && w->state == W_BUSY && w->job && !w->queued && !w->dying &&
+                    run_one(d, w) <= 0)
+                        break;
+        }
+        /* Compile stage: claim while there is room, PUMP_BATCH per loop turn
+         * (each claim is a store write: a long burst would hold up the GPU
+         * workers' RESULTs and the first compiles); cache hits finish at once. */
         while (d->n_compile > 0 && d->nvrtc[0] &&
                d->n_jobs < d->n_compile * COMPILE_BACKLOG_PER_WORKER && claimed < PUMP_BATCH) {
                 StoreJob *sj = NULL;
@@ -1874,24 +1891,6 @@ static void pump(Dispatcher *d)
                 job_begin_compile(d, j);
         }
         send_compiles(d);
-        /* Run stage: one job per idle GPU worker; then, with prefetch, the
-         * next job of each busy one, so its worker starts it the moment it
-         * answers the one in flight, without waiting for this loop. */
-        while ((w = idle_worker(d, PROC_GPU)) && claimed < PUMP_BATCH) {
-                int r = run_one(d, w);
-                if (r <= 0)
-                        break;
-                claimed++;
-        }
-        for (int i = 0; i < d->n_workers && !d->cfg.no_prefetch && claimed < PUMP_BATCH; i++) {
-                w = &d->workers[i];
-                if (w->spec->role == PROC_GPU && w->state == W_BUSY && w->job && !w->queued && !w->dying) {
-                        int r = run_one(d, w);
-                        if (r <= 0)
-                                break;
-                        claimed++;
-                }
-        }
 out:
         if (claimed >= PUMP_BATCH && !d->idle_active) {
                 d->idle_active = true;
