@@ -118,15 +118,22 @@ class Server:
         self.log.close()
 
 
-def wait_ready(api, need_gpu, timeout_s=120):
+def wait_ready(api, need_gpu, timeout_s=120, all_workers=True):
+    """Until /readyz is 200 and, with @need_gpu, every GPU has a ready worker; with @all_workers
+    every GPU worker (the standbys too): the measurement then starts on a started server,
+    not during the standbys' CUDA context creations, which the driver serializes across the host
+    and which take seconds at 4 GPUs (BENCHMARKS.md)."""
     deadline = time.time() + timeout_s
     last = None
     while time.time() < deadline:
         try:
             code, body = api.call("GET", "/readyz", timeout=10)
             last = body
+            gpus = [g for g in (body or {}).get("gpus") or [] if isinstance(g, dict)]
             n_avail = (body or {}).get("gpus_available", 0) or 0
-            if code == 200 and (not need_gpu or (n_avail > 0 and n_avail >= len((body or {}).get("gpus") or []))):
+            started = all(g.get("workers_ready") == g.get("workers") for g in gpus)
+            if code == 200 and (not need_gpu or (n_avail > 0 and n_avail >= len(gpus)
+                                                 and (started or not all_workers))):
                 return body
         except OSError as e:
             last = str(e)
@@ -571,6 +578,9 @@ def main():
     ap.add_argument("--md", help="write the markdown table here")
     ap.add_argument("--keep-log", help="with --kevald: copy the server's log here when done")
     ap.add_argument("--label", default="", help="free text stored in the report")
+    ap.add_argument("--no-wait-standbys", action="store_true",
+                    help="start as soon as every GPU has one ready worker (before session 12: the standby "
+                         "workers' start-up then overlaps the first seconds of the run)")
     args = ap.parse_args()
     if not 1 <= args.batch <= 16384:
         ap.error("--batch must be in 1..16384")
@@ -608,7 +618,7 @@ def main():
         else:
             base = args.server
         api = Api(base, args.token)
-        ready = wait_ready(api, need_gpu=(args.mode == "full"))
+        ready = wait_ready(api, need_gpu=(args.mode == "full"), all_workers=not args.no_wait_standbys)
         gpus = ready.get("gpus") or []
         ngpu = max(len(gpus), ready.get("gpus_available", 0) or 0)
         device = ", ".join(sorted({(g.get("name") or "?") if isinstance(g, dict) else str(g) for g in gpus})) or "no GPU (compile-only)"
@@ -650,7 +660,8 @@ def main():
         rep = {"label": args.label, "device": device, "gpus": ngpu, "mode": args.mode, "shapes": args.shapes,
                "timing": args.timing or items[0]["submission"].get("timing") if items else None,
                "batch": args.batch, "tasks": len({it["task"] for it in items}), "corpus": c,
-               "compile_workers": (ready.get("compile_workers") or {}).get("configured")}
+               "compile_workers": (ready.get("compile_workers") or {}).get("configured"),
+               "waited_for_standbys": not args.no_wait_standbys}
         rep["nvml_util_pct"] = nvml_util
         rep["cpu"] = cpu_use
         if ngpu and c["wall_s"] > 0:
