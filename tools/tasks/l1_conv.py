@@ -1,10 +1,13 @@
-"""Level 1 convolutions (KernelBench 50, 54-87): direct-convolution references.
+"""Level 1 convolutions (KernelBench 50, 54-87).
 
-One generic N-d kernel (1, 2 or 3 spatial axes) for standard and for transposed
-convolution with groups, per-axis stride, padding, dilation (and output padding
-for transposed): one thread per output element, fp32 fused multiply-adds.
+Standard and transposed convolutions (groups, per-axis stride, padding, dilation and
+output padding) run as im2col / col2im + cuBLAS SGEMM (tools/tasks/conv_gemm.py), the
+way cuDNN runs fp32 convolutions. The depthwise ones (G = CI = CO) keep one generic N-d
+direct kernel (1, 2 or 3 spatial axes): one thread per output element, fp32 fused
+multiply-adds; l1_86's depthwise stage uses it too.
 """
 from taskgen import make_task, buf, normal, uniform, launch, gemm, i32, u64, scratch, problem
+import conv_gemm
 
 AXES = {1: ["L"], 2: ["H", "W"], 3: ["D", "H", "W"]}
 AXNAME = {"L": "length", "D": "depth", "H": "height", "W": "width"}
@@ -86,6 +89,17 @@ def gen_source(num, nd, transposed, what, kernel):
     return (SRC_HEAD.format(problem=problem(num)["problem"], what=what, kernel=kernel) +
             STD_BODY.format(kernel=kernel, sig=sig, decode="\n".join(decode), in_size=in_size,
                             wbase=wbase, loops="\n".join(loops)))
+
+
+DIRECT_NOTE = ("direct convolution, one thread per output (PyTorch eager calls cuDNN; "
+               "KernelBench's published times used cuDNN with TF32 allowed, PyTorch's "
+               "default for convolutions)")
+DEPTHWISE_WHY = ("; kept direct: a depthwise convolution is one KxK filter per channel, a GEMM "
+                 "with M = 1 per (image, channel) that cuBLAS cannot run faster than a direct "
+                 "kernel, which reads the input about once (cuDNN runs a direct kernel too)")
+GEMM_HEAD = r'''
+// Reference for KernelBench level 1 problem {problem}: {what}
+'''
 
 
 def out_expr(a, transposed):
@@ -217,18 +231,32 @@ def conv_task(num, nd, transposed, title, default, small, tiny, bias=False, note
         flops = "2 * N * CO * (CI / G) * %s * %s" % (" * ".join("(%s)" % o for o in outs), prod_k)
     nin = " * ".join(["N", "CI"] + ax)
     nw = " * ".join("(%s)" % s for s in wshape)
-    src = gen_source(num, nd, transposed, what, kernel)
+    dflt = {k: v for k, v in shapes[0].items() if k != "name"}
+    depthwise = dflt["G"] > 1 and dflt["G"] == dflt["CI"] == dflt["CO"]
+    choice, why = (None, "depthwise") if depthwise else conv_gemm.choose(
+        conv_gemm.Conv(nd, transposed, "N", "CI", "CO", "G", ax, outs, ["K" + a for a in ax],
+                       ["S" + a for a in ax], ["PAD" + a for a in ax], ["DIL" + a for a in ax]),
+        dflt)
+    if choice is None:
+        src = gen_source(num, nd, transposed, what, kernel)
+        plan = [launch(kernel, ["min(ceil_div(%s, 256), 1048576)" % total], [256], args)]
+        scr = []
+        ref_note = DIRECT_NOTE + (DEPTHWISE_WHY if depthwise else "; " + why)
+    else:
+        conv = conv_gemm.Conv(nd, transposed, "N", "CI", "CO", "G", ax, outs, ["K" + a for a in ax],
+                              ["S" + a for a in ax], ["PAD" + a for a in ax],
+                              ["DIL" + a for a in ax])
+        plan, scr = conv_gemm.plan(conv, choice[0], choice[1], bias="bias" if bias else None)
+        src = GEMM_HEAD.format(problem=problem(num)["problem"], what=what) + conv_gemm.source()
+        ref_note = conv_gemm.note(choice[0], choice[1])
     return make_task(
-        num, "conv", title, desc.strip(), params, shapes, bufs, src,
-        [launch(kernel, ["min(ceil_div(%s, 256), 1048576)" % total], [256], args)],
+        num, "conv", title, desc.strip(), params, shapes, bufs, src, plan, scratch_bufs=scr,
         tolerance={"atol": 2e-4, "rtol": 1e-3},
         tolerance_note=("Outputs are O(0.5) (fan_in-scaled weights). Correct fp32 convolutions "
                         "in any order or algorithm (implicit GEMM, fp32 Winograd) agree to ~1e-5; "
                         "TF32 tensor-core math errs by ~3e-4 and fails."),
         flops=flops, bytes_="4 * (%s + %s + %s)" % (nin, nw, total), trials=trials,
-        reference_note=("direct convolution, one thread per output (PyTorch eager calls cuDNN; "
-                        "KernelBench's published times used cuDNN with TF32 allowed, PyTorch's "
-                        "default for convolutions)"), example=example)
+        reference_note=ref_note, example=example)
 
 
 def sq(nd, size, k, s=1, p=0, d=1, op=None):
