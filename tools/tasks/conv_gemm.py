@@ -273,7 +273,7 @@ class Conv:
         self.cog = "((%s) / (%s))" % (CO, G)
 
 
-def _scratch_need(c, form, nb, slices, params):
+def _scratch_need(c, form, nb, slices, params, ytmp=False):
     """Scratch bytes of one slice of nb images at params."""
     e = lambda x: ev(x, params)  # noqa: E731
     N = nb
@@ -285,7 +285,7 @@ def _scratch_need(c, form, nb, slices, params):
     else:
         words = N * e(c.CO) * e(c.cig) * e(c.KK)            # wrep
         words += N * e(c.CI) * e(c.KK) * e(c.OP)            # col
-        if slices > 1:
+        if slices > 1 or ytmp:
             words += N * e(c.CO) * e(c.OP)                  # ytmp
     return 4 * words
 
@@ -304,8 +304,9 @@ def _cost(c, form, slices, params):
     return fl / GEMM_FLOPS + by / MEM_BYTES
 
 
-def choose(c, default):
-    """(form, slices) for the default shape set `default` (a params dict), or None with why."""
+def choose(c, default, ytmp=False):
+    """((form, slices), None) for the default shape set `default` (a params dict), or
+    (None, why). ytmp: the plan's GEMM always writes a scratch slice (a plan() consumer)."""
     forms = ["im2col"] if not c.tr else ["gather", "col2im"]
     best = None
     why = []
@@ -322,7 +323,7 @@ def choose(c, default):
             nb = -(-n // slices)
             if -(-n // nb) != slices:
                 continue
-            if _scratch_need(c, form, nb, slices, default) <= SCRATCH_BUDGET:
+            if _scratch_need(c, form, nb, slices, default, ytmp) <= SCRATCH_BUDGET:
                 # prefer a slicing with no wasted image when one is within a factor 2
                 fit = slices
                 for s2 in range(slices, min(2 * slices, n) + 1):
@@ -342,11 +343,15 @@ def choose(c, default):
     return (best[0], best[1]), None
 
 
-def plan(c, form, slices, x="x", w="w", y="y", bias=None, ep=None, epilogue=False):
+def plan(c, form, slices, x="x", w="w", y="y", bias=None, ep=None, epilogue=False,
+         consumer=None):
     """(plan steps, scratch list) for Conv c in `form` with `slices` slices.
 
     bias: name of a [CO] bias buffer or None; ep: the epilogue operand's buffer name (or
     None); epilogue: True when the task's conv_epilogue() is not the identity.
+    consumer (im2col form only): a function (n0, nb) of two expressions returning the
+    launch steps that read a slice's GEMM output from scratch "ytmp" ([nb][CO][P], no
+    bias added; images n0 + j >= N are garbage) in place of conv_store into y.
     """
     nb = c.N if slices == 1 else "ceil_div(%s, %d)" % (c.N, slices)
     steps = []
@@ -390,7 +395,7 @@ def plan(c, form, slices, x="x", w="w", y="y", bias=None, ep=None, epilogue=Fals
     col_count = "(%s) * (%s) * %s * %s" % (nb, c.CI, c.KK, c.OP)
     scr.append(scratch("wrep", "f32", wtotal))
     scr.append(scratch("col", "f32", col_count))
-    if slices > 1:
+    if slices > 1 or consumer:
         scr.append(scratch("ytmp", "f32", "(%s) * (%s) * %s" % (nb, c.CO, c.OP)))
     if form == "gather":
         steps.append(launch("conv_flip_weights", ["min(ceil_div(%s, 256), 65536)" % wtotal], [256],
@@ -407,9 +412,11 @@ def plan(c, form, slices, x="x", w="w", y="y", bias=None, ep=None, epilogue=Fals
                             [256],
                             [x, "col", i32(c.N), i32(n0), i32(c.CI)] + dims +
                             [i32("1" if form == "gather" else "0"), u64(rows), i32(spans)]))
-        dst = y if slices == 1 else "ytmp"
+        dst = y if slices == 1 and not consumer else "ytmp"
         steps.append(gemm("wrep", "col", dst, c.cog, c.OP, kc, batch="(%s) * (%s)" % (nb, c.G)))
-        if store:
+        if consumer:
+            steps.extend(consumer(n0, nb))
+        elif store:
             steps.append(launch("conv_store", ["min(ceil_div(%s, 256), 4096)" % c.OP,
                                                "min((%s) * (%s), 65535)" % (nb, c.CO)], [256],
                                 [dst, bias_arg, ep_arg, y, i32(c.N), i32(n0), i32(nb), i32(c.CO),
@@ -417,8 +424,12 @@ def plan(c, form, slices, x="x", w="w", y="y", bias=None, ep=None, epilogue=Fals
     return steps, scr
 
 
+CUDNN = ("PyTorch eager calls cuDNN (implicit or explicit GEMM, FFT or Winograd algorithms; "
+         "TF32 off here)")
+
+
 def note(form, slices):
-    """The reference_note sentence for a plan."""
+    """What a plan does, for a task's reference_note (the caller adds what PyTorch does)."""
     what = {"im2col": "im2col into scratch, then the convolution as a strided-batched cuBLAS "
                       "SGEMM per (image, group) (TF32 off)",
             "gather": "the transposed convolution in its gather form (stride 1): im2col of the "
@@ -430,5 +441,4 @@ def note(form, slices):
     if slices > 1:
         what += ", in %d slices of the batch (the whole batch's column buffer would pass the " \
                 "4 GiB scratch limit)" % slices
-    return what + "; PyTorch eager calls cuDNN (implicit or explicit GEMM, FFT or Winograd " \
-                  "algorithms, TF32 off)"
+    return what

@@ -248,7 +248,7 @@ def conv_task(num, nd, transposed, title, default, small, tiny, bias=False, note
                               ["DIL" + a for a in ax])
         plan, scr = conv_gemm.plan(conv, choice[0], choice[1], bias="bias" if bias else None)
         src = GEMM_HEAD.format(problem=problem(num)["problem"], what=what) + conv_gemm.source()
-        ref_note = conv_gemm.note(choice[0], choice[1])
+        ref_note = conv_gemm.note(choice[0], choice[1]) + "; " + conv_gemm.CUDNN
     return make_task(
         num, "conv", title, desc.strip(), params, shapes, bufs, src, plan, scratch_bufs=scr,
         tolerance={"atol": 2e-4, "rtol": 1e-3},

@@ -1,38 +1,207 @@
 // Reference for KernelBench level 2 problem 57_Conv2d_ReLU_HardSwish.
-// conv_ref: direct 2D convolution (stride 1, no padding, bias), one thread per
-// output element (grid-stride, 64-bit indices), fp32 fused multiply-adds over
-// input channels and kernel taps in a fixed order, then the epilogue:
-// v = relu(v), then hardswish(v) = v * min(max(v + 3, 0), 6) / 6.
-// Not cuDNN: PyTorch eager calls cuDNN for the convolution (implicit GEMM,
-// Winograd or FFT) and runs one kernel per following op.
+// The convolution (stride 1, no padding) as im2col + a strided-batched cuBLAS SGEMM per
+// image (TF32 off), then: the bias and v = relu(v), then hardswish(v) = v * min(max(v + 3, 0), 6) / 6.
+// PyTorch eager calls cuDNN for the convolution and runs one kernel per following op.
 
 __device__ static inline float hardswish_f(float v) { return v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f; }
 
-extern "C" __global__ void conv_ref(const float* __restrict__ x, const float* __restrict__ w,
-        const float* __restrict__ cb, float* __restrict__ y, int CI, int CO, int H,
-        int W, int K, int OH, int OW, unsigned long long total)
+// Convolution as im2col + cuBLAS SGEMM (tools/tasks/conv_gemm.py). Every kernel takes
+// three spatial axes (D, H, W); a 1-D or 2-D convolution passes size-1 leading axes
+// with kernel 1, stride 1, padding 0, dilation 1. Rows of CONV_SPAN output elements
+// are handled by one warp each (the lanes stride along the row), so the index
+// decoding is paid once per row segment, not per element. 64-bit offsets throughout.
+#define CONV_SPAN 1024
+
+// The epilogue of a task: v is the convolution's value (bias included) at output
+// channel co; ep is the task's extra epilogue operand (unused by most).
+static __device__ inline float conv_epilogue(float v, int co, const float* __restrict__ ep)
 {
-        unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-        for (unsigned long long o = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-             o < total; o += stride) {
-                unsigned long long r = o;
-                int ow = (int)(r % OW);
-                r /= OW;
+        (void)co;
+        (void)ep;
+        v = fmaxf(v, 0.0f);
+        v = hardswish_f(v);
+        return v;
+}
+
+// col[j][ci][kd][kh][kw][od][oh][ow] for images n0 + j, j in [0, rows / (C*KD*KH*KW*OD*OH)):
+// the B operand of the GEMM of image n0 + j (rows ci*KK + k, columns the output
+// positions). Standard (tr = 0): x[n, ci, o*S - PAD + k*DIL]; transposed gather form
+// (tr = 1): x[n, ci, (o + PAD - k*DIL) / S] where that divides exactly; zero where the
+// tap falls outside the input and for images n >= N.
+extern "C" __global__ void conv_im2col(const float* __restrict__ x, float* __restrict__ col,
+        int N, int n0, int C, int ID, int IH, int IW, int OD, int OH, int OW, int KD, int KH,
+        int KW, int SD, int SH, int SW, int PD, int PH, int PW, int DD, int DH, int DW, int tr,
+        unsigned long long rows, int spans)
+{
+        unsigned long long nw = ((unsigned long long)gridDim.x * blockDim.x) >> 5;
+        int lane = threadIdx.x & 31;
+        for (unsigned long long q = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+             q < rows * spans; q += nw) {
+                unsigned long long row = q / spans, r = row;
+                int w0 = (int)(q % spans) * CONV_SPAN;
                 int oh = (int)(r % OH);
                 r /= OH;
-                int co = (int)(r % CO);
-                unsigned long long n = r / CO;
-                float acc = cb[co];
-                for (int c = 0; c < CI; c++) {
-                        const float* xp = x + ((n * CI + c) * H + oh) * (unsigned long long)W + ow;
-                        const float* wp = w + ((unsigned long long)co * CI + c) * K * K;
-                        for (int kh = 0; kh < K; kh++)
-                                for (int kw = 0; kw < K; kw++)
-                                        acc = fmaf(xp[(unsigned long long)kh * W + kw], wp[kh * K + kw], acc);
+                int od = (int)(r % OD);
+                r /= OD;
+                int kw = (int)(r % KW);
+                r /= KW;
+                int kh = (int)(r % KH);
+                r /= KH;
+                int kd = (int)(r % KD);
+                r /= KD;
+                int ci = (int)(r % C);
+                long long n = n0 + (long long)(r / C);
+                int id, ih;
+                bool ok = n < N;
+                if (!tr) {
+                        id = od * SD - PD + kd * DD;
+                        ih = oh * SH - PH + kh * DH;
+                } else {
+                        int td = od + PD - kd * DD, th = oh + PH - kh * DH;
+                        ok = ok && td >= 0 && th >= 0 && td % SD == 0 && th % SH == 0;
+                        id = td / SD;
+                        ih = th / SH;
                 }
-                float v = acc;
-                v = fmaxf(v, 0.0f);
-                v = hardswish_f(v);
-                y[o] = v;
+                ok = ok && id >= 0 && id < ID && ih >= 0 && ih < IH;
+                const float* xr = x;
+                if (ok)
+                        xr = x + (((unsigned long long)n * C + ci) * ID + id) * IH * (unsigned long long)IW +
+                             (unsigned long long)ih * IW;
+                float* cr = col + row * OW;
+                int wend = OW - w0 < CONV_SPAN ? OW : w0 + CONV_SPAN;
+                for (int ow = w0 + lane; ow < wend; ow += 32) {
+                        float v = 0.0f;
+                        if (ok) {
+                                int iw;
+                                bool okw;
+                                if (!tr) {
+                                        iw = ow * SW - PW + kw * DW;
+                                        okw = iw >= 0;
+                                } else {
+                                        int tw = ow + PW - kw * DW;
+                                        okw = tw >= 0 && tw % SW == 0;
+                                        iw = tw / SW;
+                                }
+                                if (okw && iw < IW)
+                                        v = xr[iw];
+                        }
+                        cr[ow] = v;
+                }
+        }
+}
+
+// wrep[i] = w[i % per]: the weights once per (image, group) of a slice, the packed A
+// operands of one strided-batched GEMM.
+extern "C" __global__ void conv_rep_weights(const float* __restrict__ w, float* __restrict__ wrep,
+        unsigned long long per, unsigned long long total)
+{
+        unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+             i += stride)
+                wrep[i] = w[i % per];
+}
+
+// Transposed weights [CI][CO/G][KK] to the gather form's A operands, once per (image,
+// group): wrep[j][g][co'][c][k] = w[g*cig + c][co'][k].
+extern "C" __global__ void conv_flip_weights(const float* __restrict__ w, float* __restrict__ wrep,
+        int G, int cig, int cog, int KK, unsigned long long total)
+{
+        unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+             i += stride) {
+                unsigned long long r = i;
+                int k = (int)(r % KK);
+                r /= KK;
+                int c = (int)(r % cig);
+                r /= cig;
+                int co = (int)(r % cog);
+                r /= cog;
+                int g = (int)(r % G);
+                wrep[i] = w[(((unsigned long long)g * cig + c) * cog + co) * KK + k];
+        }
+}
+
+// xs[j] = x[n0 + j] for the images of a slice (zero past N): the B operand of the
+// col2im form's GEMM when the batch runs in several slices.
+extern "C" __global__ void conv_slice(const float* __restrict__ x, float* __restrict__ xs,
+        unsigned long long per, int N, int n0, unsigned long long total)
+{
+        unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+             i += stride)
+                xs[i] = (long long)n0 + (long long)(i / per) < N ? x[(unsigned long long)n0 * per + i] : 0.0f;
+}
+
+// y[n0 + j, co, :] = conv_epilogue(src[j, co, :] + bias[co]) for the images of a slice
+// below N (src may be y itself: each element is read and written by one thread).
+extern "C" __global__ void conv_store(const float* src, const float* __restrict__ bias,
+        const float* __restrict__ ep, float* y, int N, int n0, int nb, int CO,
+        unsigned long long P, int has_bias)
+{
+        for (unsigned long long row = blockIdx.y; row < (unsigned long long)nb * CO; row += gridDim.y) {
+                int co = (int)(row % CO);
+                long long n = n0 + (long long)(row / CO);
+                if (n >= N)
+                        continue;
+                float b = has_bias ? bias[co] : 0.0f;
+                const float* s = src + row * P;
+                float* d = y + ((unsigned long long)n * CO + co) * P;
+                for (unsigned long long p = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; p < P;
+                     p += (unsigned long long)gridDim.x * blockDim.x)
+                        d[p] = conv_epilogue(s[p] + b, co, ep);
+        }
+}
+
+// y[n0 + j, co, o] = conv_epilogue(bias[co] + sum over taps k of col[j][co][k][i]) where
+// i = (o + PAD - k*DIL) / S divides exactly and lies in the input: the transposed
+// convolution's col2im as a gather, taps in a fixed order (deterministic, no atomics).
+extern "C" __global__ void conv_col2im(const float* __restrict__ col, const float* __restrict__ bias,
+        const float* __restrict__ ep, float* __restrict__ y, int N, int n0, int CO, int ID, int IH,
+        int IW, int OD, int OH, int OW, int KD, int KH, int KW, int SD, int SH, int SW, int PD,
+        int PH, int PW, int DD, int DH, int DW, int has_bias, unsigned long long rows, int spans)
+{
+        unsigned long long nw = ((unsigned long long)gridDim.x * blockDim.x) >> 5;
+        unsigned long long ip = (unsigned long long)ID * IH * IW;
+        int lane = threadIdx.x & 31;
+        for (unsigned long long q = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+             q < rows * spans; q += nw) {
+                unsigned long long row = q / spans, r = row;
+                int w0 = (int)(q % spans) * CONV_SPAN;
+                int oh = (int)(r % OH);
+                r /= OH;
+                int od = (int)(r % OD);
+                r /= OD;
+                int co = (int)(r % CO);
+                unsigned long long j = r / CO;
+                long long n = n0 + (long long)j;
+                if (n >= N)
+                        continue;
+                const float* cj = col + (j * CO + co) * (unsigned long long)KD * KH * KW * ip;
+                float* yr = y + (((unsigned long long)n * CO + co) * OD + od) * OH * (unsigned long long)OW +
+                            (unsigned long long)oh * OW;
+                float b = has_bias ? bias[co] : 0.0f;
+                int wend = OW - w0 < CONV_SPAN ? OW : w0 + CONV_SPAN;
+                for (int ow = w0 + lane; ow < wend; ow += 32) {
+                        float acc = b;
+                        for (int kd = 0; kd < KD; kd++) {
+                                int td = od + PD - kd * DD;
+                                if (td < 0 || td % SD != 0 || td / SD >= ID)
+                                        continue;
+                                for (int kh = 0; kh < KH; kh++) {
+                                        int th = oh + PH - kh * DH;
+                                        if (th < 0 || th % SH != 0 || th / SH >= IH)
+                                                continue;
+                                        const float* ck = cj + ((unsigned long long)kd * KH + kh) * KW * ip +
+                                                          ((unsigned long long)(td / SD) * IH + th / SH) * IW;
+                                        for (int kw = 0; kw < KW; kw++) {
+                                                int tw = ow + PW - kw * DW;
+                                                if (tw < 0 || tw % SW != 0 || tw / SW >= IW)
+                                                        continue;
+                                                acc += ck[(unsigned long long)kw * ip + tw / SW];
+                                        }
+                                }
+                        }
+                        yr[ow] = conv_epilogue(acc, co, ep);
+                }
         }
 }
