@@ -9,15 +9,16 @@ used by l1_conv.py and l2_conv.py:
   number of output positions and KK the number of kernel taps.  `conv_im2col` gathers
   col (zero for padding taps); `conv_rep_weights` replicates W once per (image, group) so
   that one strided-batched GEMM (packed matrices, TF32 off) does the whole batch.
-* Transposed convolution, stride 1 on every axis ("gather"): the same GEMM over the
-  transposed convolution's gather form: col[n, g][c*KK + k][o] = x[n, g*cig + c,
-  o + PAD - k*DIL] (zero outside the input), with the weights re-laid out per group as
-  [CO/G][CI/G*KK] by `conv_flip_weights`.
-* Transposed convolution with a stride ("col2im"): the GEMM
+* Transposed convolution ("col2im", any stride): the GEMM
   col[n, g] (CO/G*KK x IP) = W[g]^T (CO/G*KK x CI/G) @ x[n, g] (CI/G x IP) (no im2col;
   IP input positions), then `conv_col2im` gathers: every output element sums, in a fixed
   order, the col entries of the taps that land on it (no atomics: deterministic).
-  Without the gather form's zero rows this does 1/prod(stride) of its work.
+* Transposed convolution, stride 1 on every axis ("gather", when choose() finds it
+  cheaper at the default size, or the only form that fits): the standard form's GEMM
+  over the transposed convolution's gather form, col[n, g][c*KK + k][o] =
+  x[n, g*cig + c, o + PAD - k*DIL] (zero outside the input), with the weights re-laid
+  per group as [CO/G][CI/G*KK] by `conv_flip_weights`. With a stride most of its column
+  entries would be zeros (prod(stride) times col2im's work), hence stride 1 only.
 
 Bias and a level-2 epilogue run in `conv_store` (after the GEMM, in place when the
 whole batch is one GEMM) or inside `conv_col2im`.  Where the column buffer of the whole
