@@ -20,13 +20,15 @@ used by l1_conv.py and l2_conv.py:
   per group as [CO/G][CI/G*KK] by `conv_flip_weights`. With a stride most of its column
   entries would be zeros (prod(stride) times col2im's work), hence stride 1 only.
 
-Bias and a level-2 epilogue run in `conv_store` (after the GEMM, in place when the
-whole batch is one GEMM) or inside `conv_col2im`.  Where the column buffer of the whole
-batch would not fit the scratch limit (LIMIT_SCRATCH_BYTES_MAX, 4 GiB for all scratch
-of a shape set) the plan runs S slices of ceil_div(N, S) images each, every slice its
-own im2col (or input copy), GEMM and store, with S fixed per task from the default
-shape set (a plan's step count is the same for every shape set; images past N in the
-last slice are computed on zeros and never stored).
+Bias and a level-2 epilogue run in `conv_store` (after the GEMM, in place on y) or
+inside `conv_col2im`.  Where the column buffer of the whole batch would not fit the
+scratch limit (LIMIT_SCRATCH_BYTES_MAX, 4 GiB for all scratch of a shape set) the plan
+runs S slices of ceil_div(N, S) images each, every slice its own im2col (or input copy),
+GEMM and store, with S fixed per task from the default shape set (a plan's step count is
+the same for every shape set; images past N in the last slice are computed on zeros and
+never stored).  A gemm step has no element offsets, so only the first slice's GEMM can
+write y (or read x) itself; a later slice's GEMM writes scratch that conv_store copies
+into y (standard and gather forms) or reads a copy of its images of x (col2im).
 """
 from check_tasks import ev
 from taskgen import launch, gemm, i32, u64, scratch
@@ -467,7 +469,7 @@ def plan(c, form, slices, x="x", w="w", y="y", bias=None, ep=None, epilogue=Fals
     rows = "(%s) * (%s) * %s * (%s) * (%s)" % (nb, c.CI, c.KK, c.O[0], c.O[1])
     spans = "ceil_div(%s, %d)" % (c.O[2], SPAN)
     rb = "max(1, %d / (%s))" % (SPAN, c.O[2])
-    store = slices > 1 or bias is not None or epilogue
+    post = bias is not None or epilogue        # conv_store needed even on y itself
     for s in range(slices):
         n0 = "%d * (%s)" % (s, nb) if s else "0"
         steps.append(launch("conv_im2col", ["min(ceil_div(ceil_div(%s, %s) * %s, 8), 262144)"
@@ -475,11 +477,12 @@ def plan(c, form, slices, x="x", w="w", y="y", bias=None, ep=None, epilogue=Fals
                             [256],
                             [x, "col", i32(c.N), i32(n0), i32(c.CI)] + dims +
                             [i32("1" if form == "gather" else "0"), u64(rows), i32(spans), i32(rb)]))
-        dst = y if slices == 1 and not consumer else "ytmp"
+        # slice 0 starts at image 0 of y: its GEMM writes y itself (nb <= N images)
+        dst = y if s == 0 and not consumer else "ytmp"
         steps.append(gemm("wrep", "col", dst, c.cog, c.OP, kc, batch="(%s) * (%s)" % (nb, c.G)))
         if consumer:
             steps.extend(consumer(n0, nb))
-        elif store:
+        elif s > 0 or post:
             steps.append(launch("conv_store", ["min(ceil_div(%s, 256), 4096)" % c.OP,
                                                "min((%s) * (%s), 65535)" % (nb, c.CO)], [256],
                                 [dst, bias_arg, ep_arg, y, i32(c.N), i32(n0), i32(nb), i32(c.CO),
