@@ -171,8 +171,8 @@ DIRECT_NOTE = ("direct convolution, one thread per output (PyTorch eager calls c
 DEPTHWISE_NOTE = ("a direct depthwise kernel: each block stages a 32x32 output tile's input "
                   "(with halo) in shared memory, one pass over the input and the output (a "
                   "depthwise convolution is one KxK filter per channel, a GEMM with M = 1 per "
-                  "(image, channel), which cuBLAS cannot run faster); PyTorch eager calls cuDNN, "
-                  "which runs a direct depthwise kernel too")
+                  "(image, channel), which cuBLAS cannot run faster); PyTorch eager runs a "
+                  "direct depthwise kernel as well (cuDNN's or its own)")
 GEMM_HEAD = r'''
 // Reference for KernelBench level 1 problem {problem}: {what}
 '''
@@ -310,12 +310,12 @@ def conv_task(num, nd, transposed, title, default, small, tiny, bias=False, note
     nw = " * ".join("(%s)" % s for s in wshape)
     dflt = {k: v for k, v in shapes[0].items() if k != "name"}
     depthwise = dflt["G"] > 1 and dflt["G"] == dflt["CI"] == dflt["CO"]
-    choice, why = (None, "depthwise") if depthwise else conv_gemm.choose(
-        conv_gemm.Conv(nd, transposed, "N", "CI", "CO", "G", ax, outs, ["K" + a for a in ax],
-                       ["S" + a for a in ax], ["PAD" + a for a in ax], ["DIL" + a for a in ax]),
-        dflt)
+    conv = conv_gemm.Conv(nd, transposed, "N", "CI", "CO", "G", ax, outs, ["K" + a for a in ax],
+                          ["S" + a for a in ax], ["PAD" + a for a in ax], ["DIL" + a for a in ax])
+    choice, why = (None, "depthwise") if depthwise else conv_gemm.choose(conv, dflt)
     if depthwise and nd == 2 and not transposed:
-        src = GEMM_HEAD.format(problem=problem(num)["problem"], what=what) + DW_SRC.replace("@@DW_SMEM@@", str(DW_SMEM))
+        src = (GEMM_HEAD.format(problem=problem(num)["problem"], what=what) +
+               DW_SRC.replace("@@DW_SMEM@@", str(DW_SMEM)))
         plan = [dw_launch("x", "w", "bias" if bias else "w", "y", "N", "CO", "G", ax, outs,
                           ["K" + a for a in ax], ["S" + a for a in ax], ["PAD" + a for a in ax],
                           ["DIL" + a for a in ax], "1" if bias else "0", shapes)]
@@ -327,9 +327,6 @@ def conv_task(num, nd, transposed, title, default, small, tiny, bias=False, note
         scr = []
         ref_note = DIRECT_NOTE + "; " + why
     else:
-        conv = conv_gemm.Conv(nd, transposed, "N", "CI", "CO", "G", ax, outs, ["K" + a for a in ax],
-                              ["S" + a for a in ax], ["PAD" + a for a in ax],
-                              ["DIL" + a for a in ax])
         plan, scr = conv_gemm.plan(conv, choice[0], choice[1], bias="bias" if bias else None)
         src = GEMM_HEAD.format(problem=problem(num)["problem"], what=what) + conv_gemm.source()
         ref_note = conv_gemm.note(choice[0], choice[1]) + "; " + conv_gemm.CUDNN + slower
