@@ -1,10 +1,15 @@
-"""Level 1 convolutions (KernelBench 50, 54-87): direct-convolution references.
+"""Level 1 convolutions (KernelBench 50, 54-87).
 
-One generic N-d kernel (1, 2 or 3 spatial axes) for standard and for transposed
-convolution with groups, per-axis stride, padding, dilation (and output padding
-for transposed): one thread per output element, fp32 fused multiply-adds.
+Standard and transposed convolutions (groups, per-axis stride, padding, dilation and
+output padding) run as im2col / col2im + cuBLAS SGEMM (tools/tasks/conv_gemm.py), the
+way cuDNN runs fp32 convolutions. The depthwise ones (G = CI, l1_82-l1_85, and l1_86's
+depthwise stage) run dwconv2d_ref, a direct kernel on shared-memory input tiles; the
+generic N-d direct kernel (gen_source: one thread per output element, fp32 fused
+multiply-adds) remains the fallback for a convolution whose column buffer cannot fit.
 """
 from taskgen import make_task, buf, normal, uniform, launch, gemm, i32, u64, scratch, problem
+import conv_gemm
+from check_tasks import ev
 
 AXES = {1: ["L"], 2: ["H", "W"], 3: ["D", "H", "W"]}
 AXNAME = {"L": "length", "D": "depth", "H": "height", "W": "width"}
@@ -88,6 +93,91 @@ def gen_source(num, nd, transposed, what, kernel):
                             wbase=wbase, loops="\n".join(loops)))
 
 
+DW_TILE = 32     # output tile side of dwconv2d_ref (a 32 x 8 block, 4 rows per thread)
+DW_SMEM = 8192   # floats of its static shared input tile (32 KiB)
+DW_SRC = r'''
+// dwconv2d_ref: a depthwise 2D convolution (CI = G: one input channel per group, CO/G
+// filters on it) with per-axis stride, padding and dilation. A block of 32 x 8 threads
+// computes a 32 x 32 tile of one output plane (four rows per thread): it stages the
+// input rows and columns the tile reads (halo and zero padding included) in shared
+// memory, then each output sums its KH*KW taps in a fixed order (fp32 fused
+// multiply-adds, bias first). Planes beyond grid z loop. The staged input fits
+// DW_SMEM floats for every shape set (the generator checks).
+#define DW_TILE 32
+#define DW_SMEM @@DW_SMEM@@
+extern "C" __global__ void __launch_bounds__(256) dwconv2d_ref(const float* __restrict__ x,
+        const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y, int N,
+        int CO, int G, int IH, int IW, int OH, int OW, int KH, int KW, int SH, int SW, int PH,
+        int PW, int DH, int DW, int has_bias)
+{
+        __shared__ float tile[DW_SMEM];
+        int th = (DW_TILE - 1) * SH + (KH - 1) * DH + 1;
+        int tw = (DW_TILE - 1) * SW + (KW - 1) * DW + 1;
+        int ox0 = blockIdx.x * DW_TILE, oy0 = blockIdx.y * DW_TILE;
+        int ix0 = ox0 * SW - PW, iy0 = oy0 * SH - PH;
+        int cog = CO / G;
+        for (unsigned long long plane = blockIdx.z; plane < (unsigned long long)N * CO; plane += gridDim.z) {
+                int co = (int)(plane % CO);
+                unsigned long long n = plane / CO;
+                const float* xp = x + (n * G + co / cog) * (unsigned long long)IH * IW;
+                __syncthreads();        /* the previous plane's taps are read */
+                for (int r = threadIdx.y; r < th; r += blockDim.y) {
+                        int iy = iy0 + r;
+                        for (int q = threadIdx.x; q < tw; q += blockDim.x) {
+                                int ix = ix0 + q;
+                                tile[r * tw + q] = iy >= 0 && iy < IH && ix >= 0 && ix < IW ?
+                                                   xp[(unsigned long long)iy * IW + ix] : 0.0f;
+                        }
+                }
+                __syncthreads();
+                const float* wp = w + (unsigned long long)co * KH * KW;
+                float b = has_bias ? bias[co] : 0.0f;
+                int ox = ox0 + threadIdx.x;
+                float* yp = y + plane * OH * (unsigned long long)OW;
+                for (int t = threadIdx.y; t < DW_TILE; t += blockDim.y) {
+                        int oy = oy0 + t;
+                        if (oy >= OH || ox >= OW)
+                                continue;
+                        const float* tp = tile + t * SH * tw + threadIdx.x * SW;
+                        float acc = b;
+                        for (int kh = 0; kh < KH; kh++)
+                                for (int kw = 0; kw < KW; kw++)
+                                        acc = fmaf(tp[kh * DH * tw + kw * DW], wp[kh * KW + kw], acc);
+                        yp[(unsigned long long)oy * OW + ox] = acc;
+                }
+        }
+}
+'''
+
+
+def dw_launch(x, w, bias, y, N, CO, G, I, O, K, S, P, D, has_bias, shapes):
+    """The dwconv2d_ref launch; I, O, K, S, P, D: (H, W) expression pairs; shapes: the task's
+    shape sets, each checked to stage at most DW_SMEM floats."""
+    floats = "((%d - 1) * (%s) + ((%s) - 1) * (%s) + 1) * ((%d - 1) * (%s) + ((%s) - 1) * (%s) + 1)" % (
+        DW_TILE, S[0], K[0], D[0], DW_TILE, S[1], K[1], D[1])
+    for sh_ in shapes:
+        n = ev(floats, {k: v for k, v in sh_.items() if k != "name"})
+        if n > DW_SMEM:
+            raise ValueError("dwconv2d_ref: shape %s stages %d floats > %d" % (sh_["name"], n, DW_SMEM))
+    return launch("dwconv2d_ref", ["ceil_div(%s, %d)" % (O[1], DW_TILE), "ceil_div(%s, %d)" % (O[0], DW_TILE),
+                                   "min((%s) * (%s), 65535)" % (N, CO)], [32, 8],
+                  [x, w, bias, y, i32(N), i32(CO), i32(G)] + [i32(v) for v in list(I) + list(O) + list(K) +
+                                                              list(S) + list(P) + list(D)] + [i32(has_bias)])
+
+
+DIRECT_NOTE = ("direct convolution, one thread per output (PyTorch eager calls cuDNN; "
+               "KernelBench's published times used cuDNN with TF32 allowed, PyTorch's "
+               "default for convolutions)")
+DEPTHWISE_NOTE = ("a direct depthwise kernel: each block stages a 32x32 output tile's input "
+                  "(with halo) in shared memory, one pass over the input and the output (a "
+                  "depthwise convolution is one KxK filter per channel, a GEMM with M = 1 per "
+                  "(image, channel), which cuBLAS cannot run faster); PyTorch eager runs a "
+                  "direct depthwise kernel as well (cuDNN's or its own)")
+GEMM_HEAD = r'''
+// Reference for KernelBench level 1 problem {problem}: {what}
+'''
+
+
 def out_expr(a, transposed):
     if transposed:
         return "(%s - 1) * S%s - 2 * PAD%s + DIL%s * (K%s - 1) + OPAD%s + 1" % (a, a, a, a, a, a)
@@ -139,8 +229,9 @@ extern "C" __global__ void conv1d(const float* x, const float* w, float* y, int 
 
 
 def conv_task(num, nd, transposed, title, default, small, tiny, bias=False, note="", trials=1,
-              example=None):
-    """default/small/tiny: dicts with N, CI, CO, G and per-axis size, K, S, PAD, DIL(, OPAD)."""
+              example=None, slower=""):
+    """default/small/tiny: dicts with N, CI, CO, G and per-axis size, K, S, PAD, DIL(, OPAD).
+    slower: why the reference stays slower than PyTorch at the default size, if it does."""
     ax = AXES[nd]
     kernel = "conv%s%dd_ref" % ("_transpose" if transposed else "", nd)
     params = {"N": "batch", "CI": "input channels", "CO": "output channels",
@@ -217,18 +308,36 @@ def conv_task(num, nd, transposed, title, default, small, tiny, bias=False, note
         flops = "2 * N * CO * (CI / G) * %s * %s" % (" * ".join("(%s)" % o for o in outs), prod_k)
     nin = " * ".join(["N", "CI"] + ax)
     nw = " * ".join("(%s)" % s for s in wshape)
-    src = gen_source(num, nd, transposed, what, kernel)
+    dflt = {k: v for k, v in shapes[0].items() if k != "name"}
+    depthwise = dflt["G"] > 1 and dflt["G"] == dflt["CI"] == dflt["CO"]
+    conv = conv_gemm.Conv(nd, transposed, "N", "CI", "CO", "G", ax, outs, ["K" + a for a in ax],
+                          ["S" + a for a in ax], ["PAD" + a for a in ax], ["DIL" + a for a in ax])
+    choice, why = (None, "depthwise") if depthwise else conv_gemm.choose(conv, dflt)
+    if depthwise and nd == 2 and not transposed:
+        src = (GEMM_HEAD.format(problem=problem(num)["problem"], what=what) +
+               DW_SRC.replace("@@DW_SMEM@@", str(DW_SMEM)))
+        plan = [dw_launch("x", "w", "bias" if bias else "w", "y", "N", "CO", "G", ax, outs,
+                          ["K" + a for a in ax], ["S" + a for a in ax], ["PAD" + a for a in ax],
+                          ["DIL" + a for a in ax], "1" if bias else "0", shapes)]
+        scr = []
+        ref_note = DEPTHWISE_NOTE
+    elif choice is None:
+        src = gen_source(num, nd, transposed, what, kernel)
+        plan = [launch(kernel, ["min(ceil_div(%s, 256), 1048576)" % total], [256], args)]
+        scr = []
+        ref_note = DIRECT_NOTE + "; " + why
+    else:
+        plan, scr = conv_gemm.plan(conv, choice[0], choice[1], bias="bias" if bias else None)
+        src = GEMM_HEAD.format(problem=problem(num)["problem"], what=what) + conv_gemm.source()
+        ref_note = conv_gemm.note(choice[0], choice[1]) + "; " + conv_gemm.CUDNN + slower
     return make_task(
-        num, "conv", title, desc.strip(), params, shapes, bufs, src,
-        [launch(kernel, ["min(ceil_div(%s, 256), 1048576)" % total], [256], args)],
+        num, "conv", title, desc.strip(), params, shapes, bufs, src, plan, scratch_bufs=scr,
         tolerance={"atol": 2e-4, "rtol": 1e-3},
         tolerance_note=("Outputs are O(0.5) (fan_in-scaled weights). Correct fp32 convolutions "
                         "in any order or algorithm (implicit GEMM, fp32 Winograd) agree to ~1e-5; "
                         "TF32 tensor-core math errs by ~3e-4 and fails."),
         flops=flops, bytes_="4 * (%s + %s + %s)" % (nin, nw, total), trials=trials,
-        reference_note=("direct convolution, one thread per output (PyTorch eager calls cuDNN; "
-                        "KernelBench's published times used cuDNN with TF32 allowed, PyTorch's "
-                        "default for convolutions)"), example=example)
+        reference_note=ref_note, example=example)
 
 
 def sq(nd, size, k, s=1, p=0, d=1, op=None):
@@ -365,7 +474,13 @@ def transposed():
     T.append(conv_task(69, 2, True, "ConvTranspose2d, asymmetric input, asymmetric kernel",
                        sh(64, 64, 128, **sq(2, (128, 256), (3, 5), op=0)),
                        sh(2, 5, 7, **sq(2, (33, 50), (3, 5), op=0)),
-                       sh(1, 2, 3, **sq(2, (5, 6), (3, 2), op=0))))
+                       sh(1, 2, 3, **sq(2, (5, 6), (3, 2), op=0)),
+                       slower=("; slower than PyTorch at the default size: 515 GFLOP (the direct "
+                               "sum) that cuDNN ran in 4.80 ms on an H200 with TF32 off "
+                               "(tasks/baselines/nvidia-h200.json), 107 TFLOP/s, above the "
+                               "fp32 FMA peak, so an FFT or Winograd algorithm with fewer "
+                               "multiplies; an fp32 SGEMM reference at that peak needs over "
+                               "7.7 ms")))
     T.append(conv_task(70, 3, True, "ConvTranspose3d, asymmetric input, square kernel",
                        sh(8, 48, 24, **sq(3, 96, 3, op=0)),
                        sh(2, 5, 7, **sq(3, (5, 9, 11), 3, op=0)),
@@ -422,19 +537,19 @@ SEP_NOTE = ("Two convolutions in sequence: a depthwise KxK convolution (CI -> CI
 
 def separable():
     num = 86
-    src = gen_source(num, 2, False, "depthwise-separable convolution: the depthwise KxK stage "
-                     "(into scratch t) with this generic kernel.", "conv2d_ref")
+    src = (GEMM_HEAD.format(problem=problem(num)["problem"],
+                            what="depthwise-separable convolution: the depthwise KxK stage into "
+                                 "scratch t with dwconv2d_ref.") +
+           DW_SRC.replace("@@DW_SMEM@@", str(DW_SMEM)))
     o = "(H + 2 * PAD - DIL * (K - 1) - 1) / S + 1"
     o2 = "(W + 2 * PAD - DIL * (K - 1) - 1) / S + 1"
     dw_total = "N * CI * (%s) * (%s)" % (o, o2)
     pw_total = "N * CO * (%s) * (%s)" % (o, o2)
-
-    def a(x, w, y, ci, co, g, I, O, k, s, p, d, total):
-        return ([x, w, w, y, i32("N"), i32(ci), i32(co), i32(g), i32("0")] +
-                [i32(v) for v in I] + [i32(v) for v in O] + [i32(k), i32(k), i32(s), i32(s),
-                                                             i32(p), i32(p), i32(d), i32(d)] + [u64(total)])
-    plan = [launch("conv2d_ref", ["min(ceil_div(%s, 256), 1048576)" % dw_total], [256],
-                   a("x", "wd", "t", "CI", "CI", "CI", ["H", "W"], [o, o2], "K", "S", "PAD", "DIL", dw_total)),
+    shapes = [{"name": "default", "N": 16, "CI": 64, "CO": 128, "H": 512, "W": 512, "K": 3, "S": 1, "PAD": 1, "DIL": 1},
+              {"name": "small", "N": 2, "CI": 5, "CO": 7, "H": 61, "W": 130, "K": 3, "S": 2, "PAD": 1, "DIL": 2},
+              {"name": "tiny", "N": 1, "CI": 3, "CO": 2, "H": 6, "W": 9, "K": 3, "S": 1, "PAD": 1, "DIL": 1}]
+    plan = [dw_launch("x", "wd", "wd", "t", "N", "CI", "CI", ["H", "W"], [o, o2], ["K", "K"], ["S", "S"],
+                      ["PAD", "PAD"], ["DIL", "DIL"], "0", shapes),
             launch("rep_weights", ["ceil_div(N * CO * CI, 256)"], [256],
                    ["wp", "wrep", u64("CO * CI"), u64("N * CO * CI")]),
             gemm("wrep", "t", "y", "CO", "(%s) * (%s)" % (o, o2), "CI", batch="N")]
@@ -443,9 +558,7 @@ def separable():
               "PAD": "depthwise padding", "DIL": "depthwise dilation"}
     return make_task(
         num, "conv", "Depthwise-separable Conv2d", SEP_NOTE, params,
-        [{"name": "default", "N": 16, "CI": 64, "CO": 128, "H": 512, "W": 512, "K": 3, "S": 1, "PAD": 1, "DIL": 1},
-         {"name": "small", "N": 2, "CI": 5, "CO": 7, "H": 61, "W": 130, "K": 3, "S": 2, "PAD": 1, "DIL": 2},
-         {"name": "tiny", "N": 1, "CI": 3, "CO": 2, "H": 6, "W": 9, "K": 3, "S": 1, "PAD": 1, "DIL": 1}],
+        shapes,
         [buf("x", ["N", "CI", "H", "W"], "in", init=normal(0, 1)),
          buf("wd", ["CI", "1", "K", "K"], "in", init=uniform(-1, 1, fan_in="K * K")),
          buf("wp", ["CO", "CI", "1", "1"], "in", init=uniform(-1, 1, fan_in="CI")),
@@ -459,7 +572,8 @@ def separable():
         tolerance_note="As for the other convolutions: fp32 in any order passes, TF32 fails.",
         flops="2 * (%s) * K * K + 2 * (%s) * CI" % (dw_total, pw_total),
         bytes_="4 * (N * CI * H * W + CI * K * K + CO * CI + %s)" % pw_total, trials=1,
-        reference_note="a direct depthwise convolution into scratch, then the pointwise stage as "
+        reference_note="a direct depthwise convolution (shared-memory input tiles) into scratch, "
+                       "then the pointwise stage as "
                        "a strided-batched cuBLAS SGEMM (TF32 off); PyTorch eager: two cuDNN calls")
 
 

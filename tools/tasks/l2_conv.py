@@ -1,7 +1,9 @@
 """Level 2, convolution-based problems: nn.Conv2d (stride 1, no padding, with
-bias: PyTorch's defaults, which these KernelBench models use) as a direct
-convolution kernel with the elementwise epilogue fused into its store, and a
-pooling kernel where the model reduces afterwards.
+bias: PyTorch's defaults, which these KernelBench models use) as im2col + cuBLAS
+SGEMM (tools/tasks/conv_gemm.py, the kernels of the level-1 convolutions) with the
+bias and the elementwise epilogue in one pass after the GEMM (conv_store), and for
+the pooling problem the bias and GELU fused into the pooling kernel, which reads
+the GEMM's output.
 
 KernelBench's input height/width are not in problems.json: 128x128 for
 problem 1 (read from the KernelBench source of this version) and 256x256 for
@@ -9,16 +11,14 @@ the 8 -> 64 channel problems (87's source of this version says 256x256; 57,
 69, 71 and 67 share its constants and are assumed to match).
 """
 from l2_gen import make_task2, problem, HELPERS
-from taskgen import buf, normal, uniform, launch, i32, u64, scratch
+from taskgen import buf, normal, uniform, launch, i32
+import conv_gemm
 
 HEAD = r'''
 // Reference for KernelBench level 2 problem {problem}.
-// conv_ref: direct 2D convolution (stride 1, no padding, bias), one thread per
-// output element (grid-stride, 64-bit indices), fp32 fused multiply-adds over
-// input channels and kernel taps in a fixed order, then the epilogue:
-// {what}
-// Not cuDNN: PyTorch eager calls cuDNN for the convolution (implicit GEMM,
-// Winograd or FFT) and runs one kernel per following op.
+// The convolution (stride 1, no padding) as im2col + a strided-batched cuBLAS SGEMM per
+// image (TF32 off), then: {what}
+// PyTorch eager calls cuDNN for the convolution and runs one kernel per following op.
 '''
 
 DEVC = r'''
@@ -31,47 +31,24 @@ __device__ static inline float hardswish_f(float v) { return v * fminf(fmaxf(v +
 
 HELPERS["@@DEVC@@"] = DEVC
 
-CONV = r'''
-extern "C" __global__ void conv_ref(const float* __restrict__ x, const float* __restrict__ w,
-        const float* __restrict__ cb, {params}float* __restrict__ y, int CI, int CO, int H,
-        int W, int K, int OH, int OW, unsigned long long total)
-{{
-        unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-        for (unsigned long long o = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-             o < total; o += stride) {{
-                unsigned long long r = o;
-                int ow = (int)(r % OW);
-                r /= OW;
-                int oh = (int)(r % OH);
-                r /= OH;
-                int co = (int)(r % CO);
-                unsigned long long n = r / CO;
-                float acc = cb[co];
-                for (int c = 0; c < CI; c++) {{
-                        const float* xp = x + ((n * CI + c) * H + oh) * (unsigned long long)W + ow;
-                        const float* wp = w + ((unsigned long long)co * CI + c) * K * K;
-                        for (int kh = 0; kh < K; kh++)
-                                for (int kw = 0; kw < K; kw++)
-                                        acc = fmaf(xp[(unsigned long long)kh * W + kw], wp[kh * K + kw], acc);
-                }}
-                float v = acc;
-{body}
-                y[o] = v;
-        }}
-}}
-'''
-
 POOL = r'''
 #define THREADS 256
-// Global average pool: one block per (n, co), sum in double, fixed order.
+// Global average pool of gelu(t + cb[co]) over each (image, channel) plane of a slice's
+// GEMM output t ([nb][CO][HW], no bias): one block per plane, the sum in double in a
+// fixed order; planes of images n0 + j >= N are skipped.
 extern "C" __global__ void __launch_bounds__(THREADS) avgpool_ref(const float* __restrict__ t,
-        float* __restrict__ y, int HW)
+        const float* __restrict__ cb, float* __restrict__ y, int N, int n0, int CO, int HW)
 {
         __shared__ double sh[THREADS];
+        int co = (int)(blockIdx.x % CO);
+        long long n = n0 + (long long)(blockIdx.x / CO);
+        if (n >= N)
+                return;
         const float* p = t + (unsigned long long)blockIdx.x * HW;
+        float b = cb[co];
         double s = 0.0;
         for (int i = threadIdx.x; i < HW; i += THREADS)
-                s += (double)p[i];
+                s += (double)gelu_f(p[i] + b);
         sh[threadIdx.x] = s;
         __syncthreads();
         for (int k = THREADS / 2; k > 0; k >>= 1) {
@@ -80,22 +57,27 @@ extern "C" __global__ void __launch_bounds__(THREADS) avgpool_ref(const float* _
                 __syncthreads();
         }
         if (threadIdx.x == 0)
-                y[blockIdx.x] = (float)(sh[0] / HW);
+                y[(unsigned long long)n * CO + co] = (float)(sh[0] / HW);
 }
 '''
 
 GELU = "gelu(v) = 0.5*v*(1 + erf(v/sqrt(2))) (exact, PyTorch's default)"
-REFNOTE = ("direct convolution, one thread per output, epilogue fused into the store (PyTorch "
-           "eager calls cuDNN, then one kernel per op; KernelBench's published times used cuDNN "
-           "with TF32 allowed, PyTorch's default for convolutions)")
+REFNOTE = ("; the bias and the epilogue in one elementwise pass (conv_store) after the "
+           "GEMM; " + conv_gemm.CUDNN + ", then one kernel per op")
 TOL_NOTE = ("Convolution outputs are O(0.6) (fan_in-scaled weights, normal(0, 1) inputs). "
             "Correct fp32 convolutions in any order or algorithm (implicit GEMM, fp32 Winograd) "
             "agree to ~1e-5, and the epilogue's ops have slopes <= ~1.1; TF32 tensor-core math "
             "errs by ~3e-4 and fails, as does skipping any op.")
 
 
-def indent(body, n=16):
-    return "\n".join(" " * n + ln for ln in body.strip("\n").split("\n"))
+def conv_of():
+    """The task's convolution for conv_gemm (G = 1, stride 1, no padding)."""
+    return conv_gemm.Conv(2, False, "N", "CI", "CO", "1", ["H", "W"], ["H - K + 1", "W - K + 1"],
+                          ["K", "K"], ["1", "1"], ["0", "0"], ["1", "1"])
+
+
+def dflt(shapes):
+    return {k: v for k, v in shapes[0].items() if k != "name"}
 
 
 def conv_common(num, hw, small_ci=5, tiny_ci=3):
@@ -131,26 +113,28 @@ def flops_bytes(extra_in=""):
 
 
 def ew_conv(num, title, hw, ops_desc, body, extras=(), hw_note=""):
+    """body: C statements over v (the convolution with bias), co and ep (the one extra
+    [CO] operand, extras[0], if any)."""
     p = problem(num)
     params, shapes, bufs = conv_common(num, hw)
-    params_c = "".join("const float* __restrict__ %s, " % e[0] for e in extras)
-    src = HEAD.format(problem=p["problem"], what=ops_desc) + "@@DEVC@@" + CONV.format(params=params_c,
-                                                                          body=indent(body))
+    conv = conv_of()
+    (form, slices), _ = conv_gemm.choose(conv, dflt(shapes))
+    plan, scr = conv_gemm.plan(conv, form, slices, bias="cb", ep=extras[0][0] if extras else None,
+                               epilogue=True)
+    src = (HEAD.format(problem=p["problem"], what="the bias and " + ops_desc) + "@@DEVC@@" +
+           conv_gemm.source(body + "\nreturn v;"))
     edesc = ""
     for name, init, d in extras:
         bufs.append(buf(name, ["CO"], "in", init=init))
         edesc += " " + d
     bufs.append(buf("y", ["N", "CO", "H - K + 1", "W - K + 1"], "out"))
-    total = "N * CO * (H - K + 1) * (W - K + 1)"
-    args = (["x", "w", "cb"] + [e[0] for e in extras] + ["y"] +
-            [i32(v) for v in ("CI", "CO", "H", "W", "K", "H - K + 1", "W - K + 1")] + [u64(total)])
-    plan = [launch("conv_ref", ["min(ceil_div(%s, 256), 1048576)" % total], [256], args)]
     desc = ("%s Then, elementwise with v = t[n, co, oh, ow]: %s y = v, [N, CO, OH, OW].%s %s" % (
         CONV_DESC, ops_desc, edesc, INIT))
     fl, by = flops_bytes(" + CO" * len(extras))
     return make_task2(num, "conv_epilogue", title, desc, params, shapes, bufs, src, plan,
-                      tolerance={"atol": 2e-4, "rtol": 1e-3}, tolerance_note=TOL_NOTE,
-                      flops=fl, bytes_=by, trials=1, reference_note=REFNOTE,
+                      scratch_bufs=scr, tolerance={"atol": 2e-4, "rtol": 1e-3},
+                      tolerance_note=TOL_NOTE, flops=fl, bytes_=by, trials=1,
+                      reference_note=conv_gemm.note(form, slices) + REFNOTE,
                       notes=("KernelBench's height/width are not in problems.json: %dx%d %s."
                              % (hw, hw, hw_note)))
 
@@ -163,7 +147,7 @@ HW87 = ("as in KernelBench's 87_Conv2d_Subtract_Subtract_Mish source of this ver
 def tasks():
     T = []
     T.append(ew_conv(1, "Conv2d, ReLU, bias add", 128, "v = relu(v) + bias[co].",
-                     "v = fmaxf(v, 0.0f);\nv = v + bias[co];",
+                     "v = fmaxf(v, 0.0f);\nv = v + ep[co];",
                      extras=[("bias", normal(0.0, 1.0), "bias is [CO] (the model's "
                               "torch.randn((CO, 1, 1)) parameter, broadcast over H and W), "
                               "normal(0, 1).")],
@@ -190,27 +174,33 @@ def pool_conv():
     num = 67
     p = problem(num)
     params, shapes, bufs = conv_common(num, 256)
-    what = "%s stored to a scratch tensor; avgpool_ref then averages each (n, co) plane." % GELU
-    src = (HEAD.format(problem=p["problem"], what=what) + "@@DEVC@@" +
-           CONV.format(params="", body=indent("v = gelu_f(v);")) + POOL)
+    conv = conv_of()
+    (form, slices), _ = conv_gemm.choose(conv, dflt(shapes), ytmp=True)
+
+    def pool(n0, nb):
+        return [launch("avgpool_ref", ["(%s) * CO" % nb], [256],
+                       ["ytmp", "cb", "y", i32("N"), i32(n0), i32("CO"),
+                        i32("(H - K + 1) * (W - K + 1)")])]
+    plan, scr = conv_gemm.plan(conv, form, slices, bias="cb", consumer=pool)
+    what = ("avgpool_ref averages gelu(t + bias) over each (n, co) plane of the GEMM's output "
+            "(%s)." % GELU)
+    src = HEAD.format(problem=p["problem"], what=what) + "@@DEVC@@" + conv_gemm.source() + POOL
     bufs.append(buf("y", ["N", "CO"], "out"))
-    total = "N * CO * (H - K + 1) * (W - K + 1)"
-    args = (["x", "w", "cb", "t"] +
-            [i32(v) for v in ("CI", "CO", "H", "W", "K", "H - K + 1", "W - K + 1")] + [u64(total)])
-    plan = [launch("conv_ref", ["min(ceil_div(%s, 256), 1048576)" % total], [256], args),
-            launch("avgpool_ref", ["N * CO"], [256], ["t", "y", i32("(H - K + 1) * (W - K + 1)")])]
     desc = ("%s Then %s elementwise, and adaptive_avg_pool2d to 1x1 squeezed: y[n, co] = mean "
             "over (oh, ow) of gelu(t[n, co, oh, ow]); y is [N, CO]. %s" % (CONV_DESC, GELU, INIT))
     fl, by = flops_bytes()
     by = "4 * (N * CI * H * W + CO * CI * K * K + CO + N * CO)"
     return make_task2(
         num, "conv_epilogue", "Conv2d, GELU, global average pool", desc, params, shapes, bufs,
-        src, plan, scratch_bufs=[scratch("t", "f32", total)],
+        src, plan, scratch_bufs=scr,
         tolerance={"atol": 1e-5, "rtol": 1e-4},
         tolerance_note=("y is a mean of OH*OW GELU outputs of O(0.5): per-element convolution "
                         "order errors (~1e-5, independent) average out to ~1e-7 and an fp32 "
                         "sum of 64516 terms in any order stays within ~1e-6 relative; atol "
                         "1e-5 + rtol 1e-4 is safe while a missing GELU, bias or a constant "
                         "output fails (means differ between channels by O(0.1))."),
-        flops=fl, bytes_=by, trials=1, reference_note=REFNOTE,
+        flops=fl, bytes_=by, trials=1,
+        reference_note=(conv_gemm.note(form, slices) + "; the bias and GELU fused into the "
+                        "pooling kernel, which reads the GEMM's output; " + conv_gemm.CUDNN +
+                        ", then one kernel per op"),
         notes="KernelBench's height/width are not in problems.json: 256x256 %s." % HW87)
