@@ -862,6 +862,30 @@ static json_t *hist_median(json_t *hist)
         return json_null();
 }
 
+/*
+ * Each leaderboard row gains its result's reward_fields.speedup_vs
+ * ({reference, torch_eager, torch_compile}, null where that yardstick has
+ * no baseline), so the page can rank by the yardstick the reader picks. One
+ * read per row of the page (at most DASH_PAGE_MAX). Return: 0, or the
+ * store's error.
+ */
+static int board_yardsticks(Store *store, json_t *board)
+{
+        json_t *row;
+        size_t i;
+
+        json_array_foreach(board, i, row) {
+                json_t *sub = NULL, *vs;
+                int r = store_get_submission(store, (int64_t)num(row, "id"), &sub);
+                if (r != 0 && r != STORE_E_NOT_FOUND)
+                        return r;
+                vs = json_object_get(json_object_get(json_object_get(sub, "result"), "reward_fields"), "speedup_vs");
+                json_object_set_new(row, "speedup_vs", json_is_object(vs) ? json_deep_copy(vs) : json_null());
+                json_decref(sub);
+        }
+        return 0;
+}
+
 /**
  * api_dashboard_task() - GET /v1/dashboard/tasks/{name}?limit=&offset=: the
  * library's summary with the description, the reference times kevald
@@ -901,6 +925,8 @@ int api_dashboard_task(HttpRequest *req)
             rows(req, store, STORE_DASH_LEADERBOARD, json_pack("[s, I, I]", name, (json_int_t)limit,
                                                                (json_int_t)offset), &board) ||
             rows(req, store, STORE_DASH_REFERENCES, json_pack("[s]", names), &refs);
+        if (!r && (r = board_yardsticks(store, board)) != 0)
+                api_respond_store_error(req, r, "reading the leaderboard's results");
         storepool_put(api->pool, store);
         if (r)
                 goto out;

@@ -407,7 +407,7 @@
     var cursor = r.params.get("cursor") || "";
     return Promise.all([
       api("/v1/dashboard/run", { id: id, from_step: from, to_step: to, k: k }),
-      api("/v1/submissions", { run_id: id, limit: 20, cursor: cursor })
+      api("/v1/submissions", { run_id: id, limit: 20, cursor: cursor, include: "result" })
     ]).then(function (res) {
       var d = res[0], subs = res[1], run = d.run;
       var base = "#/run/" + encodeURIComponent(id);
@@ -455,7 +455,7 @@
               td(t.best_id ? subLink(t.best_id) : "–"));
           })) : empty("No task in these steps.")),
         h("div", { cls: "grid" }, card("Submissions of this run (newest first)", submissionList(subs, base,
-          { from: from, to: to, k: k }, cursor))));
+          { from: from, to: to, k: k }, cursor, yardOf(r.params)))));
       return { el: el, after: function () { runCharts(d); } };
     });
   }
@@ -496,22 +496,65 @@
       steps.length > 12 ? h("p", { cls: "legend-note", text: "latest 12 of " + steps.length + " steps" }) : null);
   }
 
-  function submissionList(subs, base, params, cursor) {
+  /* ---- yardsticks: what a speedup is against (the result's reward_fields.speedup_vs) ---- */
+
+  var YARDSTICKS = [["reference", "the reference"], ["torch_eager", "torch eager"],
+    ["torch_compile", "torch.compile"], ["strongest", "the strongest"]];
+  function yardOf(params) {
+    var y = params.get("y");
+    return YARDSTICKS.some(function (p) { return p[0] === y; }) ? y : "reference";
+  }
+  /* A correct kernel's speedup against @y: the reference's is the row's own; a PyTorch one comes from
+     speedup_vs (null: no baseline for that GPU model, never a guess); the strongest is the smallest of
+     those available (the reference's when no baseline exists), as the client's reward() picks it. */
+  function yardSpeedup(vs, speedup, y) {
+    if (y === "reference") return speedup;
+    if (!vs) return null;
+    if (y !== "strongest") return typeof vs[y] === "number" ? vs[y] : null;
+    var xs = ["reference", "torch_eager", "torch_compile"].map(function (k) { return vs[k]; })
+      .filter(function (v) { return typeof v === "number"; });
+    return xs.length ? Math.min.apply(null, xs) : speedup;
+  }
+  function yardLabel(y) {
+    return "speedup vs " + YARDSTICKS.filter(function (p) { return p[0] === y; })[0][1];
+  }
+  function yardPicker(base, params, y) {
+    var sel = h("select", { name: "yardstick", "aria-label": "yardstick" });
+    YARDSTICKS.forEach(function (p) {
+      var o = h("option", { value: p[0], text: yardLabel(p[0]) });
+      if (p[0] === y) o.setAttribute("selected", "");
+      sel.appendChild(o);
+    });
+    sel.addEventListener("change", function () {
+      location.hash = hashWith(base, Object.assign({}, params, { y: sel.value === "reference" ? "" : sel.value }));
+    });
+    return h("p", { cls: "yardstick" }, sel, h("span", { cls: "legend-note", text: " torch eager and torch.compile " +
+      "come from the task library's baseline file for the GPU that ran the kernel (none: –); the strongest is " +
+      "the smallest speedup of the three." }));
+  }
+
+  function submissionList(subs, base, params, cursor, y) {
+    y = y || "reference";
     var rows = subs.items.map(function (s) {
+      var vs = s.result && s.result.reward_fields ? s.result.reward_fields.speedup_vs : null;
       return h("tr", { "data-id": String(s.id) }, td(subLink(s.id)), td(badge(s.verdict || s.state)),
-        td(taskLink(s.task)), td(stepText(s.tags && s.tags.step), "num"), td(fmtX(s.speedup), "num"),
+        td(taskLink(s.task)), td(stepText(s.tags && s.tags.step), "num"),
+        td(fmtX(yardSpeedup(vs, s.speedup, y)), "num", "sub.yard_speedup"),
         td(fmtTime(s.finished_at || s.created_at)));
     });
     var next = h("button", { cls: "plain", text: "older ›" });
     next.disabled = subs.next_cursor === null;
     next.addEventListener("click", function () {
-      location.hash = hashWith(base, Object.assign({}, params, { cursor: subs.next_cursor }));
+      location.hash = hashWith(base, Object.assign({}, params, { cursor: subs.next_cursor, y: y === "reference" ? "" : y }));
     });
     var first = h("button", { cls: "plain", text: "« newest" });
     first.disabled = !cursor;
-    first.addEventListener("click", function () { location.hash = hashWith(base, params); });
-    return h("div", null, rows.length ? table(["id", "verdict", "task", { text: "step", cls: "num" },
-      { text: "speedup", cls: "num" }, "finished"], rows) : empty("none"), h("div", { cls: "pager" }, first, next));
+    first.addEventListener("click", function () {
+      location.hash = hashWith(base, Object.assign({}, params, { y: y === "reference" ? "" : y }));
+    });
+    return h("div", null, yardPicker(base, Object.assign({}, params, { cursor: cursor }), y),
+      rows.length ? table(["id", "verdict", "task", { text: "step", cls: "num" },
+      { text: yardLabel(y), cls: "num" }, "finished"], rows) : empty("none"), h("div", { cls: "pager" }, first, next));
   }
 
   function q(s, key, p) { return s.map(function (x) { return x[key] ? x[key][p] : null; }); }
@@ -679,7 +722,8 @@
   }
 
   function viewTask(r) {
-    var name = r.parts[1], offset = parseInt(r.params.get("offset") || "0", 10) || 0, limit = 20;
+    var name = r.parts[1], offset = parseInt(r.params.get("offset") || "0", 10) || 0, limit = 20, y = yardOf(r.params);
+    var base = "#/task/" + encodeURIComponent(name), yParams = { y: y === "reference" ? "" : y };
     return api("/v1/dashboard/tasks/" + encodeURIComponent(name), { limit: limit, offset: offset }).then(function (d) {
       var s = d.summary, info = d.info;
       var eager = published(info, "h100_torch_eager_ms"), compiled = published(info, "h100_torch_compile_ms");
@@ -708,13 +752,14 @@
             : empty(info ? "This task carries no published time." : "An inline task: nothing published.")),
           card("Verdicts", verdictBars(d.verdicts.reduce(function (o, v) { o[v.verdict] = v.n; return o; }, {})))),
         card("Speedup distribution of correct kernels", d.speedup_hist.length ? chartBox("hist") : empty("No correct kernel yet.")),
-        card("Leaderboard: fastest correct kernels", d.leaderboard.length ? h("div", null, table([{ text: "rank", cls: "num" },
-          "submission", { text: "speedup", cls: "num" }, "run", { text: "step", cls: "num" }, { text: "turn", cls: "num" },
+        card("Leaderboard: fastest correct kernels", d.leaderboard.length ? h("div", null,
+          yardPicker(base, Object.assign({ offset: offset || "" }, yParams), y), table([{ text: "rank", cls: "num" },
+          "submission", { text: yardLabel(y), cls: "num" }, "run", { text: "step", cls: "num" }, { text: "turn", cls: "num" },
           "finished"], d.leaderboard.map(function (x, i) {
             return h("tr", { "data-id": String(x.id) }, td(String(offset + i + 1), "num"), td(subLink(x.id)),
-              td(fmtX(x.speedup), "num", "leader.speedup"), td(x.run_id ? runLink(x.run_id) : "–"),
+              td(fmtX(yardSpeedup(x.speedup_vs, x.speedup, y)), "num", "leader.speedup"), td(x.run_id ? runLink(x.run_id) : "–"),
               td(stepText(x.step), "num"), td(x.turn === null ? "–" : String(x.turn), "num"), td(fmtTime(x.finished_at)));
-          })), pager("#/task/" + encodeURIComponent(name), {}, offset, limit, d.next_offset, d.leaderboard.length)) : empty("No correct kernel yet.")));
+          })), pager(base, yParams, offset, limit, d.next_offset, d.leaderboard.length)) : empty("No correct kernel yet.")));
       return { el: el, after: function () { taskChart(d); } };
     });
   }

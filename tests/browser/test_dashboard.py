@@ -424,6 +424,17 @@ def test_tasks_and_task(browser, filled):
                              "[+r.dataset.id, r.querySelector('[data-fig=\"leader.speedup\"]').textContent])")
     assert shown == [[b["id"], fmt_x(b["speedup"])] for b in board]
     assert charts(browser) >= 1
+    # Each row carries its result's yardsticks; an inline task never has PyTorch baselines.
+    assert all(b["speedup_vs"]["reference"] == pytest.approx(b["speedup"]) and b["speedup_vs"]["torch_eager"] is None
+               for b in board), board
+    # The yardstick picker: against torch eager nothing to show (–, never a guess); the strongest falls back
+    # to the reference when no baseline exists.
+    for y, want in (("torch_eager", lambda b: "–"), ("strongest", lambda b: fmt_x(b["speedup"]))):
+        open_view(browser, server, f"/task/br_vecmul?y={y}", f"task-yardstick-{y}")
+        assert browser.evaluate("document.querySelector('select[name=yardstick]').value") == y
+        shown = browser.evaluate("[...document.querySelectorAll('tr[data-id]')].map(r => "
+                                 "[+r.dataset.id, r.querySelector('[data-fig=\"leader.speedup\"]').textContent])")
+        assert shown == [[b["id"], want(b)] for b in board], (y, shown)
 
 
 def test_submission_compile_error_and_turns(browser, filled):

@@ -135,6 +135,22 @@ def test_speedup_vs_every_yardstick(fake):
     assert "fake-gpu-kevald-tests.json': 1 entry dropped" in log, log[-3000:]
 
 
+def test_task_leaderboard_carries_every_yardstick(fake):
+    """The dashboard's task leaderboard gives each row its result's speedup_vs, so the page can rank by
+    the yardstick the reader picks: the baselines of this GPU model where the library has them."""
+    ids = fake.submit([timed("it_vecadd"), timed("it_vecadd2")])
+    done = fake.wait_all(ids)
+    with fake.server.client() as c:
+        for task, sid, want in (("it_vecadd", ids[0], {"reference": 2.0, "torch_eager": 0.5, "torch_compile": 4.0}),
+                                ("it_vecadd2", ids[1], {"reference": 2.0, "torch_eager": None, "torch_compile": None})):
+            r = c.get(f"/v1/dashboard/tasks/{task}", params={"limit": 100})
+            assert r.status_code == 200, r.text
+            row = next(x for x in r.json()["leaderboard"] if x["id"] == sid)
+            assert row["speedup_vs"] == done[sid]["result"]["reward_fields"]["speedup_vs"], (row, done[sid])
+            for k, v in want.items():
+                assert (row["speedup_vs"][k] is None) if v is None else approx(row["speedup_vs"][k], v), row
+
+
 def test_stored_reward_takes_the_strongest_yardstick(fake):
     """The dashboard's stored reward is the client's default reward(): against the strongest yardstick."""
     sys.path.insert(0, str(SOURCE_ROOT / "clients" / "python"))
