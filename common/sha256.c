@@ -1,6 +1,7 @@
 /* sha256 - see sha256.h. */
 #include "common/sha256.h"
 
+#include <errno.h>
 #include <string.h>
 
 static const uint32_t K[64] = {
@@ -117,6 +118,28 @@ void hmac_sha256(const uint8_t *key, size_t key_len, const void *msg, size_t msg
         sha256_update(&s, opad, 64);
         sha256_update(&s, inner, 32);
         sha256_final(&s, ret_mac);
+}
+
+static int hex_digit(char c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        return c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+int hex_decode(const char *hex, uint8_t *out, size_t len)
+{
+        if (!hex || strlen(hex) != 2 * len)
+                return -EINVAL;
+        for (size_t i = 0; i < len; i++) {
+                int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+                if (hi < 0 || lo < 0)
+                        return -EINVAL;
+                out[i] = (uint8_t)(hi << 4 | lo);
+        }
+        return 0;
 }
 
 void hex_encode(const uint8_t *bytes, size_t len, char *out)

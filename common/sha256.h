@@ -22,3 +22,6 @@ void hmac_sha256(const uint8_t *key, size_t key_len, const void *msg, size_t msg
                  uint8_t ret_mac[32]);
 /* Lower-case hex of @len bytes into @out (2 * len + 1 bytes). */
 void hex_encode(const uint8_t *bytes, size_t len, char *out);
+/* @len bytes from exactly 2 * @len hex digits of @hex (either case) into @out.
+ * Return: 0, or -EINVAL (NULL, a wrong length or a non-hex character; @out then undefined). */
+int hex_decode(const char *hex, uint8_t *out, size_t len);

@@ -8,6 +8,7 @@
 #include "common/frame.h"
 #include "common/limits.h"
 #include "common/sha256.h"
+#include "common/verdict.h"
 
 static void check_hex(const uint8_t *d, const char *want)
 {
@@ -31,6 +32,42 @@ static void test_sha256(void)
         /* RFC 4231 test case 2 */
         hmac_sha256((const uint8_t *)"Jefe", 4, "what do ya want for nothing?", 28, d);
         check_hex(d, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
+static void test_hex_decode(void)
+{
+        uint8_t b[4], want[4] = { 0x00, 0xab, 0xcd, 0xff }, d[32];
+        char hex[65];
+
+        assert(hex_decode("00abCDff", b, 4) == 0 && memcmp(b, want, 4) == 0);
+        assert(hex_decode("00abcdf", b, 4) == -EINVAL);   /* odd length */
+        assert(hex_decode("00abcdff00", b, 4) == -EINVAL); /* too long */
+        assert(hex_decode("00abcdfg", b, 4) == -EINVAL);  /* not hex */
+        assert(hex_decode(NULL, b, 4) == -EINVAL);
+        sha256("abc", 3, d);
+        hex_encode(d, 32, hex);
+        assert(hex_decode(hex, b, 4) == -EINVAL);
+        {
+                uint8_t back[32];
+                assert(hex_decode(hex, back, 32) == 0 && memcmp(back, d, 32) == 0);
+        }
+}
+
+static void test_verdicts(void)
+{
+        static const char *const gpu[] = { "correct", "incorrect", "runtime_error", "timeout", "rejected",
+                                           "internal_error" };
+        for (size_t i = 0; i < sizeof(gpu) / sizeof(gpu[0]); i++)
+                assert(verdict_known(gpu[i]) && verdict_from_gpu(gpu[i]));
+        assert(verdict_known("compiled") && !verdict_from_gpu("compiled"));
+        assert(verdict_known("compile_error") && !verdict_from_gpu("compile_error"));
+        assert(verdict_known("cancelled") && !verdict_from_gpu("cancelled"));
+        assert(!verdict_known("bogus") && !verdict_from_gpu("bogus") && !verdict_known(NULL) && !verdict_from_gpu(NULL));
+        assert(verdict_exit_code("correct") == 0 && verdict_exit_code("compiled") == 0);
+        assert(verdict_exit_code("incorrect") == 1 && verdict_exit_code("compile_error") == 2);
+        assert(verdict_exit_code("runtime_error") == 3 && verdict_exit_code("timeout") == 4);
+        assert(verdict_exit_code("rejected") == 5 && verdict_exit_code("internal_error") == 6);
+        assert(verdict_exit_code("cancelled") == 6 && verdict_exit_code("bogus") == 6 && verdict_exit_code(NULL) == 6);
 }
 
 static void test_frames(void)
@@ -80,6 +117,8 @@ static void test_frames(void)
 int main(void)
 {
         test_sha256();
+        test_hex_decode();
+        test_verdicts();
         test_frames();
         printf("ok\n");
         return 0;

@@ -32,6 +32,7 @@
 #include "common/sha256.h"
 #include "common/jsonutil.h"
 #include "common/spec.h"
+#include "common/verdict.h"
 #include "server/api.h"
 #include "server/bodyscan.h"
 #include "server/pipeline.h"
@@ -570,8 +571,6 @@ out:
 /* ---- GET /v1/submissions ---- */
 
 static const char *const states[] = { "queued", "compiling", "compiled", "running", "done", NULL };
-static const char *const verdicts[] = { "compiled", "correct", "incorrect", "compile_error", "runtime_error",
-                                        "timeout", "rejected", "internal_error", "cancelled", NULL };
 
 static bool one_of(const char *v, const char *const *list)
 {
@@ -640,10 +639,9 @@ static int list_submissions(HttpRequest *req)
                 json_object_set_new(filters, "state", json_string(v));
         }
         if ((v = http_request_query(req, "verdict"))) {
-                if (!one_of(v, verdicts)) {
+                if (!verdict_known(v)) {
                         http_respond_error(req, PROBLEM_INVALID, "/query/verdict",
-                                           "verdict must be one of compiled, correct, incorrect, compile_error, "
-                                           "runtime_error, timeout, rejected, internal_error, cancelled");
+                                           "verdict must be one of " VERDICT_NAMES);
                         goto done;
                 }
                 json_object_set_new(filters, "verdict", json_string(v));

@@ -29,6 +29,7 @@
 #include "common/jsonutil.h"
 #include "common/limits.h"
 #include "common/readfile.h"
+#include "common/verdict.h"
 #include "server/commands.h"
 #include "server/httpclient.h"
 
@@ -253,21 +254,6 @@ out:
 
 /* ---- printing ---- */
 
-/** cli_verdict_exit() - see commands.h. */
-int cli_verdict_exit(const char *v)
-{
-        static const struct { const char *verdict; int code; } map[] = {
-                { "correct", 0 }, { "compiled", 0 }, { "incorrect", 1 }, { "compile_error", 2 },
-                { "runtime_error", 3 }, { "timeout", 4 }, { "rejected", 5 }, { "internal_error", 6 },
-                { "cancelled", 6 },
-        };
-
-        for (size_t i = 0; v && i < sizeof(map) / sizeof(map[0]); i++)
-                if (!strcmp(map[i].verdict, v))
-                        return map[i].code;
-        return 6;
-}
-
 static const char *str(json_t *o, const char *key)
 {
         return jsonutil_str(o, key, "");
@@ -455,7 +441,7 @@ static int report(const Cli *c, json_t *sub)
                                 (long long)json_integer_value(json_object_get(sub, "id")), str(sub, "state"));
                 return CLI_EXIT_TEMPFAIL;
         }
-        return cli_verdict_exit(json_string_value(json_object_get(sub, "verdict")));
+        return verdict_exit_code(json_string_value(json_object_get(sub, "verdict")));
 }
 
 /* ---- waiting ---- */

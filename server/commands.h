@@ -20,7 +20,7 @@ int cmd_history(int argc, char **argv);
 
 /*
  * Exit status of the commands that end in a verdict (submit, wait, status,
- * cancel, eval), one table for all (docs/clients.md): cli_verdict_exit()
+ * cancel, eval), one table for all (docs/clients.md): verdict_exit_code()
  * of the verdict (0 correct or compiled, 1 incorrect, 2 compile_error,
  * 3 runtime_error, 4 timeout, 5 rejected, 6 internal_error or cancelled),
  * else one of these (sysexits.h).
@@ -29,4 +29,3 @@ int cmd_history(int argc, char **argv);
 #define CLI_EXIT_UNAVAILABLE 69 /* no server, no GPU, workers that do not start */
 #define CLI_EXIT_SOFTWARE 70    /* the server or the pipeline failed */
 #define CLI_EXIT_TEMPFAIL 75    /* not done yet */
-int cli_verdict_exit(const char *verdict);

@@ -456,13 +456,5 @@ Artifact *artifact_by_hex(Dispatcher *d, const char *hex)
 {
         uint8_t key[32];
 
-        if (!hex || strlen(hex) != 64)
-                return NULL;
-        for (int i = 0; i < 32; i++) {
-                unsigned v;
-                if (sscanf(hex + 2 * i, "%2x", &v) != 1)
-                        return NULL;
-                key[i] = (uint8_t)v;
-        }
-        return artifact_lookup(d, key, false);
+        return hex_decode(hex, key, sizeof(key)) == 0 ? artifact_lookup(d, key, false) : NULL;
 }

@@ -31,6 +31,7 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/spec.h"
+#include "common/verdict.h"
 #include "server/pipeline.h"
 #include "server/proctab.h"
 #include "server/resultcheck.h"
@@ -277,7 +278,6 @@ void send_compiles(Dispatcher *d);
  */
 void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result);
 void gpu_invalid(Dispatcher *d, Worker *w, Job *j, const char *why);
-bool gpu_verdict_valid(const char *verdict);
 int run_one(Dispatcher *d, Worker *w);
 void worker_begin_job(Dispatcher *d, Worker *w, Job *j);
 void worker_orphan_queued(Dispatcher *d, Worker *w);

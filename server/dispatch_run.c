@@ -8,17 +8,6 @@
  */
 #include "server/dispatch_int.h"
 
-bool gpu_verdict_valid(const char *verdict)
-{
-        static const char *const allowed[] = { "correct", "incorrect", "runtime_error", "timeout", "rejected",
-                                               "internal_error" };
-
-        for (size_t i = 0; verdict && i < sizeof(allowed) / sizeof(allowed[0]); i++)
-                if (strcmp(verdict, allowed[i]) == 0)
-                        return true;
-        return false;
-}
-
 /*
  * Claim the next compiled job and build its JOB. Return: 1 with *@ret_job
  * set (ready to send), 1 with NULL (the job ended here: its task is gone,
@@ -245,7 +234,7 @@ void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result)
         const char *verdict = json_string_value(json_object_get(result, "verdict"));
         json_t *res;
 
-        if (!gpu_verdict_valid(verdict)) {
+        if (!verdict_from_gpu(verdict)) {
                 gpu_invalid(d, w, j, "without a valid verdict");
                 return;
         }

@@ -312,7 +312,7 @@ static void worker_on_frame(Worker *w, Frame *f)
                          * nothing more: its queued job goes to the next worker,
                          * on a standby of the same GPU once the process is gone. */
                         Job *done = w->job;
-                        bool valid = gpu_verdict_valid(json_string_value(json_object_get(msg, "verdict")));
+                        bool valid = verdict_from_gpu(json_string_value(json_object_get(msg, "verdict")));
                         w->job = NULL;
                         if (w->state == W_EXITING) {
                                 worker_orphan_queued(d, w);

@@ -24,6 +24,7 @@
 
 #include "common/expr.h"
 #include "common/limits.h"
+#include "common/verdict.h"
 #include "common/readfile.h"
 #include "common/jsonutil.h"
 #include "common/log.h"
@@ -468,7 +469,7 @@ report:
                 const char *verdict = json_string_value(json_object_get(obj, "verdict"));
                 json_dumpf(whole ? obj : res, stdout, JSON_INDENT(2));
                 fputc('\n', stdout);
-                rc = cli_verdict_exit(verdict);
+                rc = verdict_exit_code(verdict);
                 if (dump_dir && !source_path)
                         rc = 0; /* a dump-only run succeeds with its dump */
                 if (dump_dir && write_manifest(dump_dir, task, json_object_get(json_object_get(obj, "result"), "seed")) < 0)
