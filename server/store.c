@@ -148,8 +148,10 @@ int store_open(const char *path, Store **ret_store)
                 free(s);
                 return r;
         }
-        r = store_secret_ensure(s);
-        if (r < 0) {
+        r = s->ops->migrate(s->be, path);
+        if (r == 0)
+                r = store_secret_ensure(s);
+        if (r != 0) {
                 store_close(s);
                 return r;
         }
@@ -356,7 +358,13 @@ int store_insert_submissions(Store *store, const StoreNew *subs, size_t n, int64
  */
 int store_begin_group(Store *store)
 {
-        return store->ops->begin_group(store->be);
+        int r = store_tx_begin(store, STORE_TX_DURABLE);
+
+        if (r == 0) {
+                store->in_group = true;
+                store->group_lost = false;
+        }
+        return r;
 }
 
 /**
@@ -369,7 +377,14 @@ int store_begin_group(Store *store)
  */
 int store_commit_group(Store *store)
 {
-        return store_note_write(store->ops->commit_group(store->be), true);
+        int r;
+
+        if (!store->in_group)
+                return -EINVAL;
+        store->in_group = false;
+        r = store->ops->tx_end(store->be, store->group_lost ? -EIO : 0);
+        store->group_lost = false;
+        return store_note_write(r, true);
 }
 
 /**
@@ -378,7 +393,23 @@ int store_commit_group(Store *store)
  */
 void store_rollback_group(Store *store)
 {
-        store->ops->rollback_group(store->be);
+        if (!store->in_group)
+                return;
+        store->in_group = false;
+        store->group_lost = false;
+        store->ops->tx_end(store->be, -ECANCELED);
+}
+
+/**
+ * store_tx_begin() - open a write transaction on @s's connection
+ * @s:    open store; borrowed
+ * @kind: how its commit waits for the disk (StoreTxKind)
+ * Return: 0, -EINVAL inside a group (only inserts may join its
+ * transaction), or a negative errno.
+ */
+int store_tx_begin(Store *s, StoreTxKind kind)
+{
+        return s->in_group ? -EINVAL : s->ops->tx_begin(s->be, kind);
 }
 
 /**

@@ -11,11 +11,11 @@
  * indexed by StoreQuery (server/store_sql.c).
  *
  * Below it, each backend (server/store_sqlite.c, server/store_pg.c) fills a
- * StoreOps table with what truly differs: opening and migrating, the
- * transaction and the insert's transaction shape, and the primitives the
- * operations run statements with (query, step, changes, done, and the
- * column accessors of a StoreRow); PostgreSQL adds its multi-row insert,
- * LISTEN/NOTIFY and the copy's target, SQLite the copy's source. Each
+ * StoreOps table with what truly differs: opening and migrating, its
+ * transactions, and the primitives the operations run statements with
+ * (query, step, changes, done, and the column accessors of a StoreRow);
+ * PostgreSQL adds its multi-row insert, LISTEN/NOTIFY and the copy's
+ * target, SQLite the copy's source. Each
  * backend exports its table and nothing else. Only store_sqlite.c includes
  * <sqlite3.h>; only store_pg.c includes <libpq-fe.h>.
  *
@@ -31,6 +31,8 @@
 #include "server/store.h"
 
 typedef struct StoreOps StoreOps;
+
+typedef enum { STORE_TX_LAZY, STORE_TX_WRITE, STORE_TX_DURABLE } StoreTxKind;
 
 /* ---- statements (server/store_sql.c) -------------------------------------- */
 
@@ -149,22 +151,22 @@ struct StoreOps {
         bool pg;                        /* which dialect of store_sql_text() */
         bool claim_gate;                /* store.c's claim gate applies (a fleet that LISTENs) */
         bool late_arg_errors;           /* a dashboard argument of the wrong type fails the query (-EIO, -EPROTO) */
-        int (*open)(const char *path, void **ret_be);   /* creates, migrates (STORE_E_NEWER_DB) */
+        int (*open)(const char *path, void **ret_be);   /* connects (SQLite: creates the file) */
+        /* Applies the migrations above the database's version (STORE_E_NEWER_DB: it is newer;
+         * @path: the store_open() path, for messages). */
+        int (*migrate)(void *be, const char *path);
         int (*open_readonly)(const char *path, void **ret_be);         /* NULL: store_open_readonly() refuses */
         void (*close)(void *be);
         int (*schema_version)(void *be, int *ret_version);
-        /* A write transaction (-EINVAL inside a group); @lazy: its commit need not wait for the
-         * disk (PostgreSQL: synchronous_commit off; SQLite: as any). */
-        int (*tx_begin)(void *be, bool lazy);
+        /* A write transaction; its commit waits for the disk unless STORE_TX_LAZY (PostgreSQL:
+         * synchronous_commit off; SQLite: as any), and STORE_TX_DURABLE is synchronous=FULL on
+         * SQLite. -EINVAL when one is open on this connection. */
+        int (*tx_begin)(void *be, StoreTxKind kind);
         int (*tx_end)(void *be, int r); /* commit when @r is 0, else roll back: @r, or the commit's failure */
-        /* Run @body in an insert's transaction: its own, durable at its commit, or a savepoint of
-         * the open group's (PostgreSQL runs it once more on -EEXIST: a key another host just took). */
-        int (*insert_tx)(void *be, int (*body)(void *arg), void *arg);
+        int (*tx_lost)(void *be);       /* the open transaction is gone (-EIO, -ENOTCONN), or 0 */
+        int (*exec)(void *be, const char *sql);        /* a statement without arguments or rows */
         /* Insert @n rows and their requests, ids drawn here (NULL: STORE_Q_INSERT_SUB per row). */
         int (*insert_rows)(void *be, const StoreNew *subs, size_t n, int64_t *ids, double now);
-        int (*begin_group)(void *be);
-        int (*commit_group)(void *be);
-        void (*rollback_group)(void *be);
         /* Statements: run @q (or, @q < 0, the text @sql once; ?N arguments) with @args bound;
          * 0 with @ret_row before its first row (->done() it), -EINVAL for an argument that
          * does not bind, -EEXIST for a unique violation (not logged), or -errno (logged). */
@@ -192,6 +194,19 @@ struct StoreOps {
         int (*copy_end)(void *be, const char *const *tables, size_t n_tables, int r);
 };
 
+/*
+ * The members every backend fills, from its functions named
+ * <prefix>_<member> (store_sqlite_open, store_pg_open, ...): the list
+ * written once, each backend's table adding only what it alone has.
+ */
+#define STORE_OPS_EVERY(prefix)                                                                               \
+        .open = prefix##_open, .migrate = prefix##_migrate, .close = prefix##_close,                         \
+        .schema_version = prefix##_schema_version, .tx_begin = prefix##_tx_begin, .tx_end = prefix##_tx_end, \
+        .tx_lost = prefix##_tx_lost, .exec = prefix##_exec, .query = prefix##_query, .step = prefix##_step,  \
+        .changes = prefix##_changes, .done = prefix##_done, .is_null = prefix##_is_null, .i64 = prefix##_i64, \
+        .real = prefix##_real, .text = prefix##_text, .blob = prefix##_blob, .value = prefix##_value,        \
+        .columns = prefix##_columns, .column_name = prefix##_column_name
+
 extern const StoreOps store_sqlite_ops;        /* server/store_sqlite.c */
 extern const StoreOps store_pg_ops;            /* server/store_pg.c */
 
@@ -204,6 +219,8 @@ struct Store {
         double empty_at[2];             /* ... at this monotonic time */
         bool listening;                 /* store_listen() succeeded: counted in watching */
         bool listen_lost;               /* ... but the connection is lost: not counted now */
+        bool in_group;                  /* between store_begin_group() and its commit or rollback */
+        bool group_lost;                /* ... whose transaction the backend lost */
 };
 
 /* ---- running statements (server/store_rules.c) --------------------------- */
@@ -248,10 +265,25 @@ int store_check_insert(const StoreInsert *ins);
 int64_t store_insert_queued(const StoreInsert *ins);
 json_t *store_internal_error_result(const char *task, const char *state, int attempts);
 int store_migration_number(const char *name);
+
+/* A migration file embedded by tools/bin2c (server/meson.build): migrations/, migrations/pg/. */
+typedef struct {
+        const char *name;
+        const unsigned char *data;
+        unsigned long len;
+} StoreMigration;
+extern const StoreMigration kevald_migrations[];       /* SQLite's */
+extern const unsigned long kevald_migrations_count;
+extern const StoreMigration kevald_pg_migrations[];    /* PostgreSQL's */
+extern const unsigned long kevald_pg_migrations_count;
+
+int store_migrations_known(const StoreMigration *m, unsigned long n);
+int store_newer_db(const char *shown, int current, int known);
 int store_check_finish(const char *verdict, json_t *result, char **ret_text);
 
 /* ---- shared by the front and the operations -------------------------------- */
 
 int store_note_write(int r, bool adds);
+int store_tx_begin(Store *s, StoreTxKind kind);
 int store_claim_job(Store *s, Stage stage, const char *owner, double lease_s, StoreJob **ret_job);
 int store_secret_ensure(Store *s);

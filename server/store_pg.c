@@ -21,7 +21,7 @@
  * every connection that LISTENs (store_pg_listen()).
  *
  * Invariants: a transaction is open only inside one call (or between
- * store_pg_begin_group() and its end); commits that acknowledge something to
+ * store_begin_group() and its end); commits that acknowledge something to
  * a client (inserts, results, tokens) run at synchronous_commit=on, the
  * session default; claims, heartbeats and cache bookkeeping set it off for
  * their transaction (lost after a database crash, they are redone). The
@@ -43,14 +43,6 @@
 #include "common/log.h"
 #include "server/store_backend.h"
 
-/* Generated from migrations/pg/ by tools/bin2c (server/meson.build). */
-extern const struct {
-        const char *name;
-        const unsigned char *data;
-        unsigned long len;
-} kevald_pg_migrations[];
-extern const unsigned long kevald_pg_migrations_count;
-
 #define RESET_BACKOFF_MIN_MS 100
 #define RESET_BACKOFF_MAX_MS 5000
 #define MAX_PARAMS 16
@@ -62,8 +54,6 @@ struct StorePg {
         PGconn *conn;
         char *dsn_shown;        /* the DSN with its password elided, for messages */
         bool in_tx;             /* between tx_begin() and tx_end(): no reconnecting */
-        bool in_group;
-        bool group_lost;
         bool listening;
         bool was_lost;          /* logged the loss; log the return once */
         double next_reset;      /* monotonic seconds: no PQreset before */
@@ -178,8 +168,6 @@ static int ensure_conn(StorePg *s)
                 return -ENOTCONN;
         }
         s->was_lost = false;
-        s->in_group = false;
-        s->group_lost = false;
         s->in_tx = false;
         memset(s->prepared, 0, sizeof(s->prepared)); /* a new session: nothing is prepared there */
         log_info("store: reconnected to PostgreSQL %s", s->dsn_shown);
@@ -268,8 +256,8 @@ static int tx_begin(StorePg *s)
 {
         int r;
 
-        if (s->in_group)
-                return -EINVAL; /* the group's transaction is open; only inserts may join it */
+        if (s->in_tx)
+                return -EINVAL; /* one is open: a group's, which only inserts may join */
         r = ensure_conn(s);
         if (r == 0)
                 r = exec_simple(s, "BEGIN", "BEGIN");
@@ -290,13 +278,13 @@ static int tx_end(StorePg *s, int r)
         return r;
 }
 
-/* BEGIN; @lazy: with synchronous_commit off, for what may be redone after a database crash. */
-static int store_pg_tx_begin(void *be, bool lazy)
+/* BEGIN; STORE_TX_LAZY: with synchronous_commit off, for what may be redone after a database crash. */
+static int store_pg_tx_begin(void *be, StoreTxKind kind)
 {
         StorePg *s = be;
         int r = tx_begin(s);
 
-        if (r == 0 && lazy) {
+        if (r == 0 && kind == STORE_TX_LAZY) {
                 r = exec_simple(s, "set synchronous_commit", "SET LOCAL synchronous_commit = off");
                 if (r < 0)
                         tx_end(s, r);
@@ -309,6 +297,17 @@ static int store_pg_tx_end(void *be, int r)
         return tx_end(be, r);
 }
 
+/* The open transaction is gone with the connection. */
+static int store_pg_tx_lost(void *be)
+{
+        return conn_lost(be) ? -ENOTCONN : 0;
+}
+
+static int store_pg_exec(void *be, const char *sql)
+{
+        return exec_simple(be, sql, sql);
+}
+
 static int64_t get_i64(const PGresult *res, int row, int col)
 {
         return PQgetisnull(res, row, col) ? 0 : strtoll(PQgetvalue(res, row, col), NULL, 10);
@@ -317,7 +316,7 @@ static int64_t get_i64(const PGresult *res, int row, int col)
 /* ---- primitives (StoreOps): statements and their rows --------------------- */
 
 /* Outside a transaction a statement may first re-establish a lost connection. */
-static int pg_query(void *be, int q, const char *sql, const StoreVal *args, int n, StoreRow *ret_row)
+static int store_pg_query(void *be, int q, const char *sql, const StoreVal *args, int n, StoreRow *ret_row)
 {
         StorePg *s = be;
         Params p = { .n = 0 };
@@ -350,38 +349,38 @@ static int pg_query(void *be, int q, const char *sql, const StoreVal *args, int 
         return 0;
 }
 
-static int pg_step(StoreRow *row)
+static int store_pg_step(StoreRow *row)
 {
         return ++row->i < row->n ? 1 : 0;
 }
 
-static int64_t pg_changes(const StoreRow *row)
+static int64_t store_pg_changes(const StoreRow *row)
 {
         return strtoll(PQcmdTuples(row->res), NULL, 10);
 }
 
-static void pg_done(StoreRow *row)
+static void store_pg_done(StoreRow *row)
 {
         PQclear(row->res);
         row->res = NULL;
 }
 
-static bool pg_is_null(const StoreRow *row, int col)
+static bool store_pg_is_null(const StoreRow *row, int col)
 {
         return PQgetisnull(row->res, row->i, col);
 }
 
-static int64_t pg_i64(const StoreRow *row, int col)
+static int64_t store_pg_i64(const StoreRow *row, int col)
 {
         return get_i64(row->res, row->i, col);
 }
 
-static double pg_real(const StoreRow *row, int col)
+static double store_pg_real(const StoreRow *row, int col)
 {
         return strtod(PQgetvalue(row->res, row->i, col), NULL);
 }
 
-static const char *pg_text(const StoreRow *row, int col, size_t *ret_len)
+static const char *store_pg_text(const StoreRow *row, int col, size_t *ret_len)
 {
         if (PQgetisnull(row->res, row->i, col))
                 return NULL;
@@ -391,7 +390,7 @@ static const char *pg_text(const StoreRow *row, int col, size_t *ret_len)
 }
 
 /* A bytea column (text format, hex) into a new buffer. */
-static int pg_blob(const StoreRow *row, int col, uint8_t **ret, size_t *ret_len)
+static int store_pg_blob(const StoreRow *row, int col, uint8_t **ret, size_t *ret_len)
 {
         size_t len = 0;
         unsigned char *raw;
@@ -419,7 +418,7 @@ static int pg_blob(const StoreRow *row, int col, uint8_t **ret, size_t *ret_len)
 enum { OID_BOOL = 16, OID_INT8 = 20, OID_INT2 = 21, OID_INT4 = 23, OID_FLOAT4 = 700, OID_FLOAT8 = 701,
        OID_NUMERIC = 1700 };
 
-static json_t *pg_value(const StoreRow *row, int col)
+static json_t *store_pg_value(const StoreRow *row, int col)
 {
         const char *v = PQgetvalue(row->res, row->i, col);
 
@@ -442,12 +441,12 @@ static json_t *pg_value(const StoreRow *row, int col)
         }
 }
 
-static int pg_columns(const StoreRow *row)
+static int store_pg_columns(const StoreRow *row)
 {
         return PQnfields(row->res);
 }
 
-static const char *pg_column_name(const StoreRow *row, int col)
+static const char *store_pg_column_name(const StoreRow *row, int col)
 {
         return PQfname(row->res, col);
 }
@@ -469,18 +468,13 @@ static int schema_version(StorePg *s, int *ret_v)
  * Apply the migrations above the recorded version in one transaction under
  * an advisory lock, so that hosts starting at once migrate once.
  */
-static int migrate(StorePg *s)
+static int store_pg_migrate(void *be, const char *path)
 {
-        int known = 0, current = 0, r;
+        StorePg *s = be;
+        int known = store_migrations_known(kevald_pg_migrations, kevald_pg_migrations_count), current = 0, r;
 
-        for (unsigned long i = 0; i < kevald_pg_migrations_count; i++) {
-                int v = store_migration_number(kevald_pg_migrations[i].name);
-                if (v <= known) {
-                        log_error("store: migration \"%s\" is misnumbered", kevald_pg_migrations[i].name);
-                        return -EINVAL;
-                }
-                known = v;
-        }
+        if (known < 0)
+                return known;
         r = tx_begin(s);
         if (r < 0)
                 return r;
@@ -495,9 +489,7 @@ static int migrate(StorePg *s)
         if (r < 0)
                 goto out;
         if (current > known) {
-                log_error("store: database %s has schema version %d, newer than this kevald knows (%d); "
-                          "refusing to open it: upgrade kevald", s->dsn_shown, current, known);
-                r = STORE_E_NEWER_DB;
+                r = store_newer_db(s->dsn_shown, current, known);
                 goto out;
         }
         for (unsigned long i = 0; i < kevald_pg_migrations_count; i++) {
@@ -585,11 +577,11 @@ static void store_pg_close(void *be)
 }
 
 /**
- * store_pg_open() - connect, bring the schema up to date, make the secret
+ * store_pg_open() - connect and set the session up (store_open() migrates)
  * @dsn:       a libpq URI ("postgresql://user@host:port/db?..."), or
  *             "postgresql:" for the PG* environment
  * @ret_be:    on success, a new StorePg (store_pg_close())
- * Return: 0, STORE_E_NEWER_DB, -ENOTCONN when the server cannot be reached
+ * Return: 0, -ENOTCONN when the server cannot be reached
  * or refuses the connection (logged with the DSN, password elided), or a
  * negative errno.
  */
@@ -620,14 +612,11 @@ static int store_pg_open(const char *dsn, void **ret_be)
         PQsetNoticeProcessor(s->conn, quiet_notice, NULL);
         /* UTC, and text that never depends on the server's locale. */
         r = exec_simple(s, "set up the session", "SET TIME ZONE 'UTC'; SET client_min_messages = warning");
-        if (r == 0)
-                r = migrate(s);
-        if (r != 0)
-                goto out;
-        *ret_be = s;
-        s = NULL;
 out:
-        store_pg_close(s);
+        if (r == 0)
+                *ret_be = s;
+        else
+                store_pg_close(s);
         return r;
 }
 
@@ -830,110 +819,6 @@ static int store_pg_insert_rows(void *be, const StoreNew *subs, size_t n, int64_
                 ids[i] = get_i64(res, (int)i, 0);
         PQclear(res);
         return insert_rows(s, subs, n, ids, now);
-}
-
-/*
- * One attempt in a savepoint; a unique violation on the idempotency key (the
- * same key accepted at the same moment by another host) is retried once:
- * the lookup then sees the other host's committed record.
- */
-static int insert_savepoint(StorePg *s, int (*body)(void *arg), void *arg)
-{
-        int r = -EEXIST;
-
-        for (int attempt = 0; attempt < 2 && r == -EEXIST; attempt++) {
-                r = exec_simple(s, "savepoint", "SAVEPOINT store_ins");
-                if (r < 0)
-                        return r;
-                r = body(arg);
-                if (r != 0 && !conn_lost(s))
-                        exec_simple(s, "rollback to savepoint", "ROLLBACK TO SAVEPOINT store_ins");
-                if (!conn_lost(s)) {
-                        int r2 = exec_simple(s, "release savepoint", "RELEASE SAVEPOINT store_ins");
-                        if (r == 0 && r2 < 0)
-                                r = r2;
-                }
-        }
-        return r;
-}
-
-/*
- * StoreOps.insert_tx: outside a group its own transaction, committed at
- * synchronous_commit=on before this returns; inside a group a savepoint of
- * the group's transaction. -ENOTCONN when the database is unreachable
- * (nothing was accepted).
- */
-static int store_pg_insert_tx(void *be, int (*body)(void *arg), void *arg)
-{
-        StorePg *store = be;
-        int r;
-
-        if (store->in_group && (store->group_lost || conn_lost(store))) {
-                store->group_lost = true;
-                return conn_lost(store) ? -ENOTCONN : -EIO;
-        }
-        if (store->in_group) {
-                r = insert_savepoint(store, body, arg);
-                if (r < 0 && conn_lost(store))
-                        store->group_lost = true;
-        } else {
-                r = tx_begin(store);
-                if (r == 0)
-                        r = tx_end(store, insert_savepoint(store, body, arg));
-        }
-        return r;
-}
-
-/**
- * store_pg_begin_group() - open the group's transaction (see store_begin_group())
- * Return: 0, -EINVAL when a group is open, -ENOTCONN, or a negative errno.
- */
-static int store_pg_begin_group(void *be)
-{
-        StorePg *store = be;
-        int r;
-
-        if (store->in_group)
-                return -EINVAL;
-        r = tx_begin(store);
-        if (r < 0)
-                return r;
-        store->in_group = true;
-        store->group_lost = false;
-        return 0;
-}
-
-/**
- * store_pg_commit_group() - commit the group (durable: synchronous_commit=on)
- * Return: 0, -EINVAL without a group, -EIO or -ENOTCONN when the transaction
- * was lost (nothing of the group is stored), or a negative errno.
- */
-static int store_pg_commit_group(void *be)
-{
-        StorePg *store = be;
-        int r;
-
-        if (!store->in_group)
-                return -EINVAL;
-        store->in_group = false;
-        r = conn_lost(store) ? -ENOTCONN : 0;
-        r = tx_end(store, r ? r : store->group_lost ? -EIO : 0);
-        store->group_lost = false;
-        return r;
-}
-
-/**
- * store_pg_rollback_group() - drop everything the open group inserted
- */
-static void store_pg_rollback_group(void *be)
-{
-        StorePg *store = be;
-
-        if (!store->in_group)
-                return;
-        store->in_group = false;
-        store->group_lost = false;
-        tx_end(store, -ECANCELED);
 }
 
 /* The last migration applied (kevald_schema). */
@@ -1200,28 +1085,8 @@ const StoreOps store_pg_ops = {
         .pg = true,
         .claim_gate = true,
         .late_arg_errors = true,
-        .open = store_pg_open,
-        .close = store_pg_close,
-        .schema_version = store_pg_schema_version,
-        .tx_begin = store_pg_tx_begin,
-        .tx_end = store_pg_tx_end,
-        .insert_tx = store_pg_insert_tx,
+        STORE_OPS_EVERY(store_pg),
         .insert_rows = store_pg_insert_rows,
-        .begin_group = store_pg_begin_group,
-        .commit_group = store_pg_commit_group,
-        .rollback_group = store_pg_rollback_group,
-        .query = pg_query,
-        .step = pg_step,
-        .changes = pg_changes,
-        .done = pg_done,
-        .is_null = pg_is_null,
-        .i64 = pg_i64,
-        .real = pg_real,
-        .text = pg_text,
-        .blob = pg_blob,
-        .value = pg_value,
-        .columns = pg_columns,
-        .column_name = pg_column_name,
         .listen = store_pg_listen,
         .next_event = store_pg_next_event,
         .copy_begin = store_pg_copy_begin,

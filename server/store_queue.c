@@ -27,7 +27,7 @@
 /* Run @q alone in its own write transaction; @ret_n: rows it wrote (may be NULL). */
 static int write_one(Store *s, bool lazy, int q, const StoreVal *args, int n, int64_t *ret_n)
 {
-        int r = s->ops->tx_begin(s->be, lazy);
+        int r = store_tx_begin(s, lazy ? STORE_TX_LAZY : STORE_TX_WRITE);
 
         if (r < 0)
                 return r;
@@ -286,6 +286,48 @@ static int insert_body(void *arg)
         return r;
 }
 
+/*
+ * The insert's transaction: outside a group its own, durable at its commit
+ * (SQLite: synchronous=FULL; PostgreSQL: synchronous_commit on); inside one
+ * a savepoint of the group's, so that its outcome is independent of the
+ * group's other requests. A unique violation (on PostgreSQL, the same
+ * idempotency key accepted at the same moment by another host) is retried
+ * once: the lookup then sees the other's committed record. A transaction
+ * the backend lost (-EIO, -ENOTCONN) loses the whole group.
+ */
+static int insert_tx(Insert *c)
+{
+        Store *s = c->s;
+        bool nested = s->in_group;
+        int r = nested ? (s->group_lost ? -EIO : s->ops->tx_lost(s->be)) : store_tx_begin(s, STORE_TX_DURABLE);
+
+        if (r < 0) {
+                s->group_lost = nested;
+                return r;
+        }
+        r = -EEXIST;
+        for (int attempt = 0; attempt < 2 && r == -EEXIST; attempt++) {
+                int lost;
+
+                r = s->ops->exec(s->be, "SAVEPOINT store_ins");
+                if (r < 0)
+                        break;
+                r = insert_body(c);
+                lost = s->ops->tx_lost(s->be);
+                if (lost) {
+                        r = r < 0 ? r : lost;
+                        s->group_lost = nested;
+                        break;
+                }
+                if (r != 0)
+                        s->ops->exec(s->be, "ROLLBACK TO SAVEPOINT store_ins");
+                lost = s->ops->exec(s->be, "RELEASE SAVEPOINT store_ins");
+                if (r == 0 && lost < 0)
+                        r = lost;
+        }
+        return nested ? r : s->ops->tx_end(s->be, r);
+}
+
 /**
  * store_insert_request() - accept one POST's submissions durably, or refuse them all
  * @store:        open store; borrowed
@@ -320,7 +362,7 @@ int store_insert_request(Store *store, const StoreInsert *ins, int64_t *ret_ids,
         c.ids = calloc(ins->n, sizeof(*c.ids));
         if (!c.ids)
                 return -ENOMEM;
-        r = store->ops->insert_tx(store->be, insert_body, &c);
+        r = insert_tx(&c);
         if (r == 0) {
                 memcpy(ret_ids, c.ids, sizeof(*c.ids) * ins->n);
                 if (ret_replayed)
@@ -452,7 +494,7 @@ int store_claim_job(Store *s, Stage stage, const char *owner, double lease_s, St
         r = store_db_end(&row, 0);
         if (r < 0)
                 return r;
-        r = s->ops->tx_begin(s->be, true);
+        r = store_tx_begin(s, STORE_TX_LAZY);
         if (r < 0)
                 return r;
         r = store_db_first(s, claim[stage], NULL, a, SV_N(a), &row);
@@ -594,7 +636,7 @@ int store_set_compiled(Store *store, int64_t id, const char *owner, json_t *comp
         if (!text)
                 return -ENOMEM;
         StoreVal b[] = { SV_INT(id), SV_TEXT(text) };
-        r = store->ops->tx_begin(store->be, false);
+        r = store_tx_begin(store, STORE_TX_WRITE);
         if (r == 0) {
                 r = store_db_exec(store, STORE_Q_SET_COMPILED, a, SV_N(a), &n);
                 if (r == 0 && n == 0)
@@ -625,7 +667,7 @@ int store_finish(Store *store, int64_t id, const char *owner, const char *verdic
 
         if (r != 0)
                 return r;
-        r = store->ops->tx_begin(store->be, false);
+        r = store_tx_begin(store, STORE_TX_WRITE);
         if (r == 0)
                 r = store->ops->tx_end(store->be, finish_row(store, id, owner, verdict, speedup, text));
         free(text);
@@ -670,7 +712,7 @@ int store_cancel(Store *store, int64_t id, int64_t token_id)
         StoreVal a[] = { SV_INT(id), SV_INT(token_id), SV_REAL(store_now()) };
         char *task = NULL, *text = NULL;
         StoreRow row;
-        int r = store->ops->tx_begin(store->be, false);
+        int r = store_tx_begin(store, STORE_TX_WRITE);
 
         if (r < 0)
                 return r;
@@ -801,7 +843,7 @@ static int reap_leases(Store *s, double before, int max_attempts, int *ret_reque
         int64_t *failed = NULL;
         size_t n = 0, n_failed = 0;
         int requeued = 0;
-        int r = s->ops->tx_begin(s->be, false);
+        int r = store_tx_begin(s, STORE_TX_WRITE);
 
         if (r < 0)
                 return r;
@@ -930,7 +972,7 @@ int store_cache_get(Store *store, const uint8_t key[32], json_t **ret_compile, u
 
         if (!key)
                 return -EINVAL;
-        r = store->ops->tx_begin(store->be, true);
+        r = store_tx_begin(store, STORE_TX_LAZY);
         if (r < 0)
                 return r;
         r = cache_lookup(store, key, &compile, &cubin, &len);

@@ -444,7 +444,7 @@ int store_token_create(Store *store, const char *name, const uint8_t hash[32], j
         if (limits && !(text = json_dumps(limits, JSON_COMPACT)))
                 return -ENOMEM;
         StoreVal a[] = { SV_STR(name), SV_BLOB(hash, 32), SV_REAL(store_now()), SV_TEXT(text) };
-        r = store->ops->tx_begin(store->be, false);
+        r = store_tx_begin(store, STORE_TX_WRITE);
         if (r < 0)
                 goto out;
         r = store_db_first(store, STORE_Q_TOKEN_CREATE, NULL, a, SV_N(a), &row);
@@ -474,7 +474,7 @@ int store_token_revoke(Store *store, const char *name)
         if (!name)
                 return -EINVAL;
         StoreVal a[] = { SV_STR(name), SV_REAL(store_now()) };
-        r = store->ops->tx_begin(store->be, false);
+        r = store_tx_begin(store, STORE_TX_WRITE);
         if (r < 0)
                 return r;
         r = store->ops->tx_end(store->be, store_db_exec(store, STORE_Q_TOKEN_REVOKE, a, SV_N(a), &n));
@@ -596,7 +596,7 @@ int store_secret_ensure(Store *s)
                 got += (size_t)k;
         }
         StoreVal a[] = { SV_BLOB(secret, sizeof(secret)) };
-        r = s->ops->tx_begin(s->be, false);
+        r = store_tx_begin(s, STORE_TX_WRITE);
         if (r == 0)
                 r = s->ops->tx_end(s->be, store_db_exec(s, STORE_Q_SECRET_PUT, a, SV_N(a), NULL));
         return r;

@@ -423,6 +423,39 @@ int store_migration_number(const char *name)
 }
 
 /**
+ * store_migrations_known() - the schema version a binary's migrations reach
+ * @m: the embedded files, in order; @n: their number
+ * Return: the last file's number (0 for none), or -EINVAL (logged) when the
+ * numbers do not rise.
+ */
+int store_migrations_known(const StoreMigration *m, unsigned long n)
+{
+        int known = 0;
+
+        for (unsigned long i = 0; i < n; i++) {
+                int v = store_migration_number(m[i].name);
+                if (v <= known) {
+                        log_error("store: migration \"%s\" is misnumbered", m[i].name);
+                        return -EINVAL;
+                }
+                known = v;
+        }
+        return known;
+}
+
+/**
+ * store_newer_db() - refuse a database whose schema is newer than this binary (logged)
+ * @shown: the database, as messages show it; @current, @known: the versions
+ * Return: STORE_E_NEWER_DB.
+ */
+int store_newer_db(const char *shown, int current, int known)
+{
+        log_error("store: database %s has schema version %d, newer than this kevald knows (%d); "
+                  "refusing to open it: upgrade kevald", shown, current, known);
+        return STORE_E_NEWER_DB;
+}
+
+/**
  * store_check_finish() - the arguments of store_finish(), checked
  * @verdict: non-empty; @result: the result object; borrowed
  * @ret_text: on success, @result as compact JSON (free())

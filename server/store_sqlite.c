@@ -29,14 +29,6 @@
 #include "common/log.h"
 #include "server/store_backend.h"
 
-/* Generated from the migrations/ files by tools/bin2c (server/meson.build). */
-extern const struct {
-        const char *name;
-        const unsigned char *data;
-        unsigned long len;
-} kevald_migrations[];
-extern const unsigned long kevald_migrations_count;
-
 #define STORE_BUSY_TIMEOUT_MS 10000
 
 /* This backend's own statements, after store_sql.c's in StoreSqlite.stmts. */
@@ -44,17 +36,13 @@ enum {
         Q_BEGIN = STORE_Q__COUNT,
         Q_COMMIT,
         Q_ROLLBACK,
-        Q_SAVEPOINT,
-        Q_RELEASE,
-        Q_ROLLBACK_TO,
         Q_SYNC_FULL,
         Q_SYNC_NORMAL,
         Q__MAX
 };
 
 static const char *const own_sql[Q__MAX - STORE_Q__COUNT] = {
-        "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK", "SAVEPOINT store_ins", "RELEASE store_ins",
-        "ROLLBACK TO store_ins", "PRAGMA synchronous=FULL", "PRAGMA synchronous=NORMAL",
+        "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK", "PRAGMA synchronous=FULL", "PRAGMA synchronous=NORMAL",
 };
 
 typedef struct StoreSqlite StoreSqlite;
@@ -62,8 +50,7 @@ typedef struct StoreSqlite StoreSqlite;
 struct StoreSqlite {
         sqlite3 *db;
         sqlite3_stmt *stmts[Q__MAX];
-        bool in_group;          /* between store_begin_group() and its commit/rollback */
-        bool group_lost;        /* SQLite rolled the group's transaction back by itself */
+        bool durable;           /* the open transaction runs at synchronous=FULL */
         bool write_locked;      /* holds write_mutex: between BEGIN IMMEDIATE and its end */
         double busy_since;      /* busy handler: when the current wait began */
 };
@@ -200,26 +187,58 @@ static int begin_write(StoreSqlite *s)
         return r;
 }
 
-static int tx_begin(StoreSqlite *s)
+/* StoreOps.tx_begin: BEGIN IMMEDIATE; STORE_TX_DURABLE at synchronous=FULL until its end. */
+static int store_sqlite_tx_begin(void *be, StoreTxKind kind)
 {
-        if (s->in_group)
-                return -EINVAL; /* the group's transaction is open; only inserts may join it */
-        return begin_write(s);
+        StoreSqlite *s = be;
+        int r;
+
+        if (!sqlite3_get_autocommit(s->db))
+                return -EINVAL; /* one is open: a group's, which only inserts may join */
+        s->durable = kind == STORE_TX_DURABLE;
+        r = s->durable ? run_q(s, Q_SYNC_FULL) : 0;
+        if (r == 0)
+                r = begin_write(s);
+        if (r < 0 && s->durable) {
+                run_q(s, Q_SYNC_NORMAL);
+                s->durable = false;
+        }
+        return r;
 }
 
 /* End the transaction: commit when @r is 0, roll back otherwise. Returns @r or the commit's error. */
 static int tx_end(StoreSqlite *s, int r)
 {
         if (sqlite3_get_autocommit(s->db)) {
-                write_release(s);
-                return r != 0 ? r : -EIO; /* SQLite already rolled back (I/O error, full disk) */
+                r = r != 0 ? r : -EIO; /* SQLite already rolled back (I/O error, full disk) */
+        } else {
+                if (r == 0)
+                        r = run_q(s, Q_COMMIT);
+                if (r != 0 && !sqlite3_get_autocommit(s->db))
+                        run_q(s, Q_ROLLBACK);
         }
-        if (r == 0)
-                r = run_q(s, Q_COMMIT);
-        if (r != 0 && !sqlite3_get_autocommit(s->db))
-                run_q(s, Q_ROLLBACK);
         write_release(s);
+        if (s->durable)
+                run_q(s, Q_SYNC_NORMAL);
+        s->durable = false;
         return r;
+}
+
+static int store_sqlite_tx_end(void *be, int r)
+{
+        return tx_end(be, r);
+}
+
+/* SQLite rolled the open transaction back by itself (an I/O error, a full disk). */
+static int store_sqlite_tx_lost(void *be)
+{
+        StoreSqlite *s = be;
+        return sqlite3_get_autocommit(s->db) ? -EIO : 0;
+}
+
+static int store_sqlite_exec(void *be, const char *sql)
+{
+        return exec_sql(be, sql);
 }
 
 /* Cross-process lock waits: short sleeps up to STORE_BUSY_TIMEOUT_MS. */
@@ -259,7 +278,7 @@ static int bind(sqlite3_stmt *st, int i, const StoreVal *v)
         }
 }
 
-static void sq_done(StoreRow *row)
+static void store_sqlite_done(StoreRow *row)
 {
         if (row->q < 0) {
                 sqlite3_finalize(row->res);
@@ -270,7 +289,7 @@ static void sq_done(StoreRow *row)
         row->res = NULL;
 }
 
-static int sq_query(void *be, int q, const char *sql, const StoreVal *args, int n, StoreRow *ret_row)
+static int store_sqlite_query(void *be, int q, const char *sql, const StoreVal *args, int n, StoreRow *ret_row)
 {
         StoreSqlite *s = be;
         sqlite3_stmt *st = NULL;
@@ -290,13 +309,13 @@ static int sq_query(void *be, int q, const char *sql, const StoreVal *args, int 
         for (int i = 0; rc == SQLITE_OK && i < n; i++)
                 rc = bind(st, i + 1, &args[i]);
         if (rc != SQLITE_OK) {
-                sq_done(ret_row);
+                store_sqlite_done(ret_row);
                 return -EINVAL;
         }
         return 0;
 }
 
-static int sq_step(StoreRow *row)
+static int store_sqlite_step(StoreRow *row)
 {
         int rc = sqlite3_step(row->res);
 
@@ -309,27 +328,27 @@ static int sq_step(StoreRow *row)
         return fail(row->be, rc, sqlite3_sql(row->res));
 }
 
-static int64_t sq_changes(const StoreRow *row)
+static int64_t store_sqlite_changes(const StoreRow *row)
 {
         return sqlite3_changes64(((StoreSqlite *)row->be)->db);
 }
 
-static bool sq_is_null(const StoreRow *row, int col)
+static bool store_sqlite_is_null(const StoreRow *row, int col)
 {
         return sqlite3_column_type(row->res, col) == SQLITE_NULL;
 }
 
-static int64_t sq_i64(const StoreRow *row, int col)
+static int64_t store_sqlite_i64(const StoreRow *row, int col)
 {
         return sqlite3_column_int64(row->res, col);
 }
 
-static double sq_real(const StoreRow *row, int col)
+static double store_sqlite_real(const StoreRow *row, int col)
 {
         return sqlite3_column_double(row->res, col);
 }
 
-static const char *sq_text(const StoreRow *row, int col, size_t *ret_len)
+static const char *store_sqlite_text(const StoreRow *row, int col, size_t *ret_len)
 {
         const char *v = (const char *)sqlite3_column_text(row->res, col);
         if (ret_len)
@@ -337,7 +356,7 @@ static const char *sq_text(const StoreRow *row, int col, size_t *ret_len)
         return v;
 }
 
-static int sq_blob(const StoreRow *row, int col, uint8_t **ret, size_t *ret_len)
+static int store_sqlite_blob(const StoreRow *row, int col, uint8_t **ret, size_t *ret_len)
 {
         size_t len = (size_t)sqlite3_column_bytes(row->res, col);
         uint8_t *copy = NULL;
@@ -354,7 +373,7 @@ static int sq_blob(const StoreRow *row, int col, uint8_t **ret, size_t *ret_len)
         return 0;
 }
 
-static json_t *sq_value(const StoreRow *row, int col)
+static json_t *store_sqlite_value(const StoreRow *row, int col)
 {
         switch (sqlite3_column_type(row->res, col)) {
         case SQLITE_INTEGER:
@@ -369,12 +388,12 @@ static json_t *sq_value(const StoreRow *row, int col)
         }
 }
 
-static int sq_columns(const StoreRow *row)
+static int store_sqlite_columns(const StoreRow *row)
 {
         return sqlite3_column_count(row->res);
 }
 
-static const char *sq_column_name(const StoreRow *row, int col)
+static const char *store_sqlite_column_name(const StoreRow *row, int col)
 {
         return sqlite3_column_name(row->res, col);
 }
@@ -397,19 +416,15 @@ static int user_version(StoreSqlite *s, int *ret_v)
         return 0;
 }
 
-static int migrate(StoreSqlite *s, const char *path)
+/* StoreOps.migrate: the files above PRAGMA user_version, in one transaction. */
+static int store_sqlite_migrate(void *be, const char *path)
 {
-        int known = 0, current, r;
-        char sql[64];
+        StoreSqlite *s = be;
+        int known = store_migrations_known(kevald_migrations, kevald_migrations_count), current, r;
+        char sql[LIMIT_DSN_BYTES + 64];
 
-        for (unsigned long i = 0; i < kevald_migrations_count; i++) {
-                int v = store_migration_number(kevald_migrations[i].name);
-                if (v <= known) {
-                        log_error("store: migration \"%s\" is misnumbered", kevald_migrations[i].name);
-                        return -EINVAL;
-                }
-                known = v;
-        }
+        if (known < 0)
+                return known;
         r = user_version(s, &current);
         if (r < 0)
                 return r;
@@ -446,9 +461,8 @@ out:
         if (r != STORE_E_NEWER_DB)
                 return r;
 newer:
-        log_error("store: database \"%s\" has schema version %d, newer than this kevald knows (%d); "
-                  "refusing to open it: upgrade kevald", path, current, known);
-        return STORE_E_NEWER_DB;
+        snprintf(sql, sizeof(sql), "\"%s\"", path);
+        return store_newer_db(sql, current, known);
 }
 
 /**
@@ -469,16 +483,14 @@ static void store_sqlite_close(void *be)
 }
 
 /**
- * store_sqlite_open() - open (creating if needed) the database and bring its schema up to date
+ * store_sqlite_open() - open (creating if needed) the database
  * @path:      database file; created with its WAL files next to it
  * @ret_be:    on success, a new StoreSqlite (store_sqlite_close())
  *
- * Sets WAL, busy_timeout and synchronous=NORMAL, applies the embedded
- * migrations newer than PRAGMA user_version in one transaction (the server
- * secret is store_open()'s).
+ * Sets WAL, busy_timeout and synchronous=NORMAL (store_open() migrates and
+ * makes the secret).
  *
- * Return: 0, STORE_E_NEWER_DB when the database's schema is newer than this
- * binary (logged), or a negative errno.
+ * Return: 0 or a negative errno.
  */
 static int store_sqlite_open(const char *path, void **ret_be)
 {
@@ -503,15 +515,11 @@ static int store_sqlite_open(const char *path, void **ret_be)
         /* journal_size_limit: truncate the WAL back to 64 MiB after a checkpoint that emptied it. */
         r = exec_sql(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY; "
                         "PRAGMA journal_size_limit=67108864");
-        if (r < 0)
-                goto out;
-        r = migrate(s, path);
-        if (r != 0)
-                goto out;
-        *ret_be = s;
-        s = NULL;
 out:
-        store_sqlite_close(s);
+        if (r == 0)
+                *ret_be = s;
+        else
+                store_sqlite_close(s);
         return r;
 }
 
@@ -546,8 +554,7 @@ static int store_sqlite_open_readonly(const char *path, void **ret_be)
         r = user_version(s, &version); /* the first read: a file that is no database fails here */
         if (r < 0)
                 goto out;
-        for (unsigned long i = 0; i < kevald_migrations_count; i++)
-                known = store_migration_number(kevald_migrations[i].name);
+        known = store_migrations_known(kevald_migrations, kevald_migrations_count);
         if (version > known) {
                 r = STORE_E_NEWER_DB;
                 goto out;
@@ -574,134 +581,6 @@ out:
         sqlite3_finalize(st);
         store_sqlite_close(s);
         return r;
-}
-
-/* ---- acceptance: the insert's transaction, group commit ------------------- */
-
-/*
- * StoreOps.insert_tx: outside a group its own BEGIN IMMEDIATE transaction at
- * synchronous=FULL, committed before this returns; inside a group
- * (store_sqlite_begin_group()) a savepoint of the group's transaction, so
- * that its outcome is independent of the group's other requests. -EIO when
- * the group's transaction was lost.
- */
-static int store_sqlite_insert_tx(void *be, int (*body)(void *arg), void *arg)
-{
-        StoreSqlite *store = be;
-        bool nested = store->in_group;
-        int r;
-
-        if (nested && (store->group_lost || sqlite3_get_autocommit(store->db))) {
-                store->group_lost = true;
-                return -EIO;
-        }
-        if (nested) {
-                r = run_q(store, Q_SAVEPOINT);
-        } else {
-                r = run_q(store, Q_SYNC_FULL);
-                if (r == 0)
-                        r = begin_write(store);
-        }
-        if (r < 0)
-                goto out_sync;
-
-        r = body(arg);
-
-        if (nested) {
-                if (sqlite3_get_autocommit(store->db)) {
-                        store->group_lost = true;
-                        r = r < 0 ? r : -EIO;
-                        goto out_sync;
-                }
-                if (r != 0)
-                        run_q(store, Q_ROLLBACK_TO);
-                int r2 = run_q(store, Q_RELEASE);
-                if (r == 0 && r2 < 0)
-                        r = r2;
-        } else {
-                r = tx_end(store, r);
-        }
-out_sync:
-        if (!nested)
-                run_q(store, Q_SYNC_NORMAL);
-        return r;
-}
-
-/**
- * store_sqlite_begin_group() - open a durable write transaction for several inserts
- * @store: open store, not already in a group; borrowed
- *
- * Sets synchronous=FULL and runs BEGIN IMMEDIATE. Until store_commit_group()
- * or store_rollback_group(), only store_insert_request() and
- * store_insert_submissions() may be called on this store (other writes
- * return -EINVAL).
- *
- * Return: 0, -EINVAL when a group is already open, or a negative errno.
- */
-static int store_sqlite_begin_group(void *be)
-{
-        StoreSqlite *store = be;
-        int r;
-
-        if (store->in_group || !sqlite3_get_autocommit(store->db))
-                return -EINVAL;
-        r = run_q(store, Q_SYNC_FULL);
-        if (r < 0)
-                return r;
-        r = begin_write(store);
-        if (r < 0) {
-                run_q(store, Q_SYNC_NORMAL);
-                return r;
-        }
-        store->in_group = true;
-        store->group_lost = false;
-        return 0;
-}
-
-/**
- * store_sqlite_commit_group() - commit the group (one fsync of the WAL) and close it
- * @store: store with an open group; borrowed
- * Return: 0 when every insert of the group that returned 0 is durable;
- * -EINVAL without an open group; -EIO when SQLite lost the transaction;
- * another negative errno when the commit failed (nothing of the group is
- * stored then).
- */
-static int store_sqlite_commit_group(void *be)
-{
-        StoreSqlite *store = be;
-        int r;
-
-        if (!store->in_group)
-                return -EINVAL;
-        store->in_group = false;
-        if (store->group_lost || sqlite3_get_autocommit(store->db))
-                r = -EIO;
-        else
-                r = run_q(store, Q_COMMIT);
-        if (r < 0 && !sqlite3_get_autocommit(store->db))
-                run_q(store, Q_ROLLBACK);
-        write_release(store);
-        run_q(store, Q_SYNC_NORMAL);
-        store->group_lost = false;
-        return r;
-}
-
-/**
- * store_sqlite_rollback_group() - drop everything the open group inserted
- * @store: store with an open group (no-op otherwise); borrowed
- */
-static void store_sqlite_rollback_group(void *be)
-{
-        StoreSqlite *store = be;
-
-        if (!store->in_group)
-                return;
-        store->in_group = false;
-        store->group_lost = false;
-        if (!sqlite3_get_autocommit(store->db))
-                run_q(store, Q_ROLLBACK);
-        write_release(store);
-        run_q(store, Q_SYNC_NORMAL);
 }
 
 /* PRAGMA user_version: the number of the last migration applied. */
@@ -805,41 +684,10 @@ out:
         return r;
 }
 
-/* The store's write transaction (StoreOps.tx_begin, tx_end); @lazy: as any here. */
-static int store_sqlite_tx_begin(void *be, bool lazy)
-{
-        return tx_begin(be);
-}
-
-static int store_sqlite_tx_end(void *be, int r)
-{
-        return tx_end(be, r);
-}
-
 /* The table store_open() picks for this backend (store_backend.h). */
 const StoreOps store_sqlite_ops = {
         .name = "sqlite",
-        .open = store_sqlite_open,
+        STORE_OPS_EVERY(store_sqlite),
         .open_readonly = store_sqlite_open_readonly,
-        .close = store_sqlite_close,
-        .schema_version = store_sqlite_schema_version,
-        .tx_begin = store_sqlite_tx_begin,
-        .tx_end = store_sqlite_tx_end,
-        .insert_tx = store_sqlite_insert_tx,
-        .begin_group = store_sqlite_begin_group,
-        .commit_group = store_sqlite_commit_group,
-        .rollback_group = store_sqlite_rollback_group,
-        .query = sq_query,
-        .step = sq_step,
-        .changes = sq_changes,
-        .done = sq_done,
-        .is_null = sq_is_null,
-        .i64 = sq_i64,
-        .real = sq_real,
-        .text = sq_text,
-        .blob = sq_blob,
-        .value = sq_value,
-        .columns = sq_columns,
-        .column_name = sq_column_name,
         .each_row = store_sqlite_each_row,
 };
