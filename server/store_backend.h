@@ -47,8 +47,9 @@ typedef enum {
         STORE_Q_IDEM_GET,               /* (token_id, key): body_sha256, ids */
         STORE_Q_IDEM_PUT,               /* (token_id, key, body_sha256, ids, created_at) */
         STORE_Q_PRUNE_IDEM,             /* (before) */
-        STORE_Q_INSERT_SUB,             /* (task, mode, priority, token_id, run_id, created_at, tags): id */
+        STORE_Q_INSERT_SUB,             /* (task, mode, priority, token_id, run_id, created_at, tags) */
         STORE_Q_INSERT_REQ,             /* (id, request) */
+        STORE_Q_INSERTED_ID,            /* (): the id this connection's last INSERT made */
         STORE_Q_DRAW_IDS,               /* (n): n new submission ids, ascending (PostgreSQL) */
         STORE_Q_ANY_QUEUED,             /* (): a row when any job is queued */
         STORE_Q_ANY_COMPILED,           /* (): a row when any job is compiled */
@@ -150,6 +151,7 @@ struct StoreOps {
         const char *name;               /* store_backend_name() */
         bool pg;                        /* which dialect of store_sql_text() */
         bool claim_gate;                /* store.c's claim gate applies (a fleet that LISTENs) */
+        bool shared;                    /* other hosts write the same database at once */
         bool late_arg_errors;           /* a dashboard argument of the wrong type fails the query (-EIO, -EPROTO) */
         int (*open)(const char *path, void **ret_be);   /* connects (SQLite: creates the file) */
         /* Applies the migrations above the database's version (STORE_E_NEWER_DB: it is newer;

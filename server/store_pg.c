@@ -1084,6 +1084,7 @@ const StoreOps store_pg_ops = {
         .name = "postgresql",
         .pg = true,
         .claim_gate = true,
+        .shared = true,
         .late_arg_errors = true,
         STORE_OPS_EVERY(store_pg),
         .insert_rows = store_pg_insert_rows,

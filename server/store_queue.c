@@ -202,7 +202,6 @@ static int insert_one(Store *s, const StoreNew *sn, double now, int64_t *ret_id)
         const char *run_id = json_string_value(json_object_get(tags, "run_id"));
         char *tags_text = NULL, *req_text = NULL;
         const char *req = sn->request_json;
-        StoreRow row;
         int64_t id = 0;
         int r = -ENOMEM;
 
@@ -212,13 +211,9 @@ static int insert_one(Store *s, const StoreNew *sn, double now, int64_t *ret_id)
                 goto out;
         StoreVal a[] = { SV_TEXT(sn->task), SV_TEXT(sn->mode), SV_INT(sn->priority), SV_INT(sn->token_id),
                          SV_TEXT(run_id), SV_REAL(now), SV_TEXT(tags_text) };
-        r = store_db_first(s, STORE_Q_INSERT_SUB, NULL, a, SV_N(a), &row);
+        r = store_db_exec(s, STORE_Q_INSERT_SUB, a, SV_N(a), NULL);
         if (r == 0)
-                r = -EIO;       /* no id returned */
-        if (r < 0)
-                goto out;
-        id = row.ops->i64(&row, 0);
-        r = store_db_end(&row, 0);
+                r = store_db_scalar(s, STORE_Q_INSERTED_ID, NULL, 0, &id);
         if (r < 0)
                 goto out;
         StoreVal b[] = { SV_INT(id), SV_TEXT(req) };
@@ -252,13 +247,16 @@ static int insert_body(void *arg)
         r = idem_replay(s, ins, c->ids, &c->replayed);
         if (r != 0 || c->replayed)
                 return r;
-        /* -1 first, then the token's row: PostgreSQL locks them, every insert of the fleet in this order. */
+        /* -1 first, then the token's row: a shared store locks them, every insert of the fleet in
+         * this order, so that quotas hold across hosts. */
         StoreVal all[] = { SV_INT(-1) }, tok[] = { SV_INT(token_id) };
-        r = store_db_scalar(s, STORE_Q_COUNT_ACTIVE, all, 1, &active);
-        if (r < 0)
-                return r;
-        if (ins->max_queued_total > 0 && active + queued > ins->max_queued_total)
-                return STORE_E_FULL;
+        if (ins->max_queued_total > 0 || s->ops->shared) {
+                r = store_db_scalar(s, STORE_Q_COUNT_ACTIVE, all, 1, &active);
+                if (r < 0)
+                        return r;
+                if (ins->max_queued_total > 0 && active + queued > ins->max_queued_total)
+                        return STORE_E_FULL;
+        }
         if (ins->max_queued_token > 0) {
                 r = store_db_scalar(s, STORE_Q_COUNT_ACTIVE, tok, 1, &active);
                 if (r < 0)
@@ -290,15 +288,15 @@ static int insert_body(void *arg)
  * The insert's transaction: outside a group its own, durable at its commit
  * (SQLite: synchronous=FULL; PostgreSQL: synchronous_commit on); inside one
  * a savepoint of the group's, so that its outcome is independent of the
- * group's other requests. A unique violation (on PostgreSQL, the same
+ * group's other requests. On a shared store a unique violation (the same
  * idempotency key accepted at the same moment by another host) is retried
- * once: the lookup then sees the other's committed record. A transaction
- * the backend lost (-EIO, -ENOTCONN) loses the whole group.
+ * once in a savepoint: the lookup then sees the other's committed record.
+ * A transaction the backend lost (-EIO, -ENOTCONN) loses the whole group.
  */
 static int insert_tx(Insert *c)
 {
         Store *s = c->s;
-        bool nested = s->in_group;
+        bool nested = s->in_group, save = nested || s->ops->shared;
         int r = nested ? (s->group_lost ? -EIO : s->ops->tx_lost(s->be)) : store_tx_begin(s, STORE_TX_DURABLE);
 
         if (r < 0) {
@@ -306,10 +304,10 @@ static int insert_tx(Insert *c)
                 return r;
         }
         r = -EEXIST;
-        for (int attempt = 0; attempt < 2 && r == -EEXIST; attempt++) {
+        for (int attempt = 0; attempt < (save ? 2 : 1) && r == -EEXIST; attempt++) {
                 int lost;
 
-                r = s->ops->exec(s->be, "SAVEPOINT store_ins");
+                r = save ? s->ops->exec(s->be, "SAVEPOINT store_ins") : 0;
                 if (r < 0)
                         break;
                 r = insert_body(c);
@@ -319,6 +317,8 @@ static int insert_tx(Insert *c)
                         s->group_lost = nested;
                         break;
                 }
+                if (!save)
+                        break;
                 if (r != 0)
                         s->ops->exec(s->be, "ROLLBACK TO SAVEPOINT store_ins");
                 lost = s->ops->exec(s->be, "RELEASE SAVEPOINT store_ins");

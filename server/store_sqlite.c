@@ -36,13 +36,17 @@ enum {
         Q_BEGIN = STORE_Q__COUNT,
         Q_COMMIT,
         Q_ROLLBACK,
+        Q_SAVEPOINT,
+        Q_ROLLBACK_TO,
+        Q_RELEASE,
         Q_SYNC_FULL,
         Q_SYNC_NORMAL,
         Q__MAX
 };
 
 static const char *const own_sql[Q__MAX - STORE_Q__COUNT] = {
-        "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK", "PRAGMA synchronous=FULL", "PRAGMA synchronous=NORMAL",
+        "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK", "SAVEPOINT store_ins", "ROLLBACK TO SAVEPOINT store_ins",
+        "RELEASE SAVEPOINT store_ins", "PRAGMA synchronous=FULL", "PRAGMA synchronous=NORMAL",
 };
 
 typedef struct StoreSqlite StoreSqlite;
@@ -236,8 +240,12 @@ static int store_sqlite_tx_lost(void *be)
         return sqlite3_get_autocommit(s->db) ? -EIO : 0;
 }
 
+/* StoreOps.exec: one of this backend's own statements (the savepoints) runs prepared. */
 static int store_sqlite_exec(void *be, const char *sql)
 {
+        for (int q = Q_BEGIN; q < Q__MAX; q++)
+                if (!strcmp(sql, own_sql[q - STORE_Q__COUNT]))
+                        return run_q(be, q);
         return exec_sql(be, sql);
 }
 
