@@ -2,11 +2,12 @@
  * store - the front of the store: store.h is the contract, and this file
  * picks the backend for a path (a postgresql:// URI, or "postgresql:" for
  * the PG* environment: server/store_pg.c; anything else: a SQLite file,
- * server/store_sqlite.c) and forwards every call through that backend's
- * StoreOps table (store_backend.h). It also holds what is per process
- * rather than per backend: the StorePool, the claim gate, and whether the
- * storage can write (store_write_fault(), fed by the write calls' results).
- * What both backends follow alike is in server/store_rules.c.
+ * server/store_sqlite.c) and opens it: connect, migrate, make the secret.
+ * It also holds what is per process or per connection rather than per
+ * operation: the StorePool, the claim gate, group commit, wake-ups, the
+ * copy, and whether the storage can write (store_write_fault(), fed by the
+ * write calls' results). The operations are server/store_queue.c's and
+ * server/store_read.c's, over the backend's primitives (store_backend.h).
  *
  * A Store is one backend connection (be) and that backend's table (ops),
  * both fixed at store_open().

@@ -2,8 +2,10 @@
  * store - the queue and the history, in SQLite (one host) or PostgreSQL (a
  * fleet of hosts on one database). Only the supervisor opens the database.
  * This header is the contract; server/store.c picks the backend from the
- * path given to store_open() and forwards to server/store_sqlite.c or
- * server/store_pg.c (docs/store.md: tables, views, durability, fleets).
+ * path given to store_open(), and the operations (server/store_queue.c,
+ * server/store_read.c) run over that backend's primitives,
+ * server/store_sqlite.c or server/store_pg.c (server/store_backend.h;
+ * docs/store.md: tables, views, durability, fleets).
  *
  * A Store is one database connection: use it from one thread at a time. The
  * server keeps one per thread that needs it (HTTP pool threads check one out

@@ -5,8 +5,8 @@
  * and the compile cache. The SQL is store_sql.c's; what differs between
  * SQLite and PostgreSQL is there or in the backend's StoreOps.
  *
- * Every write runs in the backend's write transaction (->tx_begin, or
- * ->insert_tx for an insert); "lazy" ones (claims, lease renewals, cache
+ * Every write runs in the backend's write transaction (store_tx_begin(); an
+ * insert in a group's, in a savepoint); "lazy" ones (claims, lease renewals, cache
  * bookkeeping: redone if lost) may commit without waiting for the disk.
  * The aggregates (queue_counts, task_stats) are added to once per request
  * here and taken from by the schema's triggers on every path to 'done'.
