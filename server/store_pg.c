@@ -702,6 +702,28 @@ static int batch_run(StorePg *s, Batch *b, const char *what)
         return r;
 }
 
+/*
+ * Append one row of values, "(" then each value as a new parameter followed
+ * by its @after text (its cast, and what comes next: "::bigint, ", ...,
+ * "::text)"); @first: the first row of the statement.
+ */
+static int batch_row(Batch *b, bool first, const StoreVal *v, const char *const *after, int n)
+{
+        int r = batch_sql(b, first ? "(" : ", (");
+
+        for (int i = 0; r == 0 && i < n; i++) {
+                r = v[i].type == STORE_VAL_INT ? batch_int(b, v[i].i) : batch_param(b, v[i].p);
+                if (r == 0)
+                        r = batch_sql(b, after[i]);
+        }
+        return r;
+}
+
+/* What follows each value of a submissions row and of a submission_requests row. */
+static const char *const sub_casts[] = { "::bigint, 'queued', ", "::text, ", "::text, ", "::integer, ",
+                                         "::bigint, ", "::text, ", "::double precision, ", "::text)" };
+static const char *const req_casts[] = { "::bigint, ", "::text)" };
+
 /* Insert @n submissions (ids already drawn) and their requests: a multi-row INSERT per chunk. */
 static int insert_rows(StorePg *s, const StoreNew *subs, size_t n, const int64_t *ids, double now)
 {
@@ -729,40 +751,11 @@ static int insert_rows(StorePg *s, const StoreNew *subs, size_t n, const int64_t
                                   "created_at, tags) VALUES ");
                 for (size_t i = base; r == 0 && i < end; i++) {
                         json_t *t = json_object_get(subs[i].request, "tags");
-                        const char *run_id = json_string_value(json_object_get(t, "run_id"));
-                        r = batch_sql(&b, i == base ? "(" : ", (");
-                        if (r == 0)
-                                r = batch_int(&b, ids[i]);
-                        if (r == 0)
-                                r = batch_sql(&b, "::bigint, 'queued', ");
-                        if (r == 0)
-                                r = batch_param(&b, subs[i].task);
-                        if (r == 0)
-                                r = batch_sql(&b, "::text, ");
-                        if (r == 0)
-                                r = batch_param(&b, subs[i].mode);
-                        if (r == 0)
-                                r = batch_sql(&b, "::text, ");
-                        if (r == 0)
-                                r = batch_int(&b, subs[i].priority);
-                        if (r == 0)
-                                r = batch_sql(&b, "::integer, ");
-                        if (r == 0)
-                                r = batch_int(&b, subs[i].token_id);
-                        if (r == 0)
-                                r = batch_sql(&b, "::bigint, ");
-                        if (r == 0)
-                                r = batch_param(&b, run_id);
-                        if (r == 0)
-                                r = batch_sql(&b, "::text, ");
-                        if (r == 0)
-                                r = batch_param(&b, created);
-                        if (r == 0)
-                                r = batch_sql(&b, "::double precision, ");
-                        if (r == 0)
-                                r = batch_param(&b, tags[i]);
-                        if (r == 0)
-                                r = batch_sql(&b, "::text)");
+                        StoreVal v[] = { SV_INT(ids[i]), SV_TEXT(subs[i].task), SV_TEXT(subs[i].mode),
+                                         SV_INT(subs[i].priority), SV_INT(subs[i].token_id),
+                                         SV_TEXT(json_string_value(json_object_get(t, "run_id"))), SV_STR(created),
+                                         SV_TEXT(tags[i]) };
+                        r = batch_row(&b, i == base, v, sub_casts, SV_N(v));
                 }
                 if (r == 0)
                         r = batch_run(s, &b, "insert submissions");
@@ -771,15 +764,8 @@ static int insert_rows(StorePg *s, const StoreNew *subs, size_t n, const int64_t
                 if (r == 0)
                         r = batch_sql(&b, "INSERT INTO submission_requests(id, request) VALUES ");
                 for (size_t i = base; r == 0 && i < end; i++) {
-                        r = batch_sql(&b, i == base ? "(" : ", (");
-                        if (r == 0)
-                                r = batch_int(&b, ids[i]);
-                        if (r == 0)
-                                r = batch_sql(&b, "::bigint, ");
-                        if (r == 0)
-                                r = batch_param(&b, subs[i].request_json ? subs[i].request_json : reqs[i]);
-                        if (r == 0)
-                                r = batch_sql(&b, "::text)");
+                        StoreVal v[] = { SV_INT(ids[i]), SV_TEXT(subs[i].request_json ? subs[i].request_json : reqs[i]) };
+                        r = batch_row(&b, i == base, v, req_casts, SV_N(v));
                 }
                 if (r == 0)
                         r = batch_run(s, &b, "insert requests");

@@ -63,7 +63,8 @@ static const char *const list_label[2] = {
 };
 
 /* Append to @sql (room @cap, used *@len) the format @fmt with the next argument's number(s). */
-#define LIST_ADD(fmt, ...) (*len += (size_t)snprintf(sql + *len, *len < cap ? cap - *len : 0, fmt, __VA_ARGS__))
+#define LIST_ADD(fmt, ...)                                                                                    \
+        (*len += (size_t)snprintf(sql + (*len < cap ? *len : cap), *len < cap ? cap - *len : 0, fmt, __VA_ARGS__))
 
 /* The list query's text and arguments (at most 12) for @q. */
 static int list_sql(const StoreListQuery *q, bool pg, char *sql, size_t cap, StoreVal *a, int *ret_n)
