@@ -38,7 +38,8 @@ typedef enum { STORE_TX_LAZY, STORE_TX_WRITE, STORE_TX_DURABLE } StoreTxKind;
 
 /*
  * Every statement the operations run, by name. Arguments are ?1, ?2, ...
- * in both dialects (store_sql_text() writes $1, $2, ... for PostgreSQL).
+ * in both dialects, cast where PostgreSQL needs it (?1::text);
+ * store_sql_render() gives each dialect its text.
  */
 typedef enum {
         STORE_Q_COUNT_ACTIVE,           /* (token_id): not-done count; PostgreSQL locks the row */
@@ -104,7 +105,7 @@ typedef enum {
 } StoreQuery;
 
 const char *store_sql_text(int q, bool pg);
-char *store_sql_dollars(const char *sql);
+char *store_sql_render(const char *text, bool pg);
 
 /* ---- primitives: a statement's arguments and its rows ------------------- */
 

@@ -236,7 +236,7 @@ static int run_q(StorePg *s, int q, const Params *p, PGresult **ret_res)
         }
         snprintf(name, sizeof(name), "k%d", q);
         if (!s->prepared[q]) {
-                char *sql = store_sql_dollars(text);
+                char *sql = store_sql_render(text, true);
                 int r = sql ? result(s, text, PQprepare(s->conn, name, sql, p->n, NULL), NULL) : -ENOMEM;
 
                 free(sql);
@@ -339,7 +339,7 @@ static int store_pg_query(void *be, int q, const char *sql, const StoreVal *args
         if (r == 0 && q >= 0) {
                 r = run_q(s, q, &p, &res);
         } else if (r == 0) {
-                char *text = store_sql_dollars(sql);
+                char *text = store_sql_render(sql, true);
                 r = text ? run(s, sql, text, &p, &res) : -ENOMEM;
                 free(text);
         }

@@ -1,12 +1,14 @@
 /*
  * store_sql - every statement the store's operations run, in both dialects,
  * one table indexed by StoreQuery (store_backend.h). Arguments are written
- * ?1, ?2, ... once; store_sql_text() gives PostgreSQL's text with $1, $2,
- * .... An entry with one text (.both) is the same statement in both; one
- * with two (.sqlite, .pg) says what differs; a NULL dialect: that backend
+ * ?1, ?2, ... once, cast where PostgreSQL cannot infer their type
+ * (?1::text); store_sql_render() gives each dialect its text ($1::text for
+ * PostgreSQL, ?1 for SQLite). An entry with one text (.both) is the same
+ * statement in both; one with two (.sqlite, .pg) says what differs; a NULL dialect: that backend
  * has no such statement (the operation's comment says what it does then).
  * The schema both run against is migrations/ (SQLite) and migrations/pg/.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,24 +154,16 @@ static const StoreSql sql[STORE_Q__COUNT] = {
         [STORE_Q_HOST_BEAT] = { .pg = "INSERT INTO hosts AS h (host_id, started_at, last_seen) VALUES (?1, ?2, ?2) "
                                       "ON CONFLICT (host_id) DO UPDATE SET last_seen = excluded.last_seen" },
         [STORE_Q_SET_KEY] = { "UPDATE submissions SET cache_key = ?2 WHERE id = ?1" },
-        [STORE_Q_SET_COMPILED] = {
-                .sqlite = "UPDATE submissions SET state = 'compiled', lease_owner = NULL, lease_expires = NULL, "
-                          "stage_attempts = 0 WHERE id = ?1 AND state = 'compiling' "
-                          "AND (?2 IS NULL OR lease_owner = ?2)",
-                .pg = "UPDATE submissions SET state = 'compiled', lease_owner = NULL, lease_expires = NULL, "
-                      "stage_attempts = 0 WHERE id = ?1 AND state = 'compiling' "
-                      "AND (?2::text IS NULL OR lease_owner = ?2::text)" },
+        [STORE_Q_SET_COMPILED] = { "UPDATE submissions SET state = 'compiled', lease_owner = NULL, lease_expires = NULL, "
+                                   "stage_attempts = 0 WHERE id = ?1 AND state = 'compiling' "
+                                   "AND (?2::text IS NULL OR lease_owner = ?2::text)" },
         [STORE_Q_PUT_COMPILE] = {
                 .sqlite = "INSERT OR REPLACE INTO submission_compiles(id, compile) VALUES (?1, ?2)",
                 .pg = "INSERT INTO submission_compiles(id, compile) VALUES (?1, ?2) "
                       "ON CONFLICT (id) DO UPDATE SET compile = excluded.compile" },
-        [STORE_Q_FINISH] = {
-                .sqlite = "UPDATE submissions SET state = 'done', verdict = ?2, speedup = ?3, finished_at = ?4, "
-                          "lease_owner = NULL, lease_expires = NULL WHERE id = ?1 AND state != 'done' "
-                          "AND (?5 IS NULL OR (lease_owner = ?5 AND state IN ('compiling', 'running')))",
-                .pg = "UPDATE submissions SET state = 'done', verdict = ?2, speedup = ?3, finished_at = ?4, "
-                      "lease_owner = NULL, lease_expires = NULL WHERE id = ?1 AND state <> 'done' "
-                      "AND (?5::text IS NULL OR (lease_owner = ?5::text AND state IN ('compiling', 'running')))" },
+        [STORE_Q_FINISH] = { "UPDATE submissions SET state = 'done', verdict = ?2, speedup = ?3, finished_at = ?4, "
+                             "lease_owner = NULL, lease_expires = NULL WHERE id = ?1 AND state <> 'done' "
+                             "AND (?5::text IS NULL OR (lease_owner = ?5::text AND state IN ('compiling', 'running')))" },
         [STORE_Q_PUT_RESULT] = {
                 .sqlite = "INSERT OR REPLACE INTO submission_results(id, result) VALUES (?1, ?2)",
                 /* The rollups are fed by the INSERT trigger only, so a replaced result is not counted twice. */
@@ -244,36 +238,22 @@ static const StoreSql sql[STORE_Q__COUNT] = {
         /* The IN list walks the queue index per state; the view's "state != 'done'" alone would scan every done row. */
         DASH(QUEUE) = { "SELECT state, jobs, oldest_created_at FROM v_queue_depth "
                         "WHERE state IN ('queued', 'compiling', 'compiled', 'running')" },
-        DASH(ACTIVITY) = {
-                .sqlite = "SELECT minute_start, verdict, n, latency_sum_s, compiles, compile_ms_sum, cache_hits, "
-                          "cache_misses FROM v_activity_minutely WHERE minute_start >= ?1 ORDER BY minute_start",
-                .pg = "SELECT minute_start, verdict, n, latency_sum_s, compiles, compile_ms_sum, cache_hits, "
-                      "cache_misses FROM v_activity_minutely WHERE minute_start >= ?1::double precision "
-                      "ORDER BY minute_start" },
-        DASH(GPU_BUSY) = {
-                .sqlite = "SELECT minute_start, gpu, jobs, busy_ms, busy_fraction FROM v_gpu_busy_minutely "
-                          "WHERE minute_start >= ?1 ORDER BY minute_start, gpu",
-                .pg = "SELECT minute_start, gpu, jobs, busy_ms, busy_fraction FROM v_gpu_busy_minutely "
-                      "WHERE minute_start >= ?1::double precision ORDER BY minute_start, gpu" },
+        DASH(ACTIVITY) = { "SELECT minute_start, verdict, n, latency_sum_s, compiles, compile_ms_sum, cache_hits, "
+                           "cache_misses FROM v_activity_minutely WHERE minute_start >= ?1::double precision "
+                           "ORDER BY minute_start" },
+        DASH(GPU_BUSY) = { "SELECT minute_start, gpu, jobs, busy_ms, busy_fraction FROM v_gpu_busy_minutely "
+                           "WHERE minute_start >= ?1::double precision ORDER BY minute_start, gpu" },
         DASH(RUNS) = {
                 .sqlite = "SELECT * FROM v_run_summary WHERE ?1 IS NULL OR instr(run_id, ?1) > 0 "
                           "ORDER BY last_finished_at DESC, run_id LIMIT ?2 OFFSET ?3",
                 .pg = "SELECT * FROM v_run_summary WHERE ?1::text IS NULL OR strpos(run_id, ?1::text) > 0 "
                       "ORDER BY last_finished_at DESC, run_id LIMIT ?2::bigint OFFSET ?3::bigint" },
-        DASH(RUN) = { .sqlite = "SELECT * FROM v_run_summary WHERE run_id = ?1",
-                      .pg = "SELECT * FROM v_run_summary WHERE run_id = ?1::text" },
-        DASH(RUN_STEPS) = {
-                .sqlite = "SELECT * FROM v_run_steps WHERE run_id = ?1 AND coalesce(step, -1) BETWEEN ?2 AND ?3 "
-                          "ORDER BY coalesce(step, -1)",
-                .pg = "SELECT * FROM v_run_steps WHERE run_id = ?1::text "
-                      "AND coalesce(step, -1) BETWEEN ?2::bigint AND ?3::bigint ORDER BY coalesce(step, -1)" },
-        DASH(RUN_SPEEDUPS) = {
-                .sqlite = "SELECT step, bucket, speedup_lo, speedup_hi, n FROM v_run_step_speedups "
-                          "WHERE run_id = ?1 AND coalesce(step, -1) BETWEEN ?2 AND ?3 "
-                          "ORDER BY coalesce(step, -1), bucket",
-                .pg = "SELECT step, bucket, speedup_lo, speedup_hi, n FROM v_run_step_speedups "
-                      "WHERE run_id = ?1::text AND coalesce(step, -1) BETWEEN ?2::bigint AND ?3::bigint "
-                      "ORDER BY coalesce(step, -1), bucket" },
+        DASH(RUN) = { "SELECT * FROM v_run_summary WHERE run_id = ?1::text" },
+        DASH(RUN_STEPS) = { "SELECT * FROM v_run_steps WHERE run_id = ?1::text "
+                            "AND coalesce(step, -1) BETWEEN ?2::bigint AND ?3::bigint ORDER BY coalesce(step, -1)" },
+        DASH(RUN_SPEEDUPS) = { "SELECT step, bucket, speedup_lo, speedup_hi, n FROM v_run_step_speedups "
+                               "WHERE run_id = ?1::text AND coalesce(step, -1) BETWEEN ?2::bigint AND ?3::bigint "
+                               "ORDER BY coalesce(step, -1), bucket" },
         /* best_id and best_step: those of the row with the highest best_speedup (SQLite's bare columns). */
         DASH(RUN_TASKS) = {
                 .sqlite = "SELECT task, sum(evaluated) AS samples, sum(compiled) AS compiled, "
@@ -291,36 +271,21 @@ static const StoreSql sql[STORE_Q__COUNT] = {
                           "ORDER BY submissions DESC, task LIMIT ?2 OFFSET ?3",
                 .pg = "SELECT * FROM v_task_summary WHERE ?1::text IS NULL OR strpos(task, ?1::text) > 0 "
                       "ORDER BY submissions DESC, task LIMIT ?2::bigint OFFSET ?3::bigint" },
-        DASH(TASK) = { .sqlite = "SELECT * FROM v_task_summary WHERE task = ?1",
-                       .pg = "SELECT * FROM v_task_summary WHERE task = ?1::text" },
-        DASH(TASK_VERDICTS) = {
-                .sqlite = "SELECT verdict, n FROM v_task_verdicts WHERE task = ?1 ORDER BY n DESC, verdict",
-                .pg = "SELECT verdict, n FROM v_task_verdicts WHERE task = ?1::text ORDER BY n DESC, verdict" },
-        DASH(TASK_SPEEDUPS) = {
-                .sqlite = "SELECT bucket, speedup_lo, speedup_hi, n FROM v_task_speedup_hist WHERE task = ?1 "
-                          "ORDER BY bucket",
-                .pg = "SELECT bucket, speedup_lo, speedup_hi, n FROM v_task_speedup_hist WHERE task = ?1::text "
-                      "ORDER BY bucket" },
-        DASH(LEADERBOARD) = {
-                .sqlite = "SELECT id, speedup, run_id, step, sample, turn, finished_at FROM v_task_leaderboard "
-                          "WHERE task = ?1 ORDER BY speedup DESC, id LIMIT ?2 OFFSET ?3",
-                .pg = "SELECT id, speedup, run_id, step, sample, turn, finished_at FROM v_task_leaderboard "
-                      "WHERE task = ?1::text ORDER BY speedup DESC, id LIMIT ?2::bigint OFFSET ?3::bigint" },
-        DASH(TURN) = { .sqlite = TURN_COLUMNS "WHERE id = ?1", .pg = TURN_COLUMNS "WHERE id = ?1::bigint" },
-        DASH(CHILDREN) = {
-                .sqlite = TURN_COLUMNS "WHERE parent = ?1 AND (?2 < 0 OR token_id = ?2) ORDER BY id LIMIT ?3",
-                .pg = TURN_COLUMNS "WHERE parent = ?1::bigint AND (?2::bigint < 0 OR token_id = ?2::bigint) "
-                      "ORDER BY id LIMIT ?3::bigint" },
-        DASH(REQUEST) = { .sqlite = "SELECT request FROM submission_requests WHERE id = ?1",
-                          .pg = "SELECT request FROM submission_requests WHERE id = ?1::bigint" },
+        DASH(TASK) = { "SELECT * FROM v_task_summary WHERE task = ?1::text" },
+        DASH(TASK_VERDICTS) = { "SELECT verdict, n FROM v_task_verdicts WHERE task = ?1::text ORDER BY n DESC, verdict" },
+        DASH(TASK_SPEEDUPS) = { "SELECT bucket, speedup_lo, speedup_hi, n FROM v_task_speedup_hist "
+                                "WHERE task = ?1::text ORDER BY bucket" },
+        DASH(LEADERBOARD) = { "SELECT id, speedup, run_id, step, sample, turn, finished_at FROM v_task_leaderboard "
+                              "WHERE task = ?1::text ORDER BY speedup DESC, id LIMIT ?2::bigint OFFSET ?3::bigint" },
+        DASH(TURN) = { TURN_COLUMNS "WHERE id = ?1::bigint" },
+        DASH(CHILDREN) = { TURN_COLUMNS "WHERE parent = ?1::bigint AND (?2::bigint < 0 OR token_id = ?2::bigint) "
+                           "ORDER BY id LIMIT ?3::bigint" },
+        DASH(REQUEST) = { "SELECT request FROM submission_requests WHERE id = ?1::bigint" },
         DASH(HISTOGRAMS) = { "SELECT metric, label, le, n, count, sum FROM v_metric_histograms "
                              "ORDER BY metric, label, le IS NULL, le" },
         /* Migration 007: the verdict mix per step; the task browser's figures for a page of library names. */
-        DASH(RUN_VERDICTS) = {
-                .sqlite = "SELECT step, verdict, n FROM v_run_step_verdicts WHERE run_id = ?1 "
-                          "AND coalesce(step, -1) BETWEEN ?2 AND ?3 ORDER BY coalesce(step, -1), verdict",
-                .pg = "SELECT step, verdict, n FROM v_run_step_verdicts WHERE run_id = ?1::text "
-                      "AND coalesce(step, -1) BETWEEN ?2::bigint AND ?3::bigint ORDER BY coalesce(step, -1), verdict" },
+        DASH(RUN_VERDICTS) = { "SELECT step, verdict, n FROM v_run_step_verdicts WHERE run_id = ?1::text "
+                               "AND coalesce(step, -1) BETWEEN ?2::bigint AND ?3::bigint ORDER BY coalesce(step, -1), verdict" },
         DASH(TASKS_NAMED) = {
                 .sqlite = "SELECT * FROM v_task_summary WHERE task IN (SELECT value FROM json_each(?1))",
                 .pg = "SELECT * FROM v_task_summary WHERE task IN (SELECT json_array_elements_text(?1::json))" },
@@ -347,22 +312,37 @@ const char *store_sql_text(int q, bool pg)
 }
 
 /**
- * store_sql_dollars() - @text with its ?N arguments written $N (PostgreSQL)
- * @text: SQL; a '?' inside a quoted string or name is left alone
+ * store_sql_render() - @text as a dialect runs it
+ * @text: SQL with ?N arguments, each maybe cast as PostgreSQL needs
+ *        ("?1::text", "?2::double precision")
+ * @pg:   PostgreSQL's: ?N written $N, casts kept; SQLite's: ?N kept, the
+ *        casts of arguments dropped (SQLite's are dynamic types)
+ * A '?' or "::" inside a quoted string or name is left alone.
  * Return: a new string (free()), or NULL when out of memory.
  */
-char *store_sql_dollars(const char *text)
+char *store_sql_render(const char *text, bool pg)
 {
-        char *out = strdup(text), quote = 0;
+        char *out = malloc(strlen(text) + 1), *o = out, quote = 0;
 
-        for (char *c = out; c && *c; c++) {
+        for (const char *c = text; out && *c; c++) {
+                *o++ = *c;
                 if (quote) {
                         quote = *c == quote ? 0 : quote;
                 } else if (*c == '\'' || *c == '"') {
                         quote = *c;
                 } else if (*c == '?' && c[1] >= '0' && c[1] <= '9') {
-                        *c = '$';
+                        if (pg)
+                                o[-1] = '$';
+                        while (c[1] >= '0' && c[1] <= '9')
+                                *o++ = *++c;
+                        if (!pg && c[1] == ':' && c[2] == ':') {
+                                c += 2;
+                                while ((c[1] >= 'a' && c[1] <= 'z') || (c[1] == ' ' && !strncmp(c + 2, "precision", 9)))
+                                        c++;
+                        }
                 }
         }
+        if (out)
+                *o = '\0';
         return out;
 }

@@ -128,6 +128,19 @@ static const char *sql_of(int q)
         return q >= STORE_Q__COUNT ? own_sql[q - STORE_Q__COUNT] : store_sql_text(q, false);
 }
 
+/* Prepare @text (store_sql_render()'s SQLite text of it); @flags: sqlite3_prepare_v3()'s. */
+static int prepare(StoreSqlite *s, const char *text, unsigned flags, sqlite3_stmt **ret_stmt)
+{
+        char *sql = store_sql_render(text, false);
+        int rc;
+
+        if (!sql)
+                return -ENOMEM;
+        rc = sqlite3_prepare_v3(s->db, sql, -1, flags, ret_stmt, NULL);
+        free(sql);
+        return rc == SQLITE_OK ? 0 : fail(s, rc, text);
+}
+
 /* Borrow the prepared statement @q, reset and unbound. */
 static int stmt_get(StoreSqlite *s, int q, sqlite3_stmt **ret_stmt)
 {
@@ -135,9 +148,9 @@ static int stmt_get(StoreSqlite *s, int q, sqlite3_stmt **ret_stmt)
         if (!sql_of(q))
                 return -EINVAL; /* not a statement of this backend */
         if (!s->stmts[q]) {
-                int rc = sqlite3_prepare_v3(s->db, sql_of(q), -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[q], NULL);
-                if (rc != SQLITE_OK)
-                        return fail(s, rc, sql_of(q));
+                int r = prepare(s, sql_of(q), SQLITE_PREPARE_PERSISTENT, &s->stmts[q]);
+                if (r < 0)
+                        return r;
         }
         *ret_stmt = s->stmts[q];
         return 0;
@@ -301,15 +314,13 @@ static int store_sqlite_query(void *be, int q, const char *sql, const StoreVal *
 {
         StoreSqlite *s = be;
         sqlite3_stmt *st = NULL;
-        int r = 0, rc = SQLITE_OK;
+        int r, rc = SQLITE_OK;
 
         if (q >= 0 && q < STORE_Q__COUNT) {
                 r = stmt_get(s, q, &st);
         } else {
                 q = -1;
-                rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-                if (rc != SQLITE_OK)
-                        r = fail(s, rc, sql);
+                r = prepare(s, sql, 0, &st);
         }
         if (r < 0)
                 return r;

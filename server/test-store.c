@@ -981,18 +981,22 @@ static int sql_args(const char *sql)
 /*
  * The statement table (store_sql.c): every statement has a text in at
  * least one dialect, its arguments are ?1..?N in each, a dialect's two texts
- * take the same arguments, PostgreSQL's are written $N (quoted text left
- * alone), and on SQLite every statement of its dialect prepares against the
+ * take the same arguments, PostgreSQL's are written $N and SQLite's lose
+ * their casts (quoted text left alone), and on SQLite every statement of its dialect prepares against the
  * migrated schema (a statement only the rarest path runs is checked too).
  */
 static void test_sql_table(void)
 {
         char path[512];
         Store *s = open_fresh(path, sizeof(path));
-        char *d = store_sql_dollars("SELECT '?1', \"?2\", ?3 WHERE x = ?12");
+        const char *t = "SELECT '?1::text', \"?2\", ?3::double precision, ?4::bigint OFFSET ?5 WHERE x = ?12::text";
+        char *as_pg = store_sql_render(t, true), *as_sq = store_sql_render(t, false);
 
-        CHECK(d && !strcmp(d, "SELECT '?1', \"?2\", $3 WHERE x = $12"));
-        free(d);
+        CHECK(as_pg && !strcmp(as_pg, "SELECT '?1::text', \"?2\", $3::double precision, $4::bigint OFFSET $5 "
+                                      "WHERE x = $12::text"));
+        CHECK(as_sq && !strcmp(as_sq, "SELECT '?1::text', \"?2\", ?3, ?4 OFFSET ?5 WHERE x = ?12"));
+        free(as_pg);
+        free(as_sq);
         CHECK(store_sql_text(STORE_Q__COUNT, false) == NULL && store_sql_text(-1, true) == NULL);
         for (int q = 0; q < STORE_Q__COUNT; q++) {
                 const char *sq = store_sql_text(q, false), *pg = store_sql_text(q, true);
