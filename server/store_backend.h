@@ -232,6 +232,7 @@ int store_db_exec(Store *s, int q, const StoreVal *args, int n, int64_t *ret_cha
 int store_db_first(Store *s, int q, const char *sql, const StoreVal *args, int n, StoreRow *ret_row);
 int store_db_end(StoreRow *row, int r);
 int store_db_scalar(Store *s, int q, const StoreVal *args, int n, int64_t *ret);
+bool store_db_has(Store *s, int q);
 int store_db_objects(Store *s, int q, const char *sql, const StoreVal *args, int n, json_t *rows);
 json_t *store_row_json(const StoreRow *row, int col);
 json_t *store_row_submission(const StoreRow *row, bool with_result);

@@ -498,7 +498,7 @@ int store_claim_job(Store *s, Stage stage, const char *owner, double lease_s, St
         if (r < 0)
                 return r;
         r = store_db_first(s, claim[stage], NULL, a, SV_N(a), &row);
-        if (r == 0 && store_sql_text(claim_any[stage], s->ops->pg))
+        if (r == 0 && store_db_has(s, claim_any[stage]))
                 r = store_db_first(s, claim_any[stage], NULL, a, SV_N(a), &row);
         if (r <= 0) {
                 r = r < 0 ? r : STORE_E_EMPTY;
@@ -517,7 +517,7 @@ int store_claim_job(Store *s, Stage stage, const char *owner, double lease_s, St
         /* Last, just before the commit: the token_service row stays locked for the shortest time. */
         StoreVal b[] = { SV_INT(job->token_id), SV_REAL(now) };
         r = store_db_exec(s, served[stage], b, SV_N(b), &n);
-        if (r == 0 && n == 0 && store_sql_text(served_new[stage], s->ops->pg))
+        if (r == 0 && n == 0 && store_db_has(s, served_new[stage]))
                 r = store_db_exec(s, served_new[stage], b, SV_N(b), NULL);
 out:
         if (r == STORE_E_EMPTY) {
@@ -586,7 +586,7 @@ int store_host_beat(Store *store)
 {
         StoreVal a[] = { SV_TEXT(store_host_id()), SV_REAL(store_now()) };
 
-        if (!store_sql_text(STORE_Q_HOST_BEAT, store->ops->pg))
+        if (!store_db_has(store, STORE_Q_HOST_BEAT))
                 return 0;
         return write_one(store, true, STORE_Q_HOST_BEAT, a, SV_N(a), NULL);
 }

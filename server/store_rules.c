@@ -616,6 +616,14 @@ int store_db_exec(Store *s, int q, const StoreVal *args, int n, int64_t *ret_cha
 }
 
 /**
+ * store_db_has() - whether @s's backend has statement @q (store_sql.c: a NULL dialect has not)
+ */
+bool store_db_has(Store *s, int q)
+{
+        return store_sql_text(q, s->ops->pg) != NULL;
+}
+
+/**
  * store_db_scalar() - the first column of statement @q's first row
  * @ret: on success, the value (0 when there is no row, or it is NULL)
  * Return: 0 or a negative errno.
