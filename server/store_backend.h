@@ -50,7 +50,6 @@ typedef enum {
         STORE_Q_PRUNE_IDEM,             /* (before) */
         STORE_Q_INSERT_SUB,             /* (task, mode, priority, token_id, run_id, created_at, tags) */
         STORE_Q_INSERT_REQ,             /* (id, request) */
-        STORE_Q_INSERTED_ID,            /* (): the id this connection's last INSERT made */
         STORE_Q_DRAW_IDS,               /* (n): n new submission ids, ascending (PostgreSQL) */
         STORE_Q_ANY_QUEUED,             /* (): a row when any job is queued */
         STORE_Q_ANY_COMPILED,           /* (): a row when any job is compiled */
@@ -176,6 +175,8 @@ struct StoreOps {
         int (*query)(void *be, int q, const char *sql, const StoreVal *args, int n, StoreRow *ret_row);
         int (*step)(StoreRow *row);     /* 1: a row; 0: no more; or -errno (logged; -EEXIST not) */
         int64_t (*changes)(const StoreRow *row);       /* rows written, once step() gave 0 */
+        /* The id its INSERT made, once step() gave 0 (what a backend without ->insert_rows lends). */
+        int64_t (*inserted_id)(const StoreRow *row);
         void (*done)(StoreRow *row);
         bool (*is_null)(const StoreRow *row, int col);
         int64_t (*i64)(const StoreRow *row, int col);          /* 0 for NULL */

@@ -202,6 +202,7 @@ static int insert_one(Store *s, const StoreNew *sn, double now, int64_t *ret_id)
         const char *run_id = json_string_value(json_object_get(tags, "run_id"));
         char *tags_text = NULL, *req_text = NULL;
         const char *req = sn->request_json;
+        StoreRow row;
         int64_t id = 0;
         int r = -ENOMEM;
 
@@ -211,9 +212,14 @@ static int insert_one(Store *s, const StoreNew *sn, double now, int64_t *ret_id)
                 goto out;
         StoreVal a[] = { SV_TEXT(sn->task), SV_TEXT(sn->mode), SV_INT(sn->priority), SV_INT(sn->token_id),
                          SV_TEXT(run_id), SV_REAL(now), SV_TEXT(tags_text) };
-        r = store_db_exec(s, STORE_Q_INSERT_SUB, a, SV_N(a), NULL);
+        r = s->ops->query(s->be, STORE_Q_INSERT_SUB, NULL, a, SV_N(a), &row);
+        if (r < 0)
+                goto out;
+        while ((r = s->ops->step(&row)) > 0)
+                ;
         if (r == 0)
-                r = store_db_scalar(s, STORE_Q_INSERTED_ID, NULL, 0, &id);
+                id = s->ops->inserted_id(&row);
+        s->ops->done(&row);
         if (r < 0)
                 goto out;
         StoreVal b[] = { SV_INT(id), SV_TEXT(req) };

@@ -111,11 +111,10 @@ static const StoreSql sql[STORE_Q__COUNT] = {
         [STORE_Q_IDEM_PUT] = { "INSERT INTO idempotency(token_id, key, body_sha256, ids, created_at) "
                                "VALUES (?1, ?2, ?3, ?4, ?5)" },
         [STORE_Q_PRUNE_IDEM] = { "DELETE FROM idempotency WHERE created_at < ?1" },
-        /* PostgreSQL inserts many rows a statement (its StoreOps.insert_rows). */
+        /* PostgreSQL inserts many rows a statement (its StoreOps.insert_rows). No RETURNING id
+         * (StoreOps.inserted_id): SQLite materializes RETURNING's rows, a third of a row's insert. */
         [STORE_Q_INSERT_SUB] = { .sqlite = "INSERT INTO submissions(state, task, mode, priority, token_id, run_id, "
                                            "created_at, tags) VALUES ('queued', ?1, ?2, ?3, ?4, ?5, ?6, ?7)" },
-        /* Not RETURNING id: its rows are materialized first, a third of a row's insert. */
-        [STORE_Q_INSERTED_ID] = { .sqlite = "SELECT last_insert_rowid()" },
         [STORE_Q_INSERT_REQ] = { .sqlite = "INSERT INTO submission_requests(id, request) VALUES (?1, ?2)" },
         [STORE_Q_DRAW_IDS] = { .pg = "SELECT nextval(pg_get_serial_sequence('submissions', 'id')) "
                                      "FROM generate_series(1, ?1::integer) ORDER BY 1" },

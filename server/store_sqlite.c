@@ -352,6 +352,11 @@ static int64_t store_sqlite_changes(const StoreRow *row)
         return sqlite3_changes64(((StoreSqlite *)row->be)->db);
 }
 
+static int64_t store_sqlite_inserted_id(const StoreRow *row)
+{
+        return sqlite3_last_insert_rowid(((StoreSqlite *)row->be)->db);
+}
+
 static bool store_sqlite_is_null(const StoreRow *row, int col)
 {
         return sqlite3_column_type(row->res, col) == SQLITE_NULL;
@@ -707,6 +712,7 @@ out:
 const StoreOps store_sqlite_ops = {
         .name = "sqlite",
         STORE_OPS_EVERY(store_sqlite),
+        .inserted_id = store_sqlite_inserted_id,
         .open_readonly = store_sqlite_open_readonly,
         .each_row = store_sqlite_each_row,
 };
