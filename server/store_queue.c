@@ -239,7 +239,7 @@ typedef struct Insert {
         bool replayed;
 } Insert;
 
-/* The body of an insert, in the backend's insert transaction (StoreOps.insert_tx). */
+/* The body of an insert, in its transaction or savepoint (insert_tx()). */
 static int insert_body(void *arg)
 {
         Insert *c = arg;

@@ -298,7 +298,7 @@ static const StoreSql sql[STORE_Q__COUNT] = {
 /**
  * store_sql_text() - the text of statement @q in a dialect
  * @q:  a StoreQuery
- * @pg: PostgreSQL's text (still with ?N: store_sql_dollars()) rather than SQLite's
+ * @pg: PostgreSQL's text rather than SQLite's (still as written: store_sql_render())
  * Return: a static string, or NULL when that backend has no such statement.
  */
 const char *store_sql_text(int q, bool pg)
