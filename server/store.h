@@ -195,7 +195,7 @@ int store_schema_version(Store *store, int *ret_version);
  * Dashboard reads (docs/dashboard.md): named queries over the v_* views of
  * migrations/006_dashboard.sql, so that the built-in page shows what SQL and
  * Grafana users read. Arguments are bound in order (?1, ?2, ...); each
- * query's comment below lists them (its SQL: server/store_sql.c).
+ * query's comment below lists them (its SQL: server/store_sql.def).
  */
 typedef enum {
         STORE_DASH_QUEUE = 0,      /* (): v_queue_depth */

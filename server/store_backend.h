@@ -7,8 +7,9 @@
  * choice, the pool, the claim gate, the write-fault flag, the copy), the
  * operations (server/store_queue.c: acceptance, claims, leases, the compile
  * cache; server/store_read.c: reads, tokens, the secret), the rules
- * (server/store_rules.c) and every statement in both dialects, one table
- * indexed by StoreQuery (server/store_sql.c).
+ * (server/store_rules.c) and every statement in both dialects, one entry
+ * each in server/store_sql.def (its StoreQuery name, arguments and SQL),
+ * made a table by server/store_sql.c.
  *
  * Below it, each backend (server/store_sqlite.c, server/store_pg.c) fills a
  * StoreOps table with what truly differs: opening and migrating, its
@@ -20,7 +21,7 @@
  * <sqlite3.h>; only store_pg.c includes <libpq-fe.h>.
  *
  * Adding a store operation: its store.h prototype, its body over the
- * primitives (store_queue.c or store_read.c), and its SQL in store_sql.c.
+ * primitives (store_queue.c or store_read.c), and its SQL in store_sql.def.
  */
 #pragma once
 
@@ -34,73 +35,17 @@ typedef struct StoreOps StoreOps;
 
 typedef enum { STORE_TX_LAZY, STORE_TX_WRITE, STORE_TX_DURABLE } StoreTxKind;
 
-/* ---- statements (server/store_sql.c) -------------------------------------- */
+/* ---- statements (server/store_sql.def, server/store_sql.c) ---------------- */
 
-/*
- * Every statement the operations run, by name. Arguments are ?1, ?2, ...
- * in both dialects, cast where PostgreSQL needs it (?1::text);
- * store_sql_render() gives each dialect its text.
- */
+/* Every statement the operations run, by name: server/store_sql.def. */
 typedef enum {
-        STORE_Q_COUNT_ACTIVE,           /* (token_id): not-done count; PostgreSQL locks the row */
-        STORE_Q_ADD_ACTIVE,             /* (token_id, n) */
-        STORE_Q_ADD_TASK,               /* (task or '', n) */
-        STORE_Q_IDEM_GET,               /* (token_id, key): body_sha256, ids */
-        STORE_Q_IDEM_PUT,               /* (token_id, key, body_sha256, ids, created_at) */
-        STORE_Q_PRUNE_IDEM,             /* (before) */
-        STORE_Q_INSERT_SUB,             /* (task, mode, priority, token_id, run_id, created_at, tags) */
-        STORE_Q_INSERT_REQ,             /* (id, request) */
-        STORE_Q_DRAW_IDS,               /* (n): n new submission ids, ascending (PostgreSQL) */
-        STORE_Q_ANY_QUEUED,             /* (): a row when any job is queued */
-        STORE_Q_ANY_COMPILED,           /* (): a row when any job is compiled */
-        STORE_Q_CLAIM_COMPILE,          /* (owner, lease_expires, now): the claimed row (StoreJob's columns) */
-        STORE_Q_CLAIM_RUN,
-        STORE_Q_CLAIM_ANY_COMPILE,      /* as CLAIM_*: the fallback when every best row is locked (PostgreSQL) */
-        STORE_Q_CLAIM_ANY_RUN,
-        STORE_Q_SERVED_COMPILE,         /* (token_id, now): token_service stamped (PostgreSQL: if not locked) */
-        STORE_Q_SERVED_RUN,
-        STORE_Q_SERVED_NEW_COMPILE,     /* (token_id, now): its first row, when SERVED_* changed none */
-        STORE_Q_SERVED_NEW_RUN,
-        STORE_Q_GET_REQ,                /* (id): request */
-        STORE_Q_GET_COMPILE,            /* (id): compile */
-        STORE_Q_HEARTBEAT,              /* (id, owner, lease_expires) */
-        STORE_Q_HEARTBEAT_OWNER,        /* (owner, lease_expires) */
-        STORE_Q_HOST_BEAT,              /* (host_id, now) */
-        STORE_Q_SET_KEY,                /* (id, key) */
-        STORE_Q_SET_COMPILED,           /* (id, owner or NULL) */
-        STORE_Q_PUT_COMPILE,            /* (id, compile) */
-        STORE_Q_FINISH,                 /* (id, verdict, speedup, finished_at, owner or NULL) */
-        STORE_Q_PUT_RESULT,             /* (id, result) */
-        STORE_Q_REQUEUE,                /* (id, owner, to state, from state) */
-        STORE_Q_TOKEN_OF,               /* (id): token_id */
-        STORE_Q_LEASES_EXPIRED,         /* (before): id, state, stage_attempts, task; locked */
-        STORE_Q_LEASES_HOST,            /* ("<host id>/"): the same, of this host's leases */
-        STORE_Q_BACK_ONE,               /* (id) */
-        STORE_Q_CANCEL,                 /* (id, token_id or 0, now): task */
-        STORE_Q_GET_SUB,                /* (id): store_row_submission()'s columns, result */
-        STORE_Q_CACHE_GET,              /* (key): compile, cubin */
-        STORE_Q_CACHE_HIT,              /* (key, now) */
-        STORE_Q_CACHE_PUT,              /* (key, compile, cubin, now) */
-        STORE_Q_CACHE_PRUNE,            /* (bytes to shed): of the 64 least recently used */
-        STORE_Q_COUNTER,                /* (name): value */
-        STORE_Q_COUNTER_ADD,            /* (name, delta) */
-        STORE_Q_TOKEN_CREATE,           /* (name, hash, created_at, limits): id */
-        STORE_Q_TOKEN_REVOKE,           /* (name, now) */
-        STORE_Q_TOKEN_LOOKUP,           /* (hash): id, limits */
-        STORE_Q_TOKEN_LIST,             /* (): store_row_token()'s columns */
-        STORE_Q_SECRET,                 /* (): value */
-        STORE_Q_SECRET_PUT,             /* (value): unless one is stored */
-        STORE_Q_STATS_STATES,           /* (): state, n */
-        STORE_Q_STATS_VERDICTS,         /* (): verdict, n */
-        STORE_Q_STATS_TASKS,            /* (): task, submissions, done, correct, correct_rate */
-        STORE_Q_STATS_MEDIANS,          /* (): task, bucket, cumulative n, total n */
-        STORE_Q_CACHE_ENTRIES,          /* (): n */
-        STORE_Q_DEPTH,                  /* (): queue_counts' total row */
-        STORE_Q_SUBMITTED,              /* (): task_stats' submissions */
-        STORE_Q_QUEUE_DEPTH,            /* (): state, n of queued, compiled, running */
-        STORE_Q_VIEW_EXISTS,            /* (name): a row when the view exists */
-        STORE_Q_DASH_FIRST,             /* STORE_DASH_* follow in order */
-        STORE_Q__COUNT = STORE_Q_DASH_FIRST + STORE_DASH__COUNT
+#define STORE_SQL(name, ...) STORE_Q_##name,
+#define STORE_DASH_SQL(name, ...) STORE_Q_DASH_##name,
+#include "server/store_sql.def"
+#undef STORE_SQL
+#undef STORE_DASH_SQL
+        STORE_Q__COUNT,
+        STORE_Q_DASH_FIRST = STORE_Q_DASH_QUEUE,        /* StoreDash q is STORE_Q_DASH_FIRST + q */
 } StoreQuery;
 
 const char *store_sql_text(int q, bool pg);

@@ -10,7 +10,7 @@
  * re-establish it (PQreset, with a backoff from 100 ms to 5 s) so that the
  * server resumes by itself when the database returns.
  *
- * Theory of operation: every host runs the same statements (store_sql.c's,
+ * Theory of operation: every host runs the same statements (store_sql.def's,
  * each prepared once per connection) against the same tables
  * (migrations/pg/). Claims pick a row with FOR UPDATE SKIP LOCKED,
  * so concurrent claimers never wait on one another's row nor take the same
@@ -219,7 +219,7 @@ static int run(StorePg *s, const char *what, const char *sql, const Params *p, P
 }
 
 /*
- * Statement @q of store_sql.c with @p: prepared once per connection (as
+ * Statement @q of store_sql.def with @p: prepared once per connection (as
  * "k<q>") and executed by name afterwards, which saves the parse and the
  * planning (half of a claim's time).
  */

@@ -2,7 +2,7 @@
  * store_queue - the store's writes, written once over a backend's primitives
  * (store_backend.h): acceptance (idempotency, quotas, the aggregates),
  * claims, leases and the reaper, a job's stages and its finish, cancels,
- * and the compile cache. The SQL is store_sql.c's; what differs between
+ * and the compile cache. The SQL is store_sql.def's; what differs between
  * SQLite and PostgreSQL is there or in the backend's StoreOps.
  *
  * Every write runs in the backend's write transaction (store_tx_begin(); an

@@ -2,7 +2,7 @@
  * store_read - the store's reads, tokens and secret, written once over a
  * backend's primitives (store_backend.h): a submission and a page of them,
  * the stats, the queue depth, the dashboard views and queries, API tokens,
- * and the server secret. The SQL is store_sql.c's, but for the list query,
+ * and the server secret. The SQL is store_sql.def's, but for the list query,
  * built here from its filters with the few dialect bits that differ.
  */
 #include "server/store.h"

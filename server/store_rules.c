@@ -616,7 +616,7 @@ int store_db_exec(Store *s, int q, const StoreVal *args, int n, int64_t *ret_cha
 }
 
 /**
- * store_db_has() - whether @s's backend has statement @q (store_sql.c: a NULL dialect has not)
+ * store_db_has() - whether @s's backend has statement @q (store_sql.def: a NULL dialect has not)
  */
 bool store_db_has(Store *s, int q)
 {

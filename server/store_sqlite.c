@@ -6,7 +6,7 @@
  *
  * This is the only file that includes <sqlite3.h>; SQLite result codes are
  * translated into negative errnos here, and SQLite failures are logged here
- * once with SQLite's own message. Every statement of store_sql.c's table is
+ * once with SQLite's own message. Every statement of store_sql.def's table is
  * prepared once per connection (SQLITE_PREPARE_PERSISTENT) and reset after
  * use.
  *
@@ -31,7 +31,7 @@
 
 #define STORE_BUSY_TIMEOUT_MS 10000
 
-/* This backend's own statements, after store_sql.c's in StoreSqlite.stmts. */
+/* This backend's own statements, after store_sql.def's in StoreSqlite.stmts. */
 enum {
         Q_BEGIN = STORE_Q__COUNT,
         Q_COMMIT,

@@ -6,7 +6,7 @@
  * both: migrations, the job lifecycle, concurrent claims, leases and the
  * reaper, cancel, idempotency, quotas, the compile cache, tokens, the
  * listing filters, the views and the stats, and the statement table both
- * backends run (store_sql.c). PostgreSQL adds the fleet's:
+ * backends run (store_sql.def). PostgreSQL adds the fleet's:
  * another host's leases, NOTIFY wake-ups between connections, and the
  * server stopped and started again under a live Store.
  */
@@ -979,7 +979,7 @@ static int sql_args(const char *sql)
 }
 
 /*
- * The statement table (store_sql.c): every statement has a text in at
+ * The statement table (store_sql.def): every statement has a text in at
  * least one dialect, its arguments are ?1..?N in each, a dialect's two texts
  * take the same arguments, PostgreSQL's are written $N and SQLite's lose
  * their casts (quoted text left alone), and on SQLite every statement of its dialect prepares against the
