@@ -12,8 +12,11 @@
  * requests/s, commits and the average group size. Build (not part of the
  * default build):
  *
- *   cc -O2 -std=c11 -D_GNU_SOURCE -I. bench/bench-ingest.c server/ingest.c server/store.c \
- *      build-X/server/migrations.c common/log.c -lsqlite3 -ljansson -lpthread -lm -o bench-ingest
+ *   cc -O2 -std=c11 -D_GNU_SOURCE -I. -I/usr/include/postgresql bench/bench-ingest.c server/ingest.c \
+ *      server/store.c server/store_*.c build-X/server/migrations.c build-X/server/pg_migrations.c common/log.c \
+ *      -lsqlite3 -lpq -ljansson -lpthread -lm -o bench-ingest
+ *
+ * DB may be a postgresql:// URI (the store's other backend).
  */
 #include <pthread.h>
 #include <stdio.h>

@@ -2,11 +2,12 @@
  * store - the front of the store: store.h is the contract, and this file
  * picks the backend for a path (a postgresql:// URI, or "postgresql:" for
  * the PG* environment: server/store_pg.c; anything else: a SQLite file,
- * server/store_sqlite.c) and forwards every call through that backend's
- * StoreOps table (store_backend.h). It also holds what is per process
- * rather than per backend: the StorePool, the claim gate, and whether the
- * storage can write (store_write_fault(), fed by the write calls' results).
- * What both backends follow alike is in server/store_rules.c.
+ * server/store_sqlite.c) and opens it: connect, migrate, make the secret.
+ * It also holds what is per process or per connection rather than per
+ * operation: the StorePool, the claim gate, group commit, wake-ups, the
+ * copy, and whether the storage can write (store_write_fault(), fed by the
+ * write calls' results). The operations are server/store_queue.c's and
+ * server/store_read.c's, over the backend's primitives (store_backend.h).
  *
  * A Store is one backend connection (be) and that backend's table (ops),
  * both fixed at store_open().
@@ -25,16 +26,6 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "server/store_backend.h"
-
-struct Store {
-        const StoreOps *ops;            /* the backend, fixed at store_open() */
-        void *be;                       /* its connection */
-        bool empty_valid[2];            /* per Stage: the last claim found nothing ... */
-        unsigned long empty_gen[2];     /* ... at this work generation */
-        double empty_at[2];             /* ... at this monotonic time */
-        bool listening;                 /* store_listen() succeeded: counted in watching */
-        bool listen_lost;               /* ... but the connection is lost: not counted now */
-};
 
 struct StorePool {
         pthread_mutex_t lock;
@@ -87,8 +78,13 @@ static bool is_storage_fault(int r)
         return r == -ENOSPC || r == -EROFS || r == -EIO || r == -EDQUOT;
 }
 
-/* Record the outcome @r of a write; @adds: the write adds data (a success clears the fault). */
-static int note_write(int r, bool adds)
+/**
+ * store_note_write() - record the outcome of a write for store_write_fault()
+ * @r:    the write's return
+ * @adds: the write adds data (a success clears the fault)
+ * Return: @r.
+ */
+int store_note_write(int r, bool adds)
 {
         if (is_storage_fault(r)) {
                 atomic_store(&write_fault_ms, mono_ms());
@@ -153,6 +149,13 @@ int store_open(const char *path, Store **ret_store)
                 free(s);
                 return r;
         }
+        r = s->ops->migrate(s->be, path);
+        if (r == 0)
+                r = store_secret_ensure(s);
+        if (r != 0) {
+                store_close(s);
+                return r;
+        }
         *ret_store = s;
         return 0;
 }
@@ -208,17 +211,7 @@ const char *store_backend_name(Store *store)
         return store->ops->name;
 }
 
-/* ---- host identity, wake-ups -------------------------------------------- */
-
-/**
- * store_host_beat() - record that this host is alive (PostgreSQL: hosts.last_seen)
- * @store: open store; borrowed
- * Return: 0 (always on SQLite, a single host), or a negative errno.
- */
-int store_host_beat(Store *store)
-{
-        return store->ops->host_beat ? store->ops->host_beat(store->be, store_host_id()) : 0;
-}
+/* ---- wake-ups ------------------------------------------------------------ */
 
 /**
  * store_listen() - subscribe this connection to the fleet's wake-ups
@@ -352,64 +345,89 @@ int store_insert_submissions(Store *store, const StoreNew *subs, size_t n, int64
         return store_insert_request(store, &ins, ret_ids, NULL);
 }
 
-/* ---- forwarding: each call goes to the store's backend ------------------ */
+/* ---- group commit, claims ----------------------------------------------- */
 
-int store_insert_request(Store *store, const StoreInsert *ins, int64_t *ret_ids, bool *ret_replayed)
-{
-        int r = store_check_insert(ins);
-
-        if (r < 0)
-                return r;
-        return note_write(store->ops->insert_request(store->be, ins, ret_ids, ret_replayed), true);
-}
-
-int store_idempotent_lookup(Store *store, int64_t token_id, const char *idem_key,
-                            const uint8_t body_hash[32], json_t **ret_ids)
-{
-        int64_t *ids = NULL;
-        size_t n = 0;
-        json_t *arr;
-        int r;
-
-        if (!idem_key || !body_hash)
-                return -EINVAL;
-        r = store->ops->idem_get(store->be, token_id, idem_key, body_hash, LIMIT_BATCH_MAX, &ids, &n);
-        if (r != 0)
-                return r;
-        arr = json_array();
-        for (size_t i = 0; arr && i < n; i++)
-                if (json_array_append_new(arr, json_integer(ids[i]))) {
-                        json_decref(arr);
-                        arr = NULL;
-                }
-        free(ids);
-        if (!arr)
-                return -ENOMEM;
-        *ret_ids = arr;
-        return 0;
-}
-
-int store_prune_idempotency(Store *store, double older_than_s, int64_t *ret_deleted)
-{
-        return store->ops->prune_idempotency(store->be, older_than_s, ret_deleted);
-}
-
+/**
+ * store_begin_group() - open a durable write transaction for several inserts
+ * @store: open store, not already in a group; borrowed
+ *
+ * Until store_commit_group() or store_rollback_group(), only
+ * store_insert_request() and store_insert_submissions() may be called on
+ * this store (other writes return -EINVAL).
+ *
+ * Return: 0, -EINVAL when a group is already open, or a negative errno.
+ */
 int store_begin_group(Store *store)
 {
-        return store->ops->begin_group(store->be);
+        int r = store_tx_begin(store, STORE_TX_DURABLE);
+
+        if (r == 0) {
+                store->in_group = true;
+                store->group_lost = false;
+        }
+        return r;
 }
 
+/**
+ * store_commit_group() - commit the group (one durable commit) and close it
+ * @store: store with an open group; borrowed
+ * Return: 0 when every insert of the group that returned 0 is durable;
+ * -EINVAL without an open group; -EIO (or -ENOTCONN) when the transaction was
+ * lost; another negative errno when the commit failed (nothing of the group
+ * is stored then).
+ */
 int store_commit_group(Store *store)
 {
-        return note_write(store->ops->commit_group(store->be), true);
+        int r;
+
+        if (!store->in_group)
+                return -EINVAL;
+        store->in_group = false;
+        r = store->ops->tx_end(store->be, store->group_lost ? -EIO : 0);
+        store->group_lost = false;
+        return store_note_write(r, true);
 }
 
+/**
+ * store_rollback_group() - drop everything the open group inserted
+ * @store: store with an open group (no-op otherwise); borrowed
+ */
 void store_rollback_group(Store *store)
 {
-        store->ops->rollback_group(store->be);
+        if (!store->in_group)
+                return;
+        store->in_group = false;
+        store->group_lost = false;
+        store->ops->tx_end(store->be, -ECANCELED);
 }
 
-/* See "The claim gate" above; SQLite (one host, a cheap local probe) has none. */
+/**
+ * store_tx_begin() - open a write transaction on @s's connection
+ * @s:    open store; borrowed
+ * @kind: how its commit waits for the disk (StoreTxKind)
+ * Return: 0, -EINVAL inside a group (only inserts may join its
+ * transaction), or a negative errno.
+ */
+int store_tx_begin(Store *s, StoreTxKind kind)
+{
+        return s->in_group ? -EINVAL : s->ops->tx_begin(s->be, kind);
+}
+
+/**
+ * store_claim_next() - take the next job for a stage (store_claim_job()), behind the claim gate
+ * @store:   open store; borrowed
+ * @stage:   STAGE_COMPILE (takes a queued job to compiling) or STAGE_RUN
+ *           (takes a compiled job to running)
+ * @owner:   lease owner recorded on the job ("host/worker"); borrowed
+ * @lease_s: lease length in seconds (> 0)
+ * @ret_job: on success, a new StoreJob (store_job_free()); attempts counts
+ *           this claim; compile is set for STAGE_RUN when it was stored
+ *
+ * See "The claim gate" above; SQLite (one host, a cheap local probe) has none.
+ *
+ * Return: 0, STORE_E_EMPTY when nothing waits for the stage, -EINVAL, or a
+ * negative errno (-EBADMSG when the stored request does not parse).
+ */
 int store_claim_next(Store *store, Stage stage, const char *owner, double lease_s, StoreJob **ret_job)
 {
         struct timespec ts;
@@ -420,291 +438,18 @@ int store_claim_next(Store *store, Stage stage, const char *owner, double lease_
         if (!owner || !(lease_s > 0) || (stage != STAGE_COMPILE && stage != STAGE_RUN))
                 return -EINVAL;
         if (!store->ops->claim_gate)
-                return note_write(store->ops->claim_next(store->be, stage, owner, lease_s, ret_job), false);
+                return store_note_write(store_claim_job(store, stage, owner, lease_s, ret_job), false);
         gen = atomic_load(&work_gen);
         clock_gettime(CLOCK_MONOTONIC, &ts);
         now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
         if (atomic_load(&watching) > 0 && store->empty_valid[stage] && store->empty_gen[stage] == gen &&
             now - store->empty_at[stage] < CLAIM_GATE_MAX_S)
                 return STORE_E_EMPTY;
-        r = store->ops->claim_next(store->be, stage, owner, lease_s, ret_job);
+        r = store_claim_job(store, stage, owner, lease_s, ret_job);
         store->empty_valid[stage] = r == STORE_E_EMPTY;
         store->empty_gen[stage] = gen;
         store->empty_at[stage] = now;
         return r;
-}
-
-int store_heartbeat(Store *store, int64_t id, const char *owner, double lease_s)
-{
-        return store->ops->heartbeat(store->be, id, owner, lease_s);
-}
-
-int store_heartbeat_owner(Store *store, const char *owner, double lease_s, int *ret_extended)
-{
-        return note_write(store->ops->heartbeat_owner(store->be, owner, lease_s, ret_extended), false);
-}
-
-int store_set_cache_key(Store *store, int64_t id, const uint8_t key[32])
-{
-        return store->ops->set_cache_key(store->be, id, key);
-}
-
-int store_set_compiled(Store *store, int64_t id, const char *owner, json_t *compile_section)
-{
-        char *text;
-        int r;
-
-        if (!compile_section)
-                return -EINVAL;
-        text = json_dumps(compile_section, JSON_COMPACT | JSON_ENCODE_ANY);
-        if (!text)
-                return -ENOMEM;
-        r = store->ops->set_compiled(store->be, id, owner, text);
-        free(text);
-        return note_write(r, true);
-}
-
-int store_finish(Store *store, int64_t id, const char *owner, const char *verdict, double speedup,
-                 json_t *result)
-{
-        char *text;
-        int r = store_check_finish(verdict, result, &text);
-
-        if (r != 0)
-                return r;
-        r = store->ops->tx_begin(store->be, false);
-        if (r == 0) {
-                r = store->ops->tx->finish(store->be, id, owner, verdict, speedup, text);
-                r = store->ops->tx_end(store->be, r);
-        }
-        free(text);
-        return note_write(r, true);
-}
-
-int store_requeue(Store *store, int64_t id, const char *owner, Stage stage)
-{
-        return note_write(store->ops->requeue(store->be, id, owner, stage), false);
-}
-
-/*
- * The reaper, over the backend's primitives in one transaction: the leases
- * expired before @before (NaN: every lease of this host), each put back one
- * stage or ended by store_reap_one()'s policy.
- */
-static int reap_leases(Store *store, double before, int max_attempts, int *ret_requeued, int64_t **ret_failed,
-                       size_t *ret_n_failed)
-{
-        const StoreTx *tx = store->ops->tx;
-        StoreLease *l = NULL;
-        int64_t *failed = NULL;
-        size_t n = 0, n_failed = 0;
-        int requeued = 0;
-        int r = store->ops->tx_begin(store->be, false);
-
-        if (r < 0)
-                return r;
-        r = tx->leases(store->be, before, &l, &n);
-        if (r < 0)
-                goto out;
-        failed = calloc(n ? n : 1, sizeof(*failed));
-        if (!failed) {
-                r = -ENOMEM;
-                goto out;
-        }
-        for (size_t i = 0; i < n && r == 0; i++)
-                r = store_reap_one(tx, store->be, l[i].id, l[i].state, l[i].attempts, l[i].task, max_attempts,
-                                   &requeued, failed, &n_failed);
-out:
-        r = store->ops->tx_end(store->be, r);
-        store_leases_free(l, n);
-        if (r == 0) {
-                if (ret_requeued)
-                        *ret_requeued = requeued;
-                if (ret_failed) {
-                        *ret_failed = failed;
-                        failed = NULL;
-                }
-                if (ret_n_failed)
-                        *ret_n_failed = n_failed;
-        }
-        free(failed);
-        return r;
-}
-
-/* store_reap_collect() with counts only. */
-int store_reap(Store *store, int max_attempts, int *ret_requeued, int *ret_failed)
-{
-        size_t n = 0;
-        int r = reap_leases(store, store_now(), max_attempts, ret_requeued, NULL, &n);
-
-        if (r == 0 && ret_failed)
-                *ret_failed = (int)n;
-        return r;
-}
-
-/**
- * store_reap_collect() - deal with expired leases, reporting which jobs ended
- * @store:          open store; borrowed
- * @max_attempts:   a job whose stage was claimed this many times ends as
- *                  internal_error instead of going back (0: never)
- * @ret_requeued:   on success, jobs put back one stage (may be NULL)
- * @ret_failed_ids: on success, a new array (free()) of the jobs ended as
- *                  internal_error, for waking their waiters (may be NULL)
- * @ret_n_failed:   on success, its length (may be NULL)
- * Return: 0 or a negative errno. On PostgreSQL, the leases of every host.
- */
-int store_reap_collect(Store *store, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
-                       size_t *ret_n_failed)
-{
-        return reap_leases(store, store_now(), max_attempts, ret_requeued, ret_failed_ids, ret_n_failed);
-}
-
-/**
- * store_requeue_all_leases() - at start-up, put this host's claimed jobs back one stage
- * @store: open store; borrowed
- *
- * The previous supervisor is gone, so its leases are stale whatever their
- * expiry; attempts stay counted. SQLite: every lease (one host). PostgreSQL:
- * only the leases whose owner starts with "<store_host_id()>/"; the other
- * hosts of the fleet are alive and hold theirs (a dead host's leases expire
- * and any host's reaper returns them).
- *
- * Return: the number of jobs put back (≥ 0), or a negative errno.
- */
-int store_requeue_all_leases(Store *store)
-{
-        int requeued = 0;
-        int r = reap_leases(store, NAN, 0, &requeued, NULL, NULL);
-
-        return r < 0 ? r : requeued;
-}
-
-int store_cancel(Store *store, int64_t id, int64_t token_id)
-{
-        return store->ops->cancel(store->be, id, token_id);
-}
-
-int store_get_submission(Store *store, int64_t id, json_t **ret_obj)
-{
-        return store->ops->get_submission(store->be, id, ret_obj);
-}
-
-int store_list_submissions(Store *store, json_t *filters, int64_t cursor, int limit, json_t **ret_items,
-                           int64_t *ret_next_cursor)
-{
-        return store->ops->list_submissions(store->be, filters, cursor, limit, ret_items, ret_next_cursor);
-}
-
-int store_stats(Store *store, json_t **ret_stats)
-{
-        return store->ops->stats(store->be, ret_stats);
-}
-
-int store_queue_depth(Store *store, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running)
-{
-        return store->ops->queue_depth(store->be, ret_queued, ret_compiled, ret_running);
-}
-
-int store_query_view(Store *store, const char *view, int limit, json_t **ret_rows)
-{
-        return store->ops->query_view(store->be, view, limit, ret_rows);
-}
-
-int store_schema_version(Store *store, int *ret_version)
-{
-        return store->ops->schema_version(store->be, ret_version);
-}
-
-int store_dashboard_rows(Store *store, StoreDash q, json_t *args, json_t **ret_rows)
-{
-        return store->ops->dashboard_rows(store->be, q, args, ret_rows);
-}
-
-int store_cache_get(Store *store, const uint8_t key[32], json_t **ret_compile, uint8_t **ret_cubin,
-                    size_t *ret_cubin_len)
-{
-        json_t *compile = NULL;
-        uint8_t *cubin = NULL;
-        size_t len = 0;
-        int r;
-
-        if (!key)
-                return -EINVAL;
-        r = store->ops->tx_begin(store->be, true);
-        if (r < 0)
-                return r;
-        r = store->ops->tx->cache_get(store->be, key, &compile, &cubin, &len);
-        /* A miss is committed too: it carries the miss count. */
-        if (r == STORE_E_NOT_FOUND) {
-                r = store->ops->tx_end(store->be, 0);
-                r = r < 0 ? r : STORE_E_NOT_FOUND;
-        } else {
-                r = store->ops->tx_end(store->be, r);
-        }
-        if (r == 0) {
-                *ret_compile = compile;
-                compile = NULL;
-                if (ret_cubin) {
-                        *ret_cubin = cubin;
-                        cubin = NULL;
-                }
-                if (ret_cubin_len)
-                        *ret_cubin_len = len;
-        }
-        json_decref(compile);
-        free(cubin);
-        return r;
-}
-
-int store_cache_put(Store *store, const uint8_t key[32], json_t *compile, const uint8_t *cubin,
-                    size_t cubin_len)
-{
-        char *text;
-        int r;
-
-        if (!key || !compile)
-                return -EINVAL;
-        if (cubin_len > LIMIT_CUBIN_BYTES)
-                return -E2BIG;
-        text = json_dumps(compile, JSON_COMPACT);
-        if (!text)
-                return -ENOMEM;
-        r = store->ops->cache_put(store->be, key, text, cubin, cubin_len);
-        free(text);
-        return note_write(r, true);
-}
-
-int store_cache_prune(Store *store, int64_t max_bytes, int64_t *ret_deleted)
-{
-        return store->ops->cache_prune(store->be, max_bytes, ret_deleted);
-}
-
-int store_token_create(Store *store, const char *name, const uint8_t hash[32], json_t *limits,
-                       int64_t *ret_id)
-{
-        return store->ops->token_create(store->be, name, hash, limits, ret_id);
-}
-
-int store_token_revoke(Store *store, const char *name)
-{
-        return store->ops->token_revoke(store->be, name);
-}
-
-int store_token_lookup(Store *store, const uint8_t hash[32], int64_t *ret_id, json_t **ret_limits)
-{
-        if (!hash)
-                return -EINVAL;
-        return store->ops->token_lookup(store->be, hash, ret_id, ret_limits);
-}
-
-int store_token_list(Store *store, json_t **ret_list)
-{
-        return store->ops->token_list(store->be, ret_list);
-}
-
-int store_secret(Store *store, uint8_t ret_secret[32])
-{
-        return store->ops->secret(store->be, ret_secret);
 }
 
 /* ---- pool --------------------------------------------------------------- */

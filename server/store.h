@@ -2,8 +2,10 @@
  * store - the queue and the history, in SQLite (one host) or PostgreSQL (a
  * fleet of hosts on one database). Only the supervisor opens the database.
  * This header is the contract; server/store.c picks the backend from the
- * path given to store_open() and forwards to server/store_sqlite.c or
- * server/store_pg.c (docs/store.md: tables, views, durability, fleets).
+ * path given to store_open(), and the operations (server/store_queue.c,
+ * server/store_read.c) run over that backend's primitives,
+ * server/store_sqlite.c or server/store_pg.c (server/store_backend.h;
+ * docs/store.md: tables, views, durability, fleets).
  *
  * A Store is one database connection: use it from one thread at a time. The
  * server keeps one per thread that needs it (HTTP pool threads check one out
@@ -193,7 +195,7 @@ int store_schema_version(Store *store, int *ret_version);
  * Dashboard reads (docs/dashboard.md): named queries over the v_* views of
  * migrations/006_dashboard.sql, so that the built-in page shows what SQL and
  * Grafana users read. Arguments are bound in order (?1, ?2, ...); each
- * query's comment in store.c lists them.
+ * query's comment below lists them (its SQL: server/store_sql.def).
  */
 typedef enum {
         STORE_DASH_QUEUE = 0,      /* (): v_queue_depth */

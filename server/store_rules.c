@@ -1,14 +1,12 @@
 /*
- * store_rules - what the store's front (server/store.c) and both backends
- * (server/store_sqlite.c, server/store_pg.c) follow alike, written once:
- * time formatting and parsing, the idempotency id ranges, the argument checks
- * of an insert, of a finish and of a list query, the host identity, the
- * paths that name PostgreSQL, migration numbering, how a request is counted
- * into the aggregates, what the reaper does with an expired lease, and how a
- * row becomes the API's submission and token objects (through a StoreRow,
- * the backend's column accessor). It calls no backend and not store.c: the
- * backends and the front depend on it, never the other way round
- * (store_backend.h).
+ * store_rules - what the store's operations and both backends follow alike,
+ * written once: time formatting and parsing, the idempotency id ranges, the
+ * argument checks of an insert, of a finish and of a list query, the host
+ * identity, the paths that name PostgreSQL, migration numbering; running a
+ * statement through a backend's primitives (store_db_*()), and how a row
+ * becomes the API's submission and token objects (through a StoreRow, the
+ * backend's cursor). It names no backend: the backends, the front and the
+ * operations depend on it, never the other way round (store_backend.h).
  */
 #include "server/store.h"
 
@@ -424,114 +422,37 @@ int store_migration_number(const char *name)
         return (int)v;
 }
 
-/* ---- acceptance, finish and the reaper, over a backend's StoreTx ---------- */
-
 /**
- * store_idem_replay() - an insert's idempotency key, looked up first in its transaction
- * @tx, @be:      the backend's primitives and connection
- * @ins:          the request (store_check_insert() passed)
- * @ids:          on a replay, receives the original @ins->n ids
- * @ret_replayed: set true on a replay (nothing more to insert); left alone otherwise
- * Return: 0 (a replay, or a request to insert: no key, or a new one);
- * STORE_E_CONFLICT when the key was used with another body or another
- * number of submissions, or its stored ids do not read; or a negative errno.
+ * store_migrations_known() - the schema version a binary's migrations reach
+ * @m: the embedded files, in order; @n: their number
+ * Return: the last file's number (0 for none), or -EINVAL (logged) when the
+ * numbers do not rise.
  */
-int store_idem_replay(const StoreTx *tx, void *be, const StoreInsert *ins, int64_t *ids, bool *ret_replayed)
+int store_migrations_known(const StoreMigration *m, unsigned long n)
 {
-        int64_t *old = NULL;
-        size_t n_old = 0;
-        int r;
+        int known = 0;
 
-        if (!ins->idem_key)
-                return 0;
-        r = tx->idem_get(be, ins->subs[0].token_id, ins->idem_key, ins->body_hash, ins->n, &old, &n_old);
-        if (r == STORE_E_NOT_FOUND)
-                return 0;
-        if (r != 0)
-                return r == -EBADMSG ? STORE_E_CONFLICT : r;
-        if (n_old != ins->n) {
-                free(old);
-                return STORE_E_CONFLICT;
+        for (unsigned long i = 0; i < n; i++) {
+                int v = store_migration_number(m[i].name);
+                if (v <= known) {
+                        log_error("store: migration \"%s\" is misnumbered", m[i].name);
+                        return -EINVAL;
+                }
+                known = v;
         }
-        memcpy(ids, old, sizeof(*ids) * n_old);
-        free(old);
-        *ret_replayed = true;
-        return 0;
-}
-
-/* qsort_r() order of indexes into a StoreNew array (@arg) by task name. */
-static int cmp_task(const void *a, const void *b, void *arg)
-{
-        const StoreNew *subs = arg;
-        const char *x = subs[*(const size_t *)a].task, *y = subs[*(const size_t *)b].task;
-        return strcmp(x ? x : "", y ? y : "");
+        return known;
 }
 
 /**
- * store_count_inserted() - count a request's submissions into the aggregates
- * @tx:  the backend's primitives; @be: its connection, in the insert's transaction
- * @ins: the request (store_check_insert() passed)
- *
- * queue_counts for all (-1) and for the token, then task_stats once per
- * distinct task, in name order (a fixed lock order). Done once per request
- * rather than by per-row triggers, which cost a third of the insert.
- *
- * Return: 0 or a negative errno.
+ * store_newer_db() - refuse a database whose schema is newer than this binary (logged)
+ * @shown: the database, as messages show it; @current, @known: the versions
+ * Return: STORE_E_NEWER_DB.
  */
-int store_count_inserted(const StoreTx *tx, void *be, const StoreInsert *ins)
+int store_newer_db(const char *shown, int current, int known)
 {
-        size_t *order;
-        int r = tx->add_active(be, -1, (int64_t)ins->n);
-
-        if (r == 0)
-                r = tx->add_active(be, ins->subs[0].token_id, (int64_t)ins->n);
-        if (r < 0)
-                return r;
-        order = malloc(ins->n * sizeof(*order));
-        if (!order)
-                return -ENOMEM;
-        for (size_t i = 0; i < ins->n; i++)
-                order[i] = i;
-        qsort_r(order, ins->n, sizeof(*order), cmp_task, (void *)ins->subs);
-        for (size_t i = 0; i < ins->n && r == 0;) {
-                size_t j = i + 1;
-                while (j < ins->n && cmp_task(&order[i], &order[j], (void *)ins->subs) == 0)
-                        j++;
-                r = tx->add_task(be, ins->subs[order[i]].task, (int64_t)(j - i));
-                i = j;
-        }
-        free(order);
-        return r;
-}
-
-/**
- * store_finish_at_insert() - finish the rows of @ins that are done at insert
- * @tx, @be: as store_count_inserted(), after it
- * @ins:     the request; @ids: its rows' ids
- *
- * A candidate rejected at acceptance is finished in the insert's
- * transaction by the same update as any finish, so the done-triggers keep
- * every aggregate (queue_counts, task_stats, verdict_counts, the
- * dashboard's) exactly as for a job that ran.
- *
- * Return: 0 or a negative errno.
- */
-int store_finish_at_insert(const StoreTx *tx, void *be, const StoreInsert *ins, const int64_t *ids)
-{
-        int r = 0;
-
-        for (size_t i = 0; i < ins->n && r == 0; i++) {
-                char *text;
-
-                if (!ins->subs[i].verdict)
-                        continue;
-                text = json_dumps(ins->subs[i].result, JSON_COMPACT);
-                if (!text)
-                        return -ENOMEM;
-                r = tx->finish(be, ids[i], NULL, ins->subs[i].verdict, NAN, text);
-                free(text);
-        }
-        return r;
+        log_error("store: database %s has schema version %d, newer than this kevald knows (%d); "
+                  "refusing to open it: upgrade kevald", shown, current, known);
+        return STORE_E_NEWER_DB;
 }
 
 /**
@@ -548,60 +469,6 @@ int store_check_finish(const char *verdict, json_t *result, char **ret_text)
         return *ret_text ? 0 : -ENOMEM;
 }
 
-/**
- * store_leases_free() - free what StoreTx.leases returned
- * @leases: the array, or NULL; @n: its length
- */
-void store_leases_free(StoreLease *leases, size_t n)
-{
-        for (size_t i = 0; leases && i < n; i++)
-                free(leases[i].task);
-        free(leases);
-}
-
-/**
- * store_reap_one() - the reaper's policy for one expired lease, in its transaction
- * @tx, @be:      the backend's primitives and connection
- * @id, @state, @attempts, @task: the row (state "compiling" or "running";
- *                attempts: claims of this stage; task may be NULL)
- * @max_attempts: claims of one stage before the job is given up (0: never)
- * @requeued:     counts a job put back one stage
- * @failed:       receives, at *@n_failed (then counted), the id of a job
- *                given up; room for one more is the caller's
- *
- * A lease whose stage was claimed @max_attempts times ends the job as
- * internal_error (store_internal_error_result()), logged; any other goes
- * back one stage (compiling -> queued, running -> compiled).
- *
- * Return: 0 or a negative errno.
- */
-int store_reap_one(const StoreTx *tx, void *be, int64_t id, const char *state, int attempts, const char *task,
-                   int max_attempts, int *requeued, int64_t *failed, size_t *n_failed)
-{
-        json_t *res;
-        char *text;
-        int r;
-
-        if (max_attempts <= 0 || attempts < max_attempts) {
-                r = tx->back_one(be, id);
-                if (r == 0)
-                        (*requeued)++;
-                return r;
-        }
-        res = store_internal_error_result(task, state, attempts);
-        text = res ? json_dumps(res, JSON_COMPACT) : NULL;
-        json_decref(res);
-        if (!text)
-                return -ENOMEM;
-        r = tx->finish(be, id, NULL, "internal_error", NAN, text);
-        free(text);
-        if (r != 0)
-                return r;
-        failed[(*n_failed)++] = id;
-        log_warn("store: job %" PRId64 " failed after %d expired leases", id, attempts);
-        return 0;
-}
-
 /* ---- rows into API objects ------------------------------------------------ */
 
 /**
@@ -612,7 +479,7 @@ int store_reap_one(const StoreTx *tx, void *be, int64_t id, const char *state, i
 json_t *store_row_json(const StoreRow *row, int col)
 {
         size_t len;
-        const char *v = row->text(row, col, &len);
+        const char *v = row->ops->text(row, col, &len);
         return v ? json_loadb(v, len, JSON_DECODE_ANY, NULL) : NULL;
 }
 
@@ -620,20 +487,20 @@ json_t *store_row_json(const StoreRow *row, int col)
 static json_t *row_time(const StoreRow *row, int col)
 {
         char buf[32];
-        if (row->is_null(row, col))
+        if (row->ops->is_null(row, col))
                 return json_null();
-        store_format_time(row->real(row, col), buf);
+        store_format_time(row->ops->real(row, col), buf);
         return json_string(buf);
 }
 
 static json_t *row_real_or_null(const StoreRow *row, int col)
 {
-        return row->is_null(row, col) ? json_null() : json_real(row->real(row, col));
+        return row->ops->is_null(row, col) ? json_null() : json_real(row->ops->real(row, col));
 }
 
 static json_t *row_text_or_null(const StoreRow *row, int col)
 {
-        const char *v = row->text(row, col, NULL);
+        const char *v = row->ops->text(row, col, NULL);
         return v ? json_string(v) : json_null();
 }
 
@@ -649,20 +516,20 @@ json_t *store_row_submission(const StoreRow *row, bool with_result)
 {
         json_t *tags = store_row_json(row, 11);
         json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:i, s:o, s:o}",
-                              "id", (json_int_t)row->i64(row, 0),
+                              "id", (json_int_t)row->ops->i64(row, 0),
                               "state", row_text_or_null(row, 1),
                               "verdict", row_text_or_null(row, 2),
                               "task", row_text_or_null(row, 3),
                               "mode", row_text_or_null(row, 4),
-                              "priority", row->i64(row, 5) > 0 ? "interactive" : "bulk",
+                              "priority", row->ops->i64(row, 5) > 0 ? "interactive" : "bulk",
                               "created_at", row_time(row, 6),
                               "started_at", row_time(row, 7),
                               "finished_at", row_time(row, 8),
-                              "attempts", (int)row->i64(row, 9),
+                              "attempts", (int)row->ops->i64(row, 9),
                               "speedup", row_real_or_null(row, 10),
                               "tags", json_is_object(tags) ? json_incref(tags) : json_object());
         json_decref(tags);
-        if (o && with_result && !row->is_null(row, 12)) {
+        if (o && with_result && !row->ops->is_null(row, 12)) {
                 json_t *res = store_row_json(row, 12);
                 if (!res || json_object_set_new(o, "result", res)) {
                         json_decref(o);
@@ -680,7 +547,7 @@ json_t *store_row_submission(const StoreRow *row, bool with_result)
 json_t *store_row_token(const StoreRow *row)
 {
         json_t *limits = store_row_json(row, 4);
-        json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o}", "id", (json_int_t)row->i64(row, 0),
+        json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o}", "id", (json_int_t)row->ops->i64(row, 0),
                               "name", row_text_or_null(row, 1), "created_at", row_time(row, 2),
                               "revoked_at", row_time(row, 3),
                               "limits", json_is_object(limits) ? json_incref(limits) : json_object());
@@ -688,31 +555,117 @@ json_t *store_row_token(const StoreRow *row)
         return o;
 }
 
-/**
- * store_stats_object() - store_stats()'s object from what a backend gathered
- * @parts:     the figures; its three references are dropped here, always
- * @r:         the gathering's outcome: a negative errno is returned as it is
- * @ret_stats: on success, a new object {states, verdicts, tasks,
- *             compile_cache: {entries, hits, misses, bytes}, queue_depth,
- *             submissions}
- * Return: 0, @r when negative, or -ENOMEM.
- */
-int store_stats_object(StoreStatsParts *parts, int r, json_t **ret_stats)
-{
-        json_t *out = NULL;
+/* ---- running statements through the primitives ---------------------------- */
 
-        if (r >= 0) {
-                out = json_pack("{s:O, s:O, s:O, s:{s:I, s:I, s:I, s:I}, s:I, s:I}", "states", parts->states,
-                                "verdicts", parts->verdicts, "tasks", parts->tasks, "compile_cache",
-                                "entries", (json_int_t)parts->entries, "hits", (json_int_t)parts->hits,
-                                "misses", (json_int_t)parts->misses, "bytes", (json_int_t)parts->bytes,
-                                "queue_depth", (json_int_t)parts->depth, "submissions", (json_int_t)parts->total);
-                r = out ? 0 : -ENOMEM;
+/**
+ * store_db_first() - run a statement and step to its first row
+ * @s:       open store; borrowed
+ * @q:       a StoreQuery, or -1 for @sql
+ * @sql:     with @q -1, the text (?N arguments) to run once
+ * @args:    its arguments, @n of them; borrowed
+ * @ret_row: on 1, the statement on its first row: store_db_end() it
+ * Return: 1 (a row), 0 (none; nothing left to end), or a negative errno.
+ */
+int store_db_first(Store *s, int q, const char *sql, const StoreVal *args, int n, StoreRow *ret_row)
+{
+        int r = s->ops->query(s->be, q, sql, args, n, ret_row);
+
+        if (r < 0)
+                return r;
+        r = s->ops->step(ret_row);
+        if (r <= 0)
+                s->ops->done(ret_row);
+        return r;
+}
+
+/**
+ * store_db_end() - run the rest of @row's statement and end it
+ * @row: a statement from store_db_first() (a write with RETURNING runs to its end)
+ * @r:   the caller's outcome so far
+ * Return: @r, or the statement's failure when @r is 0.
+ */
+int store_db_end(StoreRow *row, int r)
+{
+        int r2;
+
+        while ((r2 = row->ops->step(row)) > 0)
+                ;
+        row->ops->done(row);
+        return r == 0 && r2 < 0 ? r2 : r;
+}
+
+/**
+ * store_db_exec() - run statement @q to its end
+ * @s, @q, @args, @n: as store_db_first()
+ * @ret_changes: on success, the rows it wrote (may be NULL)
+ * Return: 0 or a negative errno (-EEXIST for a unique violation).
+ */
+int store_db_exec(Store *s, int q, const StoreVal *args, int n, int64_t *ret_changes)
+{
+        StoreRow row;
+        int r = s->ops->query(s->be, q, NULL, args, n, &row);
+
+        if (r < 0)
+                return r;
+        while ((r = s->ops->step(&row)) > 0)
+                ;
+        if (r == 0 && ret_changes)
+                *ret_changes = s->ops->changes(&row);
+        s->ops->done(&row);
+        return r;
+}
+
+/**
+ * store_db_has() - whether @s's backend has statement @q (store_sql.def: a NULL dialect has not)
+ */
+bool store_db_has(Store *s, int q)
+{
+        return store_sql_text(q, s->ops->pg) != NULL;
+}
+
+/**
+ * store_db_scalar() - the first column of statement @q's first row
+ * @ret: on success, the value (0 when there is no row, or it is NULL)
+ * Return: 0 or a negative errno.
+ */
+int store_db_scalar(Store *s, int q, const StoreVal *args, int n, int64_t *ret)
+{
+        StoreRow row;
+        int r = store_db_first(s, q, NULL, args, n, &row);
+
+        if (r < 0)
+                return r;
+        *ret = r > 0 ? row.ops->i64(&row, 0) : 0;
+        return r > 0 ? store_db_end(&row, 0) : 0;
+}
+
+/**
+ * store_db_objects() - every row of a statement as an object keyed by column name
+ * @s, @q, @sql, @args, @n: as store_db_first()
+ * @rows: the array the objects are appended to; borrowed
+ * Return: 0 or a negative errno.
+ */
+int store_db_objects(Store *s, int q, const char *sql, const StoreVal *args, int n, json_t *rows)
+{
+        StoreRow row;
+        int r = s->ops->query(s->be, q, sql, args, n, &row);
+
+        if (r < 0)
+                return r;
+        while ((r = s->ops->step(&row)) > 0) {
+                json_t *o = json_object();
+                int cols = s->ops->columns(&row);
+
+                for (int c = 0; o && c < cols; c++)
+                        if (json_object_set_new(o, s->ops->column_name(&row, c), s->ops->value(&row, c))) {
+                                json_decref(o);
+                                o = NULL;
+                        }
+                if (!o || json_array_append_new(rows, o)) {
+                        r = -ENOMEM;
+                        break;
+                }
         }
-        json_decref(parts->states);
-        json_decref(parts->verdicts);
-        json_decref(parts->tasks);
-        if (r == 0)
-                *ret_stats = out;
+        s->ops->done(&row);
         return r;
 }

@@ -5,7 +5,8 @@
  * scripts/pg-temp, which starts a real server). The same checks run on
  * both: migrations, the job lifecycle, concurrent claims, leases and the
  * reaper, cancel, idempotency, quotas, the compile cache, tokens, the
- * listing filters, the views and the stats. PostgreSQL adds the fleet's:
+ * listing filters, the views and the stats, and the statement table both
+ * backends run (store_sql.def). PostgreSQL adds the fleet's:
  * another host's leases, NOTIFY wake-ups between connections, and the
  * server stopped and started again under a live Store.
  */
@@ -24,6 +25,7 @@
 
 #include "common/limits.h"
 #include "common/log.h"
+#include "server/store_backend.h"
 
 #define CHECK(cond)                                                                       \
         do {                                                                              \
@@ -950,6 +952,74 @@ static void test_unreachable(void)
         CHECK(strcmp(store_host_id(), "testhost") == 0);
 }
 
+/* The highest ?N of @sql, -1 when the numbers used are not 1..N (each at least once). */
+static int sql_args(const char *sql)
+{
+        bool used[32] = { false };
+        int max = 0;
+        char quote = 0;
+
+        for (const char *c = sql; *c; c++) {
+                if (quote) {
+                        quote = *c == quote ? 0 : quote;
+                } else if (*c == '\'' || *c == '"') {
+                        quote = *c;
+                } else if (*c == '?' && c[1] >= '1' && c[1] <= '9') {
+                        int k = (int)strtol(c + 1, NULL, 10);
+                        if (k >= 32)
+                                return -1;
+                        used[k] = true;
+                        max = k > max ? k : max;
+                }
+        }
+        for (int k = 1; k <= max; k++)
+                if (!used[k])
+                        return -1;
+        return max;
+}
+
+/*
+ * The statement table (store_sql.def): every statement has a text in at
+ * least one dialect, its arguments are ?1..?N in each, a dialect's two texts
+ * take the same arguments, PostgreSQL's are written $N and SQLite's lose
+ * their casts (quoted text left alone), and on SQLite every statement of its dialect prepares against the
+ * migrated schema (a statement only the rarest path runs is checked too).
+ */
+static void test_sql_table(void)
+{
+        char path[512];
+        Store *s = open_fresh(path, sizeof(path));
+        const char *t = "SELECT '?1::text', \"?2\", ?3::double precision, ?4::bigint OFFSET ?5 WHERE x = ?12::text";
+        char *as_pg = store_sql_render(t, true), *as_sq = store_sql_render(t, false);
+
+        CHECK(as_pg && !strcmp(as_pg, "SELECT '?1::text', \"?2\", $3::double precision, $4::bigint OFFSET $5 "
+                                      "WHERE x = $12::text"));
+        CHECK(as_sq && !strcmp(as_sq, "SELECT '?1::text', \"?2\", ?3, ?4 OFFSET ?5 WHERE x = ?12"));
+        free(as_pg);
+        free(as_sq);
+        CHECK(store_sql_text(STORE_Q__COUNT, false) == NULL && store_sql_text(-1, true) == NULL);
+        for (int q = 0; q < STORE_Q__COUNT; q++) {
+                const char *sq = store_sql_text(q, false), *pg = store_sql_text(q, true);
+                if (!sq && !pg) {
+                        fprintf(stderr, "test-store: statement %d has no SQL\n", q);
+                        CHECK(false);
+                }
+                CHECK(!sq || sql_args(sq) >= 0);
+                CHECK(!pg || sql_args(pg) >= 0);
+                /* LEASES_HOST: SQLite names the host's prefix only to take it (one host holds all). */
+                CHECK(!sq || !pg || sql_args(sq) == sql_args(pg));
+                if (!sq || strcmp(store_backend_name(s), "sqlite"))
+                        continue;
+                StoreRow row;
+                int r = s->ops->query(s->be, q, NULL, NULL, 0, &row);
+                if (r != 0)
+                        fprintf(stderr, "test-store: statement %d does not prepare: %s\n", q, sq);
+                CHECK_RC(r, 0);
+                s->ops->done(&row);
+        }
+        store_close(s);
+}
+
 /* SQLite: one host, so no wake-ups through the database. */
 static void test_sqlite_no_listen(void)
 {
@@ -1367,6 +1437,7 @@ int main(int argc, char **argv)
         RUN(test_list_views_stats);
         RUN(test_fair_share);
         RUN(test_pool);
+        RUN(test_sql_table);
         if (pg_base) {
                 RUN(test_pg_dead_host);
                 RUN(test_pg_notify);
