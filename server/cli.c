@@ -580,6 +580,137 @@ static int read_file(const Cli *c, const char *path, size_t max, char **ret, siz
         return r < 0 ? CLI_EXIT_USAGE : 0;
 }
 
+/*
+ * Read the --plan file @plan_path into @sub: a JSON array is the plan, an
+ * object joins the submission (task, task_spec, scratch, options, ...).
+ * Return: 0 or the exit status (said on stderr).
+ */
+static int merge_plan_file(const Cli *c, json_t *sub, const char *plan_path)
+{
+        json_t *plan_doc = NULL;
+        char *plan_text = NULL;
+        size_t plan_len;
+        json_error_t jerr;
+        int rc;
+
+        if ((rc = read_file(c, plan_path, LIMIT_CLIENT_RESPONSE_BYTES, &plan_text, &plan_len)) != 0)
+                goto out;
+        plan_doc = json_loadb(plan_text, plan_len, JSON_REJECT_DUPLICATES, &jerr);
+        if (json_is_array(plan_doc)) {
+                json_object_set(sub, "plan", plan_doc);
+        } else if (json_is_object(plan_doc)) {
+                json_object_update(sub, plan_doc);
+        } else {
+                fprintf(stderr, "kevald submit: '%s' is not a JSON plan (array) or object: %s (line %d)\n",
+                        plan_path, plan_doc ? "neither" : jerr.text, jerr.line);
+                rc = CLI_EXIT_USAGE;
+                goto out;
+        }
+        rc = 0;
+out:
+        json_decref(plan_doc);
+        free(plan_text);
+        return rc;
+}
+
+/*
+ * No plan given with a task: the task's example plan (and scratch), what
+ * its prompt shows. In compile mode too, so the plan is checked against the
+ * compiled kernels as the API does with a plan.
+ * Return: 0 or the exit status (said on stderr).
+ */
+static int add_example_plan(const Cli *c, json_t *sub, const char *task)
+{
+        FILE *q;
+        json_t *doc = NULL, *ex;
+        char *tt = NULL;
+        size_t tl = 0;
+        int status, rc;
+
+        q = open_memstream(&tt, &tl);
+        if (!q)
+                return CLI_EXIT_SOFTWARE;
+        fputs("/v1/tasks/", q);
+        pct_put(q, task);
+        fclose(q);
+        rc = call(c, "GET", tt, NULL, false, c->timeout_ms, 0, &status, &doc, NULL);
+        free(tt);
+        if (rc)
+                return rc;
+        ex = json_object_get(doc, "example");
+        if (!json_is_array(json_object_get(ex, "plan"))) {
+                fprintf(stderr, "kevald submit: task '%s' has no example plan; give --plan FILE\n", task);
+                json_decref(doc);
+                return CLI_EXIT_USAGE;
+        }
+        fprintf(stderr, "kevald submit: using the example plan of task '%s' (give --plan FILE for another)\n",
+                task);
+        json_object_set(sub, "plan", json_object_get(ex, "plan"));
+        if (json_array_size(json_object_get(ex, "scratch")))
+                json_object_set(sub, "scratch", json_object_get(ex, "scratch"));
+        json_decref(doc);
+        return 0;
+}
+
+/*
+ * POST @sub (idempotent: one key for every retry); with --wait (@wait_s
+ * -1: no limit, else seconds), wait for the verdict in long-poll slices.
+ * Print what the user asked for (a summary, or --json).
+ * Return: the exit status.
+ */
+static int post_and_report(const Cli *c, json_t *sub, double wait_s)
+{
+        json_t *ans = NULL, *done = NULL;
+        char target[64];
+        double t0;
+        int rc, status;
+        long long id;
+
+        if (wait_s == -2)
+                snprintf(target, sizeof(target), "/v1/submissions");
+        else
+                snprintf(target, sizeof(target), "/v1/submissions?wait=%.3f",
+                         wait_s < 0 ? (double)CLI_POLL_SLICE_S : fmin(wait_s, CLI_POLL_SLICE_S));
+        t0 = mono_s();
+        rc = call(c, "POST", target, sub, true,
+                  wait_s == -2 ? c->timeout_ms : c->timeout_ms + CLI_POLL_SLICE_S * 1000, 0, &status, &ans, NULL);
+        if (rc)
+                goto out;
+        id = json_integer_value(json_object_get(ans, "id"));
+        if (id < 1) {
+                fprintf(stderr, "kevald submit: the server's answer has no id\n");
+                rc = CLI_EXIT_SOFTWARE;
+                goto out;
+        }
+        if (wait_s == -2 && !strcmp(str(ans, "state"), "done")) {
+                /* Rejected at acceptance: the verdict is known now; report it as a wait would. */
+                rc = wait_done(c, id, 0, &done);
+                if (rc == 0)
+                        rc = report(c, done);
+                goto out;
+        }
+        if (wait_s == -2) {
+                if (c->json)
+                        print_json(ans);
+                else
+                        printf("submitted %lld (%s); see `kevald wait %lld`\n", id, str(ans, "state"), id);
+                rc = 0;
+                goto out;
+        }
+        if (status == 200 || wait_s == 0) {
+                rc = report(c, ans);
+                goto out;
+        }
+        rc = wait_done(c, id, wait_s < 0 ? -1 : fmax(0, wait_s - (mono_s() - t0)), &done);
+        if (rc)
+                goto out;
+        rc = report(c, done);
+out:
+        json_decref(ans);
+        json_decref(done);
+        return rc;
+}
+
 /**
  * cmd_submit() - `kevald submit FILE [options]`
  * @argv: argv[0] is "submit"
@@ -599,12 +730,11 @@ int cmd_submit(int argc, char **argv)
         Cli c = { .name = "submit" };
         const char *server = NULL, *token = NULL, *task = NULL, *plan_path = NULL, *mode = NULL, *timing = NULL;
         const char *priority = NULL, *run_id = NULL, *file;
-        json_t *sub = json_object(), *options = json_array(), *ans = NULL, *done = NULL, *plan_doc = NULL;
-        char *src = NULL, *plan_text = NULL, target[64];
-        size_t src_len, plan_len;
-        double wait_s = -2, t0;     /* wait_s -2: no --wait; -1: no limit */
-        int opt, rc, status;
-        long long id;
+        json_t *sub = json_object(), *options = json_array();
+        char *src = NULL;
+        size_t src_len;
+        double wait_s = -2;     /* -2: no --wait; -1: no limit */
+        int opt, rc;
 
         while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
                 switch (opt) {
@@ -671,23 +801,8 @@ int cmd_submit(int argc, char **argv)
         }
         if (strlen(file) > 4 && !strcmp(file + strlen(file) - 4, ".ptx"))
                 json_object_set_new(sub, "language", json_string("ptx"));
-        if (plan_path) {
-                json_error_t jerr;
-
-                if ((rc = read_file(&c, plan_path, LIMIT_CLIENT_RESPONSE_BYTES, &plan_text, &plan_len)) != 0)
-                        goto out;
-                plan_doc = json_loadb(plan_text, plan_len, JSON_REJECT_DUPLICATES, &jerr);
-                if (json_is_array(plan_doc)) {
-                        json_object_set(sub, "plan", plan_doc);
-                } else if (json_is_object(plan_doc)) {
-                        json_object_update(sub, plan_doc);
-                } else {
-                        fprintf(stderr, "kevald submit: '%s' is not a JSON plan (array) or object: %s (line %d)\n",
-                                plan_path, plan_doc ? "neither" : jerr.text, jerr.line);
-                        rc = CLI_EXIT_USAGE;
-                        goto out;
-                }
-        }
+        if (plan_path && (rc = merge_plan_file(&c, sub, plan_path)) != 0)
+                goto out;
         if (task)
                 json_object_set_new(sub, "task", json_string(task));
         task = json_string_value(json_object_get(sub, "task"));
@@ -700,40 +815,8 @@ int cmd_submit(int argc, char **argv)
                 rc = usage_error(&c, "--mode full needs --task NAME (or a task_spec in the --plan file)%s", NULL);
                 goto out;
         }
-        if (task && !json_object_get(sub, "plan")) {
-                /* The task's example plan (and scratch): what its prompt shows. In compile mode too, so
-                 * the plan is checked against the compiled kernels as the API does with a plan. */
-                FILE *q;
-                json_t *doc = NULL, *ex;
-                char *tt = NULL;
-                size_t tl = 0;
-
-                q = open_memstream(&tt, &tl);
-                if (!q) {
-                        rc = CLI_EXIT_SOFTWARE;
-                        goto out;
-                }
-                fputs("/v1/tasks/", q);
-                pct_put(q, task);
-                fclose(q);
-                rc = call(&c, "GET", tt, NULL, false, c.timeout_ms, 0, &status, &doc, NULL);
-                free(tt);
-                if (rc)
-                        goto out;
-                ex = json_object_get(doc, "example");
-                if (!json_is_array(json_object_get(ex, "plan"))) {
-                        fprintf(stderr, "kevald submit: task '%s' has no example plan; give --plan FILE\n", task);
-                        json_decref(doc);
-                        rc = CLI_EXIT_USAGE;
-                        goto out;
-                }
-                fprintf(stderr, "kevald submit: using the example plan of task '%s' (give --plan FILE for another)\n",
-                        task);
-                json_object_set(sub, "plan", json_object_get(ex, "plan"));
-                if (json_array_size(json_object_get(ex, "scratch")))
-                        json_object_set(sub, "scratch", json_object_get(ex, "scratch"));
-                json_decref(doc);
-        }
+        if (task && !json_object_get(sub, "plan") && (rc = add_example_plan(&c, sub, task)) != 0)
+                goto out;
         if (json_array_size(options)) {
                 json_t *have = json_object_get(sub, "options");
 
@@ -755,53 +838,11 @@ int cmd_submit(int argc, char **argv)
                 }
                 json_object_set_new(tags, "run_id", json_string(run_id));
         }
-        if (wait_s == -2)
-                snprintf(target, sizeof(target), "/v1/submissions");
-        else
-                snprintf(target, sizeof(target), "/v1/submissions?wait=%.3f",
-                         wait_s < 0 ? (double)CLI_POLL_SLICE_S : fmin(wait_s, CLI_POLL_SLICE_S));
-        t0 = mono_s();
-        rc = call(&c, "POST", target, sub, true,
-                  wait_s == -2 ? c.timeout_ms : c.timeout_ms + CLI_POLL_SLICE_S * 1000, 0, &status, &ans, NULL);
-        if (rc)
-                goto out;
-        id = json_integer_value(json_object_get(ans, "id"));
-        if (id < 1) {
-                fprintf(stderr, "kevald submit: the server's answer has no id\n");
-                rc = CLI_EXIT_SOFTWARE;
-                goto out;
-        }
-        if (wait_s == -2 && !strcmp(str(ans, "state"), "done")) {
-                /* Rejected at acceptance: the verdict is known now; report it as a wait would. */
-                rc = wait_done(&c, id, 0, &done);
-                if (rc == 0)
-                        rc = report(&c, done);
-                goto out;
-        }
-        if (wait_s == -2) {
-                if (c.json)
-                        print_json(ans);
-                else
-                        printf("submitted %lld (%s); see `kevald wait %lld`\n", id, str(ans, "state"), id);
-                rc = 0;
-                goto out;
-        }
-        if (status == 200 || wait_s == 0) {
-                rc = report(&c, ans);
-                goto out;
-        }
-        rc = wait_done(&c, id, wait_s < 0 ? -1 : fmax(0, wait_s - (mono_s() - t0)), &done);
-        if (rc)
-                goto out;
-        rc = report(&c, done);
+        rc = post_and_report(&c, sub, wait_s);
 out:
         json_decref(sub);
         json_decref(options);
-        json_decref(ans);
-        json_decref(done);
-        json_decref(plan_doc);
         free(src);
-        free(plan_text);
         cli_free(&c);
         return rc;
 }
