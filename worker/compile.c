@@ -376,6 +376,60 @@ static bool has_option(const CompileJob *job, const char *o)
 static int build_fenced(const CompileJob *job, const char *arch, const char *ptx, size_t len,
                         const char *source_name, json_t *res, CompileOutput *out);
 
+/* Each name expression's lowered (mangled) name into the result's
+ * lowered_names. Return: 0 to go on, 1 when the result now says the
+ * compile failed (result_fail()), or -ENOMEM. */
+static int lowered_names(nvrtcProgram prog, const CompileJob *job, json_t *res)
+{
+        json_t *lowered = json_object_get(res, "lowered_names");
+        int r;
+
+        for (size_t i = 0; i < job->n_name_expressions; i++) {
+                const char *lowered_name = NULL;
+                nvrtcResult nr = nvrtcGetLoweredName(prog, job->name_expressions[i], &lowered_name);
+                if (nr != NVRTC_SUCCESS || !lowered_name) {
+                        char *m = xasprintf("error: name expression \"%s\" has no lowered name "
+                                            "(it must name a __global__ function or a template "
+                                            "instance of one)", job->name_expressions[i]);
+                        r = m ? result_fail(res, "compile", m) : -ENOMEM;
+                        free(m);
+                        return r < 0 ? r : 1;
+                }
+                if (json_object_set_new(lowered, job->name_expressions[i], json_string(lowered_name)))
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The compiled CUBIN into @out (a new buffer), within LIMIT_CUBIN_BYTES.
+ * Return: 0 to go on, 1 when the result now says it is too large
+ * (result_fail()), -ENOMEM, or -EIO. */
+static int take_cubin(nvrtcProgram prog, json_t *res, CompileOutput *out)
+{
+        size_t cubin_size = 0;
+        nvrtcResult nr;
+
+        nr = nvrtcGetCUBINSize(prog, &cubin_size);
+        if (nr != NVRTC_SUCCESS || cubin_size == 0) {
+                log_error("compile: nvrtcGetCUBINSize: %s", nvrtcGetErrorString(nr));
+                return -EIO;
+        }
+        if (cubin_size > LIMIT_CUBIN_BYTES) {
+                int r = result_fail(res, "too_large", "error: the compiled CUBIN is larger than the limit");
+                return r < 0 ? r : 1;
+        }
+        out->cubin = malloc(cubin_size);
+        if (!out->cubin)
+                return -ENOMEM;
+        nr = nvrtcGetCUBIN(prog, (char *)out->cubin);
+        if (nr != NVRTC_SUCCESS) {
+                log_error("compile: nvrtcGetCUBIN: %s", nvrtcGetErrorString(nr));
+                return -EIO;
+        }
+        out->cubin_len = cubin_size;
+        return 0;
+}
+
 /*
  * @flags: COMPILE_SOURCE_* of compile_check_source(). A source that
  * includes libcu++ gets -D__KEVALD_LIBCUDACXX=1: the prelude then leaves
@@ -393,9 +447,8 @@ static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const
         nvrtcProgram prog = NULL;
         const char **opts = NULL;
         char *arch_opt = NULL, *raw = NULL, *ptx = NULL, *oflags[LIMIT_OPTIONS_MAX] = { 0 };
-        size_t n_opts = 0, log_size = 0, cubin_size = 0;
+        size_t n_opts = 0, log_size = 0;
         nvrtcResult nr;
-        json_t *lowered = json_object_get(res, "lowered_names");
         int r = 0;
 
         opts = calloc(job->n_options + 10 + COMPILE_INCLUDE_DIRS, sizeof(char *));
@@ -483,44 +536,11 @@ static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const
                         log_warn("compile: nvrtcCompileProgram: %s", nvrtcGetErrorString(nr));
                 goto out;
         }
-        for (size_t i = 0; i < job->n_name_expressions; i++) {
-                const char *lowered_name = NULL;
-                nr = nvrtcGetLoweredName(prog, job->name_expressions[i], &lowered_name);
-                if (nr != NVRTC_SUCCESS || !lowered_name) {
-                        char *m = xasprintf("error: name expression \"%s\" has no lowered name "
-                                            "(it must name a __global__ function or a template "
-                                            "instance of one)", job->name_expressions[i]);
-                        r = m ? result_fail(res, "compile", m) : -ENOMEM;
-                        free(m);
-                        goto out;
-                }
-                if (json_object_set_new(lowered, job->name_expressions[i], json_string(lowered_name))) {
-                        r = -ENOMEM;
-                        goto out;
-                }
-        }
-        nr = nvrtcGetCUBINSize(prog, &cubin_size);
-        if (nr != NVRTC_SUCCESS || cubin_size == 0) {
-                log_error("compile: nvrtcGetCUBINSize: %s", nvrtcGetErrorString(nr));
-                r = -EIO;
+        if ((r = lowered_names(prog, job, res)) != 0 || (r = take_cubin(prog, res, out)) != 0) {
+                if (r > 0)
+                        r = 0; /* a compile error, which the result says */
                 goto out;
         }
-        if (cubin_size > LIMIT_CUBIN_BYTES) {
-                r = result_fail(res, "too_large", "error: the compiled CUBIN is larger than the limit");
-                goto out;
-        }
-        out->cubin = malloc(cubin_size);
-        if (!out->cubin) {
-                r = -ENOMEM;
-                goto out;
-        }
-        nr = nvrtcGetCUBIN(prog, (char *)out->cubin);
-        if (nr != NVRTC_SUCCESS) {
-                log_error("compile: nvrtcGetCUBIN: %s", nvrtcGetErrorString(nr));
-                r = -EIO;
-                goto out;
-        }
-        out->cubin_len = cubin_size;
         r = fill_kernels(res, out->cubin, out->cubin_len, raw);
         if (r == CUBIN_E_MALFORMED) {
                 log_error("compile: NVRTC produced a CUBIN that cubin_parse() refuses");
