@@ -123,23 +123,23 @@ int judge_fail_gpu(Run *r, int rc)
                 r->exit_code = 4;
                 if (r->launch_limit_hit && ref_ms > 0)
                         return judge_fail_with(r, "timeout", "timeout",
-                                         json_pack("{s:I, s:f, s:I}", "launch_limit_ms", (json_int_t)limit,
-                                                   "reference_ms", ref_ms, "fault_grace_ms",
-                                                   (json_int_t)r->job->fault_grace_ms),
-                                         "the GPU work did not finish within the launch time limit of %" PRId64
-                                         " ms per plan execution (%g x the reference's %.3f ms on this shape set, "
-                                         "at least %" PRId64 " ms), nor in the %" PRId64 " ms after it in which a "
-                                         "fault would have been reported: it hangs (phase %s)",
-                                         limit, r->job->launch_factor, ref_ms, r->job->launch_floor_ms,
-                                         r->job->fault_grace_ms, r->phase);
+                                               json_pack("{s:I, s:f, s:I}", "launch_limit_ms", (json_int_t)limit,
+                                                         "reference_ms", ref_ms, "fault_grace_ms",
+                                                         (json_int_t)r->job->fault_grace_ms),
+                                               "the GPU work did not finish within the launch time limit of %" PRId64
+                                               " ms per plan execution (%g x the reference's %.3f ms on this shape set, "
+                                               "at least %" PRId64 " ms), nor in the %" PRId64 " ms after it in which a "
+                                               "fault would have been reported: it hangs (phase %s)",
+                                               limit, r->job->launch_factor, ref_ms, r->job->launch_floor_ms,
+                                               r->job->fault_grace_ms, r->phase);
                 if (r->launch_limit_hit)
                         return judge_fail_with(r, "timeout", "timeout",
-                                         json_pack("{s:I, s:I}", "launch_limit_ms", (json_int_t)limit, "fault_grace_ms",
-                                                   (json_int_t)r->job->fault_grace_ms),
-                                         "the GPU work did not finish within the launch time limit (%" PRId64
-                                         " ms per plan execution), nor in the %" PRId64 " ms after it in which a "
-                                         "fault would have been reported: it hangs (phase %s)",
-                                         limit, r->job->fault_grace_ms, r->phase);
+                                               json_pack("{s:I, s:I}", "launch_limit_ms", (json_int_t)limit, "fault_grace_ms",
+                                                         (json_int_t)r->job->fault_grace_ms),
+                                               "the GPU work did not finish within the launch time limit (%" PRId64
+                                               " ms per plan execution), nor in the %" PRId64 " ms after it in which a "
+                                               "fault would have been reported: it hangs (phase %s)",
+                                               limit, r->job->fault_grace_ms, r->phase);
                 return fail(r, "timeout", "timeout",
                             "the job's deadline of %" PRId64 " ms passed while the GPU was busy (phase %s)",
                             r->job ? r->job->deadline_ms : 0, r->phase);

@@ -57,21 +57,21 @@ int judge_check_guards_verdict(Run *r, const JobShape *s, const JobSide *side, c
                 devmem_guard_report(&set->b[i], &d[2 * i], &d[2 * i + 1], &g);
                 if (g.after_bytes)
                         return judge_fail_with(r, "incorrect", "guard",
-                                         json_pack("{s:s, s:s, s:I, s:I, s:I}", "buffer", b->name, "where", "after",
-                                                   "bytes", (json_int_t)g.after_bytes, "first_offset",
-                                                   (json_int_t)g.after_first, "last_offset", (json_int_t)g.after_last),
-                                         "out-of-bounds write: %" PRIu64 " byte(s) changed after the end of buffer '%s' "
-                                         "(%" PRIu64 " bytes, %" PRIu64 " elements), from %" PRIu64 " to %" PRIu64
-                                         " bytes past its end",
-                                         g.after_bytes, b->name, b->bytes, b->count, g.after_first, g.after_last);
+                                               json_pack("{s:s, s:s, s:I, s:I, s:I}", "buffer", b->name, "where", "after",
+                                                         "bytes", (json_int_t)g.after_bytes, "first_offset",
+                                                         (json_int_t)g.after_first, "last_offset", (json_int_t)g.after_last),
+                                               "out-of-bounds write: %" PRIu64 " byte(s) changed after the end of buffer '%s' "
+                                               "(%" PRIu64 " bytes, %" PRIu64 " elements), from %" PRIu64 " to %" PRIu64
+                                               " bytes past its end",
+                                               g.after_bytes, b->name, b->bytes, b->count, g.after_first, g.after_last);
                 if (g.before_bytes)
                         return judge_fail_with(r, "incorrect", "guard",
-                                         json_pack("{s:s, s:s, s:I, s:I}", "buffer", b->name, "where", "before",
-                                                   "bytes", (json_int_t)g.before_bytes, "farthest",
-                                                   (json_int_t)g.before_far),
-                                         "out-of-bounds write: %" PRIu64 " byte(s) changed before the start of buffer '%s', "
-                                         "up to %" PRIu64 " bytes before it",
-                                         g.before_bytes, b->name, g.before_far);
+                                               json_pack("{s:s, s:s, s:I, s:I}", "buffer", b->name, "where", "before",
+                                                         "bytes", (json_int_t)g.before_bytes, "farthest",
+                                                         (json_int_t)g.before_far),
+                                               "out-of-bounds write: %" PRIu64 " byte(s) changed before the start of buffer '%s', "
+                                               "up to %" PRIu64 " bytes before it",
+                                               g.before_bytes, b->name, g.before_far);
         }
         return 0;
 }
@@ -102,11 +102,11 @@ int judge_check_inputs_verdict(Run *r, const JobShape *s, const KvDiff *d)
                         continue;
                 el = d[k - 1].first / (uint64_t)kv_dtype_size(b->dtype);
                 return judge_fail_with(r, "incorrect", "input_mutation",
-                                 json_pack("{s:s, s:I, s:I}", "buffer", b->name, "bytes", (json_int_t)d[k - 1].count,
-                                           "first_index", (json_int_t)el),
-                                 "the candidate wrote into input buffer '%s': %" PRIu64
-                                 " byte(s) differ from the generated input, first in element %" PRIu64,
-                                 b->name, (uint64_t)d[k - 1].count, el);
+                                       json_pack("{s:s, s:I, s:I}", "buffer", b->name, "bytes", (json_int_t)d[k - 1].count,
+                                                 "first_index", (json_int_t)el),
+                                       "the candidate wrote into input buffer '%s': %" PRIu64
+                                       " byte(s) differ from the generated input, first in element %" PRIu64,
+                                       b->name, (uint64_t)d[k - 1].count, el);
         }
         return 0;
 }
@@ -215,14 +215,14 @@ static int check_outputs(Run *r, const JobShape *s, const BufSet *cand, const Bu
                         char *gs = json_dumps(json_object_get(f0, "got"), JSON_ENCODE_ANY);
                         char *ws = json_dumps(json_object_get(f0, "want"), JSON_ENCODE_ANY);
                         rc = judge_fail_with(r, "incorrect", "mismatch",
-                                       json_pack("{s:s, s:I, s:I, s:I}", "buffer", b->name, "mismatches",
-                                                 (json_int_t)st.mismatches, "nan_inf_mismatches", (json_int_t)st.nan_inf,
-                                                 "count", (json_int_t)b->count),
-                                       "output '%s': %" PRIu64 " of %" PRIu64 " elements outside atol=%g rtol=%g, %" PRIu64
-                                       " NaN/Inf disagreements (max abs error %g, max rel error %g); first at index %" PRIu64
-                                       ": got %s, want %s",
-                                       b->name, (uint64_t)st.mismatches, b->count, b->atol, b->rtol, (uint64_t)st.nan_inf,
-                                       max_abs, max_rel, (uint64_t)st.first, gs ? gs : "?", ws ? ws : "?");
+                                             json_pack("{s:s, s:I, s:I, s:I}", "buffer", b->name, "mismatches",
+                                                       (json_int_t)st.mismatches, "nan_inf_mismatches", (json_int_t)st.nan_inf,
+                                                       "count", (json_int_t)b->count),
+                                             "output '%s': %" PRIu64 " of %" PRIu64 " elements outside atol=%g rtol=%g, %" PRIu64
+                                             " NaN/Inf disagreements (max abs error %g, max rel error %g); first at index %" PRIu64
+                                             ": got %s, want %s",
+                                             b->name, (uint64_t)st.mismatches, b->count, b->atol, b->rtol, (uint64_t)st.nan_inf,
+                                             max_abs, max_rel, (uint64_t)st.first, gs ? gs : "?", ws ? ws : "?");
                         free(gs);
                         free(ws);
                         return rc;
@@ -251,11 +251,11 @@ static int check_determinism(Run *r, const JobShape *s, const BufSet *a, const B
                         continue;
                 el = d.first / (uint64_t)kv_dtype_size(bf->dtype);
                 return judge_fail_with(r, "incorrect", "nondeterministic",
-                                 json_pack("{s:s, s:I, s:I}", "buffer", bf->name, "bytes", (json_int_t)d.count,
-                                           "first_index", (json_int_t)el),
-                                 "two runs of the candidate on the same inputs disagree in output '%s': %" PRIu64
-                                 " byte(s) differ, first in element %" PRIu64 " (a race, or state kept between launches)",
-                                 bf->name, (uint64_t)d.count, el);
+                                       json_pack("{s:s, s:I, s:I}", "buffer", bf->name, "bytes", (json_int_t)d.count,
+                                                 "first_index", (json_int_t)el),
+                                       "two runs of the candidate on the same inputs disagree in output '%s': %" PRIu64
+                                       " byte(s) differ, first in element %" PRIu64 " (a race, or state kept between launches)",
+                                       bf->name, (uint64_t)d.count, el);
         }
         return 0;
 }
@@ -314,7 +314,8 @@ static int correctness_trial(Run *r, int si, int t, ShapeReport *rep)
                 goto out;
         }
         /* 1-2: the candidate first, on guarded buffers */
-        if ((rc = judge_plan_alloc(r, s, &s->cand, true, a)) || (rc = judge_plan_prepare(r, s, &s->cand, a, seed, true)) ||
+        if ((rc = judge_plan_alloc(r, s, &s->cand, true, a)) ||
+            (rc = judge_plan_prepare(r, s, &s->cand, a, seed, true)) ||
             (rc = judge_wait_all(r)) || (rc = judge_plan_run(r, si, SIDE_CAND, a, true)))
                 goto out;
         /* 3: guard bands */
@@ -324,7 +325,8 @@ static int correctness_trial(Run *r, int si, int t, ShapeReport *rep)
         }
         passed(&rep->guard_ok);
         /* 4: fresh inputs for the reference; they also witness the candidate's inputs */
-        if ((rc = judge_plan_alloc(r, s, &s->ref, false, ref)) || (rc = judge_plan_prepare(r, s, &s->ref, ref, seed, false)) ||
+        if ((rc = judge_plan_alloc(r, s, &s->ref, false, ref)) ||
+            (rc = judge_plan_prepare(r, s, &s->ref, ref, seed, false)) ||
             (rc = judge_wait_all(r)))
                 goto out;
         if ((rc = check_inputs(r, s, a, ref))) {
@@ -339,7 +341,8 @@ static int correctness_trial(Run *r, int si, int t, ShapeReport *rep)
         if ((rc = judge_plan_free(r, ref)))
                 goto out;
         /* 5: again from the same seed, fresh poison: the bits must agree */
-        if ((rc = judge_plan_alloc(r, s, &s->cand, true, b)) || (rc = judge_plan_prepare(r, s, &s->cand, b, seed, true)) ||
+        if ((rc = judge_plan_alloc(r, s, &s->cand, true, b)) ||
+            (rc = judge_plan_prepare(r, s, &s->cand, b, seed, true)) ||
             (rc = judge_wait_all(r)) || (rc = judge_plan_run(r, si, SIDE_CAND, b, true)))
                 goto out;
         if ((rc = check_guards(r, s, &s->cand, b))) {

@@ -28,12 +28,12 @@ int judge_plan_alloc(Run *r, const JobShape *s, const JobSide *side, bool guards
                 int rc = devmem_alloc(b->bytes, guards ? DEVMEM_GUARD_BYTES : 0, &set->b[i]);
                 if (gpu_out_of_memory(rc))
                         return judge_fail_with(r, "runtime_error", "cuda",
-                                         json_pack("{s:s, s:s, s:b, s:s, s:I}", "name", "CUDA_ERROR_OUT_OF_MEMORY",
-                                                   "call", "cuMemAlloc", "sticky", 0, "buffer", b->name, "bytes",
-                                                   (json_int_t)b->bytes),
-                                         "CUDA_ERROR_OUT_OF_MEMORY: cannot allocate %" PRIu64
-                                         " bytes for buffer '%s' (%" PRIu64 " bytes already allocated for this job)",
-                                         b->bytes, b->name, devmem_live_bytes());
+                                               json_pack("{s:s, s:s, s:b, s:s, s:I}", "name", "CUDA_ERROR_OUT_OF_MEMORY",
+                                                         "call", "cuMemAlloc", "sticky", 0, "buffer", b->name, "bytes",
+                                                         (json_int_t)b->bytes),
+                                               "CUDA_ERROR_OUT_OF_MEMORY: cannot allocate %" PRIu64
+                                               " bytes for buffer '%s' (%" PRIu64 " bytes already allocated for this job)",
+                                               b->bytes, b->name, devmem_live_bytes());
                 if (rc)
                         return judge_fail_gpu(r, rc);
                 set->n++;
@@ -117,7 +117,7 @@ int judge_plan_prepare(Run *r, const JobShape *s, const JobSide *side, BufSet *s
 /* -------------------------------------------------------------- plans -- */
 
 int judge_plan_launch_step(Run *r, const JobShape *s, const JobSide *side, GpuKernel *k, const JobStep *st,
-                       const BufSet *set)
+                           const BufSet *set)
 {
         if (st->kind == JOB_STEP_GEMM) {
                 BlasGemm g = { .dtype = gpu_job_side_buffer(s, side, st->a)->dtype,
@@ -194,8 +194,8 @@ static int fence_fail(Run *r, const JobShape *s, const BufSet *set, const FenceR
                 if (ref_ms > 0)
                         json_object_set_new(extra, "reference_ms", json_real(ref_ms));
                 return judge_fail_with(r, "timeout", "timeout", extra,
-                                 "the GPU work did not finish within the launch time limit of %" PRId64
-                                 " ms per plan execution: %s", limit, msg);
+                                       "the GPU work did not finish within the launch time limit of %" PRId64
+                                       " ms per plan execution: %s", limit, msg);
         }
         return judge_fail_with(r, "runtime_error", "cuda", extra, "%s: %s", fence_error_name(rec->site), msg);
 }

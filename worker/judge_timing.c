@@ -244,17 +244,17 @@ static int check_tally(Run *r, int si, TimingState *ts, unsigned n_slots, uint32
                 memcpy(&max_rel, &st[k].max_rel_bits, sizeof(max_rel));
                 r->phase = "revalidation";
                 rc = judge_fail_with(r, "incorrect", "mismatch",
-                               json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "buffer", b->name, "mismatches",
-                                         (json_int_t)st[k].mismatches, "nan_inf_mismatches",
-                                         (json_int_t)st[k].nan_inf, "count", (json_int_t)b->count, "timed_run",
-                                         (json_int_t)run, "first_index", (json_int_t)st[k].first, "max_abs",
-                                         jfinite(max_abs), "max_rel", jfinite(max_rel)),
-                               "timed run %" PRIu32 " (fresh inputs from its own seed): output '%s' disagrees with the "
-                               "reference on the same inputs: %llu of %" PRIu64 " elements outside atol=%g rtol=%g, "
-                               "%llu NaN/Inf disagreements (max abs error %g, max rel error %g), first at index %llu; "
-                               "the kernel passed the correctness trials but not this run",
-                               run, b->name, st[k].mismatches, b->count, b->atol, b->rtol, st[k].nan_inf, max_abs,
-                               max_rel, st[k].first);
+                                     json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "buffer", b->name, "mismatches",
+                                               (json_int_t)st[k].mismatches, "nan_inf_mismatches",
+                                               (json_int_t)st[k].nan_inf, "count", (json_int_t)b->count, "timed_run",
+                                               (json_int_t)run, "first_index", (json_int_t)st[k].first, "max_abs",
+                                               jfinite(max_abs), "max_rel", jfinite(max_rel)),
+                                     "timed run %" PRIu32 " (fresh inputs from its own seed): output '%s' disagrees with the "
+                                     "reference on the same inputs: %llu of %" PRIu64 " elements outside atol=%g rtol=%g, "
+                                     "%llu NaN/Inf disagreements (max abs error %g, max rel error %g), first at index %llu; "
+                                     "the kernel passed the correctness trials but not this run",
+                                     run, b->name, st[k].mismatches, b->count, b->atol, b->rtol, st[k].nan_inf, max_abs,
+                                     max_rel, st[k].first);
                 break;
         }
         if (rc == 0)
@@ -350,8 +350,10 @@ static int grow_sets(Run *r, const JobShape *s, TimingState *ts, int want)
         while (ts->n_sets < want) {
                 BufSet *c = &ts->cand[ts->n_sets], *f = &ts->ref[ts->n_sets];
                 /* the seed is overwritten before any run; this fills guards, poison and zeros */
-                if ((rc = judge_plan_alloc(r, s, &s->cand, true, c)) || (rc = judge_plan_prepare(r, s, &s->cand, c, 0, true)) ||
-                    (rc = judge_plan_alloc(r, s, &s->ref, false, f)) || (rc = judge_plan_prepare(r, s, &s->ref, f, 0, false)))
+                if ((rc = judge_plan_alloc(r, s, &s->cand, true, c)) ||
+                    (rc = judge_plan_prepare(r, s, &s->cand, c, 0, true)) ||
+                    (rc = judge_plan_alloc(r, s, &s->ref, false, f)) ||
+                    (rc = judge_plan_prepare(r, s, &s->ref, f, 0, false)))
                         return rc;
                 ts->n_sets++;
         }
@@ -393,7 +395,8 @@ static int timed_batch(Run *r, int si, TimingState *ts, size_t b, bool record, s
         r->side = SIDE_CAND; /* a fault surfacing while waiting comes from a candidate run */
         r->launch = -1;
         r->kernel = NULL;
-        if ((rc = judge_wait_bounded(r, judge_ev_pool[4 * (b - 1) + 3], judge_launch_limit(r, NULL) * (int64_t)(2 * b * (size_t)ts->per))))
+        if ((rc = judge_wait_bounded(r, judge_ev_pool[4 * (b - 1) + 3],
+                                           judge_launch_limit(r, NULL) * (int64_t)(2 * b * (size_t)ts->per))))
                 return judge_fail_gpu(r, rc);
         for (size_t p = 0; p < b; p++) {
                 double c = 0, f = 0;
