@@ -145,6 +145,76 @@ static void put_plan(Buf *b, json_t *plan)
         put(b, "\n]\n");
 }
 
+/* The "Buffers" section: each buffer's dtype, role, shape and element
+ * counts per shape set, its inputs' distribution. */
+static void put_buffers(Buf *b, const Task *task)
+{
+        json_t *v;
+
+        put(b, "\n## Buffers (row-major, contiguous, in device memory)\n\n");
+        for (size_t i = 0; i < task->nbuffers; i++) {
+                json_t *buf = task->buffers[i];
+                const char *role = spec_role_names[task->buffer_role[i]];
+                put(b, "- %s: %s%s, %s", json_string_value(json_object_get(buf, "name")),
+                    task->buffer_dtype[i]->name,
+                    json_array_size(json_object_get(buf, "shape")) ? "" : " scalar", role);
+                if (json_array_size(json_object_get(buf, "shape"))) {
+                        put(b, ", shape ");
+                        put_dims(b, json_object_get(buf, "shape"));
+                        put(b, " (");
+                        for (size_t s = 0; s < task->nshapes; s++)
+                                put(b, "%s%s: %lld elements", s ? "; " : "",
+                                    task->shape_names[s], (long long)task->buffer_count[s][i]);
+                        put(b, ")");
+                }
+                if ((v = json_object_get(buf, "init"))) {
+                        put(b, ", initialised with ");
+                        put_init(b, v);
+                }
+                if (task->buffer_role[i] == ROLE_OUT)
+                        put(b, ", write every element (it is filled with garbage before your "
+                                "kernel runs)");
+                if (task->buffer_role[i] == ROLE_INOUT)
+                        put(b, ", read and updated in place");
+                if ((v = json_object_get(buf, "description")))
+                        put(b, ": %s", json_string_value(v));
+                put(b, "\n");
+        }
+}
+
+/* The "Correctness" section: how outputs are compared, each output's
+ * tolerance (its own, else the task's @tol for floats, else the dtype's). */
+static void put_correctness(Buf *b, const Task *task, json_t *tol)
+{
+        json_t *v;
+
+        put(b, "\n## Correctness\n\n");
+        put(b, "Outputs are compared with the reference on fresh random inputs; an element "
+                "matches when |got - want| <= atol + rtol * |want| and NaN/Inf agree:\n");
+        for (size_t i = 0; i < task->nbuffers; i++) {
+                const DType *dt = task->buffer_dtype[i];
+                json_t *bt = json_object_get(task->buffers[i], "tolerance");
+                double def = spec_tolerance_default(dt);
+                double atol = def, rtol = def;
+                json_t *src = bt ? bt : (!dt->is_int ? tol : NULL);
+                if (task->buffer_role[i] == ROLE_IN)
+                        continue;
+                if (src && (v = json_object_get(src, "atol")))
+                        atol = json_number_value(v);
+                if (src && (v = json_object_get(src, "rtol")))
+                        rtol = json_number_value(v);
+                if (atol == 0 && rtol == 0)
+                        put(b, "- %s: exact\n",
+                            json_string_value(json_object_get(task->buffers[i], "name")));
+                else
+                        put(b, "- %s: atol %g, rtol %g\n",
+                            json_string_value(json_object_get(task->buffers[i], "name")), atol,
+                            rtol);
+        }
+        put(b, "Writes outside a buffer, changes to input buffers, and results that differ "
+                "between two identical runs are failures.\n");
+}
+
 /**
  * spec_task_prompt() - render a task as a prompt
  * @task:            borrowed
@@ -183,61 +253,8 @@ char *spec_task_prompt(const Task *task, json_t *allowed_options)
                 put(&b, "\n");
         }
 
-        put(&b, "\n## Buffers (row-major, contiguous, in device memory)\n\n");
-        for (i = 0; i < task->nbuffers; i++) {
-                json_t *buf = task->buffers[i];
-                const char *role = spec_role_names[task->buffer_role[i]];
-                put(&b, "- %s: %s%s, %s", json_string_value(json_object_get(buf, "name")),
-                    task->buffer_dtype[i]->name,
-                    json_array_size(json_object_get(buf, "shape")) ? "" : " scalar", role);
-                if (json_array_size(json_object_get(buf, "shape"))) {
-                        put(&b, ", shape ");
-                        put_dims(&b, json_object_get(buf, "shape"));
-                        put(&b, " (");
-                        for (size_t s = 0; s < task->nshapes; s++)
-                                put(&b, "%s%s: %lld elements", s ? "; " : "",
-                                    task->shape_names[s], (long long)task->buffer_count[s][i]);
-                        put(&b, ")");
-                }
-                if ((v = json_object_get(buf, "init"))) {
-                        put(&b, ", initialised with ");
-                        put_init(&b, v);
-                }
-                if (task->buffer_role[i] == ROLE_OUT)
-                        put(&b, ", write every element (it is filled with garbage before your "
-                                "kernel runs)");
-                if (task->buffer_role[i] == ROLE_INOUT)
-                        put(&b, ", read and updated in place");
-                if ((v = json_object_get(buf, "description")))
-                        put(&b, ": %s", json_string_value(v));
-                put(&b, "\n");
-        }
-
-        put(&b, "\n## Correctness\n\n");
-        put(&b, "Outputs are compared with the reference on fresh random inputs; an element "
-                "matches when |got - want| <= atol + rtol * |want| and NaN/Inf agree:\n");
-        for (i = 0; i < task->nbuffers; i++) {
-                const DType *dt = task->buffer_dtype[i];
-                json_t *bt = json_object_get(task->buffers[i], "tolerance");
-                double def = spec_tolerance_default(dt);
-                double atol = def, rtol = def;
-                json_t *src = bt ? bt : (!dt->is_int ? tol : NULL);
-                if (task->buffer_role[i] == ROLE_IN)
-                        continue;
-                if (src && (v = json_object_get(src, "atol")))
-                        atol = json_number_value(v);
-                if (src && (v = json_object_get(src, "rtol")))
-                        rtol = json_number_value(v);
-                if (atol == 0 && rtol == 0)
-                        put(&b, "- %s: exact\n",
-                            json_string_value(json_object_get(task->buffers[i], "name")));
-                else
-                        put(&b, "- %s: atol %g, rtol %g\n",
-                            json_string_value(json_object_get(task->buffers[i], "name")), atol,
-                            rtol);
-        }
-        put(&b, "Writes outside a buffer, changes to input buffers, and results that differ "
-                "between two identical runs are failures.\n");
+        put_buffers(&b, task);
+        put_correctness(&b, task, tol);
 
         put(&b, "\n## What to submit\n\n");
         put(&b, "A JSON object:\n\n"

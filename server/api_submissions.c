@@ -376,6 +376,92 @@ static int wait_for(HttpRequest *req, int64_t id, double wait_s, bool accepted)
         return HTTP_SUSPENDED;
 }
 
+/*
+ * The body's shape: one submission object, or {"submissions": [...]} with
+ * 1 to batch_limit submissions and no other member (and no ?wait).
+ * Return: 0 with the batch's array (borrowed from @doc; NULL for a single
+ * submission) in *@ret_list and the number of submissions in *@ret_n, or
+ * -1 once the problem is answered.
+ */
+static int body_items(HttpRequest *req, Api *api, json_t *doc, double wait_s, json_t **ret_list, size_t *ret_n)
+{
+        json_t *list = json_object_get(doc, "submissions");
+        size_t n;
+
+        if (list) {
+                const char *k;
+                json_t *v;
+
+                json_object_foreach(doc, k, v)
+                        if (strcmp(k, "submissions") != 0) {
+                                char kp[300];
+
+                                snprintf(kp, sizeof(kp), "/%.256s", k);
+                                http_respond_error(req, PROBLEM_INVALID, kp,
+                                                   "a batch holds only \"submissions\"; unknown member '%.256s'", k);
+                                return -1;
+                        }
+                if (!json_is_array(list) || json_array_size(list) == 0) {
+                        http_respond_error(req, PROBLEM_INVALID, "/submissions",
+                                           "submissions must be a non-empty array");
+                        return -1;
+                }
+                n = json_array_size(list);
+                if (n > (size_t)api->cfg->batch_limit) {
+                        http_respond_error(req, PROBLEM_INVALID, "/submissions",
+                                           "a batch holds at most %lld submissions; this one has %zu",
+                                           (long long)api->cfg->batch_limit, n);
+                        return -1;
+                }
+                if (wait_s > 0) {
+                        http_respond_error(req, PROBLEM_INVALID, "/query/wait",
+                                           "wait applies to a single submission, not a batch");
+                        return -1;
+                }
+        } else {
+                n = 1;
+        }
+        *ret_list = list;
+        *ret_n = n;
+        return 0;
+}
+
+/*
+ * Answer what ingest_submit() refused (@r, not 0): an Idempotency-Key @key
+ * used before with another body, a full queue or the token's quota (with
+ * Retry-After), a request the store finds invalid, or a store error.
+ * Return: what the handler returns (HTTP_DONE).
+ */
+static int respond_ingest_error(HttpRequest *req, Api *api, const HttpPrincipal *who, const char *key, int r)
+{
+        if (r == STORE_E_CONFLICT) {
+                http_respond_error(req, PROBLEM_IDEMPOTENCY_MISMATCH, "/",
+                                   "Idempotency-Key '%.255s' was already used with a different request body; "
+                                   "use a new key for a new request", key ? key : "");
+                return HTTP_DONE;
+        }
+        if (r == STORE_E_FULL || r == STORE_E_QUOTA) {
+                char ra[32];
+
+                snprintf(ra, sizeof(ra), "%.0f", ceil(api->cfg->retry_after_s));
+                http_response_header(req, "Retry-After", ra);
+                if (r == STORE_E_FULL)
+                        http_respond_error(req, PROBLEM_QUEUE_FULL, NULL,
+                                           "the queue is full (%lld unfinished submissions); retry later",
+                                           (long long)api->cfg->max_queued);
+                else
+                        http_respond_error(req, PROBLEM_QUOTA, NULL,
+                                           "this token may have at most %lld unfinished submissions; "
+                                           "retry when some are done", (long long)who->max_queued);
+                return HTTP_DONE;
+        }
+        if (r == -EINVAL) {
+                http_respond_error(req, PROBLEM_INVALID, "", "the store refused the request as invalid");
+                return HTTP_DONE;
+        }
+        return api_respond_store_error(req, r, "storing the submissions");
+}
+
 static int post_submissions(HttpRequest *req)
 {
         static const char *const known_q[] = { "wait", NULL };
@@ -432,40 +518,8 @@ static int post_submissions(HttpRequest *req)
                                    "the body must be a submission object or {\"submissions\": [...]}");
                 goto out;
         }
-        list = json_object_get(doc, "submissions");
-        if (list) {
-                const char *k;
-                json_t *v;
-
-                json_object_foreach(doc, k, v)
-                        if (strcmp(k, "submissions") != 0) {
-                                char kp[300];
-
-                                snprintf(kp, sizeof(kp), "/%.256s", k);
-                                http_respond_error(req, PROBLEM_INVALID, kp,
-                                                   "a batch holds only \"submissions\"; unknown member '%.256s'", k);
-                                goto out;
-                        }
-                if (!json_is_array(list) || json_array_size(list) == 0) {
-                        http_respond_error(req, PROBLEM_INVALID, "/submissions",
-                                           "submissions must be a non-empty array");
-                        goto out;
-                }
-                n = json_array_size(list);
-                if (n > (size_t)api->cfg->batch_limit) {
-                        http_respond_error(req, PROBLEM_INVALID, "/submissions",
-                                           "a batch holds at most %lld submissions; this one has %zu",
-                                           (long long)api->cfg->batch_limit, n);
-                        goto out;
-                }
-                if (wait_s > 0) {
-                        http_respond_error(req, PROBLEM_INVALID, "/query/wait",
-                                           "wait applies to a single submission, not a batch");
-                        goto out;
-                }
-        } else {
-                n = 1;
-        }
+        if (body_items(req, api, doc, wait_s, &list, &n) != 0)
+                goto out;
         items = calloc(n, sizeof(*items));
         subs = calloc(n, sizeof(*subs));
         if (!items || !subs) {
@@ -504,36 +558,8 @@ static int post_submissions(HttpRequest *req)
         r = ingest_submit(api->ingest, &ir, &reply);
         log_debug("api: POST of %zu: parse %.2f ms, validate %.2f ms, store %.2f ms (%d)", n, t_parse - t0,
                   t_valid - t_parse, mono_ms() - t_valid, r);
-        if (r == STORE_E_CONFLICT) {
-                http_respond_error(req, PROBLEM_IDEMPOTENCY_MISMATCH, "/",
-                                   "Idempotency-Key '%.255s' was already used with a different request body; "
-                                   "use a new key for a new request", key ? key : "");
-                r = HTTP_DONE;
-                goto out;
-        }
-        if (r == STORE_E_FULL || r == STORE_E_QUOTA) {
-                char ra[32];
-
-                snprintf(ra, sizeof(ra), "%.0f", ceil(api->cfg->retry_after_s));
-                http_response_header(req, "Retry-After", ra);
-                if (r == STORE_E_FULL)
-                        http_respond_error(req, PROBLEM_QUEUE_FULL, NULL,
-                                           "the queue is full (%lld unfinished submissions); retry later",
-                                           (long long)api->cfg->max_queued);
-                else
-                        http_respond_error(req, PROBLEM_QUOTA, NULL,
-                                           "this token may have at most %lld unfinished submissions; "
-                                           "retry when some are done", (long long)who->max_queued);
-                r = HTTP_DONE;
-                goto out;
-        }
-        if (r == -EINVAL) {
-                http_respond_error(req, PROBLEM_INVALID, "", "the store refused the request as invalid");
-                r = HTTP_DONE;
-                goto out;
-        }
         if (r != 0) {
-                r = api_respond_store_error(req, r, "storing the submissions");
+                r = respond_ingest_error(req, api, who, key, r);
                 goto out;
         }
         if (!list && items[0].rejected) {

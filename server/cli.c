@@ -30,6 +30,7 @@
 #include "common/limits.h"
 #include "common/readfile.h"
 #include "common/verdict.h"
+#include "server/cli_summary.h"
 #include "server/commands.h"
 #include "server/httpclient.h"
 
@@ -259,166 +260,6 @@ static const char *str(json_t *o, const char *key)
         return jsonutil_str(o, key, "");
 }
 
-static void print_number(FILE *f, json_t *v)
-{
-        if (json_is_number(v))
-                fprintf(f, "%.6g", json_number_value(v));
-        else if (json_is_string(v))
-                fputs(json_string_value(v), f);
-        else
-                fputs("null", f);
-}
-
-/* The compile log from its first error line, at most @max_lines lines, indented. */
-static void print_first_error(FILE *f, const char *log, int max_lines)
-{
-        const char *p = strstr(log, "error");
-        int lines = 0;
-
-        if (!p)
-                p = log;
-        while (p > log && p[-1] != '\n')
-                p--;
-        while (*p && lines < max_lines) {
-                const char *eol = strchr(p, '\n');
-                size_t len = eol ? (size_t)(eol - p) : strlen(p);
-
-                if (len > 0 || lines > 0)
-                        fprintf(f, "  %.*s\n", (int)(len > 400 ? 400 : len), p);
-                lines++;
-                if (!eol)
-                        break;
-                p = eol + 1;
-        }
-        if (*p && lines >= max_lines)
-                fprintf(f, "  ...\n");
-}
-
-static void print_summary(FILE *f, json_t *sub)
-{
-        json_t *res = json_object_get(sub, "result"), *comp, *corr, *tim, *err, *v;
-        const char *state = str(sub, "state");
-        size_t i;
-
-        fprintf(f, "submission %lld: %s", (long long)json_integer_value(json_object_get(sub, "id")),
-                json_is_string(json_object_get(sub, "verdict")) ? str(sub, "verdict") : state);
-        if (strcmp(state, "done") != 0)
-                fprintf(f, " (not done yet)");
-        fprintf(f, "  [task %s, mode %s", json_is_string(json_object_get(sub, "task")) ? str(sub, "task") : "none",
-                str(sub, "mode"));
-        if (json_is_number(json_object_get(sub, "speedup")))
-                fprintf(f, ", %.3gx", json_number_value(json_object_get(sub, "speedup")));
-        fprintf(f, "]\n");
-        if (!res)
-                return;
-        comp = json_object_get(res, "compile");
-        if (json_is_object(comp)) {
-                if (json_is_true(json_object_get(comp, "ok"))) {
-                        json_t *k;
-
-                        fprintf(f, "compile: ok in %.1f ms%s; kernels:", json_number_value(json_object_get(comp, "compile_ms")),
-                                json_is_true(json_object_get(comp, "cache_hit")) ? " (cache hit)" : "");
-                        json_array_foreach(json_object_get(comp, "kernels"), i, k)
-                                fprintf(f, "%s %s (%lld registers, %lld B shared, %lld B local)", i ? "," : "",
-                                        str(k, "name"), (long long)json_integer_value(json_object_get(k, "registers")),
-                                        (long long)json_integer_value(json_object_get(k, "shared_static")),
-                                        (long long)json_integer_value(json_object_get(k, "local")));
-                        fputc('\n', f);
-                } else {
-                        fprintf(f, "compile: FAILED (%s); from the first error:\n",
-                                json_is_string(json_object_get(comp, "error")) ? str(comp, "error") : "error");
-                        print_first_error(f, str(comp, "log"), 8);
-                }
-        }
-        corr = json_object_get(res, "correctness");
-        if (json_is_object(corr)) {
-                json_t *sh;
-
-                fprintf(f, "correctness: %s\n", json_is_true(json_object_get(corr, "passed")) ? "passed" : "FAILED");
-                json_array_foreach(json_object_get(corr, "shapes"), i, sh) {
-                        json_t *b;
-                        size_t j;
-
-                        fprintf(f, "  %-10s %s", str(sh, "shape"), json_is_true(json_object_get(sh, "passed")) ? "passed" : "FAILED");
-                        if (json_is_integer(json_object_get(sh, "trials")))
-                                fprintf(f, " (%lld trials)", (long long)json_integer_value(json_object_get(sh, "trials")));
-                        if (json_is_false(json_object_get(sh, "guard_ok")))
-                                fprintf(f, "; wrote out of bounds");
-                        if (json_is_false(json_object_get(sh, "inputs_intact")))
-                                fprintf(f, "; modified an input");
-                        if (json_is_false(json_object_get(sh, "deterministic")))
-                                fprintf(f, "; not deterministic");
-                        json_array_foreach(json_object_get(sh, "buffers"), j, b) {
-                                json_t *m = json_array_get(json_object_get(b, "first_mismatches"), 0);
-
-                                long long wrong = json_integer_value(json_object_get(b, "mismatches")) +
-                                                  json_integer_value(json_object_get(b, "nan_inf_mismatches"));
-
-                                if (wrong <= 0)
-                                        continue;
-                                fprintf(f, "; %s: %lld of %lld wrong (", str(b, "name"), wrong,
-                                        (long long)json_integer_value(json_object_get(b, "count")));
-                                if (json_integer_value(json_object_get(b, "nan_inf_mismatches")) > 0)
-                                        fprintf(f, "%lld NaN/Inf, ",
-                                                (long long)json_integer_value(json_object_get(b, "nan_inf_mismatches")));
-                                fprintf(f, "max abs ");
-                                print_number(f, json_object_get(b, "max_abs"));
-                                fputc(')', f);
-                                if (m) {
-                                        fprintf(f, ", first [%lld] got ", (long long)json_integer_value(json_object_get(m, "index")));
-                                        print_number(f, json_object_get(m, "got"));
-                                        fprintf(f, " want ");
-                                        print_number(f, json_object_get(m, "want"));
-                                }
-                        }
-                        fputc('\n', f);
-                }
-        }
-        tim = json_object_get(res, "timing");
-        if (json_is_object(tim)) {
-                json_t *sh;
-
-                if (json_is_number(json_object_get(tim, "speedup")))
-                        fprintf(f, "timing: %.3gx the reference's speed (geometric mean over shape sets)\n",
-                                json_number_value(json_object_get(tim, "speedup")));
-                json_array_foreach(json_object_get(tim, "shapes"), i, sh) {
-                        fprintf(f, "  %-10s %.4g ms vs %.4g ms reference", str(sh, "shape"),
-                                json_number_value(json_object_get(json_object_get(sh, "candidate"), "median_ms")),
-                                json_number_value(json_object_get(json_object_get(sh, "reference"), "median_ms")));
-                        if (json_is_number(json_object_get(sh, "speedup")))
-                                fprintf(f, " (%.3gx)", json_number_value(json_object_get(sh, "speedup")));
-                        if (json_is_true(json_object_get(json_object_get(sh, "roofline"), "suspicious")))
-                                fprintf(f, " [faster than the roofline: suspicious]");
-                        fputc('\n', f);
-                }
-        }
-        err = json_object_get(res, "error");
-        if (json_is_object(err) && strcmp(str(err, "kind"), "compile") != 0) {
-                static const char *const where[] = { "shape", "phase", "trial", "launch", "kernel" };
-                bool first = true;
-
-                fprintf(f, "error: %s", str(err, "kind"));
-                if (*str(err, "name"))
-                        fprintf(f, " %s", str(err, "name"));
-                if (*str(err, "message"))
-                        fprintf(f, ": %s", str(err, "message"));
-                for (i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
-                        v = json_object_get(err, where[i]);
-                        if (!v || json_is_null(v))
-                                continue;
-                        fprintf(f, "%s%s ", first ? " (" : ", ", where[i]);
-                        if (json_is_integer(v))
-                                fprintf(f, "%lld", (long long)json_integer_value(v));
-                        else
-                                fputs(json_is_string(v) ? json_string_value(v) : "?", f);
-                        first = false;
-                }
-                fprintf(f, "%s\n", first ? "" : ")");
-        }
-        if (*str(res, "feedback"))
-                fprintf(f, "feedback: %s\n", str(res, "feedback"));
-}
-
 static void print_json(json_t *v)
 {
         json_dumpf(v, stdout, JSON_INDENT(2));
@@ -433,7 +274,7 @@ static int report(const Cli *c, json_t *sub)
         if (c->json)
                 print_json(sub);
         else
-                print_summary(stdout, sub);
+                cli_summary_print(stdout, sub);
         fflush(stdout);
         if (!done) {
                 if (!c->json)
@@ -566,6 +407,137 @@ static int read_file(const Cli *c, const char *path, size_t max, char **ret, siz
         return r < 0 ? CLI_EXIT_USAGE : 0;
 }
 
+/*
+ * Read the --plan file @plan_path into @sub: a JSON array is the plan, an
+ * object joins the submission (task, task_spec, scratch, options, ...).
+ * Return: 0 or the exit status (said on stderr).
+ */
+static int merge_plan_file(const Cli *c, json_t *sub, const char *plan_path)
+{
+        json_t *plan_doc = NULL;
+        char *plan_text = NULL;
+        size_t plan_len;
+        json_error_t jerr;
+        int rc;
+
+        if ((rc = read_file(c, plan_path, LIMIT_CLIENT_RESPONSE_BYTES, &plan_text, &plan_len)) != 0)
+                goto out;
+        plan_doc = json_loadb(plan_text, plan_len, JSON_REJECT_DUPLICATES, &jerr);
+        if (json_is_array(plan_doc)) {
+                json_object_set(sub, "plan", plan_doc);
+        } else if (json_is_object(plan_doc)) {
+                json_object_update(sub, plan_doc);
+        } else {
+                fprintf(stderr, "kevald submit: '%s' is not a JSON plan (array) or object: %s (line %d)\n",
+                        plan_path, plan_doc ? "neither" : jerr.text, jerr.line);
+                rc = CLI_EXIT_USAGE;
+                goto out;
+        }
+        rc = 0;
+out:
+        json_decref(plan_doc);
+        free(plan_text);
+        return rc;
+}
+
+/*
+ * No plan given with a task: the task's example plan (and scratch), what
+ * its prompt shows. In compile mode too, so the plan is checked against the
+ * compiled kernels as the API does with a plan.
+ * Return: 0 or the exit status (said on stderr).
+ */
+static int add_example_plan(const Cli *c, json_t *sub, const char *task)
+{
+        FILE *q;
+        json_t *doc = NULL, *ex;
+        char *tt = NULL;
+        size_t tl = 0;
+        int status, rc;
+
+        q = open_memstream(&tt, &tl);
+        if (!q)
+                return CLI_EXIT_SOFTWARE;
+        fputs("/v1/tasks/", q);
+        pct_put(q, task);
+        fclose(q);
+        rc = call(c, "GET", tt, NULL, false, c->timeout_ms, 0, &status, &doc, NULL);
+        free(tt);
+        if (rc)
+                return rc;
+        ex = json_object_get(doc, "example");
+        if (!json_is_array(json_object_get(ex, "plan"))) {
+                fprintf(stderr, "kevald submit: task '%s' has no example plan; give --plan FILE\n", task);
+                json_decref(doc);
+                return CLI_EXIT_USAGE;
+        }
+        fprintf(stderr, "kevald submit: using the example plan of task '%s' (give --plan FILE for another)\n",
+                task);
+        json_object_set(sub, "plan", json_object_get(ex, "plan"));
+        if (json_array_size(json_object_get(ex, "scratch")))
+                json_object_set(sub, "scratch", json_object_get(ex, "scratch"));
+        json_decref(doc);
+        return 0;
+}
+
+/*
+ * POST @sub (idempotent: one key for every retry); with --wait (@wait_s
+ * -1: no limit, else seconds), wait for the verdict in long-poll slices.
+ * Print what the user asked for (a summary, or --json).
+ * Return: the exit status.
+ */
+static int post_and_report(const Cli *c, json_t *sub, double wait_s)
+{
+        json_t *ans = NULL, *done = NULL;
+        char target[64];
+        double t0;
+        int rc, status;
+        long long id;
+
+        if (wait_s == -2)
+                snprintf(target, sizeof(target), "/v1/submissions");
+        else
+                snprintf(target, sizeof(target), "/v1/submissions?wait=%.3f",
+                         wait_s < 0 ? (double)CLI_POLL_SLICE_S : fmin(wait_s, CLI_POLL_SLICE_S));
+        t0 = mono_s();
+        rc = call(c, "POST", target, sub, true,
+                  wait_s == -2 ? c->timeout_ms : c->timeout_ms + CLI_POLL_SLICE_S * 1000, 0, &status, &ans, NULL);
+        if (rc)
+                goto out;
+        id = json_integer_value(json_object_get(ans, "id"));
+        if (id < 1) {
+                fprintf(stderr, "kevald submit: the server's answer has no id\n");
+                rc = CLI_EXIT_SOFTWARE;
+                goto out;
+        }
+        if (wait_s == -2 && !strcmp(str(ans, "state"), "done")) {
+                /* Rejected at acceptance: the verdict is known now; report it as a wait would. */
+                rc = wait_done(c, id, 0, &done);
+                if (rc == 0)
+                        rc = report(c, done);
+                goto out;
+        }
+        if (wait_s == -2) {
+                if (c->json)
+                        print_json(ans);
+                else
+                        printf("submitted %lld (%s); see `kevald wait %lld`\n", id, str(ans, "state"), id);
+                rc = 0;
+                goto out;
+        }
+        if (status == 200 || wait_s == 0) {
+                rc = report(c, ans);
+                goto out;
+        }
+        rc = wait_done(c, id, wait_s < 0 ? -1 : fmax(0, wait_s - (mono_s() - t0)), &done);
+        if (rc)
+                goto out;
+        rc = report(c, done);
+out:
+        json_decref(ans);
+        json_decref(done);
+        return rc;
+}
+
 /**
  * cmd_submit() - `kevald submit FILE [options]`
  * @argv: argv[0] is "submit"
@@ -585,12 +557,11 @@ int cmd_submit(int argc, char **argv)
         Cli c = { .name = "submit" };
         const char *server = NULL, *token = NULL, *task = NULL, *plan_path = NULL, *mode = NULL, *timing = NULL;
         const char *priority = NULL, *run_id = NULL, *file;
-        json_t *sub = json_object(), *options = json_array(), *ans = NULL, *done = NULL, *plan_doc = NULL;
-        char *src = NULL, *plan_text = NULL, target[64];
-        size_t src_len, plan_len;
-        double wait_s = -2, t0;     /* wait_s -2: no --wait; -1: no limit */
-        int opt, rc, status;
-        long long id;
+        json_t *sub = json_object(), *options = json_array();
+        char *src = NULL;
+        size_t src_len;
+        double wait_s = -2;     /* -2: no --wait; -1: no limit */
+        int opt, rc;
 
         while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
                 switch (opt) {
@@ -657,23 +628,8 @@ int cmd_submit(int argc, char **argv)
         }
         if (strlen(file) > 4 && !strcmp(file + strlen(file) - 4, ".ptx"))
                 json_object_set_new(sub, "language", json_string("ptx"));
-        if (plan_path) {
-                json_error_t jerr;
-
-                if ((rc = read_file(&c, plan_path, LIMIT_CLIENT_RESPONSE_BYTES, &plan_text, &plan_len)) != 0)
-                        goto out;
-                plan_doc = json_loadb(plan_text, plan_len, JSON_REJECT_DUPLICATES, &jerr);
-                if (json_is_array(plan_doc)) {
-                        json_object_set(sub, "plan", plan_doc);
-                } else if (json_is_object(plan_doc)) {
-                        json_object_update(sub, plan_doc);
-                } else {
-                        fprintf(stderr, "kevald submit: '%s' is not a JSON plan (array) or object: %s (line %d)\n",
-                                plan_path, plan_doc ? "neither" : jerr.text, jerr.line);
-                        rc = CLI_EXIT_USAGE;
-                        goto out;
-                }
-        }
+        if (plan_path && (rc = merge_plan_file(&c, sub, plan_path)) != 0)
+                goto out;
         if (task)
                 json_object_set_new(sub, "task", json_string(task));
         task = json_string_value(json_object_get(sub, "task"));
@@ -686,40 +642,8 @@ int cmd_submit(int argc, char **argv)
                 rc = usage_error(&c, "--mode full needs --task NAME (or a task_spec in the --plan file)%s", NULL);
                 goto out;
         }
-        if (task && !json_object_get(sub, "plan")) {
-                /* The task's example plan (and scratch): what its prompt shows. In compile mode too, so
-                 * the plan is checked against the compiled kernels as the API does with a plan. */
-                FILE *q;
-                json_t *doc = NULL, *ex;
-                char *tt = NULL;
-                size_t tl = 0;
-
-                q = open_memstream(&tt, &tl);
-                if (!q) {
-                        rc = CLI_EXIT_SOFTWARE;
-                        goto out;
-                }
-                fputs("/v1/tasks/", q);
-                pct_put(q, task);
-                fclose(q);
-                rc = call(&c, "GET", tt, NULL, false, c.timeout_ms, 0, &status, &doc, NULL);
-                free(tt);
-                if (rc)
-                        goto out;
-                ex = json_object_get(doc, "example");
-                if (!json_is_array(json_object_get(ex, "plan"))) {
-                        fprintf(stderr, "kevald submit: task '%s' has no example plan; give --plan FILE\n", task);
-                        json_decref(doc);
-                        rc = CLI_EXIT_USAGE;
-                        goto out;
-                }
-                fprintf(stderr, "kevald submit: using the example plan of task '%s' (give --plan FILE for another)\n",
-                        task);
-                json_object_set(sub, "plan", json_object_get(ex, "plan"));
-                if (json_array_size(json_object_get(ex, "scratch")))
-                        json_object_set(sub, "scratch", json_object_get(ex, "scratch"));
-                json_decref(doc);
-        }
+        if (task && !json_object_get(sub, "plan") && (rc = add_example_plan(&c, sub, task)) != 0)
+                goto out;
         if (json_array_size(options)) {
                 json_t *have = json_object_get(sub, "options");
 
@@ -741,53 +665,11 @@ int cmd_submit(int argc, char **argv)
                 }
                 json_object_set_new(tags, "run_id", json_string(run_id));
         }
-        if (wait_s == -2)
-                snprintf(target, sizeof(target), "/v1/submissions");
-        else
-                snprintf(target, sizeof(target), "/v1/submissions?wait=%.3f",
-                         wait_s < 0 ? (double)CLI_POLL_SLICE_S : fmin(wait_s, CLI_POLL_SLICE_S));
-        t0 = mono_s();
-        rc = call(&c, "POST", target, sub, true,
-                  wait_s == -2 ? c.timeout_ms : c.timeout_ms + CLI_POLL_SLICE_S * 1000, 0, &status, &ans, NULL);
-        if (rc)
-                goto out;
-        id = json_integer_value(json_object_get(ans, "id"));
-        if (id < 1) {
-                fprintf(stderr, "kevald submit: the server's answer has no id\n");
-                rc = CLI_EXIT_SOFTWARE;
-                goto out;
-        }
-        if (wait_s == -2 && !strcmp(str(ans, "state"), "done")) {
-                /* Rejected at acceptance: the verdict is known now; report it as a wait would. */
-                rc = wait_done(&c, id, 0, &done);
-                if (rc == 0)
-                        rc = report(&c, done);
-                goto out;
-        }
-        if (wait_s == -2) {
-                if (c.json)
-                        print_json(ans);
-                else
-                        printf("submitted %lld (%s); see `kevald wait %lld`\n", id, str(ans, "state"), id);
-                rc = 0;
-                goto out;
-        }
-        if (status == 200 || wait_s == 0) {
-                rc = report(&c, ans);
-                goto out;
-        }
-        rc = wait_done(&c, id, wait_s < 0 ? -1 : fmax(0, wait_s - (mono_s() - t0)), &done);
-        if (rc)
-                goto out;
-        rc = report(&c, done);
+        rc = post_and_report(&c, sub, wait_s);
 out:
         json_decref(sub);
         json_decref(options);
-        json_decref(ans);
-        json_decref(done);
-        json_decref(plan_doc);
         free(src);
-        free(plan_text);
         cli_free(&c);
         return rc;
 }

@@ -211,7 +211,21 @@ static void sleep_ms(long ms)
         nanosleep(&ts, NULL);
 }
 
-int cmd_eval(int argc, char **argv)
+/* What `kevald eval`'s options say; the submission's own fields go into the JSON. */
+typedef struct EvalArgs {
+        const char *task_arg, *tasks_dir, *source_path, *plan_path, *gpus, *libexec, *timing, *dump_dir;
+        bool compile_only, sandbox, whole, has_seed;
+        uint64_t seed;
+        double timeout_s;
+} EvalArgs;
+
+/*
+ * Parse the command line into @a, and the submission's options into @sub,
+ * @options and @names. Return: 0 to go on, or 1 to exit with *@ret_exit
+ * (--help, a usage error).
+ */
+static int parse_args(int argc, char **argv, EvalArgs *a, json_t *sub, json_t *options, json_t *names,
+                      int *ret_exit)
 {
         static const struct option longopts[] = {
                 { "task", required_argument, NULL, 't' },        { "tasks", required_argument, NULL, 'T' },
@@ -225,57 +239,38 @@ int cmd_eval(int argc, char **argv)
                 { "dump", required_argument, NULL, 'D' },        { "shapes", required_argument, NULL, 'Z' },        { "help", no_argument, NULL, 'h' },
                 { 0, 0, 0, 0 },
         };
-        const char *task_arg = NULL, *tasks_dir = paths_default_tasks_dir(), *source_path = NULL;
-        const char *plan_path = NULL, *gpus = NULL, *libexec = NULL, *timing = NULL, *dump_dir = NULL;
-        char *source = NULL, dbdir[] = "/tmp/kevald-eval-XXXXXX", dbpath[PATH_MAX];
-        json_t *sub = json_object(), *options = json_array(), *names = json_array();
-        json_t *norm = NULL, *spec_doc = NULL, *obj = NULL, *rejected = NULL;
-        TaskLib *lib = NULL;
-        Baselines *baselines = NULL;
-        const Task *task = NULL;
-        Task *owned = NULL;
-        Store *store = NULL;
-        Dispatcher *d = NULL;
-        DispatchConfig cfg = { 0 };
-        SpecError err = { 0 };
-        bool compile_only = false, sandbox = true, whole = false, have_db = false;
-        uint64_t seed = 0;
-        bool has_seed = false;
-        double timeout_s = 600;
-        int64_t id = 0;
-        int c, r, rc = CLI_EXIT_SOFTWARE;
+        int c;
 
-        log_init("kevald", LOG_LEVEL_WARN);
         optind = 1;
         while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
                 switch (c) {
-                case 't': task_arg = optarg; break;
-                case 'T': tasks_dir = optarg; break;
-                case 's': source_path = optarg; break;
-                case 'p': plan_path = optarg; break;
-                case 'c': compile_only = true; break;
+                case 't': a->task_arg = optarg; break;
+                case 'T': a->tasks_dir = optarg; break;
+                case 's': a->source_path = optarg; break;
+                case 'p': a->plan_path = optarg; break;
+                case 'c': a->compile_only = true; break;
                 case 'l': json_object_set_new(sub, "language", json_string(optarg)); break;
                 case 'o': json_array_append_new(options, json_string(optarg)); break;
                 case 'n': json_array_append_new(names, json_string(optarg)); break;
-                case 'm': timing = optarg; break;
+                case 'm': a->timing = optarg; break;
                 case 'S': {
                         char *end;
                         errno = 0;
-                        seed = strtoull(optarg, &end, 16);
+                        a->seed = strtoull(optarg, &end, 16);
                         if (errno || *end || end == optarg) {
                                 fprintf(stderr, "kevald eval: --seed wants up to 16 hex digits\n");
-                                rc = CLI_EXIT_USAGE;
-                                goto out;
+                                *ret_exit = CLI_EXIT_USAGE;
+                                return 1;
                         }
-                        has_seed = true;
+                        a->has_seed = true;
                         break;
                 }
-                case 'g': gpus = optarg; break;
-                case 'L': libexec = optarg; break;
-                case 'N': sandbox = false; break;
-                case 'O': timeout_s = atof(optarg); break;
-                case 'P': whole = true; break;
-                case 'D': dump_dir = optarg; break;
+                case 'g': a->gpus = optarg; break;
+                case 'L': a->libexec = optarg; break;
+                case 'N': a->sandbox = false; break;
+                case 'O': a->timeout_s = atof(optarg); break;
+                case 'P': a->whole = true; break;
+                case 'D': a->dump_dir = optarg; break;
                 case 'Z': {
                         json_t *list = json_array();
                         char *copy = strdup(optarg), *save = NULL;
@@ -291,23 +286,36 @@ int cmd_eval(int argc, char **argv)
                                 log_init("kevald", lvl);
                         break;
                 }
-                case 'h': usage(stdout); rc = 0; goto out;
-                default: usage(stderr); rc = CLI_EXIT_USAGE; goto out;
+                case 'h': usage(stdout); *ret_exit = 0; return 1;
+                default: usage(stderr); *ret_exit = CLI_EXIT_USAGE; return 1;
                 }
         }
-        if ((!source_path && !dump_dir) || (!compile_only && !task_arg) || optind != argc ||
-            (dump_dir && compile_only)) {
+        if ((!a->source_path && !a->dump_dir) || (!a->compile_only && !a->task_arg) || optind != argc ||
+            (a->dump_dir && a->compile_only)) {
                 usage(stderr);
-                rc = CLI_EXIT_USAGE;
-                goto out;
+                *ret_exit = CLI_EXIT_USAGE;
+                return 1;
         }
-        if (!source_path) {
+        return 0;
+}
+
+/*
+ * The submission's source (read from --source, or a no-op kernel for a
+ * dump alone), mode, options, name expressions, timing and plan into @sub.
+ * Return: 0, CLI_EXIT_USAGE (said on stderr), or 3 (out of memory).
+ */
+static int fill_submission(const EvalArgs *a, json_t *sub, json_t *options, json_t *names)
+{
+        char *source = NULL;
+        int r, rc = 0;
+
+        if (!a->source_path) {
                 /* --dump alone: a candidate that does nothing; the reference side is what is dumped. */
                 source = strdup("extern \"C\" __global__ void kevald_dump_noop() {}\n");
                 json_object_set_new(sub, "plan", json_pack("[{s:s, s:[i], s:[i], s:[]}]", "kernel", "kevald_dump_noop",
                                                            "grid", 1, "block", 1, "args"));
-        } else if ((r = readfile_all(source_path, LIMIT_SOURCE_BYTES, &source, NULL)) < 0) {
-                fprintf(stderr, "kevald eval: cannot read '%s': %s\n", source_path,
+        } else if ((r = readfile_all(a->source_path, LIMIT_SOURCE_BYTES, &source, NULL)) < 0) {
+                fprintf(stderr, "kevald eval: cannot read '%s': %s\n", a->source_path,
                         r == -EFBIG ? "larger than the source limit" : strerror(-r));
                 rc = CLI_EXIT_USAGE;
                 goto out;
@@ -318,25 +326,140 @@ int cmd_eval(int argc, char **argv)
         }
         json_object_set_new(sub, "source", json_string(source));
         if (!json_object_get(sub, "source")) {
-                fprintf(stderr, "kevald eval: '%s' is not valid UTF-8 text\n", source_path);
+                fprintf(stderr, "kevald eval: '%s' is not valid UTF-8 text\n", a->source_path);
                 rc = CLI_EXIT_USAGE;
                 goto out;
         }
-        json_object_set_new(sub, "mode", json_string(compile_only ? "compile" : "full"));
+        json_object_set_new(sub, "mode", json_string(a->compile_only ? "compile" : "full"));
         if (json_array_size(options))
                 json_object_set(sub, "options", options);
         if (json_array_size(names))
                 json_object_set(sub, "name_expressions", names);
-        if (timing) {
-                json_t *t = json_loads(timing, 0, NULL);
-                json_object_set_new(sub, "timing", t ? t : json_string(timing));
+        if (a->timing) {
+                json_t *t = json_loads(a->timing, 0, NULL);
+                json_object_set_new(sub, "timing", t ? t : json_string(a->timing));
         }
-        if (plan_path && merge_plan(sub, plan_path) < 0) {
+        if (a->plan_path && merge_plan(sub, a->plan_path) < 0) {
                 rc = CLI_EXIT_USAGE;
                 goto out;
         }
-        if (task_arg) {
-                if (load_task(task_arg, tasks_dir, &lib, &task, &owned, &spec_doc) < 0) {
+out:
+        free(source);
+        return rc;
+}
+
+/*
+ * Start the dispatcher on the private store at @dbpath, with one compile
+ * worker and (unless compile only) one GPU worker per GPU. A task from the
+ * library is compared with its baselines, loaded into *@baselines (the
+ * caller frees them; none is no error).
+ * Return: 0 with the dispatcher in *@ret_d, or -1 (said on stderr).
+ */
+static int start_workers(const EvalArgs *a, const char *dbpath, TaskLib *lib, Baselines **baselines,
+                         Dispatcher **ret_d)
+{
+        DispatchConfig cfg = { 0 };
+        int r;
+
+        cfg.db_path = dbpath;
+        cfg.tasks = lib;
+        /* a task from the library (not a file) is compared with its baselines; none is no error */
+        if (lib && baselines_load(a->tasks_dir, lib, baselines, NULL) < 0)
+                fprintf(stderr, "kevald eval: cannot read the baselines of '%s'; results carry none\n", a->tasks_dir);
+        cfg.baselines = *baselines;
+        cfg.libexec_dir = a->libexec ? a->libexec : paths_libexec_dir();
+        cfg.compile_workers = 1;
+        cfg.gpus = a->gpus ? a->gpus : (a->compile_only ? "none" : "auto");
+        cfg.sandbox = a->sandbox;
+        cfg.dump_dir = a->dump_dir;
+        cfg.gpu_workers_per_gpu = 1; /* one job: a standby would only cost its start-up */
+        if (a->dump_dir && mkdir(a->dump_dir, 0755) < 0 && errno != EEXIST) {
+                fprintf(stderr, "kevald eval: cannot create '%s': %s\n", a->dump_dir, strerror(errno));
+                return -1;
+        }
+        cfg.has_fixed_seed = a->has_seed;
+        cfg.fixed_seed = a->seed;
+        r = dispatch_start(&cfg, ret_d);
+        if (r != 0) {
+                fprintf(stderr, "kevald eval: starting the workers failed: %s\n", strerror(-r));
+                return -1;
+        }
+        return 0;
+}
+
+/*
+ * Wait for submission @id in the private @store to be done, polling it
+ * every 5 ms; give up when every GPU worker (unless @compile_only) or the
+ * compile worker keeps failing to start, or after @timeout_s.
+ * Return: 0 with the submission (new) in *@ret_obj, CLI_EXIT_UNAVAILABLE or
+ * CLI_EXIT_TEMPFAIL.
+ */
+static int wait_verdict(Store *store, Dispatcher *d, int64_t id, bool compile_only, double timeout_s,
+                        json_t **ret_obj)
+{
+        /* A CLI waiting on its one job may poll its own private store. */
+        for (long tick = 0;; tick++) {   /* one tick = 5 ms */
+                json_t *cur = NULL;
+                if (store_get_submission(store, id, &cur) == 0) {
+                        const char *state = json_string_value(json_object_get(cur, "state"));
+                        if (state && strcmp(state, "done") == 0) {
+                                *ret_obj = cur;
+                                return 0;
+                        }
+                        json_decref(cur);
+                }
+                if (tick % 100 == 0) {
+                        /* Give up when every GPU worker, or the compile worker, keeps failing to start. */
+                        json_t *st = dispatch_status(d), *g, *cw = json_object_get(st, "compile_workers");
+                        size_t i, failed = 0;
+                        bool gpus_failed, compile_failed;
+                        json_array_foreach(json_object_get(st, "gpus"), i, g)
+                                failed += strcmp(jsonutil_str(g, "state", ""), "failed") == 0;
+                        gpus_failed = !compile_only && failed > 0 && failed == json_array_size(json_object_get(st, "gpus"));
+                        compile_failed = json_integer_value(json_object_get(cw, "failed")) > 0 &&
+                                         json_integer_value(json_object_get(cw, "failed")) ==
+                                                 json_integer_value(json_object_get(cw, "configured"));
+                        json_decref(st);
+                        if (gpus_failed || compile_failed) {
+                                fprintf(stderr, "kevald eval: the %s worker keeps failing to start (see the log above)\n",
+                                        gpus_failed ? "GPU" : "compile");
+                                return CLI_EXIT_UNAVAILABLE;
+                        }
+                }
+                if (tick * 0.005 > timeout_s) {
+                        fprintf(stderr, "kevald eval: no verdict after %.0f s\n", timeout_s);
+                        return CLI_EXIT_TEMPFAIL;
+                }
+                sleep_ms(5);
+        }
+}
+
+int cmd_eval(int argc, char **argv)
+{
+        EvalArgs a = { .tasks_dir = paths_default_tasks_dir(), .sandbox = true, .timeout_s = 600 };
+        char dbdir[] = "/tmp/kevald-eval-XXXXXX", dbpath[PATH_MAX];
+        json_t *sub = json_object(), *options = json_array(), *names = json_array();
+        json_t *norm = NULL, *spec_doc = NULL, *obj = NULL, *rejected = NULL;
+        TaskLib *lib = NULL;
+        Baselines *baselines = NULL;
+        const Task *task = NULL;
+        Task *owned = NULL;
+        Store *store = NULL;
+        Dispatcher *d = NULL;
+        SpecError err = { 0 };
+        bool have_db = false;
+        int64_t id = 0;
+        int r, rc = CLI_EXIT_SOFTWARE;
+
+        log_init("kevald", LOG_LEVEL_WARN);
+        if (parse_args(argc, argv, &a, sub, options, names, &rc))
+                goto out;
+        if ((r = fill_submission(&a, sub, options, names))) {
+                rc = r;
+                goto out;
+        }
+        if (a.task_arg) {
+                if (load_task(a.task_arg, a.tasks_dir, &lib, &task, &owned, &spec_doc) < 0) {
                         rc = CLI_EXIT_USAGE;
                         goto out;
                 }
@@ -373,7 +496,7 @@ int cmd_eval(int argc, char **argv)
         {
                 StoreNew sn = { .request = norm,
                                 .task = task ? spec_task_name(task) : NULL,
-                                .mode = compile_only ? "compile" : "full",
+                                .mode = a.compile_only ? "compile" : "full",
                                 .priority = 1,
                                 .token_id = 0,
                                 .verdict = rejected ? "rejected" : NULL,
@@ -391,30 +514,9 @@ int cmd_eval(int argc, char **argv)
                         goto out;
                 goto report;
         }
-        cfg.db_path = dbpath;
-        cfg.tasks = lib;
-        /* a task from the library (not a file) is compared with its baselines; none is no error */
-        if (lib && baselines_load(tasks_dir, lib, &baselines, NULL) < 0)
-                fprintf(stderr, "kevald eval: cannot read the baselines of '%s'; results carry none\n", tasks_dir);
-        cfg.baselines = baselines;
-        cfg.libexec_dir = libexec ? libexec : paths_libexec_dir();
-        cfg.compile_workers = 1;
-        cfg.gpus = gpus ? gpus : (compile_only ? "none" : "auto");
-        cfg.sandbox = sandbox;
-        cfg.dump_dir = dump_dir;
-        cfg.gpu_workers_per_gpu = 1; /* one job: a standby would only cost its start-up */
-        if (dump_dir && mkdir(dump_dir, 0755) < 0 && errno != EEXIST) {
-                fprintf(stderr, "kevald eval: cannot create '%s': %s\n", dump_dir, strerror(errno));
+        if (start_workers(&a, dbpath, lib, &baselines, &d) < 0)
                 goto out;
-        }
-        cfg.has_fixed_seed = has_seed;
-        cfg.fixed_seed = seed;
-        r = dispatch_start(&cfg, &d);
-        if (r != 0) {
-                fprintf(stderr, "kevald eval: starting the workers failed: %s\n", strerror(-r));
-                goto out;
-        }
-        if (!compile_only) {
+        if (!a.compile_only) {
                 json_t *st = dispatch_status(d);
                 bool none = json_array_size(json_object_get(st, "gpus")) == 0;
                 json_decref(st);
@@ -425,54 +527,20 @@ int cmd_eval(int argc, char **argv)
                         goto out;
                 }
         }
-        /* A CLI waiting on its one job may poll its own private store. */
-        for (long tick = 0;; tick++) {   /* one tick = 5 ms */
-                json_t *cur = NULL;
-                if (store_get_submission(store, id, &cur) == 0) {
-                        const char *state = json_string_value(json_object_get(cur, "state"));
-                        if (state && strcmp(state, "done") == 0) {
-                                obj = cur;
-                                break;
-                        }
-                        json_decref(cur);
-                }
-                if (tick % 100 == 0) {
-                        /* Give up when every GPU worker, or the compile worker, keeps failing to start. */
-                        json_t *st = dispatch_status(d), *g, *cw = json_object_get(st, "compile_workers");
-                        size_t i, failed = 0;
-                        bool gpus_failed, compile_failed;
-                        json_array_foreach(json_object_get(st, "gpus"), i, g)
-                                failed += strcmp(jsonutil_str(g, "state", ""), "failed") == 0;
-                        gpus_failed = !compile_only && failed > 0 && failed == json_array_size(json_object_get(st, "gpus"));
-                        compile_failed = json_integer_value(json_object_get(cw, "failed")) > 0 &&
-                                         json_integer_value(json_object_get(cw, "failed")) ==
-                                                 json_integer_value(json_object_get(cw, "configured"));
-                        json_decref(st);
-                        if (gpus_failed || compile_failed) {
-                                fprintf(stderr, "kevald eval: the %s worker keeps failing to start (see the log above)\n",
-                                        gpus_failed ? "GPU" : "compile");
-                                rc = CLI_EXIT_UNAVAILABLE;
-                                break;
-                        }
-                }
-                if (tick * 0.005 > timeout_s) {
-                        fprintf(stderr, "kevald eval: no verdict after %.0f s\n", timeout_s);
-                        rc = CLI_EXIT_TEMPFAIL;
-                        break;
-                }
-                sleep_ms(5);
-        }
+        r = wait_verdict(store, d, id, a.compile_only, a.timeout_s, &obj);
+        if (r)
+                rc = r;
         dispatch_stop(d, 5);
 report:
         if (obj) {
                 json_t *res = json_object_get(obj, "result");
                 const char *verdict = json_string_value(json_object_get(obj, "verdict"));
-                json_dumpf(whole ? obj : res, stdout, JSON_INDENT(2));
+                json_dumpf(a.whole ? obj : res, stdout, JSON_INDENT(2));
                 fputc('\n', stdout);
                 rc = verdict_exit_code(verdict);
-                if (dump_dir && !source_path)
+                if (a.dump_dir && !a.source_path)
                         rc = 0; /* a dump-only run succeeds with its dump */
-                if (dump_dir && write_manifest(dump_dir, task, json_object_get(json_object_get(obj, "result"), "seed")) < 0)
+                if (a.dump_dir && write_manifest(a.dump_dir, task, json_object_get(json_object_get(obj, "result"), "seed")) < 0)
                         rc = CLI_EXIT_SOFTWARE;
         }
 out:
@@ -497,6 +565,5 @@ out:
         spec_task_free(owned);
         tasklib_free(lib);
         baselines_free(baselines);
-        free(source);
         return rc;
 }

@@ -46,12 +46,11 @@
  * and MHD_queue_response() are interposed below (the library calls them
  * through its PLT) to send problem+json instead.
  */
-#include "server/http.h"
+#include "server/http_int.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -74,40 +73,6 @@
 #define MAX_HEADERS 8
 #define BODY_DISCARD_SLACK (64u << 20)   /* past 4 * limit + this, a chunked body is cut off */
 #define TRIM_AFTER_BYTES (1u << 20)      /* a request whose body reached this asks for malloc_trim() */
-#define SWEEP_INTERVAL_NS (250 * 1000 * 1000L)
-
-/* One open connection (libmicrohttpd's socket context). */
-typedef struct HttpConn {
-        struct HttpConn *prev, *next;
-        int fd;
-        struct sockaddr_storage peer;    /* the client, to know the fd still is this connection */
-        socklen_t peer_len;
-        double deadline;                 /* the request header is due by then; 0: none (a request is on) */
-        bool expired;                    /* the sweeper answered 408 and shut it down */
-} HttpConn;
-
-struct HttpServer {
-        HttpServerConfig cfg;
-        struct MHD_Daemon *daemon;
-        int listen_fd;
-        atomic_long inflight;
-        atomic_size_t body_bytes;        /* reserved by requests' bodies */
-        atomic_bool trim_wanted;
-        pthread_mutex_t conn_mu;         /* conns and each HttpConn's deadline */
-        HttpConn *conns;
-        long conns_expired;              /* since the last log line about them */
-        pthread_t sweeper;
-        bool sweeper_started;
-        pthread_mutex_t sweep_mu;
-        pthread_cond_t sweep_cv;
-        bool stopping;
-        char *resp408;                   /* the whole raw 408 answer */
-        size_t resp408_len;
-        pthread_mutex_t log_mu;          /* the log budget */
-        double log_window;
-        int log_lines;
-        long log_dropped;
-};
 
 struct HttpRequest {
         HttpServer *srv;
@@ -140,14 +105,6 @@ struct HttpRequest {
         int resumed;                     /* WaiterReason, or -1 */
         int64_t slot;
 };
-
-static double now_s(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static const char *const method_names[] = { "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "OTHER" };
 
@@ -694,7 +651,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         return MHD_NO;
                 req->srv = s;
                 req->conn = conn;
-                req->t0 = now_s();
+                req->t0 = http_now_s();
                 req->method = http_method_parse(method);
                 req->route_index = s->cfg.n_routes;
                 req->fired = -1;
@@ -814,13 +771,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         if (!req)
                 return;
         metrics_http_observe(s->cfg.metrics, req->route_index, req->responded ? req->status : 499,
-                             now_s() - req->t0);
+                             http_now_s() - req->t0);
         if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
                 log_debug("http: request ended early (%d)", (int)toe);
         /* A kept-alive connection's next header: after the idle timeout, the header deadline. */
         if (s->cfg.header_timeout_s > 0)
                 conn_set_deadline(s, req->hconn,
-                                  now_s() + s->cfg.connection_timeout_s + s->cfg.header_timeout_s);
+                                  http_now_s() + s->cfg.connection_timeout_s + s->cfg.header_timeout_s);
         if (req->body_seen >= TRIM_AFTER_BYTES)
                 atomic_store(&s->trim_wanted, true);
         request_free(req);
@@ -828,7 +785,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         atomic_fetch_sub(&s->inflight, 1);
 }
 
-/* ---- connections: the header deadline, socket options ---- */
+/* ---- connections: the header deadline (the sweeper: http_sweep.c), socket options ---- */
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
@@ -852,7 +809,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                         (void)setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
                         (void)setsockopt(c->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
                 }
-                c->deadline = s->cfg.header_timeout_s > 0 ? now_s() + s->cfg.header_timeout_s : 0;
+                c->deadline = s->cfg.header_timeout_s > 0 ? http_now_s() + s->cfg.header_timeout_s : 0;
                 pthread_mutex_lock(&s->conn_mu);
                 c->next = s->conns;
                 if (s->conns)
@@ -877,15 +834,15 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         *socket_context = NULL;
 }
 
-/*
- * At most LIMIT_HTTP_LOG_PER_MINUTE lines a minute from the front door
+/**
+ * http_log_budget() - at most LIMIT_HTTP_LOG_PER_MINUTE lines a minute from the front door
  * (libmicrohttpd's reports, the sweeper's); the rest are counted and the
  * count is told with the next line let through.
  * Return: true to log, with the lines dropped since the last one in @ret_dropped.
  */
-static bool log_budget(HttpServer *s, long *ret_dropped)
+bool http_log_budget(HttpServer *s, long *ret_dropped)
 {
-        double now = now_s();
+        double now = http_now_s();
         bool ok;
 
         pthread_mutex_lock(&s->log_mu);
@@ -902,92 +859,6 @@ static bool log_budget(HttpServer *s, long *ret_dropped)
                 s->log_dropped++;
         pthread_mutex_unlock(&s->log_mu);
         return ok;
-}
-
-/* Is @c->fd still the socket of @c (its peer unchanged)? */
-static bool conn_same_socket(const HttpConn *c)
-{
-        struct sockaddr_storage now;
-        socklen_t len = sizeof(now);
-
-        return getpeername(c->fd, (struct sockaddr *)&now, &len) == 0 && len == c->peer_len &&
-               memcmp(&now, &c->peer, len) == 0;
-}
-
-/* Answer 408 on every connection whose header is overdue, and shut it down. */
-static void sweep_once(HttpServer *s)
-{
-        double now = now_s();
-        long expired, dropped;
-
-        pthread_mutex_lock(&s->conn_mu);
-        for (HttpConn *c = s->conns; c; c = c->next) {
-                if (c->expired || c->deadline <= 0 || now < c->deadline || c->fd < 0)
-                        continue;
-                c->expired = true;
-                /* Belt and braces: libmicrohttpd closes the fd only after NOTIFY_CLOSED. */
-                if (!conn_same_socket(c))
-                        continue;
-                (void)send(c->fd, s->resp408, s->resp408_len, MSG_NOSIGNAL | MSG_DONTWAIT);
-                (void)shutdown(c->fd, SHUT_RDWR);
-                s->conns_expired++;
-        }
-        expired = s->conns_expired;
-        if (expired && log_budget(s, &dropped)) {
-                s->conns_expired = 0;
-                log_warn("http: closed %ld connection(s) whose request header took over %d s (408)%s", expired,
-                         s->cfg.header_timeout_s, dropped ? "; other lines were dropped" : "");
-        }
-        pthread_mutex_unlock(&s->conn_mu);
-        if (atomic_exchange(&s->trim_wanted, false))
-                malloc_trim(0);
-}
-
-static void *sweep_main(void *arg)
-{
-        HttpServer *s = arg;
-
-        pthread_mutex_lock(&s->sweep_mu);
-        while (!s->stopping) {
-                struct timespec ts;
-
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                ts.tv_nsec += SWEEP_INTERVAL_NS;
-                if (ts.tv_nsec >= 1000000000L) {
-                        ts.tv_sec++;
-                        ts.tv_nsec -= 1000000000L;
-                }
-                (void)pthread_cond_timedwait(&s->sweep_cv, &s->sweep_mu, &ts);
-                if (s->stopping)
-                        break;
-                pthread_mutex_unlock(&s->sweep_mu);
-                sweep_once(s);
-                pthread_mutex_lock(&s->sweep_mu);
-        }
-        pthread_mutex_unlock(&s->sweep_mu);
-        return NULL;
-}
-
-/* The raw 408 answer the sweeper writes, built once. Return: 0 or -ENOMEM. */
-static int make_resp408(HttpServer *s)
-{
-        char body[512], *text;
-        int n, m;
-
-        n = snprintf(body, sizeof(body),
-                     "{\"type\":\"" PROBLEM_TYPE_BASE "request-timeout\",\"title\":\"Request timeout\","
-                     "\"status\":408,\"detail\":\"the request header did not arrive within %d s\"}",
-                     s->cfg.header_timeout_s);
-        m = snprintf(NULL, 0, "HTTP/1.1 408 Request Timeout\r\nContent-Type: " PROBLEM_CONTENT_TYPE
-                     "\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", n, body);
-        text = malloc((size_t)m + 1);
-        if (!text)
-                return -ENOMEM;
-        snprintf(text, (size_t)m + 1, "HTTP/1.1 408 Request Timeout\r\nContent-Type: " PROBLEM_CONTENT_TYPE
-                 "\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", n, body);
-        s->resp408 = text;
-        s->resp408_len = (size_t)m;
-        return 0;
 }
 
 /* ---- libmicrohttpd's own error answers, as problem+json ---- */
@@ -1089,7 +960,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
         long dropped;
         size_t n;
 
-        if (!log_budget(s, &dropped))
+        if (!http_log_budget(s, &dropped))
                 return;
         vsnprintf(msg, sizeof(msg), fmt, ap);
         n = strlen(msg);
@@ -1207,8 +1078,8 @@ int http_server_start(const HttpServerConfig *cfg, HttpServer **ret_server, int 
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
         pthread_cond_init(&s->sweep_cv, &ca);
         pthread_condattr_destroy(&ca);
-        s->log_window = now_s();
-        r = make_resp408(s);
+        s->log_window = http_now_s();
+        r = http_sweep_make_408(s);
         if (r < 0)
                 goto out;
         r = open_listener(cfg->host, cfg->port, &v6, &s->listen_fd, &port);
@@ -1235,7 +1106,7 @@ int http_server_start(const HttpServerConfig *cfg, HttpServer **ret_server, int 
                 r = -EIO;
                 goto out;
         }
-        r = -pthread_create(&s->sweeper, NULL, sweep_main, s);
+        r = -pthread_create(&s->sweeper, NULL, http_sweep_main, s);
         if (r < 0) {
                 log_error("http: cannot start the sweeper thread: %s", strerror(-r));
                 goto out;
@@ -1272,10 +1143,10 @@ void http_server_quiesce(HttpServer *s)
  */
 long http_server_drain(HttpServer *s, double timeout_s)
 {
-        double end = now_s() + timeout_s;
+        double end = http_now_s() + timeout_s;
         long n;
 
-        while ((n = atomic_load(&s->inflight)) > 0 && now_s() < end) {
+        while ((n = atomic_load(&s->inflight)) > 0 && http_now_s() < end) {
                 struct timespec ts = { 0, 5 * 1000 * 1000 };
 
                 nanosleep(&ts, NULL);

@@ -292,6 +292,102 @@ static int dechunk(const char *p, size_t len, char *out, size_t *ret_len)
         }
 }
 
+/* The request line and headers of one exchange, as one new string in
+ * *@ret_req (*@ret_len bytes). Return: 0 or -ENOMEM. */
+static int build_request(const HttpClientUrl *url, const char *method, const char *target,
+                         const char *const *headers, const char *body, size_t body_len, char **ret_req,
+                         size_t *ret_len)
+{
+        char *req = NULL;
+        size_t reqlen = 0;
+        FILE *f;
+
+        f = open_memstream(&req, &reqlen);
+        if (!f)
+                return -ENOMEM;
+        fprintf(f, "%s %s%s HTTP/1.1\r\nHost: %s%s%s:%s\r\nConnection: close\r\nUser-Agent: kevald-cli/0.1.0\r\n",
+                method, url->prefix, target, strchr(url->host, ':') ? "[" : "", url->host,
+                strchr(url->host, ':') ? "]" : "", url->port);
+        for (size_t i = 0; headers && headers[i]; i++)
+                fprintf(f, "%s\r\n", headers[i]);
+        if (body)
+                fprintf(f, "Content-Length: %zu\r\n", body_len);
+        fputs("\r\n", f);
+        if (fclose(f) != 0) {
+                free(req);
+                return -ENOMEM;
+        }
+        *ret_req = req;
+        *ret_len = reqlen;
+        return 0;
+}
+
+/* Double the read buffer *@buf (*@cap bytes, @len used), up to the client's
+ * limits on a head and a body. Return: 0, HTTPCLIENT_E_TOO_LARGE, -ENOMEM. */
+static int grow_buffer(char **buf, size_t *cap, size_t len, char *errbuf, size_t errlen)
+{
+        size_t ncap = *cap ? *cap * 2 : 32768;
+        char *nb;
+
+        if (ncap > LIMIT_CLIENT_HEADER_BYTES + (size_t)LIMIT_CLIENT_RESPONSE_BYTES + 32768)
+                ncap = LIMIT_CLIENT_HEADER_BYTES + (size_t)LIMIT_CLIENT_RESPONSE_BYTES + 32768;
+        if (ncap <= len + 1) {
+                seterr(errbuf, errlen, "the answer is larger than the client's limit%s", NULL);
+                return HTTPCLIENT_E_TOO_LARGE;
+        }
+        nb = realloc(*buf, ncap);
+        if (!nb)
+                return -ENOMEM;
+        *buf = nb;
+        *cap = ncap;
+        return 0;
+}
+
+/*
+ * The answer's head in @buf, up to @hend (its blank line): the status, the
+ * Content-Type and Retry-After into @resp, Transfer-Encoding and
+ * Content-Length (new strings, the caller frees them) into *@te and *@cl,
+ * and how the body ends: *@chunked, or *@have_len with *@want bytes (none
+ * for HEAD, 204 and 304).
+ * Return: 0, HTTPCLIENT_E_PROTOCOL, HTTPCLIENT_E_TOO_LARGE.
+ */
+static int parse_head(const char *buf, char *hend, bool is_head, HttpClientResponse *resp, char **te, char **cl,
+                      bool *chunked, bool *have_len, size_t *want, char *errbuf, size_t errlen)
+{
+        if (sscanf(buf, "HTTP/1.%*1[01] %3d", &resp->status) != 1 || resp->status < 100 ||
+            resp->status > 599) {
+                seterr(errbuf, errlen, "not an HTTP/1.x status line%s", NULL);
+                return HTTPCLIENT_E_PROTOCOL;
+        }
+        *te = header_value(buf, hend + 2, "Transfer-Encoding");
+        *cl = header_value(buf, hend + 2, "Content-Length");
+        resp->content_type = header_value(buf, hend + 2, "Content-Type");
+        resp->retry_after = header_value(buf, hend + 2, "Retry-After");
+        *chunked = *te && strcasestr(*te, "chunked");
+        if (is_head || resp->status == 204 || resp->status == 304) {
+                *have_len = true;
+                *want = 0;
+        } else if (!*chunked && *cl) {
+                char *end;
+                unsigned long long v;
+
+                errno = 0;
+                v = strtoull(*cl, &end, 10);
+                if (errno || end == *cl || *end) {
+                        seterr(errbuf, errlen, "bad Content-Length '%s'", *cl);
+                        return HTTPCLIENT_E_PROTOCOL;
+                }
+                if (v > LIMIT_CLIENT_RESPONSE_BYTES) {
+                        seterr(errbuf, errlen, "the answer (%s bytes) is larger than the client's limit",
+                               *cl);
+                        return HTTPCLIENT_E_TOO_LARGE;
+                }
+                *have_len = true;
+                *want = (size_t)v;
+        }
+        return 0;
+}
+
 /**
  * httpclient_request() - one HTTP/1.1 exchange
  * @url:       the server (httpclient_parse_url()); borrowed
@@ -318,7 +414,6 @@ int httpclient_request(const HttpClientUrl *url, const char *method, const char 
         size_t reqlen = 0, cap = 0, len = 0, hlen = 0, want = 0, blen = 0;
         bool chunked = false, have_len = false, eof = false, got_headers = false, chunk_done = false, is_head;
         HttpClientResponse resp = { 0 };
-        FILE *f = NULL;
         int fd = -1, rc;
 
         if (errbuf && errlen)
@@ -328,21 +423,8 @@ int httpclient_request(const HttpClientUrl *url, const char *method, const char 
                 return HTTPCLIENT_E_URL;
         }
         is_head = !strcmp(method, "HEAD");
-        f = open_memstream(&req, &reqlen);
-        if (!f)
+        if (build_request(url, method, target, headers, body, body_len, &req, &reqlen) < 0)
                 return -ENOMEM;
-        fprintf(f, "%s %s%s HTTP/1.1\r\nHost: %s%s%s:%s\r\nConnection: close\r\nUser-Agent: kevald-cli/0.1.0\r\n",
-                method, url->prefix, target, strchr(url->host, ':') ? "[" : "", url->host,
-                strchr(url->host, ':') ? "]" : "", url->port);
-        for (size_t i = 0; headers && headers[i]; i++)
-                fprintf(f, "%s\r\n", headers[i]);
-        if (body)
-                fprintf(f, "Content-Length: %zu\r\n", body_len);
-        fputs("\r\n", f);
-        if (fclose(f) != 0) {
-                free(req);
-                return -ENOMEM;
-        }
         rc = connect_to(url, deadline, &fd, errbuf, errlen);
         if (rc)
                 goto out;
@@ -380,25 +462,8 @@ int httpclient_request(const HttpClientUrl *url, const char *method, const char 
                 }
                 if (eof)
                         break;
-                if (cap - len < 16385) {
-                        size_t ncap = cap ? cap * 2 : 32768;
-                        char *nb;
-
-                        if (ncap > LIMIT_CLIENT_HEADER_BYTES + (size_t)LIMIT_CLIENT_RESPONSE_BYTES + 32768)
-                                ncap = LIMIT_CLIENT_HEADER_BYTES + (size_t)LIMIT_CLIENT_RESPONSE_BYTES + 32768;
-                        if (ncap <= len + 1) {
-                                seterr(errbuf, errlen, "the answer is larger than the client's limit%s", NULL);
-                                rc = HTTPCLIENT_E_TOO_LARGE;
-                                goto out;
-                        }
-                        nb = realloc(buf, ncap);
-                        if (!nb) {
-                                rc = -ENOMEM;
-                                goto out;
-                        }
-                        buf = nb;
-                        cap = ncap;
-                }
+                if (cap - len < 16385 && (rc = grow_buffer(&buf, &cap, len, errbuf, errlen)) != 0)
+                        goto out;
                 n = recv(fd, buf + len, cap - len - 1, 0);
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -438,40 +503,10 @@ int httpclient_request(const HttpClientUrl *url, const char *method, const char 
                         }
                         got_headers = true;
                         hlen = (size_t)(hend - buf) + 4;
-                        if (sscanf(buf, "HTTP/1.%*1[01] %3d", &resp.status) != 1 || resp.status < 100 ||
-                            resp.status > 599) {
-                                seterr(errbuf, errlen, "not an HTTP/1.x status line%s", NULL);
-                                rc = HTTPCLIENT_E_PROTOCOL;
+                        rc = parse_head(buf, hend, is_head, &resp, &te, &cl, &chunked, &have_len, &want, errbuf,
+                                        errlen);
+                        if (rc)
                                 goto out;
-                        }
-                        te = header_value(buf, hend + 2, "Transfer-Encoding");
-                        cl = header_value(buf, hend + 2, "Content-Length");
-                        resp.content_type = header_value(buf, hend + 2, "Content-Type");
-                        resp.retry_after = header_value(buf, hend + 2, "Retry-After");
-                        chunked = te && strcasestr(te, "chunked");
-                        if (is_head || resp.status == 204 || resp.status == 304) {
-                                have_len = true;
-                                want = 0;
-                        } else if (!chunked && cl) {
-                                char *end;
-                                unsigned long long v;
-
-                                errno = 0;
-                                v = strtoull(cl, &end, 10);
-                                if (errno || end == cl || *end) {
-                                        seterr(errbuf, errlen, "bad Content-Length '%s'", cl);
-                                        rc = HTTPCLIENT_E_PROTOCOL;
-                                        goto out;
-                                }
-                                if (v > LIMIT_CLIENT_RESPONSE_BYTES) {
-                                        seterr(errbuf, errlen, "the answer (%s bytes) is larger than the client's limit",
-                                               cl);
-                                        rc = HTTPCLIENT_E_TOO_LARGE;
-                                        goto out;
-                                }
-                                have_len = true;
-                                want = (size_t)v;
-                        }
                 }
                 if (got_headers && len - hlen > LIMIT_CLIENT_RESPONSE_BYTES + (chunked ? 32768u : 0u)) {
                         seterr(errbuf, errlen, "the answer is larger than the client's limit%s", NULL);

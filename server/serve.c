@@ -82,6 +82,139 @@ static long cores(void)
         return n > 0 ? n : 1;
 }
 
+/*
+ * Settings: the flags over the --config file, the log level (logging
+ * starts here), the listen address into @host and *@port, the auth
+ * decision into *@ret_auth_on (auth off on a non-loopback address needs
+ * --insecure-no-auth), the host id.
+ * Return: 0, or 2 for bad settings (said on stderr).
+ */
+static int check_settings(Config *cfg, int argc, char **argv, char *host, size_t hostlen, int *port,
+                          bool *ret_auth_on)
+{
+        char err[512];
+        LogLevel lvl;
+        bool loopback, auth_on;
+        int r;
+
+        r = config_parse_args(cfg, argc - 1, argv + 1, err, sizeof(err));
+        if (r != 0) {
+                fprintf(stderr, "kevald serve: %s\n", err);
+                return 2;
+        }
+        if (log_level_parse(cfg->log_level, &lvl) < 0) {
+                fprintf(stderr, "kevald serve: --log-level must be error, warn, info or debug\n");
+                return 2;
+        }
+        log_init("kevald", lvl);
+        if (config_split_listen(cfg->listen, host, hostlen, port) != 0) {
+                fprintf(stderr, "kevald serve: --listen '%s' is not HOST:PORT\n", cfg->listen);
+                return 2;
+        }
+        loopback = config_host_is_loopback(host);
+        auth_on = cfg->auth == CONFIG_AUTH_ON || (cfg->auth == CONFIG_AUTH_AUTO && !loopback);
+        if (!auth_on && !loopback && !cfg->insecure_no_auth) {
+                fprintf(stderr, "kevald serve: refusing to listen on '%s' with auth off; use --auth on "
+                                "(tokens from `kevald token create`) or --insecure-no-auth\n", host);
+                return 2;
+        }
+        if (cfg->host_id && store_set_host_id(cfg->host_id) < 0) {
+                fprintf(stderr, "kevald serve: --host-id '%s' must be 1..%d characters of [A-Za-z0-9._-]\n",
+                        cfg->host_id, LIMIT_HOST_ID_BYTES);
+                return 2;
+        }
+        *ret_auth_on = auth_on;
+        return 0;
+}
+
+/* The dispatcher's settings from @cfg, with the task library @lib, its
+ * @baselines and the long-poll @waiters (all borrowed). */
+static void dispatch_config(const Config *cfg, TaskLib *lib, Baselines *baselines, Waiters *waiters,
+                            DispatchConfig *dc)
+{
+        dc->db_path = cfg->db;
+        dc->tasks = lib;
+        dc->baselines = baselines;
+        dc->waiters = waiters;
+        dc->libexec_dir = cfg->libexec ? cfg->libexec : paths_libexec_dir();
+        dc->compile_workers = (int)cfg->compile_workers;
+        dc->gpus = cfg->gpus;
+        dc->max_attempts = (int)cfg->max_attempts;
+        dc->lease_s = cfg->lease_s;
+        dc->sandbox = cfg->sandbox;
+        dc->arch = cfg->arch;
+        dc->job_timeout_s = cfg->job_timeout_s;
+        dc->compile_timeout_ms = (int)cfg->compile_timeout_ms;
+        dc->launch_timeout_ms = (int)cfg->launch_timeout_ms;
+        dc->launch_factor = cfg->launch_factor > 0 ? cfg->launch_factor : -1;
+        dc->launch_floor_ms = (int)cfg->launch_floor_ms;
+        dc->fault_grace_ms = cfg->fault_grace_ms > 0 ? (int)cfg->fault_grace_ms : -1;
+        dc->gpu_workers_per_gpu = (int)cfg->gpu_workers_per_gpu;
+        dc->no_fence = !cfg->fence;
+        dc->no_prefetch = !cfg->gpu_prefetch;
+        dc->compile_nice = (int)cfg->compile_nice;
+}
+
+/* The HTTP server's settings from @cfg, serving @api (borrowed) on @host:@port. */
+static void http_config(const Config *cfg, Api *api, const char *host, int port, long threads,
+                        HttpServerConfig *hc)
+{
+        hc->host = host;
+        hc->port = port;
+        hc->threads = (int)threads;
+        hc->connection_limit = (int)cfg->connection_limit;
+        hc->connection_timeout_s = (int)cfg->connection_timeout_s;
+        hc->per_ip_connection_limit = (int)cfg->per_ip_connection_limit;
+        hc->header_timeout_s = (int)cfg->header_timeout_s;
+        hc->body_limit = (size_t)cfg->body_limit;
+        hc->body_inflight_limit = (size_t)cfg->body_inflight_limit;
+        hc->routes = api_routes(&hc->n_routes);
+        hc->gate = api_gate;
+        hc->app = api;
+        hc->waiters = api->waiters;
+        hc->metrics = api->metrics;
+}
+
+/*
+ * The API's parts: the store's read pool (@threads connections unless
+ * store_pool says), the long-poll waiters, the rate limiter, the metrics
+ * and, with @auth_on, the token cache. Each is freed by the caller from
+ * @api, whatever the outcome.
+ * Return: 0, 1 (logged), or SERVE_EXIT_DB_UNREACHABLE.
+ */
+static int open_api(Api *api, const Config *cfg, bool auth_on, long threads)
+{
+        const char *const *route_names;
+        size_t n_routes;
+        int r;
+
+        r = storepool_open(cfg->db, (int)(cfg->store_pool > 0 ? cfg->store_pool : threads), &api->pool);
+        if (r != 0) {
+                char *shown = store_path_redacted(cfg->db);
+                log_error("serve: cannot open the store '%s': %s", shown ? shown : "?",
+                          r == STORE_E_NEWER_DB ? "the database is newer than this kevald"
+                          : r == -ENOTCONN      ? "PostgreSQL is unreachable (see above)"
+                                                : strerror(-r));
+                free(shown);
+                return r == -ENOTCONN ? SERVE_EXIT_DB_UNREACHABLE : 1;
+        }
+        log_info("serve: store: %s, host id '%s'", store_path_is_pg(cfg->db) ? "postgresql" : "sqlite",
+                 store_host_id());
+        r = waiters_new(&api->waiters);
+        if (r == 0)
+                r = ratelimit_new(NULL, NULL, &api->limiter);
+        route_names = api_route_names(&n_routes);
+        if (r == 0)
+                r = metrics_new(route_names, n_routes, &api->metrics);
+        if (r == 0 && auth_on)
+                r = auth_new(api->pool, cfg->auth_cache_s, &api->auth);
+        if (r != 0) {
+                log_error("serve: start-up failed: %s", strerror(-r));
+                return 1;
+        }
+        return 0;
+}
+
 /**
  * cmd_serve() - `kevald serve [flags]`
  * @argv: argv[0] is "serve"
@@ -100,13 +233,10 @@ int cmd_serve(int argc, char **argv)
         TaskLib *lib = NULL;
         Baselines *baselines = NULL;
         json_t *task_errors = NULL;
-        char err[512], host[256];
+        char host[256];
         const char *tasks_dir;
-        const char *const *route_names;
-        size_t n_routes;
         sigset_t sigs;
-        LogLevel lvl;
-        bool loopback, auth_on;
+        bool auth_on;
         int port = 0, bound = 0, r, rc = 1, sig = 0;
         long threads;
 
@@ -117,38 +247,10 @@ int cmd_serve(int argc, char **argv)
                         config_free(&cfg);
                         return 0;
                 }
-        r = config_parse_args(&cfg, argc - 1, argv + 1, err, sizeof(err));
-        if (r != 0) {
-                fprintf(stderr, "kevald serve: %s\n", err);
-                rc = 2;
+        if ((rc = check_settings(&cfg, argc, argv, host, sizeof(host), &port, &auth_on)) != 0)
                 goto out;
-        }
-        if (log_level_parse(cfg.log_level, &lvl) < 0) {
-                fprintf(stderr, "kevald serve: --log-level must be error, warn, info or debug\n");
-                rc = 2;
-                goto out;
-        }
-        log_init("kevald", lvl);
-        if (config_split_listen(cfg.listen, host, sizeof(host), &port) != 0) {
-                fprintf(stderr, "kevald serve: --listen '%s' is not HOST:PORT\n", cfg.listen);
-                rc = 2;
-                goto out;
-        }
-        loopback = config_host_is_loopback(host);
-        auth_on = cfg.auth == CONFIG_AUTH_ON || (cfg.auth == CONFIG_AUTH_AUTO && !loopback);
-        if (!auth_on && !loopback && !cfg.insecure_no_auth) {
-                fprintf(stderr, "kevald serve: refusing to listen on '%s' with auth off; use --auth on "
-                                "(tokens from `kevald token create`) or --insecure-no-auth\n", host);
-                rc = 2;
-                goto out;
-        }
+        rc = 1;
         threads = cfg.threads > 0 ? cfg.threads : 2 * cores();
-        if (cfg.host_id && store_set_host_id(cfg.host_id) < 0) {
-                fprintf(stderr, "kevald serve: --host-id '%s' must be 1..%d characters of [A-Za-z0-9._-]\n",
-                        cfg.host_id, LIMIT_HOST_ID_BYTES);
-                rc = 2;
-                goto out;
-        }
 
         /* Every thread started from here on inherits the blocked signals. */
         sigemptyset(&sigs);
@@ -172,56 +274,14 @@ int cmd_serve(int argc, char **argv)
                 goto out;
         }
 
-        r = storepool_open(cfg.db, (int)(cfg.store_pool > 0 ? cfg.store_pool : threads), &api.pool);
-        if (r != 0) {
-                char *shown = store_path_redacted(cfg.db);
-                log_error("serve: cannot open the store '%s': %s", shown ? shown : "?",
-                          r == STORE_E_NEWER_DB ? "the database is newer than this kevald"
-                          : r == -ENOTCONN      ? "PostgreSQL is unreachable (see above)"
-                                                : strerror(-r));
-                free(shown);
-                if (r == -ENOTCONN)
-                        rc = SERVE_EXIT_DB_UNREACHABLE;
-                goto out;
-        }
-        log_info("serve: store: %s, host id '%s'", store_path_is_pg(cfg.db) ? "postgresql" : "sqlite",
-                 store_host_id());
-        r = waiters_new(&api.waiters);
-        if (r == 0)
-                r = ratelimit_new(NULL, NULL, &api.limiter);
-        route_names = api_route_names(&n_routes);
-        if (r == 0)
-                r = metrics_new(route_names, n_routes, &api.metrics);
-        if (r == 0 && auth_on)
-                r = auth_new(api.pool, cfg.auth_cache_s, &api.auth);
-        if (r != 0) {
-                log_error("serve: start-up failed: %s", strerror(-r));
+        if ((r = open_api(&api, &cfg, auth_on, threads)) != 0) {
+                rc = r;
                 goto out;
         }
         api.cfg = &cfg;
         api.tasks = lib;
 
-        dc.db_path = cfg.db;
-        dc.tasks = lib;
-        dc.baselines = baselines;
-        dc.waiters = api.waiters;
-        dc.libexec_dir = cfg.libexec ? cfg.libexec : paths_libexec_dir();
-        dc.compile_workers = (int)cfg.compile_workers;
-        dc.gpus = cfg.gpus;
-        dc.max_attempts = (int)cfg.max_attempts;
-        dc.lease_s = cfg.lease_s;
-        dc.sandbox = cfg.sandbox;
-        dc.arch = cfg.arch;
-        dc.job_timeout_s = cfg.job_timeout_s;
-        dc.compile_timeout_ms = (int)cfg.compile_timeout_ms;
-        dc.launch_timeout_ms = (int)cfg.launch_timeout_ms;
-        dc.launch_factor = cfg.launch_factor > 0 ? cfg.launch_factor : -1;
-        dc.launch_floor_ms = (int)cfg.launch_floor_ms;
-        dc.fault_grace_ms = cfg.fault_grace_ms > 0 ? (int)cfg.fault_grace_ms : -1;
-        dc.gpu_workers_per_gpu = (int)cfg.gpu_workers_per_gpu;
-        dc.no_fence = !cfg.fence;
-        dc.no_prefetch = !cfg.gpu_prefetch;
-        dc.compile_nice = (int)cfg.compile_nice;
+        dispatch_config(&cfg, lib, baselines, api.waiters, &dc);
         r = dispatch_start(&dc, &api.dispatcher);
         if (r != 0) {
                 log_error("serve: cannot start the dispatcher: %s", r < 0 ? strerror(-r) : "see above");
@@ -239,20 +299,7 @@ int cmd_serve(int argc, char **argv)
                 goto out;
         }
 
-        hc.host = host;
-        hc.port = port;
-        hc.threads = (int)threads;
-        hc.connection_limit = (int)cfg.connection_limit;
-        hc.connection_timeout_s = (int)cfg.connection_timeout_s;
-        hc.per_ip_connection_limit = (int)cfg.per_ip_connection_limit;
-        hc.header_timeout_s = (int)cfg.header_timeout_s;
-        hc.body_limit = (size_t)cfg.body_limit;
-        hc.body_inflight_limit = (size_t)cfg.body_inflight_limit;
-        hc.routes = api_routes(&hc.n_routes);
-        hc.gate = api_gate;
-        hc.app = &api;
-        hc.waiters = api.waiters;
-        hc.metrics = api.metrics;
+        http_config(&cfg, &api, host, port, threads, &hc);
         r = http_server_start(&hc, &http, &bound);
         if (r != 0)
                 goto out;

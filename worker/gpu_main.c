@@ -177,6 +177,74 @@ static int device_index(void)
         return (int)v;
 }
 
+/*
+ * The job loop: each JOB frame judged (judge_run()) and answered with its
+ * RESULT, until SHUTDOWN or the end of the supervisor's pipe. After a
+ * timeout or a sticky CUDA error the RESULT says "exiting" and the process
+ * ends at once with _exit(): a kernel may still spin.
+ * Return: 0 at SHUTDOWN or EOF, else the exit status (1: the supervisor
+ * cannot be answered, 2: a bad frame).
+ */
+static int serve_jobs(const JudgeEnv *env)
+{
+        int r;
+
+        for (;;) {
+                Frame f = { 0 };
+                json_t *job;
+                json_error_t jerr;
+                JudgeOutcome oc = { 0 };
+
+                r = frame_read(STDIN_FILENO, &f);
+                if (r == FRAME_E_EOF)
+                        return 0;
+                if (r != 0) {
+                        log_error("gpu: bad frame from the supervisor (%d); exiting", r);
+                        return 2;
+                }
+                if (f.type == FRAME_SHUTDOWN) {
+                        frame_clear(&f);
+                        return 0;
+                }
+                if (f.type != FRAME_JOB) {
+                        log_error("gpu: unexpected frame type %u; exiting", f.type);
+                        frame_clear(&f);
+                        return 2;
+                }
+                job = json_loadb(f.json, f.json_len, JSON_REJECT_DUPLICATES, &jerr);
+                if (!job) {
+                        json_t *res = json_pack("{s:s, s:n, s:{s:s, s:s}}", "verdict", "internal_error", "timing",
+                                                "error", "kind", "internal", "message", "the JOB is not valid JSON");
+                        log_error("gpu: JOB is not JSON: %s", jerr.text);
+                        r = send_json(FRAME_RESULT, res);
+                        json_decref(res);
+                        frame_clear(&f);
+                        if (r < 0)
+                                return 1;
+                        continue;
+                }
+                judge_run(env, job, f.blob, f.blob_len, &oc);
+                json_decref(job);
+                frame_clear(&f);
+                /* "timeout": work may still be running on the GPU until this
+                 * process is gone, so the supervisor keeps the GPU reserved
+                 * until then; "sticky": the context is dead, nothing runs */
+                if (oc.must_exit || gpu_is_sticky())
+                        json_object_set_new(oc.result, "exiting",
+                                            json_string(oc.exit_code == 4 ? "timeout" : "sticky"));
+                r = send_json(FRAME_RESULT, oc.result);
+                json_decref(oc.result);
+                if (r < 0) {
+                        log_error("gpu: cannot send RESULT: %s", strerror(-r));
+                        return 1;
+                }
+                if (oc.must_exit || gpu_is_sticky()) {
+                        log_warn("gpu: exiting after a %s", oc.exit_code == 4 ? "timeout" : "sticky CUDA error");
+                        _exit(oc.exit_code ? oc.exit_code : 3); /* no atexit: a kernel may still spin */
+                }
+        }
+}
+
 int main(int argc, char **argv)
 {
         GpuInfo info;
@@ -296,60 +364,8 @@ int main(int argc, char **argv)
         env.flush_bytes = flush_bytes;
         env.progress = progress;
         env.dump = dump_piece;
-        for (;;) {
-                Frame f = { 0 };
-                json_t *job;
-                json_error_t jerr;
-                JudgeOutcome oc = { 0 };
-
-                r = frame_read(STDIN_FILENO, &f);
-                if (r == FRAME_E_EOF)
-                        break;
-                if (r != 0) {
-                        log_error("gpu: bad frame from the supervisor (%d); exiting", r);
-                        return 2;
-                }
-                if (f.type == FRAME_SHUTDOWN) {
-                        frame_clear(&f);
-                        break;
-                }
-                if (f.type != FRAME_JOB) {
-                        log_error("gpu: unexpected frame type %u; exiting", f.type);
-                        frame_clear(&f);
-                        return 2;
-                }
-                job = json_loadb(f.json, f.json_len, JSON_REJECT_DUPLICATES, &jerr);
-                if (!job) {
-                        json_t *res = json_pack("{s:s, s:n, s:{s:s, s:s}}", "verdict", "internal_error", "timing",
-                                                "error", "kind", "internal", "message", "the JOB is not valid JSON");
-                        log_error("gpu: JOB is not JSON: %s", jerr.text);
-                        r = send_json(FRAME_RESULT, res);
-                        json_decref(res);
-                        frame_clear(&f);
-                        if (r < 0)
-                                return 1;
-                        continue;
-                }
-                judge_run(&env, job, f.blob, f.blob_len, &oc);
-                json_decref(job);
-                frame_clear(&f);
-                /* "timeout": work may still be running on the GPU until this
-                 * process is gone, so the supervisor keeps the GPU reserved
-                 * until then; "sticky": the context is dead, nothing runs */
-                if (oc.must_exit || gpu_is_sticky())
-                        json_object_set_new(oc.result, "exiting",
-                                            json_string(oc.exit_code == 4 ? "timeout" : "sticky"));
-                r = send_json(FRAME_RESULT, oc.result);
-                json_decref(oc.result);
-                if (r < 0) {
-                        log_error("gpu: cannot send RESULT: %s", strerror(-r));
-                        return 1;
-                }
-                if (oc.must_exit || gpu_is_sticky()) {
-                        log_warn("gpu: exiting after a %s", oc.exit_code == 4 ? "timeout" : "sticky CUDA error");
-                        _exit(oc.exit_code ? oc.exit_code : 3); /* no atexit: a kernel may still spin */
-                }
-        }
+        if ((r = serve_jobs(&env)) != 0)
+                return r;
         log_info("gpu: shutting down");
         gpu_deadline_set(gpu_now_ns() + 10LL * 1000000000LL);
         if (gpu_memset8(flush, 0, flush_bytes) == 0 && gpu_stream_wait() == 0)

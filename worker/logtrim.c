@@ -227,27 +227,13 @@ static int render_block(const Block *bl, const Line *lines, bool last, Buf *out)
         return r;
 }
 
-/**
- * logtrim_clean() - the client's view of a raw compiler log
- * @raw:           the log from NVRTC or nvJitLink (may be NULL or empty)
- * @cfg:           source name, trusted header prefixes, byte budget; borrowed
- * @ret_log:       on success, a new NUL-terminated UTF-8 string (free())
- * @ret_truncated: on success, whether blocks were dropped for the budget
- *
- * Return: 0 or -ENOMEM.
- */
-int logtrim_clean(const char *raw, const LogtrimConfig *cfg, char **ret_log, bool *ret_truncated)
+/* @raw's lines (views into it, without their CR LF), less ptxas's info
+ * lines, as a new array in *@ret_lines. Return: 0 or -ENOMEM. */
+static int split_lines(const char *raw, Line **ret_lines, size_t *ret_n)
 {
         Line *lines = NULL;
-        Block *blocks = NULL;
-        size_t n_lines = 0, n_blocks = 0, cap_lines = 0, first_error = (size_t)-1;
-        size_t *order = NULL, total, budget;
-        Buf out = { 0 }, all = { 0 };
-        bool truncated = false;
-        int r = 0;
+        size_t n_lines = 0, cap_lines = 0;
 
-        if (!raw)
-                raw = "";
         for (const char *p = raw; *p;) {
                 const char *nl = strchr(p, '\n');
                 size_t len = nl ? (size_t)(nl - p) : strlen(p);
@@ -261,21 +247,30 @@ int logtrim_clean(const char *raw, const LogtrimConfig *cfg, char **ret_log, boo
                         size_t cap = cap_lines ? cap_lines * 2 : 64;
                         Line *n = realloc(lines, cap * sizeof(Line));
                         if (!n) {
-                                r = -ENOMEM;
-                                goto out;
+                                free(lines);
+                                return -ENOMEM;
                         }
                         lines = n;
                         cap_lines = cap;
                 }
                 lines[n_lines++] = l;
         }
+        *ret_lines = lines;
+        *ret_n = n_lines;
+        return 0;
+}
 
-        blocks = calloc(n_lines ? n_lines : 1, sizeof(Block));
-        order = calloc(n_lines ? n_lines : 1, sizeof(size_t));
-        if (!blocks || !order) {
-                r = -ENOMEM;
-                goto out;
-        }
+/*
+ * Group @lines into @blocks (room for @n_lines): a diagnostic and its
+ * indented continuation lines; a block that names an untrusted file is
+ * withheld. *@ret_first_error: the first error's block, or (size_t)-1.
+ * Return: the number of blocks.
+ */
+static size_t group_blocks(const Line *lines, size_t n_lines, const LogtrimConfig *cfg, Block *blocks,
+                           size_t *ret_first_error)
+{
+        size_t n_blocks = 0, first_error = (size_t)-1;
+
         for (size_t i = 0; i < n_lines; i++) {
                 const Line *l = &lines[i];
                 size_t flen;
@@ -307,6 +302,42 @@ int logtrim_clean(const char *raw, const LogtrimConfig *cfg, char **ret_log, boo
                 if (b->error && first_error == (size_t)-1)
                         first_error = n_blocks - 1;
         }
+        *ret_first_error = first_error;
+        return n_blocks;
+}
+
+/**
+ * logtrim_clean() - the client's view of a raw compiler log
+ * @raw:           the log from NVRTC or nvJitLink (may be NULL or empty)
+ * @cfg:           source name, trusted header prefixes, byte budget; borrowed
+ * @ret_log:       on success, a new NUL-terminated UTF-8 string (free())
+ * @ret_truncated: on success, whether blocks were dropped for the budget
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int logtrim_clean(const char *raw, const LogtrimConfig *cfg, char **ret_log, bool *ret_truncated)
+{
+        Line *lines = NULL;
+        Block *blocks = NULL;
+        size_t n_lines = 0, n_blocks = 0, first_error = (size_t)-1;
+        size_t *order = NULL, total, budget;
+        Buf out = { 0 }, all = { 0 };
+        bool truncated = false;
+        int r = 0;
+
+        if (!raw)
+                raw = "";
+        r = split_lines(raw, &lines, &n_lines);
+        if (r != 0)
+                goto out;
+
+        blocks = calloc(n_lines ? n_lines : 1, sizeof(Block));
+        order = calloc(n_lines ? n_lines : 1, sizeof(size_t));
+        if (!blocks || !order) {
+                r = -ENOMEM;
+                goto out;
+        }
+        n_blocks = group_blocks(lines, n_lines, cfg, blocks, &first_error);
         /* Trailing blank lines say nothing. */
         if (n_blocks > 0)
                 blocks[n_blocks - 1].blank_after = false;

@@ -1,6 +1,6 @@
 /*
  * timing - see timing.h. Pure functions of their arguments; the GPU loop
- * that feeds them lives in judge.c.
+ * that feeds them lives in judge_timing.c.
  */
 #include "worker/timing.h"
 
