@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "common/jsonutil.h"
+#include "common/log.h"
 #include "common/limits.h"
 #include "common/spec.h"
 #include "common/tasklib.h"
@@ -866,8 +867,9 @@ static json_t *hist_median(json_t *hist)
  * Each leaderboard row gains its result's reward_fields.speedup_vs
  * ({reference, torch_eager, torch_compile}, null where that yardstick has
  * no baseline), so the page can rank by the yardstick the reader picks. One
- * read per row of the page (at most DASH_PAGE_MAX). Return: 0, or the
- * store's error.
+ * read per row of the page (at most DASH_PAGE_MAX). A row whose result
+ * cannot be read gets null (logged), not an error page. Return: 0, or the
+ * store's error when the store itself fails (its connection, its file).
  */
 static int board_yardsticks(Store *store, json_t *board)
 {
@@ -877,8 +879,10 @@ static int board_yardsticks(Store *store, json_t *board)
         json_array_foreach(board, i, row) {
                 json_t *sub = NULL, *vs;
                 int r = store_get_submission(store, (int64_t)num(row, "id"), &sub);
-                if (r != 0 && r != STORE_E_NOT_FOUND)
+                if (r == -EIO || r == -ENOTCONN)
                         return r;
+                if (r != 0 && r != STORE_E_NOT_FOUND)
+                        log_warn("dashboard: submission %.0f's result: %s", num(row, "id"), strerror(r < 0 ? -r : EINVAL));
                 vs = json_object_get(json_object_get(json_object_get(sub, "result"), "reward_fields"), "speedup_vs");
                 json_object_set_new(row, "speedup_vs", json_is_object(vs) ? json_deep_copy(vs) : json_null());
                 json_decref(sub);

@@ -109,7 +109,7 @@ static const KeyDef keys[] = {
             "compiles on every core does not starve the GPU workers and the dispatcher (0: the server's own)"),
         BOOL("gpu_prefetch", gpu_prefetch, "true",
              "send a busy GPU worker its next job, so that it starts it the moment it answers the one in "
-             "flight (server/dispatch.c, run_send())"),
+             "flight (server/dispatch_run.c, run_send())"),
         BOOL("fence", fence, "true",
              "run the correctness phase on the candidate's fenced build, whose bad memory accesses, traps "
              "and asserts stop with a precise report and keep the GPU worker's context (worker/fence.h)"),

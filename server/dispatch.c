@@ -27,8 +27,13 @@
  * compile cache or from compile requests -> plan checked against the real
  * kernel signatures -> done (compile mode, compile_error, rejected) or
  * marked compiled (waiting for a GPU). A job in the run stage is claimed
- * only when a GPU worker is idle, so a job's timing never overlaps another
- * job on the same GPU; its CUBINs come back from the cache by key.
+ * when a GPU worker is idle, or (gpu_prefetch) as the next job of a busy
+ * one, sent into its pipe: a worker runs its jobs one after another, so a
+ * job's timing never overlaps another job on the same GPU; its CUBINs come
+ * back from the cache by key. A queued job that its worker will not run
+ * (it exits, is killed or dies) is an orphan, sent next to another worker
+ * with its claim and attempt count, or given back to the store when no GPU
+ * worker of this host took it within ORPHAN_WAIT_MS.
  *
  * Faults: a watchdog kills a worker that overruns its request (SIGKILL to
  * its process group). For a GPU job that is the kernel's fault (verdict
@@ -44,10 +49,11 @@
  * refuses (a full disk, a lost connection) is kept in owed and retried from
  * the tick until it is written or the lease is gone; while anything is owed
  * nothing new is claimed. So no job is dropped while this process renews
- * its lease (jobs_held() checks it at each heartbeat). *
+ * its lease (jobs_held() checks it at each heartbeat).
+ *
  * Files (one internal header, dispatch_int.h, declares what they share):
  *   dispatch.c          the loop: start and stop, the tick (watchdog,
- *                       heartbeat, reaper, pruning), pump()
+ *                       heartbeat, reaper, pruning), dispatch_pump()
  *   dispatch_worker.c   worker processes: start, frames in and out, exit, kill
  *   dispatch_compile.c  the compile stage: artifacts, compile requests, claiming
  *   dispatch_run.c      the run stage: a compiled job to a GPU worker, prefetch,
@@ -60,11 +66,39 @@
 
 static void on_pump_idle(uv_idle_t *h);
 
+/*
+ * The run stage: one job per idle GPU worker; then, with prefetch, the next
+ * job of each busy one, so its worker starts it the moment it answers the
+ * one in flight, without waiting for this loop. Claims that end at once
+ * (the task gone, the plan rejected, a CUBIN lost) count against @budget,
+ * as compile claims do; nothing is claimed once a store write is owed.
+ * Return: the claims made.
+ */
+static int run_stage(Dispatcher *d, int budget)
+{
+        int claimed = 0;
+        Worker *w;
+
+        while (!d->owed && claimed < budget && (w = idle_worker(d, PROC_GPU))) {
+                if (run_one(d, w) <= 0)
+                        break;
+                claimed++;
+        }
+        for (int i = 0; i < d->n_workers && !d->cfg.no_prefetch && !d->owed && claimed < budget; i++) {
+                w = &d->workers[i];
+                if (w->spec->role == PROC_GPU && w->state == W_BUSY && w->job && !w->queued && !w->dying) {
+                        if (run_one(d, w) <= 0)
+                                break;
+                        claimed++;
+                }
+        }
+        return claimed;
+}
+
 /* Everything the loop does when something changed. */
 void dispatch_pump(Dispatcher *d)
 {
         int claimed = 0;
-        Worker *w;
 
         if (d->stopping)
                 goto out;
@@ -73,25 +107,13 @@ void dispatch_pump(Dispatcher *d)
         if (d->owed)
                 goto out;
         /* Run stage first, so that a GPU's next job never waits behind
-         * compile-stage claims: one job per idle GPU worker; then, with
-         * prefetch, the next job of each busy one, so its worker starts it
-         * the moment it answers the one in flight, without waiting for this
-         * loop. At most one job per worker, so this takes no turns' limit. */
-        while ((w = idle_worker(d, PROC_GPU))) {
-                if (run_one(d, w) <= 0)
-                        break;
-        }
-        for (int i = 0; i < d->n_workers && !d->cfg.no_prefetch; i++) {
-                w = &d->workers[i];
-                if (w->spec->role == PROC_GPU && w->state == W_BUSY && w->job && !w->queued && !w->dying &&
-                    run_one(d, w) <= 0)
-                        break;
-        }
+         * compile-stage claims. */
+        claimed = run_stage(d, PUMP_BATCH);
         /* Compile stage: claim while there is room, PUMP_BATCH per loop turn
          * (each claim is a store write: a long burst would hold up the GPU
          * workers' RESULTs and the first compiles); cache hits finish at once. */
         while (d->n_compile > 0 && d->nvrtc[0] &&
-               d->n_jobs < d->n_compile * COMPILE_BACKLOG_PER_WORKER && claimed < PUMP_BATCH) {
+               d->n_jobs < d->n_compile * COMPILE_BACKLOG_PER_WORKER && claimed < PUMP_BATCH && !d->owed) {
                 StoreJob *sj = NULL;
                 Job *j;
                 int r = store_claim_next(d->store, STAGE_COMPILE, d->owner, d->cfg.lease_s, &sj);
@@ -110,6 +132,10 @@ void dispatch_pump(Dispatcher *d)
                 job_begin_compile(d, j);
         }
         send_compiles(d);
+        /* ...and again: a compile-stage cache hit was marked compiled just now,
+         * and SQLite wakes nobody for it (PostgreSQL's trigger does). */
+        if (claimed < PUMP_BATCH)
+                claimed += run_stage(d, PUMP_BATCH - claimed);
 out:
         if (claimed >= PUMP_BATCH && !d->idle_active) {
                 d->idle_active = true;
@@ -166,12 +192,19 @@ static void on_tick(uv_timer_t *t)
                 if (w->state == W_STOPPED && w->handles_open == 0 && !d->stopping && now >= w->restart_at_ms)
                         worker_start(w);
                 else if ((w->state == W_BUSY || w->state == W_STARTING || w->state == W_EXITING) &&
-                         now > w->deadline_ms && !w->killed_by_watchdog) {
+                         now > w->deadline_ms && !w->killed_by_watchdog && !w->dying) {
                         w->killed_by_watchdog = w->state == W_BUSY;
                         worker_kill(w, w->state == W_BUSY       ? "watchdog: the request overran its deadline"
                                        : w->state == W_EXITING ? "did not exit after saying it would"
                                                                : "did not say HELLO in time");
                 }
+        }
+        /* Orphans that no GPU worker of this host took for ORPHAN_WAIT_MS (every one
+         * failing or restarting: a ready worker takes them first) go back to the store. */
+        if (d->orphans && now - d->orphans->orphaned_ms > ORPHAN_WAIT_MS) {
+                log_warn("dispatch: %d job(s) back to the run queue: no GPU worker took them in %d s", d->n_orphans,
+                         ORPHAN_WAIT_MS / 1000);
+                run_orphans_release(d);
         }
         /* Store writes the store refused: before the heartbeat, which renews their leases. */
         if (d->owed && now >= d->owed_retry_ms)
@@ -303,13 +336,7 @@ static void on_stop(uv_async_t *h)
                 job_free(j);
         }
         /* ...and so are run-stage jobs that no worker holds. */
-        while (d->orphans) {
-                Job *j = d->orphans;
-                d->orphans = j->next;
-                d->n_orphans--;
-                record_requeue(d, j->sj->id, STAGE_RUN, j->sj->task);
-                job_free(j);
-        }
+        run_orphans_release(d);
         status_rebuild(d);
 }
 

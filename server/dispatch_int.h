@@ -46,6 +46,7 @@
 #define GRACE_SEEN_N 32                /* faults that surfaced within the grace, remembered */
 #define GRACE_MARGIN 1.5               /* the grace sent: this times the most of it one of them used */
 #define GRACE_ADAPT_MAX_MS 2000        /* ...at most this (or the configured grace, if larger) */
+#define ORPHAN_WAIT_MS 10000            /* an orphan no GPU worker took goes back to the store after this */
 #define OWED_RETRY_MS 1000             /* a store write that failed is tried again this often */
 
 /* W_EXITING: a GPU worker sent its RESULT with "exiting" and is on its way
@@ -141,6 +142,7 @@ struct Job {
         uint64_t seed;
         uint64_t claimed_ms;
         json_t *gjob;           /* run stage: the JOB sent to a GPU worker (kept to send it again) */
+        uint64_t orphaned_ms;   /* when it became an orphan (worker_orphan_queued()) */
 };
 
 /*
@@ -281,5 +283,6 @@ void gpu_invalid(Dispatcher *d, Worker *w, Job *j, const char *why);
 int run_one(Dispatcher *d, Worker *w);
 void worker_begin_job(Dispatcher *d, Worker *w, Job *j);
 void worker_orphan_queued(Dispatcher *d, Worker *w);
+void run_orphans_release(Dispatcher *d);
 
 #endif

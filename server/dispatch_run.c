@@ -102,7 +102,8 @@ void worker_begin_job(Dispatcher *d, Worker *w, Job *j)
  * Send @j to GPU worker @w: to run at once if @w is idle, else as its next
  * job (prefetch: it waits in the pipe and starts the moment the job in
  * flight is answered). Takes ownership of @j. Return 1 sent, <0 error (the
- * job is back in its queue, the worker killed).
+ * job is back in its queue; the worker killed, unless it is running
+ * another job: a failed write sent nothing, so its pipe is intact).
  */
 static int run_send(Dispatcher *d, Worker *w, Job *j)
 {
@@ -113,9 +114,12 @@ static int run_send(Dispatcher *d, Worker *w, Job *j)
         r = worker_send(w, FRAME_JOB, j->gjob, j->art[SLOT_CAND]->cubin, j->art[SLOT_CAND]->cubin_len,
                         j->art[SLOT_REF]->cubin, j->art[SLOT_REF]->plain_len);
         if (r < 0) {
+                log_warn("dispatch: job %" PRId64 ": sending it to GPU worker %d failed: %s; back to the queue",
+                         j->sj->id, w->index, strerror(-r));
                 record_requeue(d, j->sj->id, STAGE_RUN, j->sj->task);
                 job_free(j);
-                worker_kill(w, "could not send a job");
+                if (!w->job)
+                        worker_kill(w, "could not send a job");
                 return r;
         }
         if (w->job) {
@@ -143,8 +147,27 @@ void worker_orphan_queued(Dispatcher *d, Worker *w)
         while (*p)
                 p = &(*p)->next;
         j->next = NULL;
+        j->orphaned_ms = now_ms(d);
         *p = j;
         d->n_orphans++;
+        d->status_dirty = true;
+}
+
+/*
+ * Give every orphan back to the store's run queue (its attempt stays
+ * counted): at stop, and when no GPU worker of this host is ready to take
+ * it for ORPHAN_WAIT_MS, so that another host may (the lease would
+ * otherwise be renewed here for as long as the workers keep failing).
+ */
+void run_orphans_release(Dispatcher *d)
+{
+        while (d->orphans) {
+                Job *j = d->orphans;
+                d->orphans = j->next;
+                d->n_orphans--;
+                record_requeue(d, j->sj->id, STAGE_RUN, j->sj->task);
+                job_free(j);
+        }
         d->status_dirty = true;
 }
 

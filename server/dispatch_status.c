@@ -149,10 +149,10 @@ void status_rebuild(Dispatcher *d)
         json_object_set_new(st, "fault_grace_ms", json_integer(d->fault_grace_now));
         json_object_set_new(st, "layers", layers);
         json_object_set_new(st, "counters",
-                            json_pack("{s:I, s:I, s:I, s:I, s:O}", "jobs_done", (json_int_t)d->jobs_done,
+                            json_pack("{s:I, s:I, s:I, s:I, s:o}", "jobs_done", (json_int_t)d->jobs_done,
                                       "cache_hits", (json_int_t)d->cache_hits, "cache_misses",
                                       (json_int_t)d->cache_misses, "compiles", (json_int_t)d->compiles_sent,
-                                      "verdicts", d->verdicts));
+                                      "verdicts", json_deep_copy(d->verdicts)));
         json_object_set_new(st, "ready", json_boolean(ready));
         json_object_set_new(st, "reason",
                             json_string(d->stopping ? "shutting down"

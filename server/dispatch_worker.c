@@ -266,8 +266,15 @@ static void worker_on_frame(Worker *w, Frame *f)
                 }
                 /* Nothing a worker says is believed before it is checked: an invalid
                  * RESULT is the worker's fault (killed; the request counts an attempt). */
-                if (w->req ? resultcheck_compile(msg, f->blob, f->blob_len, w->req->arch, why) != 0
-                           : resultcheck_gpu(msg, (double)d->cfg.job_timeout_s * 1000.0, why) != 0) {
+                /* ...and a GPU RESULT must answer the job in flight (with a job
+                 * queued behind it, two are in the worker's pipe) */
+                if (w->job && json_integer_value(json_object_get(msg, "id")) != w->job->sj->id)
+                        snprintf(why, sizeof(why), "it answers job %" JSON_INTEGER_FORMAT ", not job %" PRId64
+                                 " in flight", json_integer_value(json_object_get(msg, "id")), w->job->sj->id);
+                else
+                        why[0] = '\0';
+                if (why[0] || (w->req ? resultcheck_compile(msg, f->blob, f->blob_len, w->req->arch, why) != 0
+                                      : resultcheck_gpu(msg, (double)d->cfg.job_timeout_s * 1000.0, why) != 0)) {
                         if (w->job) {
                                 Job *j = w->job;
                                 w->job = NULL;

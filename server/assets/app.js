@@ -509,7 +509,7 @@
      those available (the reference's when no baseline exists), as the client's reward() picks it. */
   function yardSpeedup(vs, speedup, y) {
     if (y === "reference") return speedup;
-    if (!vs) return null;
+    if (!vs) return y === "strongest" ? speedup : null;
     if (y !== "strongest") return typeof vs[y] === "number" ? vs[y] : null;
     var xs = ["reference", "torch_eager", "torch_compile"].map(function (k) { return vs[k]; })
       .filter(function (v) { return typeof v === "number"; });

@@ -49,6 +49,8 @@ source a JOB carries besides the CUBIN): a name containing
   timeout_hang          "timeout", "exiting": "timeout", and never exits
   hang                  no RESULT at all (only the "start" line is logged)
   bogus                 an invalid verdict "bogus" (the supervisor must kill us)
+  wrong_id              "correct", but the RESULT names another job's id (the supervisor must
+                        kill us: with a job queued behind one, a RESULT is matched by its id)
   forged_speedup        "correct" with speedup 1e308 over medians of 1 ms and 1 ms
   forged_roofline       "correct", speedup 1000 from its medians, the candidate 100x
                         under its roofline bound and not flagged suspicious
@@ -221,6 +223,13 @@ def result_for(job, mark, t0, t1):
                                  grace_used_ms=250.0)
     elif mark == "bogus":
         base.update(verdict="bogus")
+    elif mark == "wrong_id":
+        base.update(id=(job.get("id") or 0) + 1000000, verdict="correct",
+                    correctness={"passed": True, "shapes": [{"shape": "default", "passed": True}]},
+                    timing={"speedup": 1.0, "shapes": [
+                        {"shape": "default", "speedup": 1.0, "stop": "precision",
+                         "candidate": {"median_ms": 1.0, "trials": 10}, "reference": {"median_ms": 1.0, "trials": 10},
+                         "roofline": {"min_ms": None, "suspicious": False}}]})
     elif mark == "forged_speedup":  # a reward its own medians do not back (1 ms against 1 ms)
         base.update(verdict="correct", correctness={"passed": True, "shapes": [{"shape": "default", "passed": True}]},
                     timing={"speedup": 1e308, "shapes": [
@@ -244,8 +253,9 @@ def result_for(job, mark, t0, t1):
 
 
 def late_frames(seconds):
-    """Wait @seconds before exiting, logging any frame the supervisor still sends (it must send
-    none: a process that said it exits gets no further job)."""
+    """Wait @seconds before exiting, logging any frame read meanwhile: a process that said it
+    exits is sent no further job, but one queued in its pipe before (gpu_prefetch) is read here,
+    and must then run on another worker."""
     deadline = time.monotonic() + seconds
     while True:
         left = deadline - time.monotonic()

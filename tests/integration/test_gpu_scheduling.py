@@ -9,8 +9,9 @@ What must hold (docs/configuration.md gpu_workers_per_gpu, dispatch.c's
 theory of operation):
   * W worker processes per GPU, and only one runs a job at a time: the
     [start, end] intervals of jobs on one GPU never overlap;
-  * a process whose RESULT says "exiting" gets no further frame and is
-    restarted; the next job runs on the standby worker: after "timeout" (or
+  * a process whose RESULT says "exiting" is sent no further job (the one
+    already queued in its pipe with gpu_prefetch it never runs: that job runs
+    on another worker, no attempt charged) and is restarted; the next job runs on the standby worker: after "timeout" (or
     the unspecific true) not before the exiting process is gone (work may
     still spin on the GPU), after "sticky" at once (the context is dead); a
     process that says it exits and stays is killed after 10 s, its GPU held
@@ -224,7 +225,8 @@ EXIT_MARKERS = {  # marker: (the fake's verdict, the "exiting" it sends; see fak
 
 
 def test_exiting_worker(one_gpu):
-    """After a RESULT with "exiting", the process gets no further frame; the next job runs on
+    """After a RESULT with "exiting", the process is sent no further job (one already queued in
+    its pipe runs elsewhere); the next job runs on
     the standby: not before the process is gone when the GPU may still be busy ("timeout", or
     the unspecific true), at once after a sticky fault (the context is dead); the exiting
     worker is restarted. No job is re-queued on the way."""
@@ -487,6 +489,25 @@ def test_fence_off_sends_the_plain_build_only(tmp_path):
     assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
 
 
+def test_result_for_another_job_is_not_believed(tmp_path):
+    """A RESULT is matched to the job in flight by its id (with prefetch two JOBs may be in a
+    worker's pipe): one that names another job kills its worker and is never recorded; the job
+    ends internal_error within max_attempts, and the jobs around it are not charged."""
+    fs = FakeGpuServer(tmp_path, gpus="0", per_gpu=2, knobs={"work_s": 0.02}).start()
+    try:
+        attempts = warm_cache(fs, ["wrong_id"])
+        ids = fs.submit([full("wrong_id")] + [full(tag=i) for i in range(3)])
+        done = fs.wait_all(ids, timeout=30)
+        assert done[ids[0]]["verdict"] == "internal_error", done[ids[0]]
+        assert "answers job" in done[ids[0]]["result"]["error"]["message"], done[ids[0]]["result"]["error"]
+        for sid in ids[1:]:
+            assert done[sid]["verdict"] == "correct" and done[sid]["attempts"] == attempts, done[sid]
+        assert "not job %d in flight" % ids[0] in fs.server.log_tail(2000), fs.server.log_tail()
+    finally:
+        rc = fs.stop()
+    assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"
+
+
 def test_invalid_verdict_does_not_hurt_the_next_job(tmp_path):
     """A RESULT without a valid verdict kills its worker; the job after it must not pay for that,
     and the offending job ends (internal_error) within max_attempts instead of cycling forever."""
@@ -529,8 +550,9 @@ def test_next_job_waits_in_the_busy_workers_pipe(tmp_path, prefetch):
     current one (/readyz gpus[].queued names it), so it starts the next one the moment it answers,
     without a round trip through the dispatcher; each job still runs once, alone on its GPU, on its
     first claim. Off: a worker gets a job only when idle (queued stays null)."""
+    # a short lease: heartbeats every ~0.3 s check that every lease renewed is a job held (queued too)
     fs = FakeGpuServer(tmp_path / "prefetch", gpus="0", per_gpu=2, knobs={"work_s": 0.3},
-                       args=[] if prefetch else ["--gpu-prefetch=false"]).start()
+                       args=["--lease-s", "1"] + ([] if prefetch else ["--gpu-prefetch=false"])).start()
     try:
         attempts = warm_cache(fs, [])
         ids = fs.submit([full(tag=i) for i in range(5)])
@@ -554,6 +576,7 @@ def test_next_job_waits_in_the_busy_workers_pipe(tmp_path, prefetch):
             assert gaps and max(gaps) < 0.25 * SLOW, gaps
         else:
             assert not seen, f"queued with gpu_prefetch off: {seen}"
+        assert "a claimed job was dropped" not in fs.server.log_tail(5000), fs.server.log_tail()
     finally:
         assert fs.stop() == 0, fs.server.log_tail()
 
@@ -578,6 +601,11 @@ def test_queued_job_of_an_exiting_worker_runs_on_the_standby(tmp_path):
         assert ids[1] in late and ids[3] in late, (
             f"the job after each exiting/killed one should have been queued in its pipe: {late}")
         assert_queued_jobs_ran_elsewhere(fs, done)
+        # after a sticky fault the queued job goes to the standby at once, not when the process is gone
+        (first,) = fs.jobs({ids[0]})
+        (gone,) = [e for e in fs.events("exit") if e["pid"] == first["pid"]]
+        (second,) = fs.jobs({ids[1]})
+        assert second["pid"] != first["pid"] and second["start"] < gone["t"], (first, second, gone)
         runs = fs.jobs(set(ids))
         assert sorted(j["id"] for j in runs if j["id"] in (ids[1], ids[3])) == sorted([ids[1], ids[3]]), runs
         assert_no_overlap(runs, "GPU 0")
