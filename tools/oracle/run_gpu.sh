@@ -9,6 +9,16 @@
 #                                               default size, the tasks with a cuBLAS step (and l1_5)
 #   tools/oracle/run_gpu.sh dump       OUTDIR   the oracle + degeneracy through kevald eval --dump
 #                                               (needs build/server/kevald and its workers)
+#   tools/oracle/run_gpu.sh refs       OUTDIR [TASKS]
+#                                               the rewritten references (issue 25): kevald's reference
+#                                               time at the default size (bench/tasks/selfeval.py, with
+#                                               the yardsticks), then the oracle at tiny, small and
+#                                               default; TASKS: comma list, @FILE, or "all" (default
+#                                               @tools/oracle/refs-tasks.txt). About 9 minutes at most
+#                                               (KEVALD_REFS_BUDGET_S, default 530): each step runs
+#                                               under `timeout` so the later ones still run. Writes
+#                                               OUTDIR/refs-selfeval.{json,md}, refs-oracle.md,
+#                                               refs-oracle-default.md and refs-log.txt.
 # Extra arguments go to the script (e.g. --category conv). Then, on the
 # development machine: python3 tools/tasks/gen_table.py
 #   --oracle OUTDIR/oracle.md OUTDIR/oracle-default.md --degeneracy OUTDIR/degeneracy.md
@@ -29,5 +39,32 @@ timing)     python3 "$here/timing.py" --ref --trials 20 --category matmul,gemm_e
             python3 "$here/timing.py" --ref --trials 20 --category conv --only l1_86_,l1_87_ \
                 --md "$out/timing-conv.md" "$@" ;;
 dump)       python3 "$here/dump_check.py" --degeneracy --md "$out/dump-check.md" "$@" ;;
-*) echo "usage: $0 oracle|default|degeneracy|timing|dump OUTDIR [args]" >&2; exit 2 ;;
+refs)       list=${1:-@$here/refs-tasks.txt}
+            [ $# -gt 0 ] && shift
+            sel="--names $list"
+            [ "$list" = all ] && sel=
+            budget=${KEVALD_REFS_BUDGET_S:-530}
+            start=$(date +%s)
+            left() { echo $((budget - ($(date +%s) - start))); }
+            log="$out/refs-log.txt"
+            set +e
+            { echo "refs: tasks $list, budget ${budget} s, $(date -u +%FT%TZ)"
+              nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+              python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+              echo "== selfeval (default shape set)"
+              timeout $(( $(left) * 45 / 100 )) python3 bench/tasks/selfeval.py --kevald build/server/kevald \
+                  --shapes first --timing '{"budget_ms": 600, "target_precision": 0.01}' $sel \
+                  --out "$out/refs-selfeval.json" --md "$out/refs-selfeval.md"
+              echo "selfeval rc=$? at $(( $(date +%s) - start )) s"
+              echo "== oracle tiny,small"
+              timeout $(( $(left) * 30 / 100 )) python3 "$here/oracle.py" --standalone --shapes tiny,small $sel \
+                  --md "$out/refs-oracle.md"
+              echo "oracle tiny,small rc=$? at $(( $(date +%s) - start )) s"
+              echo "== oracle default"
+              timeout $(left) python3 "$here/oracle.py" --standalone --shapes default $sel \
+                  --md "$out/refs-oracle-default.md"
+              echo "oracle default rc=$? at $(( $(date +%s) - start )) s"
+            } >"$log" 2>&1
+            tail -n 40 "$log" ;;
+*) echo "usage: $0 oracle|default|degeneracy|timing|dump|refs OUTDIR [args]" >&2; exit 2 ;;
 esac
