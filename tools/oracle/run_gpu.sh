@@ -18,7 +18,8 @@
 #                                               (KEVALD_REFS_BUDGET_S, default 530): each step runs
 #                                               under `timeout` so the later ones still run. Writes
 #                                               OUTDIR/refs-selfeval.{json,md}, refs-oracle.md,
-#                                               refs-oracle-default.md and refs-log.txt.
+#                                               refs-oracle-default.md and refs-log.txt; exit 1 if
+#                                               any step failed or ran out of time (rc 124).
 # Extra arguments go to the script (e.g. --category conv). Then, on the
 # development machine: python3 tools/tasks/gen_table.py
 #   --oracle OUTDIR/oracle.md OUTDIR/oracle-default.md --degeneracy OUTDIR/degeneracy.md
@@ -48,6 +49,7 @@ refs)       list=${1:-@$here/refs-tasks.txt}
             left() { echo $((budget - ($(date +%s) - start))); }
             log="$out/refs-log.txt"
             set +e
+            fail=0
             { echo "refs: tasks $list, budget ${budget} s, $(date -u +%FT%TZ)"
               nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
               python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
@@ -55,16 +57,20 @@ refs)       list=${1:-@$here/refs-tasks.txt}
               timeout $(( $(left) * 45 / 100 )) python3 bench/tasks/selfeval.py --kevald build/server/kevald \
                   --shapes first --timing '{"budget_ms": 600, "target_precision": 0.01}' $sel \
                   --out "$out/refs-selfeval.json" --md "$out/refs-selfeval.md"
-              echo "selfeval rc=$? at $(( $(date +%s) - start )) s"
+              rc=$?; [ $rc -eq 0 ] || fail=1
+              echo "selfeval rc=$rc at $(( $(date +%s) - start )) s"
               echo "== oracle tiny,small"
               timeout $(( $(left) * 30 / 100 )) python3 "$here/oracle.py" --standalone --shapes tiny,small $sel \
                   --md "$out/refs-oracle.md"
-              echo "oracle tiny,small rc=$? at $(( $(date +%s) - start )) s"
+              rc=$?; [ $rc -eq 0 ] || fail=1
+              echo "oracle tiny,small rc=$rc at $(( $(date +%s) - start )) s"
               echo "== oracle default"
               timeout $(left) python3 "$here/oracle.py" --standalone --shapes default $sel \
                   --md "$out/refs-oracle-default.md"
-              echo "oracle default rc=$? at $(( $(date +%s) - start )) s"
+              rc=$?; [ $rc -eq 0 ] || fail=1
+              echo "oracle default rc=$rc at $(( $(date +%s) - start )) s"
             } >"$log" 2>&1
-            tail -n 40 "$log" ;;
+            tail -n 40 "$log"
+            exit $fail ;;
 *) echo "usage: $0 oracle|default|degeneracy|timing|dump|refs OUTDIR [args]" >&2; exit 2 ;;
 esac
