@@ -60,6 +60,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) {kernel}(const float* __re
         double s = 0.0;
         if (threadIdx.x < head)
                 online_add(row[threadIdx.x], m, s);
+#pragma unroll 4
         for (long long i = threadIdx.x; i < nvec; i += THREADS) {{
                 float4 v = row4[i];
                 online_add(v.x, m, s);
@@ -90,6 +91,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) {kernel}(const float* __re
 SOFTMAX_TAIL = r'''        float inv = (float)(1.0 / s);
         if (((unsigned long long)out & 15) == ((unsigned long long)row & 15)) {
                 float4* out4 = (float4*)(out + head);
+#pragma unroll 4
                 for (long long i = nvec - 1 - threadIdx.x; i >= 0; i -= THREADS) {
                         float4 v = row4[i];
                         out4[i] = make_float4(expf(v.x - m) * inv, expf(v.y - m) * inv,
@@ -106,6 +108,7 @@ SOFTMAX_TAIL = r'''        float inv = (float)(1.0 / s);
 LOGSOFTMAX_TAIL = r'''        float ls = (float)log(s);
         if (((unsigned long long)out & 15) == ((unsigned long long)row & 15)) {
                 float4* out4 = (float4*)(out + head);
+#pragma unroll 4
                 for (long long i = nvec - 1 - threadIdx.x; i >= 0; i -= THREADS) {
                         float4 v = row4[i];
                         out4[i] = make_float4((v.x - m) - ls, (v.y - m) - ls, (v.z - m) - ls,
