@@ -9,7 +9,9 @@ tools/tasks/cpu_check.py's comparison with numpy on the real source (it must
 pass) and on mutated copies that each break one part of the new code (the
 online rescaling, the unaligned head, the cross-warp merge, the float4 tail,
 the warp scan, the chunk carry, the reversed float4 store, the slice merge,
-the row decoding); every mutant must be reported as a mismatch. A mutation
+the row decoding); every mutant must be reported as a mismatch. The norms
+are also run at shapes whose segments span several chunks (the default sets
+do, the small ones do not), with chunks that are and are not 16-byte aligned. A mutation
 whose text is not found once in the source is a failure too, so the test
 follows the generator. Exit status 1 on any failure.
 """
@@ -49,13 +51,23 @@ MUTANTS = [
      "int oh = (int)(row % (unsigned int)OH);", "int oh = (int)(row / (unsigned int)OH);"),
 ]
 
+# (task file, params): segments longer than one 32768-element chunk
+WIDE = [
+    ("norm/l1_33_batchnorm", {"N": 2, "C": 3, "H": 301, "W": 251}),      # L 75551: 3 chunks, unaligned
+    ("norm/l1_40_layernorm", {"N": 2, "C": 3, "H": 150, "W": 251}),      # L 112950: 4 chunks
+    ("norm/l1_34_instancenorm", {"N": 1, "C": 2, "H": 256, "W": 256}),   # L 65536: 2 aligned chunks
+]
 
-def run(task_rel, shape, source_text=None):
-    """cpu_check's result line for @task_rel at @shape, on @source_text if given."""
+
+def run(task_rel, shape, source_text=None, params=None):
+    """cpu_check's result line for @task_rel at @shape (or at @params), on
+    @source_text if given."""
     src_json = os.path.join(L1, task_rel + ".json")
     with open(src_json) as f:
         task = json.load(f)
     sh = next(s for s in task["shapes"] if s["name"] == shape)
+    if params:
+        sh = dict(params, name="wide")
     with tempfile.TemporaryDirectory() as tmp:
         d = os.path.join(tmp, "task")
         os.makedirs(d)
@@ -96,6 +108,12 @@ def main():
         fails += not caught
         print("%s %-45s %-6s broken %s: %s" % ("ok  " if caught else "FAIL", task_rel, shape, what,
                                                "caught" if caught else "NOT CAUGHT " + res))
+    for task_rel, params in WIDE:
+        res = run(task_rel, "small", params=params)
+        ok = not bad(res)
+        fails += not ok
+        print("%s %-45s %-6s %s: %s" % ("ok  " if ok else "FAIL", task_rel, "wide",
+                                        " ".join("%s=%d" % kv for kv in params.items()), res))
     print("%d failures" % fails)
     return 1 if fails else 0
 
