@@ -269,27 +269,44 @@ def summary_lines(text):
     return [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("|")]
 
 
-def merge_timing(old_rows, old_text, files, order):
-    """The `timing` block: @old_rows updated by the rows of the selfeval --md
-    @files (by task), the files' summary lines (else the old block's) and a count."""
-    new, notes = [], []
+def timing_lines(text):
+    """(task, row cells, the line as written) for every selfeval row of @text
+    (the line keeps a skipped row's trailing comment)."""
+    out = []
+    for ln in text.splitlines():
+        got = parse_rows(ln, 7)
+        if got:
+            out.append((got[0][0], got[0], ln.strip()))
+    return out
+
+
+def merge_timing(old_text, files, order, replace_old=False):
+    """The `timing` block: the rows of @old_text (none with @replace_old)
+    updated by the rows of the selfeval --md @files (by task), the files'
+    summary lines (else the old block's) and a count of the rows."""
+    merged = collections.OrderedDict()
+    if not replace_old:
+        for task, cells, ln in timing_lines(old_text):
+            merged[task] = (cells, ln)
+    notes = []
     for path in files:
         with open(path) as f:
             text = f.read()
-        got = parse_rows(text, 7)
+        got = timing_lines(text)
         if not got:
             raise SystemExit("%s: no selfeval rows" % path)
-        new += got
+        for task, cells, ln in got:
+            merged[task] = (cells, ln)
         notes += summary_lines(text)
-    merged = collections.OrderedDict((r[0], r) for r in old_rows + new)
-    rows = sorted((r for r in merged.values() if r[0] in order),
-                  key=lambda r: (r[1] == "skipped", order[r[0]]))
+    rows = sorted((v for k, v in merged.items() if k in order),
+                  key=lambda v: (v[0][1] == "skipped", order[v[0][0]]))
     if not notes:
-        notes = [ln for ln in summary_lines(old_text) if not ln.startswith("Rows: ")]
+        notes = summary_lines(old_text)
     notes = [ln for ln in notes if not ln.startswith("Rows: ")]
     foot = "Rows: %d (%d correct, %d skipped)." % (
-        len(rows), sum(r[1] == "correct" for r in rows), sum(r[1] == "skipped" for r in rows))
-    return md_table(TIMING_HEADER, rows) + "\n" + "\n".join(notes + [foot]) + "\n"
+        len(rows), sum(c[1] == "correct" for c, _ in rows), sum(c[1] == "skipped" for c, _ in rows))
+    table = md_table(TIMING_HEADER, [])
+    return table + "\n".join(ln for _, ln in rows) + "\n\n" + "\n".join(notes + [foot]) + "\n"
 
 
 def yardstick_block(tasks, all_rows, tasks_dir, baselines_path=None):
@@ -350,9 +367,8 @@ def main():
     doc = replace(doc, "tasks", tasks_table(tasks))
     doc = replace(doc, "counts", counts_table(tasks))
     if a.timing:
-        doc = replace(doc, "timing", merge_timing(
-            [] if a.replace else parse_rows(block_text(doc, "timing"), 7),
-            block_text(doc, "timing"), a.timing, order))
+        doc = replace(doc, "timing", merge_timing(block_text(doc, "timing"), a.timing, order,
+                                                  a.replace))
     for name, (nkey, ncols) in ROW_BLOCKS.items():
         files = getattr(a, name.replace("-", "_"))
         old = [] if (a.replace and files) else parse_rows(block_text(doc, name), ncols)

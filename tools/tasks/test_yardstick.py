@@ -116,10 +116,15 @@ def test_rows_and_count():
 
 
 def test_timing_merge():
-    order = {"l1_23_softmax": (1, 23), "l1_24_logsoftmax": (1, 24), "l1_89_cumsum": (1, 89)}
-    old = [["l1_89_cumsum", "correct", "reference", "10.81", "1.001", "4.68", "2.31"],
-           ["l1_23_softmax", "correct", "reference", "15.91", "1.000", "8.52", "1.87"],
-           ["l1_gone", "correct", "reference", "1", "1", "1", "1"]]
+    order = {"l1_23_softmax": (1, 23), "l1_24_logsoftmax": (1, 24), "l1_89_cumsum": (1, 89),
+             "l2_62_x": (2, 62)}
+    old = ("| task | verdict | candidate | kevald reference ms (default) | self speedup | x | y |\n"
+           "|---|---|---|---|---|---|---|\n"
+           "| l1_89_cumsum | correct | reference | 10.81 | 1.001 | 4.68 | 2.31 |\n"
+           "| l2_62_x | skipped | - | - | - | - | - |  <!-- reference is a cuBLAS step -->\n"
+           "| l1_23_softmax | correct | reference | 15.91 | 1.000 | 8.52 | 1.87 |\n"
+           "| l1_gone | correct | reference | 1 | 1 | 1 | 1 |\n\n"
+           "87 tasks evaluated in 187.6 s\n")
     new = ("| task | verdict | candidate | kevald reference ms (default) | self speedup | x | y |\n"
            "|---|---|---|---|---|---|---|\n"
            "| l1_23_softmax | correct | reference | 6.2 | 1.000 | 8.52 | 0.73 |\n\n"
@@ -127,14 +132,18 @@ def test_timing_merge():
     with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False) as f:
         f.write(new)
     try:
-        text = gen_table.merge_timing(old, "", [f.name], order)
+        text = gen_table.merge_timing(old, [f.name], order)
+        fresh = gen_table.merge_timing(old, [f.name], order, replace_old=True)
     finally:
         os.unlink(f.name)
     rows = gen_table.parse_rows(text, 7)
-    expect([r[0] for r in rows] == ["l1_23_softmax", "l1_89_cumsum"], "merged rows: %r" % rows)
+    expect([r[0] for r in rows] == ["l1_23_softmax", "l1_89_cumsum", "l2_62_x"],
+           "merged rows, unknown task dropped, skipped last: %r" % rows)
     expect(rows[0][3] == "6.2" and rows[1][3] == "10.81", "the new row replaces, the old stays")
-    expect("1 tasks evaluated" in text and "Rows: 2 (2 correct, 0 skipped)." in text,
-           "summary lines: %s" % text)
+    expect("<!-- reference is a cuBLAS step -->" in text, "a skipped row keeps its reason")
+    expect("1 tasks evaluated" in text and "87 tasks evaluated" not in text and
+           "Rows: 3 (2 correct, 1 skipped)." in text, "summary lines: %s" % text)
+    expect([r[0] for r in gen_table.parse_rows(fresh, 7)] == ["l1_23_softmax"], "--replace: new rows only")
 
 
 def test_slower_note_rule():
