@@ -17,6 +17,13 @@ are otherwise listed as skipped.
 
   python3 bench/tasks/selfeval.py --kevald build/server/kevald [--tasks tasks] [--out FILE.json] [--md FILE.md]
   python3 bench/tasks/selfeval.py --server http://127.0.0.1:8080 ...
+  python3 bench/tasks/selfeval.py --kevald ... --names l1_23_softmax,l1_89_cumsum   (exact names;
+      --names @FILE reads them from FILE, one a line or comma-separated)
+
+Each JSON row also carries the default shape set's roofline minimum and the
+result's yardsticks (speedup_vs, roofline_fraction): with the reference as the
+candidate, speedup_vs.torch_eager is torch eager / reference, null where the
+task library has no baseline file for the GPU.
 
 Python 3 standard library only.
 """
@@ -68,6 +75,16 @@ def candidate_for(path, doc):
     return sub, "reference"
 
 
+def parse_names(spec):
+    """The set of exact task names in @spec ("a,b" or "@FILE"), or None for all."""
+    if not spec:
+        return None
+    if spec.startswith("@"):
+        with open(spec[1:]) as f:
+            spec = f.read()
+    return {n.strip() for n in spec.replace("\n", ",").split(",") if n.strip()}
+
+
 def start_server(kevald, gpus):
     tmp = tempfile.mkdtemp(prefix="kevald-selfeval-")
     portfile = os.path.join(tmp, "port")
@@ -89,6 +106,8 @@ def main():
     ap.add_argument("--gpus", default="auto")
     ap.add_argument("--tasks", default="tasks")
     ap.add_argument("--only", default="", help="substring filter on task names")
+    ap.add_argument("--names", default=None,
+                    help="exact task names, comma-separated, or @FILE (one a line or comma-separated)")
     ap.add_argument("--timing", default=None, help='timing preset or object (default: the server default)')
     ap.add_argument("--shapes", default=None, help="evaluate only these shape sets (comma list; 'first' = each task's first, its KernelBench default)")
     ap.add_argument("--out", help="write the rows as JSON here")
@@ -97,12 +116,15 @@ def main():
     if not args.kevald and not args.server:
         ap.error("give --kevald or --server")
 
+    names = parse_names(args.names)
     subs, meta, skipped = [], [], []
     for path in sorted(glob.glob(os.path.join(args.tasks, "**", "*.json"), recursive=True)):
         if path.endswith(".plan.json"):
             continue
         doc = json.load(open(path))
         if "buffers" not in doc or args.only not in doc["name"]:
+            continue
+        if names is not None and doc["name"] not in names:
             continue
         sub, how = candidate_for(path, doc)
         if sub is None:
@@ -156,6 +178,9 @@ def main():
             "precision": (t.get("reference") or {}).get("precision"),
             "eager_ms": eager, "ref_over_eager": (ref_ms / eager) if ref_ms and eager else None,
             "gpu_busy_ms": res.get("gpu_busy_ms"), "wall_ms": res.get("wall_ms"),
+            "roofline_min_ms": (t.get("roofline") or {}).get("min_ms"),
+            "speedup_vs": t.get("speedup_vs"), "roofline_fraction": t.get("roofline_fraction"),
+            "gpu": (res.get("gpu") or {}).get("name"),
         })
     if proc:
         proc.terminate()

@@ -36,6 +36,8 @@ def main():
     ap.add_argument("--tasks", default=None, help="task library folder (default: tasks/)")
     ap.add_argument("--shapes", default="tiny,small,default")
     ap.add_argument("--only", default=None, help="only tasks whose name contains this")
+    ap.add_argument("--names", default=None,
+                    help="only these tasks: exact names, comma-separated, or @FILE")
     ap.add_argument("--category", default=None, help="only tasks of this category (comma list)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--md", default=None, help="write the table as markdown here")
@@ -44,12 +46,27 @@ def main():
         ap.error("give --dump DIR or --standalone")
     common.fp32_strict()
     tasks = common.filter_tasks(common.load_tasks(a.tasks), a.category)
+    if a.names:
+        spec = open(a.names[1:]).read() if a.names.startswith("@") else a.names
+        want = {n.strip() for n in spec.replace("\n", ",").split(",") if n.strip()}
+        unknown = sorted(want - set(tasks))
+        if unknown:
+            ap.error("unknown task(s): " + " ".join(unknown))
+        tasks = {n: t for n, t in tasks.items() if n in want}
     missing = sorted(n for n in tasks if n not in OPS)
     if missing:
         print("no PyTorch op in torch_ops for %d task(s), skipped: %s" % (len(missing), " ".join(missing)))
         tasks = {n: t for n, t in tasks.items() if n in OPS}
     rows = []
     nbad = 0
+
+    def write_md():
+        """Rewrite the table after every row, so a run cut short keeps what it measured."""
+        if a.md:
+            with open(a.md, "w") as f:
+                f.write(common.markdown_table(["task", "shape", "output", "max abs err",
+                                               "max rel err", "mismatches", "atol/rtol",
+                                               "within tolerance"], rows))
 
     def check(task, shape, params, ins, ref_outs):
         nonlocal nbad
@@ -65,6 +82,7 @@ def main():
                    "%g/%g" % (atol, rtol), "yes" if ok else "**NO**"]
             rows.append(row)
             print(" | ".join(str(x) for x in row), flush=True)
+            write_md()
 
     if a.dump:
         for e, ins, outs in common.load_dump(a.dump, common.DEVICE):
@@ -92,16 +110,13 @@ def main():
                 except Exception as ex:  # noqa: BLE001
                     nbad += 1
                     rows.append([name, s["name"], "-", "-", "-", "-", "-", "**ERROR** %s" % ex])
+                    write_md()
                     print(name, s["name"], "ERROR", ex, flush=True)
                 ins = outs = None
                 common.empty_cache()
                 if time.time() - t0 > 60:
                     print("  (%s %s took %.0f s)" % (name, s["name"], time.time() - t0), flush=True)
-    md = common.markdown_table(["task", "shape", "output", "max abs err", "max rel err",
-                                "mismatches", "atol/rtol", "within tolerance"], rows)
-    if a.md:
-        with open(a.md, "w") as f:
-            f.write(md)
+    write_md()
     print("\n%d rows, %d outside tolerance" % (len(rows), nbad))
     sys.exit(1 if nbad else 0)
 

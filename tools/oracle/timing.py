@@ -80,12 +80,24 @@ def main():
     ap.add_argument("--only", default=None,
                     help="only tasks whose name contains one of these (comma list)")
     ap.add_argument("--category", default=None, help="only tasks of this category (comma list)")
+    ap.add_argument("--names", default=None,
+                    help="only these tasks: exact names, comma-separated, or @FILE")
+    ap.add_argument("--cublas-only", action="store_true",
+                    help="only tasks whose reference plan has a cuBLAS (library) step: those "
+                         "bench/tasks/selfeval.py cannot time through kevald")
     ap.add_argument("--ref", action="store_true")
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--md", default=None)
     a = ap.parse_args()
     common.fp32_strict()
     tasks = common.filter_tasks(common.load_tasks(a.tasks), a.category)
+    if a.names:
+        spec = open(a.names[1:]).read() if a.names.startswith("@") else a.names
+        want = {n.strip() for n in spec.replace("\n", ",").split(",") if n.strip()}
+        tasks = {n: t for n, t in tasks.items() if n in want}
+    if a.cublas_only:
+        tasks = {n: t for n, t in tasks.items()
+                 if any("library" in st for st in t["reference"]["plan"])}
     missing = sorted(n for n in tasks if n not in OPS)
     if missing:
         print("no PyTorch op in torch_ops for %d task(s), skipped: %s" % (len(missing), " ".join(missing)))

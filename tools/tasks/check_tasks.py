@@ -9,7 +9,9 @@ int init bounds, flops, bytes) evaluates; buffer bytes of each shape set stay
 under 20 GiB (both copies and guard bands must fit an 80 GB GPU); grid and
 block dimensions are within CUDA limits; each launched kernel is an
 `extern "C" __global__` function of the reference source and gets as many
-arguments as it declares.  With --nvcc every reference and example source is
+arguments as it declares; `provenance.reference_slower_note` (why a reference
+stays slower than 1.25x PyTorch, docs/tasks.md "Yardsticks"), when present, is
+a string of at least 20 characters.  With --nvcc every reference and example source is
 compiled to a CUBIN for sm_90a (nvcc stands in for NVRTC here; neither source
 includes any header).  `kevald task check` is the authoritative validator.
 """
@@ -22,6 +24,7 @@ import sys
 
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i8": 1, "u8": 1, "i32": 4, "i64": 8}
 MAX_BYTES = 20 << 30
+SLOWER_NOTE_MIN = 20    # characters: a reason, not a placeholder
 NVCC = "/usr/local/cuda/bin/nvcc"
 
 
@@ -89,6 +92,18 @@ def check_plan(where, plan, sigs, params, names, errs):
                     errs.append("%s plan[%d]: %s value %d overflows" % (where, i, a["type"], v))
 
 
+def check_slower_note(prov):
+    """Errors for provenance.reference_slower_note: absent is fine; present, a
+    string of at least SLOWER_NOTE_MIN characters that says why."""
+    note = prov.get("reference_slower_note")
+    if note is None:
+        return []
+    if not isinstance(note, str) or len(note.strip()) < SLOWER_NOTE_MIN:
+        return ["provenance.reference_slower_note: a string of at least %d characters saying "
+                "why the reference is slower than 1.25x PyTorch" % SLOWER_NOTE_MIN]
+    return []
+
+
 def check(path, nvcc, report):
     errs = []
     t = json.load(open(path))
@@ -99,6 +114,7 @@ def check(path, nvcc, report):
             errs.append("missing " + k)
     if os.path.basename(path) != t["name"] + ".json":
         errs.append("file name does not match task name")
+    errs += check_slower_note(t.get("provenance") or {})
     src = open(os.path.join(d, t["reference"]["source_file"])).read()
     sigs = kernel_sigs(src)
     ex_sigs = {}

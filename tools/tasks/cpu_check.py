@@ -225,7 +225,8 @@ def cval(a, params):
 
 def build_driver(task, src_path, params, bufs, scratch, plan_key="reference"):
     with open(src_path) as f:
-        seq = "__syncthreads" not in f.read()
+        text = f.read()
+        seq = "__syncthreads" not in text and "__shfl" not in text
     lines = (["#define SHIM_SEQUENTIAL 1"] if seq else []) + [
              '#include "%s"' % os.path.join(HERE, "cpu", "cuda_cpu_shim.h"),
              '#include "%s"' % src_path,

@@ -4,8 +4,8 @@ GPU host's check outputs.
 
 Usage: python3 tools/tasks/gen_table.py [--doc docs/tasks.md] [--tasks tasks]
            [--oracle FILE ...] [--degeneracy FILE ...] [--timing-ref FILE ...]
-           [--oracle-cpu FILE ...] [--degeneracy-cpu FILE ...] [--timing FILE]
-           [--replace]
+           [--oracle-cpu FILE ...] [--degeneracy-cpu FILE ...] [--timing FILE ...]
+           [--baselines FILE] [--replace]
 
 Replaces the text between <!-- BEGIN name --> and <!-- END name --> markers in
 the doc (prose stays outside the markers):
@@ -24,12 +24,20 @@ the doc (prose stays outside the markers):
   library are dropped. Rows are sorted by level, problem number, shape set
   (tiny, small, default) and output; each block ends with a totals line
   counted from its rows;
-* `timing`: replaced verbatim by --timing FILE (the markdown that
-  bench/tasks/selfeval.py --md writes: kevald's own reference times);
+* `timing`: the markdown that bench/tasks/selfeval.py --md writes (kevald's
+  own reference times), rows MERGED by task like the blocks above (a run of
+  a few tasks updates their rows; --replace starts afresh); the block ends
+  with the summary lines of the files given, then a count of its rows;
 * `timing-all` (always): one row per task, the reference time at the default
   size next to the published eager time, from the `timing` block (through
   kevald) and the `timing-ref` block (stand-alone);
-* `summary` (always): the totals of the blocks above, for the top of the page.
+* `summary` (always): the totals of the blocks above, for the top of the page;
+* `yardstick` (always): one row per task, the reference time at the default
+  size (from `timing-all`) beside torch eager, torch.compile (--baselines
+  FILE; default tasks/baselines/nvidia-h100-80gb-hbm3.json, else the H200
+  file, labelled so) and the roofline minimum on the H100, the ratio to the
+  faster baseline and whether it meets 1.25x or says why not
+  (tools/tasks/yardstick.py), then the count line.
 """
 import argparse
 import collections
@@ -38,6 +46,8 @@ import json
 import os
 import re
 import statistics
+
+import yardstick
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SHAPE_ORDER = {"tiny": 0, "small": 1, "default": 2}
@@ -250,13 +260,97 @@ def summary(tasks, doc, all_rows):
     return "\n".join(out) + "\n\n" + "\n".join(out2) + "\n"
 
 
+TIMING_HEADER = ["task", "verdict", "candidate", "kevald reference ms (default)", "self speedup",
+                 "PyTorch eager ms (published H100)", "reference / eager"]
+
+
+def summary_lines(text):
+    """The lines of a selfeval --md file that are neither table rows nor blank."""
+    return [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("|")]
+
+
+def timing_lines(text):
+    """(task, row cells, the line as written) for every selfeval row of @text
+    (the line keeps a skipped row's trailing comment)."""
+    out = []
+    for ln in text.splitlines():
+        got = parse_rows(ln, 7)
+        if got:
+            out.append((got[0][0], got[0], ln.strip()))
+    return out
+
+
+def merge_timing(old_text, files, order, replace_old=False):
+    """The `timing` block: the rows of @old_text (none with @replace_old)
+    updated by the rows of the selfeval --md @files (by task), the files'
+    summary lines (else the old block's) and a count of the rows."""
+    merged = collections.OrderedDict()
+    if not replace_old:
+        for task, cells, ln in timing_lines(old_text):
+            merged[task] = (cells, ln)
+    notes = []
+    for path in files:
+        with open(path) as f:
+            text = f.read()
+        got = timing_lines(text)
+        if not got:
+            raise SystemExit("%s: no selfeval rows" % path)
+        for task, cells, ln in got:
+            merged[task] = (cells, ln)
+        notes += summary_lines(text)
+    rows = sorted((v for k, v in merged.items() if k in order),
+                  key=lambda v: (v[0][1] == "skipped", order[v[0][0]]))
+    if not notes:
+        notes = summary_lines(old_text)
+    notes = [ln for ln in notes if not ln.startswith("Rows: ")]
+    foot = "Rows: %d (%d correct, %d skipped)." % (
+        len(rows), sum(c[1] == "correct" for c, _ in rows), sum(c[1] == "skipped" for c, _ in rows))
+    table = md_table(TIMING_HEADER, [])
+    return table + "\n".join(ln for _, ln in rows) + "\n\n" + "\n".join(notes + [foot]) + "\n"
+
+
+def yardstick_block(tasks, all_rows, tasks_dir, baselines_path=None):
+    """The `yardstick` block from the `timing-all` rows and a baseline file."""
+    ref_ms = {}
+    for r in all_rows:
+        v = to_float(r[3]) if r[3] != "-" else to_float(r[4])
+        if v is not None:
+            ref_ms[r[0].strip("`")] = v
+    bdir = os.path.join(tasks_dir, "baselines")
+    h100 = os.path.join(bdir, yardstick.H100_SLUG + ".json")
+    path = baselines_path or (h100 if os.path.exists(h100) else os.path.join(bdir, "nvidia-h200.json"))
+    base = None
+    if os.path.exists(path):
+        with open(path) as f:
+            base = json.load(f)
+    if base and base.get("slug") == yardstick.H100_SLUG:
+        label = "H100"
+        intro = ("Baselines: `%s` (%s, %s, torch %s)." % (
+            os.path.relpath(path, ROOT), base.get("gpu"), base.get("date"), base.get("torch")))
+    elif base:
+        label = "%s, no H100 file yet" % base.get("gpu")
+        intro = ("**No H100 file yet** (`tasks/baselines/%s.json`): the eager and compile columns "
+                 "are `%s` (%s, %s, torch %s), so the ratio sets an H100 reference time against "
+                 "%s PyTorch times; on memory-bound tasks the %s's higher bandwidth makes it read "
+                 "high." % (yardstick.H100_SLUG, os.path.relpath(path, ROOT), base.get("gpu"),
+                            base.get("date"), base.get("torch"), base.get("gpu"), base.get("gpu")))
+    else:
+        label = "none"
+        intro = "No baseline file: the eager and compile columns are empty."
+    rows = yardstick.rows(tasks, ref_ms, base, yardstick.load_peaks())
+    return (intro + "\n\n" + md_table(yardstick.header(label), rows) + "\n" +
+            yardstick.count_line(rows) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "tasks.md"))
     ap.add_argument("--tasks", default=os.path.join(ROOT, "tasks"))
     for name in ROW_BLOCKS:
         ap.add_argument("--" + name, dest=name.replace("-", "_"), nargs="+", default=[])
-    ap.add_argument("--timing")
+    ap.add_argument("--timing", nargs="+", default=[])
+    ap.add_argument("--baselines", help="baseline file for the yardstick table (default: the H100 "
+                    "file in tasks/baselines, else the H200 one)")
     ap.add_argument("--replace", action="store_true",
                     help="drop the doc's rows of the blocks given before merging")
     a = ap.parse_args()
@@ -273,8 +367,8 @@ def main():
     doc = replace(doc, "tasks", tasks_table(tasks))
     doc = replace(doc, "counts", counts_table(tasks))
     if a.timing:
-        with open(a.timing) as f:
-            doc = replace(doc, "timing", f.read())
+        doc = replace(doc, "timing", merge_timing(block_text(doc, "timing"), a.timing, order,
+                                                  a.replace))
     for name, (nkey, ncols) in ROW_BLOCKS.items():
         files = getattr(a, name.replace("-", "_"))
         old = [] if (a.replace and files) else parse_rows(block_text(doc, name), ncols)
@@ -290,6 +384,7 @@ def main():
     text, all_rows = timing_all(tasks, doc)
     doc = replace(doc, "timing-all", text)
     doc = replace(doc, "summary", summary(tasks, doc, all_rows))
+    doc = replace(doc, "yardstick", yardstick_block(tasks, all_rows, a.tasks, a.baselines))
     with open(a.doc, "w") as f:
         f.write(doc)
     print("%s: %d tasks" % (a.doc, len(tasks)))

@@ -12,17 +12,50 @@ def shapes(B, D):
 
 SRC = r'''
 // Reference for KernelBench level 1 problem {problem}: y = {math}, elementwise.
-// fp32 in, fp32 out; a grid-stride loop with 64-bit indices (the default size
-// has more than 2^31 elements).
+// fp32 in, fp32 out, 64-bit indices (the default size has more than 2^31
+// elements). When x and y are 16-byte aligned each thread loads two float4s
+// before computing either (blocks of 256 threads cover 2048 elements; a
+// grid-stride loop covers the rest when the grid is capped), then a scalar
+// tail; otherwise a scalar grid-stride loop.
 {helpers}
+__device__ static float act(float v)
+{{
+        return {expr};
+}}
+
+__device__ static float4 act4(float4 v)
+{{
+        return make_float4(act(v.x), act(v.y), act(v.z), act(v.w));
+}}
+
 extern "C" __global__ void {kernel}(const float* __restrict__ x, float* __restrict__ y,
                                     unsigned long long n)
 {{
-        unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-             i < n; i += stride) {{
-                float v = x[i];
-                y[i] = {expr};
+        unsigned long long t = (unsigned long long)blockIdx.x * blockDim.x * 2 + threadIdx.x;
+        if ((((unsigned long long)x | (unsigned long long)y) & 15) == 0) {{
+                const float4* x4 = (const float4*)x;
+                float4* y4 = (float4*)y;
+                unsigned long long n4 = n / 4;
+                unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x * 2;
+                for (unsigned long long i = t; i < n4; i += stride) {{
+                        unsigned long long j = i + blockDim.x;
+                        float4 a = x4[i];
+                        if (j < n4) {{
+                                float4 b = x4[j];
+                                y4[i] = act4(a);
+                                y4[j] = act4(b);
+                        }} else {{
+                                y4[i] = act4(a);
+                        }}
+                }}
+                unsigned long long k = n4 * 4 + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+                if (k < n)
+                        y[k] = act(x[k]);
+        }} else {{
+                unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+                for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+                     i < n; i += stride)
+                        y[i] = act(x[i]);
         }}
 }}
 '''
@@ -93,7 +126,7 @@ def tasks():
             tnote = ("Transcendental function: rtol 1e-3 admits fast-math intrinsics "
                      "(__expf, tanh.approx: relative error <= ~5e-4) while any formula "
                      "error (wrong constant, wrong branch) still fails.")
-        plan = [launch(kernel, ["min(ceil_div(B * D, 256), 1048576)"], [256],
+        plan = [launch(kernel, ["min(ceil_div(B * D, 2048), 1048576)"], [256],
                        ["x", "y", u64("B * D")])]
         example = None
         if num == 19:
@@ -105,8 +138,8 @@ def tasks():
             src, plan, tolerance=tolerance, tolerance_note=tnote,
             flops="%d * B * D" % fpe, bytes_="8 * B * D",
             trials=2,
-            reference_note="direct elementwise kernel (PyTorch eager runs its own "
-                           "vectorized elementwise kernel); "
+            reference_note="direct elementwise kernel, float4 loads and stores (PyTorch "
+                           "eager runs its own vectorized elementwise kernel); "
                            "inputs are normal(0, %g), KernelBench draws torch.randn/rand"
                            % init["std"],
             example=example))
@@ -126,10 +159,11 @@ def tasks():
          {"name": "small", "B": 1000, "D": 4093},
          {"name": "tiny", "B": 3, "D": 33}],
         [buf("x", ["B", "D"], "in", init=normal(0, 2)), buf("y", ["B", "D"], "out")],
-        src, [launch(kernel, ["min(ceil_div(B * D, 256), 1048576)"], [256], ["x", "y", u64("B * D")])],
+        src, [launch(kernel, ["min(ceil_div(B * D, 2048), 1048576)"], [256], ["x", "y", u64("B * D")])],
         tolerance={"atol": 1e-4, "rtol": 1e-3},
         tolerance_note="Transcendental function: rtol 1e-3 admits fast-math tanh/exp.",
         flops="9 * B * D", bytes_="8 * B * D", trials=3,
-        reference_note="one fused elementwise kernel; PyTorch eager runs ~7 separate "
+        reference_note="one fused elementwise kernel, float4 loads and stores; PyTorch eager "
+                       "runs ~7 separate "
                        "elementwise kernels for the Python expression"))
     return out

@@ -25,19 +25,41 @@ extern "C" __global__ void __launch_bounds__(1024) loss_final(const double* __re
 
 ELEM = r'''
 // Reference for KernelBench level 1 problem {problem}: {what}
-// Stage 1 (loss_partial): 1024 blocks, each sums the per-element loss of a
-// grid-stride slice in double into part[block]; no atomics, fixed order.
+// Stage 1 (loss_partial): 1024 blocks of 256 threads; block k takes rows k,
+// k + 1024, ... and sums their per-element loss in double into part[k]
+// (per-thread sums in a fixed order, then a shared-memory tree; no atomics).
+// A row is read with float4 loads when it and its target row are 16-byte
+// aligned (the tail of a row whose length is not a multiple of 4 scalar),
+// with scalar loads otherwise.
 {helpers}
+__device__ static double term(float pf, float tf)
+{{
+        {decl}
+        return {term};
+}}
+
 extern "C" __global__ void __launch_bounds__(256) loss_partial(const float* __restrict__ p,
         const float* __restrict__ t, double* __restrict__ part, unsigned long long n, long long D)
 {{
         __shared__ double sh[256];
         double a = 0.0;
-        for (unsigned long long i = (unsigned long long)blockIdx.x * 256 + threadIdx.x; i < n;
-             i += 1024ull * 256) {{
-                double pv = p[i];
-                double tv = t[{tindex}];
-                a += {term};
+        long long B = (long long)(n / (unsigned long long)D);
+        for (long long b = blockIdx.x; b < B; b += gridDim.x) {{
+                const float* pr = p + (unsigned long long)b * D;
+                const float* tr = t + {trow};
+                long long d0 = 0;
+                if ((((unsigned long long)pr | (unsigned long long)tr) & 15) == 0) {{
+                        const float4* p4 = (const float4*)pr;
+                        const float4* t4 = (const float4*)tr;
+                        for (long long i = threadIdx.x; i < D / 4; i += 256) {{
+                                float4 u = p4[i], v = t4[i];
+                                a += term(u.x, v.x) + term(u.y, v.y) + term(u.z, v.z) +
+                                     term(u.w, v.w);
+                        }}
+                        d0 = D / 4 * 4;
+                }}
+                for (long long i = d0 + threadIdx.x; i < D; i += 256)
+                        a += term(pr[i], tr[i]);
         }}
         sh[threadIdx.x] = a;
         __syncthreads();
@@ -113,9 +135,11 @@ extern "C" __global__ void mse_final(const double* part, float* loss, unsigned l
 '''
 
 
-def elem_loss(num, title, what, math, term, pinit, tinit, tshape=("B", "D"), tindex="i",
+def elem_loss(num, title, what, math, term, pinit, tinit, tshape=("B", "D"), trow="(unsigned long long)b * D",
               flops_per=3, note="", example=None):
-    src = ELEM.format(problem=problem(num)["problem"], what=what, helpers="", term=term, tindex=tindex) + FINAL
+    decl = "double pv = pf, tv = tf;" if "pv" in term else "double tv = tf;"
+    src = ELEM.format(problem=problem(num)["problem"], what=what, helpers="", term=term, trow=trow,
+                      decl=decl) + FINAL
     tbytes = "4 * D" if list(tshape) == ["D"] else "4 * B * D"
     return make_task(
         num, "loss", title,
@@ -130,8 +154,9 @@ def elem_loss(num, title, what, math, term, pinit, tinit, tshape=("B", "D"), tin
         scratch_bufs=[scratch("part", "f64", 1024)],
         tolerance=TOL, tolerance_note=TNOTE,
         flops="%d * B * D" % flops_per, bytes_="4 * B * D + %s + 4" % tbytes, trials=2,
-        reference_note="two-stage deterministic reduction in double; PyTorch eager runs "
-                       "elementwise kernels and a mean reduction", example=example)
+        reference_note="two-stage deterministic reduction in double, float4 loads (logarithms "
+                       "in float: logf, then double); PyTorch eager runs elementwise kernels "
+                       "and a mean reduction", example=example)
 
 
 def tasks():
@@ -159,7 +184,7 @@ def tasks():
         "p * t, min=0))); t has shape [D] and broadcasts over the rows (KernelBench writes it "
         "as shape (batch_size,) with batch_size == D)",
         "fmax(0.0, 1.0 - pv * tv)", normal(0, 1), uniform(-1, 1), tshape=("D",),
-        tindex="i % (unsigned long long)D", flops_per=3,
+        trow="0", flops_per=3,
         note="Inputs: p normal(0, 1); t uniform(-1, 1) (KernelBench draws t from {-1, +1}; "
              "continuous t keeps the clamp active for about a third of the elements)."))
     out.append(elem_loss(
@@ -167,7 +192,8 @@ def tasks():
         "loss = (1 / B) * sum_{b,d} t[b, d] * (log(t[b, d]) - log(p[b, d])) "
         "(torch.nn.functional.kl_div(torch.log(p), t, reduction='batchmean')); t has shape [B, D]; "
         "all inputs are strictly positive",
-        "tv * (log(tv) - log(pv))", uniform(0.05, 1.05), uniform(0.05, 1.05), flops_per=4,
+        "tv * ((double)logf(tf) - (double)logf(pf))", uniform(0.05, 1.05), uniform(0.05, 1.05),
+        flops_per=4,
         note="Inputs: p and t uniform[0.05, 1.05) (strictly positive; KernelBench feeds row "
              "softmaxes, for which the same formula applies; rows need not sum to 1 here)."))
     # divisor: B*D except KL (B)

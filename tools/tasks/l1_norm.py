@@ -11,7 +11,8 @@ SEG_SRC = r'''
 // Stage 1 (seg_partial): block (p, s) sums one chunk of segment s and the
 // squares, in double, into part[(s * P + p) * 2 + {{0, 1}}]: fixed order, no atomics.
 // Stage 2 (seg_stats): {stats_what}
-// Stage 3 (seg_apply): y = (x - mean) * rstd.
+// Stage 3 (seg_apply): y = (x - mean) * rstd, a block row per segment.
+// Stages 1 and 3 read float4s where the chunk or segment is 16-byte aligned.
 #define THREADS 256
 
 extern "C" __global__ void __launch_bounds__(THREADS) seg_partial(const float* __restrict__ x,
@@ -23,7 +24,20 @@ extern "C" __global__ void __launch_bounds__(THREADS) seg_partial(const float* _
         long long lo = p * chunk, hi = lo + chunk < L ? lo + chunk : L;
         const float* seg = x + (unsigned long long)s * L;
         double a = 0.0, b = 0.0;
-        for (long long i = lo + threadIdx.x; i < hi; i += THREADS) {{
+        long long from = lo;
+        if (lo < hi && ((unsigned long long)(seg + lo) & 15) == 0) {{
+                /* float4 body of the chunk, then its scalar tail */
+                const float4* v4 = (const float4*)(seg + lo);
+                long long n4 = (hi - lo) / 4;
+                for (long long i = threadIdx.x; i < n4; i += THREADS) {{
+                        float4 v = v4[i];
+                        double e0 = v.x, e1 = v.y, e2 = v.z, e3 = v.w;
+                        a += (e0 + e1) + (e2 + e3);
+                        b += (e0 * e0 + e1 * e1) + (e2 * e2 + e3 * e3);
+                }}
+                from = lo + n4 * 4;
+        }}
+        for (long long i = from + threadIdx.x; i < hi; i += THREADS) {{
                 double v = seg[i];
                 a += v;
                 b += v * v;
@@ -46,16 +60,33 @@ extern "C" __global__ void __launch_bounds__(THREADS) seg_partial(const float* _
 
 {stats_kernel}
 
-extern "C" __global__ void seg_apply(const float* __restrict__ x, const double* __restrict__ stats,
-        float* __restrict__ y, long long L, {apply_extra}unsigned long long n)
+extern "C" __global__ void __launch_bounds__(THREADS) seg_apply(const float* __restrict__ x,
+        const double* __restrict__ stats, float* __restrict__ y, long long L{apply_extra})
 {{
-        unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-             i < n; i += stride) {{
-                unsigned long long g = {group_of_i};
-                double mean = stats[2 * g], rstd = stats[2 * g + 1];
-                y[i] = (float)(((double)x[i] - mean) * rstd);
+        /* grid (chunks, S): blockIdx.y is the segment, so its statistics are
+         * read once per block and no element index is divided */
+        unsigned long long s = blockIdx.y;
+        unsigned long long g = {group_of_s};
+        double mean = stats[2 * g], rstd = stats[2 * g + 1];
+        const float* xs = x + s * (unsigned long long)L;
+        float* ys = y + s * (unsigned long long)L;
+        long long t = (long long)blockIdx.x * THREADS + threadIdx.x;
+        long long stride = (long long)gridDim.x * THREADS;
+        long long from = 0;
+        if ((((unsigned long long)xs | (unsigned long long)ys) & 15) == 0) {{
+                const float4* x4 = (const float4*)xs;
+                float4* y4 = (float4*)ys;
+                for (long long i = t; i < L / 4; i += stride) {{
+                        float4 v = x4[i];
+                        y4[i] = make_float4((float)(((double)v.x - mean) * rstd),
+                                            (float)(((double)v.y - mean) * rstd),
+                                            (float)(((double)v.z - mean) * rstd),
+                                            (float)(((double)v.w - mean) * rstd));
+                }}
+                from = L / 4 * 4;
         }}
+        for (long long i = from + t; i < L; i += stride)
+                ys[i] = (float)(((double)xs[i] - mean) * rstd);
 }}
 '''
 
@@ -110,20 +141,18 @@ def seg_task(num, title, what, desc, params, shapes, S, L, seg_note, stats_what,
     P = P_EXPR % L
     src = SEG_SRC.format(problem=problem(num)["problem"], what=what, segnote=seg_note,
                          stats_what=stats_what, stats_kernel=BN_STATS if bn else SEG_STATS,
-                         apply_extra="int C, " if bn else "",
-                         group_of_i="(i / (unsigned long long)L) % (unsigned long long)C" if bn
-                         else "i / (unsigned long long)L")
+                         apply_extra=", int C" if bn else "",
+                         group_of_s="s % (unsigned long long)C" if bn else "s")
     ngroups = "C" if bn else S
     stats_launch = (launch("seg_stats", ["ceil_div(C, 64)"], [64],
                            ["part", "stats", i32("N"), i32("C"), i32(P), i64(L), {"type": "f32", "value": 1e-5}])
                     if bn else
                     launch("seg_stats", ["ceil_div(%s, 64)" % S], [64],
                            ["part", "stats", i32(S), i32(P), i64(L), {"type": "f32", "value": 1e-5}]))
-    n = "%s * %s" % (S, L)
     plan = [launch("seg_partial", [P, S], [256], ["x", "part", i64(L), i32(P)]),
             stats_launch,
-            launch("seg_apply", ["min(ceil_div(%s, 256), 1048576)" % n], [256],
-                   ["x", "stats", "y", i64(L)] + ([i32("C")] if bn else []) + [u64(n)])]
+            launch("seg_apply", ["min(ceil_div(%s, 1024), 65535)" % L, S], [256],
+                   ["x", "stats", "y", i64(L)] + ([i32("C")] if bn else []))]
     return make_task(
         num, "norm", title, desc, params, shapes,
         [buf("x", ["N", "C", "H", "W"], "in", init=normal(1.0, 2.0)),
@@ -134,7 +163,7 @@ def seg_task(num, title, what, desc, params, shapes, S, L, seg_note, stats_what,
         tolerance={"atol": 1e-4, "rtol": 1e-4},
         flops="8 * N * C * H * W", bytes_="12 * N * C * H * W", trials=trials,
         reference_note="three kernels: chunked partial sums in double, per-%s statistics, "
-                       "normalize; PyTorch eager calls %s" % ("channel" if bn else "group", torch_desc))
+                       "normalize (float4 loads); PyTorch eager calls %s" % ("channel" if bn else "group", torch_desc))
 
 
 NCHW = {"N": "batch", "C": "channels (features)", "H": "height (dim1)", "W": "width (dim2)"}
@@ -204,18 +233,38 @@ def tasks():
 
 RMS_SRC = r'''
 // Reference for KernelBench level 1 problem {problem}: RMS normalization over
-// dimension 1 (channels) of an NCHW tensor. One thread per (n, h, w): sum of
-// squares over c in double, then y = x / sqrt(mean + eps).
-extern "C" __global__ void rms_norm_ref(const float* __restrict__ x, float* __restrict__ y,
-        int N, int C, long long HW, float eps)
+// dimension 1 (channels) of an NCHW tensor. One thread per (n, h, w) (a warp
+// reads 128 contiguous bytes per channel): sum of squares over c in double,
+// then y = x / sqrt(mean + eps). Up to CMAX channels each thread keeps its
+// column of x in shared memory (its own, so no barrier), loads 16 at a time
+// in flight, and x is read from memory once; more channels read it twice.
+#define THREADS 128
+#define CMAX 64
+
+extern "C" __global__ void __launch_bounds__(THREADS) rms_norm_ref(const float* __restrict__ x,
+        float* __restrict__ y, int N, int C, long long HW, float eps)
 {{
-        long long hw = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+        __shared__ float col[CMAX][THREADS];
+        long long hw = (long long)blockIdx.x * THREADS + threadIdx.x;
         long long n = blockIdx.y;
         if (hw >= HW)
                 return;
         const float* p = x + (unsigned long long)n * C * HW + hw;
         float* q = y + (unsigned long long)n * C * HW + hw;
         double ss = 0.0;
+        if (C <= CMAX) {{
+#pragma unroll 16
+                for (int c = 0; c < C; c++)
+                        col[c][threadIdx.x] = p[(unsigned long long)c * HW];
+                for (int c = 0; c < C; c++) {{
+                        double v = col[c][threadIdx.x];
+                        ss += v * v;
+                }}
+                double r = 1.0 / sqrt(ss / C + (double)eps);
+                for (int c = 0; c < C; c++)
+                        q[(unsigned long long)c * HW] = (float)((double)col[c][threadIdx.x] * r);
+                return;
+        }}
         for (int c = 0; c < C; c++) {{
                 double v = p[(unsigned long long)c * HW];
                 ss += v * v;
@@ -241,10 +290,12 @@ def rms():
         [buf("x", ["N", "C", "H", "W"], "in", init=normal(0, 1)),
          buf("y", ["N", "C", "H", "W"], "out")],
         RMS_SRC.format(problem=problem(num)["problem"]),
-        [launch("rms_norm_ref", ["ceil_div(H * W, 256)", "N"], [256],
+        [launch("rms_norm_ref", ["ceil_div(H * W, 128)", "N"], [128],
                 ["x", "y", i32("N"), i32("C"), i64("H * W"), {"type": "f32", "value": 1e-5}])],
         flops="4 * N * C * H * W", bytes_="8 * N * C * H * W", trials=2,
-        reference_note="one thread per (n, h, w), sum of squares in double; PyTorch eager runs "
+        reference_note="one thread per (n, h, w), x read once (kept in shared memory up to 64 "
+                       "channels), sum "
+                       "of squares in double; PyTorch eager runs "
                        "pow, mean, add, sqrt and div as separate kernels")
 
 
@@ -253,7 +304,7 @@ FRO_SRC = r'''
 // Frobenius norm of the whole tensor. fro_partial: 1024 blocks each sum the
 // squares of a grid-stride slice in double into part[block]; fro_apply: every
 // block re-sums the 1024 partials in the same fixed order (cheap, deterministic)
-// and scales its slice.
+// and scales its slice. Both read float4s where x (and y) are 16-byte aligned.
 #define THREADS 256
 #define PARTS 1024
 
@@ -262,8 +313,18 @@ extern "C" __global__ void __launch_bounds__(THREADS) fro_partial(const float* _
 {{
         __shared__ double sh[THREADS];
         double a = 0.0;
-        for (unsigned long long i = (unsigned long long)blockIdx.x * THREADS + threadIdx.x; i < n;
-             i += (unsigned long long)PARTS * THREADS) {{
+        unsigned long long t = (unsigned long long)blockIdx.x * THREADS + threadIdx.x;
+        unsigned long long from = 0;
+        if (((unsigned long long)x & 15) == 0) {{
+                const float4* x4 = (const float4*)x;
+                for (unsigned long long i = t; i < n / 4; i += (unsigned long long)PARTS * THREADS) {{
+                        float4 v = x4[i];
+                        double e0 = v.x, e1 = v.y, e2 = v.z, e3 = v.w;
+                        a += (e0 * e0 + e1 * e1) + (e2 * e2 + e3 * e3);
+                }}
+                from = n / 4 * 4;
+        }}
+        for (unsigned long long i = from + t; i < n; i += (unsigned long long)PARTS * THREADS) {{
                 double v = x[i];
                 a += v * v;
         }}
@@ -291,8 +352,19 @@ extern "C" __global__ void __launch_bounds__(THREADS) fro_apply(const float* __r
         __syncthreads();
         double r = inv;
         unsigned long long stride = (unsigned long long)gridDim.x * THREADS;
-        for (unsigned long long i = (unsigned long long)blockIdx.x * THREADS + threadIdx.x; i < n;
-             i += stride)
+        unsigned long long t = (unsigned long long)blockIdx.x * THREADS + threadIdx.x;
+        unsigned long long from = 0;
+        if ((((unsigned long long)x | (unsigned long long)y) & 15) == 0) {{
+                const float4* x4 = (const float4*)x;
+                float4* y4 = (float4*)y;
+                for (unsigned long long i = t; i < n / 4; i += stride) {{
+                        float4 v = x4[i];
+                        y4[i] = make_float4((float)((double)v.x * r), (float)((double)v.y * r),
+                                            (float)((double)v.z * r), (float)((double)v.w * r));
+                }}
+                from = n / 4 * 4;
+        }}
+        for (unsigned long long i = from + t; i < n; i += stride)
                 y[i] = (float)((double)x[i] * r);
 }}
 '''
@@ -316,13 +388,14 @@ def fro():
          buf("y", ["N", "C", "H", "W"], "out")],
         FRO_SRC.format(problem=problem(num)["problem"]),
         [launch("fro_partial", [1024], [256], ["x", "part", u64(n)]),
-         launch("fro_apply", ["min(ceil_div(%s, 256), 262144)" % n], [256], ["x", "part", "y", u64(n)])],
+         launch("fro_apply", ["min(ceil_div(%s, 1024), 8192)" % n], [256], ["x", "part", "y", u64(n)])],
         scratch_bufs=[scratch("part", "f64", 1024)],
         tolerance={"atol": 1e-10, "rtol": 1e-4},
         tolerance_note="Outputs are ~1/sqrt(N*C*H*W) (2e-5 at the default size): atol 1e-10 so "
                        "that zeros fail; rtol 1e-4 admits a float-accumulated norm.",
         flops="3 * N * C * H * W", bytes_="12 * N * C * H * W", trials=1,
-        reference_note="1024-way partial sums of squares in double, then scale; PyTorch eager "
+        reference_note="1024-way partial sums of squares in double, then scale (float4 loads, "
+                       "at most 8192 scaling blocks, each re-summing the partials); PyTorch eager "
                        "runs a norm reduction and a division")
 
 

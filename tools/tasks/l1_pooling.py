@@ -29,6 +29,31 @@ extern "C" __global__ void {kernel}(const float* __restrict__ x, float* __restri
 '''
 
 
+# 1D and 2D: a block row per output row (n, c[, oh]), threads along the last
+# output axis: no 64-bit division per output element.
+SRC_ROWS = r'''
+// Reference for KernelBench level 1 problem {problem}: {what}
+// One thread per output element: blockIdx.x is the output row (n, c{row_axes}),
+// blockIdx.y * blockDim.x + threadIdx.x the position along the last output
+// axis (blocks of up to 256 threads, fitted to the axis's length), so
+// a warp reads neighbouring inputs and nothing is divided per element but the
+// row's coordinates; the window is clipped to the input, {padnote}.
+extern "C" __global__ void __launch_bounds__(256) {kernel}(const float* __restrict__ x,
+        float* __restrict__ y, int NC, {dims_in}, {dims_out}, int K, int S, int PAD, int DIL)
+{{
+        int o{last} = blockIdx.y * blockDim.x + threadIdx.x;
+        if (o{last} >= O{LAST})
+                        return;
+        unsigned int row = blockIdx.x;
+{decode}
+                const float* base = x + nc * {in_size};
+                {acc_init}
+{loops}
+                y[(unsigned long long)row * O{LAST} + o{last}] = {result};
+}}
+'''
+
+
 def pool_task(num, nd, maxpool, shapes, title):
     axes = ["L"] if nd == 1 else (["H", "W"] if nd == 2 else ["D", "H", "W"])
     outs = ["O" + a for a in axes]
@@ -72,9 +97,20 @@ def pool_task(num, nd, maxpool, shapes, title):
     for i in range(nd):
         ind = ind[:-8]
         loops.append("%s}" % ind)
-    src = SRC.format(problem=problem(num)["problem"], what=what, padnote=padnote, kernel=kernel,
-                     dims_in=dims_in, dims_out=dims_out, decode="\n".join(decode), in_size=in_size,
-                     acc_init=acc_init, loops="\n".join(loops), result=result)
+    if nd <= 2:
+        rdecode = ["        unsigned long long nc = row;"] if nd == 1 else [
+            "        int oh = (int)(row % (unsigned int)OH);",
+            "        unsigned long long nc = row / (unsigned int)OH;"]
+        src = SRC_ROWS.format(problem=problem(num)["problem"], what=what, padnote=padnote,
+                              kernel=kernel, dims_in=dims_in, dims_out=dims_out,
+                              row_axes="" if nd == 1 else ", oh", last=axes[-1].lower(),
+                              LAST=axes[-1], decode="\n".join(rdecode), in_size=in_size,
+                              acc_init=acc_init, loops="\n".join(loops), result=result)
+        src = src.replace("\n                ", "\n        ")
+    else:
+        src = SRC.format(problem=problem(num)["problem"], what=what, padnote=padnote, kernel=kernel,
+                         dims_in=dims_in, dims_out=dims_out, decode="\n".join(decode), in_size=in_size,
+                         acc_init=acc_init, loops="\n".join(loops), result=result)
     params = {"N": "batch", "C": "channels", "K": "kernel size (all spatial axes)",
               "S": "stride", "PAD": "padding (each side)"}
     for a in axes:
@@ -85,7 +121,16 @@ def pool_task(num, nd, maxpool, shapes, title):
     nout = " * ".join(["N", "C"] + ["(%s)" % out_dim(a, maxpool) for a in axes])
     nin = " * ".join(["N", "C"] + axes)
     args = (["x", "y", i32("N * C")] + [i32(a) for a in axes] + [i32(out_dim(a, maxpool)) for a in axes]
-            + [i32("K"), i32("S"), i32("PAD"), i32("DIL" if maxpool else "1"), u64(nout)])
+            + [i32("K"), i32("S"), i32("PAD"), i32("DIL" if maxpool else "1")])
+    if nd <= 2:
+        rows = " * ".join(["N", "C"] + ["(%s)" % out_dim(a, maxpool) for a in axes[:-1]])
+        olast = out_dim(axes[-1], maxpool)
+        bx = "min(256, ceil_div(%s, 32) * 32)" % olast
+        plan = [launch(kernel, [rows, "ceil_div(%s, %s)" % (olast, bx)], [bx], args)]
+        how = "one thread per output, a block row per output row, direct window loop"
+    else:
+        plan = [launch(kernel, ["min(ceil_div(%s, 256), 1048576)" % nout], [256], args + [u64(nout)])]
+        how = "one thread per output, direct window loop"
     layout = {1: "[N, C, L]", 2: "[N, C, H, W]", 3: "[N, C, D, H, W]"}[nd]
     olayout = "[N, C, " + ", ".join("O" + a for a in axes) + "]"
     formula = ("O%s = floor((%s + 2*PAD - DIL*(K-1) - 1) / S) + 1" if maxpool
@@ -111,14 +156,14 @@ def pool_task(num, nd, maxpool, shapes, title):
     return make_task(
         num, "pooling", title, desc, params, shapes,
         [buf("x", ["N", "C"] + axes, "in", init=normal(0, 1)), buf("y", out_shape, "out")],
-        src, [launch(kernel, ["min(ceil_div(%s, 256), 1048576)" % nout], [256], args)],
+        src, plan,
         tolerance={"atol": 0, "rtol": 0} if maxpool else {"atol": 1e-5, "rtol": 1e-4},
         tolerance_note=("Max is exact: the output must match bit for bit." if maxpool else
                         "Averages of K^d normal values; atol 1e-5 admits any summation order."),
         flops="%s * %s" % (nout, "*".join(["K"] * nd)),
         bytes_="4 * (%s) + 4 * (%s)" % (nin, nout), trials=2,
-        reference_note="one thread per output, direct window loop; PyTorch eager calls its "
-                       "%s pooling kernel" % ("max" if maxpool else "average"))
+        reference_note="%s; PyTorch eager calls its %s pooling kernel" % (
+            how, "max" if maxpool else "average"))
 
 
 def tasks():

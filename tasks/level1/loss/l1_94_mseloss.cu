@@ -1,17 +1,39 @@
 // Reference for KernelBench level 1 problem 94_MSELoss: loss = mean((p - t)^2).
-// Stage 1 (loss_partial): 1024 blocks, each sums the per-element loss of a
-// grid-stride slice in double into part[block]; no atomics, fixed order.
+// Stage 1 (loss_partial): 1024 blocks of 256 threads; block k takes rows k,
+// k + 1024, ... and sums their per-element loss in double into part[k]
+// (per-thread sums in a fixed order, then a shared-memory tree; no atomics).
+// A row is read with float4 loads when it and its target row are 16-byte
+// aligned (the tail of a row whose length is not a multiple of 4 scalar),
+// with scalar loads otherwise.
+
+__device__ static double term(float pf, float tf)
+{
+        double pv = pf, tv = tf;
+        return (pv - tv) * (pv - tv);
+}
 
 extern "C" __global__ void __launch_bounds__(256) loss_partial(const float* __restrict__ p,
         const float* __restrict__ t, double* __restrict__ part, unsigned long long n, long long D)
 {
         __shared__ double sh[256];
         double a = 0.0;
-        for (unsigned long long i = (unsigned long long)blockIdx.x * 256 + threadIdx.x; i < n;
-             i += 1024ull * 256) {
-                double pv = p[i];
-                double tv = t[i];
-                a += (pv - tv) * (pv - tv);
+        long long B = (long long)(n / (unsigned long long)D);
+        for (long long b = blockIdx.x; b < B; b += gridDim.x) {
+                const float* pr = p + (unsigned long long)b * D;
+                const float* tr = t + (unsigned long long)b * D;
+                long long d0 = 0;
+                if ((((unsigned long long)pr | (unsigned long long)tr) & 15) == 0) {
+                        const float4* p4 = (const float4*)pr;
+                        const float4* t4 = (const float4*)tr;
+                        for (long long i = threadIdx.x; i < D / 4; i += 256) {
+                                float4 u = p4[i], v = t4[i];
+                                a += term(u.x, v.x) + term(u.y, v.y) + term(u.z, v.z) +
+                                     term(u.w, v.w);
+                        }
+                        d0 = D / 4 * 4;
+                }
+                for (long long i = d0 + threadIdx.x; i < D; i += 256)
+                        a += term(pr[i], tr[i]);
         }
         sh[threadIdx.x] = a;
         __syncthreads();

@@ -9,40 +9,42 @@
 
 __device__ static inline float sigmoid_f(float v) { return 1.0f / (1.0f + expf(-v)); }
 
-__device__ static inline double block_sum(double v, double* sh)
+// One warp per (row, group): blockIdx.y is the row, warp w of block x the
+// group x * WARPS + w; the lanes stride over the group's features and the
+// warp combines their sums with shuffles (fixed order), so a group of 16 or
+// 32 features does not hold a 256-thread block and two block-wide trees.
+#define WARPS (THREADS / 32)
+
+__device__ static double warp_sum(double v)
 {
-        sh[threadIdx.x] = v;
-        __syncthreads();
-        for (int s = THREADS / 2; s > 0; s >>= 1) {
-                if (threadIdx.x < s)
-                        sh[threadIdx.x] += sh[threadIdx.x + s];
-                __syncthreads();
-        }
-        double r = sh[0];
-        __syncthreads();
-        return r;
+        for (int o = 16; o > 0; o >>= 1)
+                v += __shfl_xor_sync(0xffffffffu, v, o);
+        return v;
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS) groupnorm_ref(float* __restrict__ y,
         const float* __restrict__ b, const float* __restrict__ multiply_weight, int N, int G)
 {
-        __shared__ double shd[THREADS];
+        int lane = threadIdx.x % 32;
+        int g = blockIdx.x * WARPS + threadIdx.x / 32;
+        if (g >= G)
+                return;                 /* the whole warp: no block barrier below */
         int cnt = N / G;
-        int j0 = blockIdx.x * cnt;
+        int j0 = g * cnt;
         float* row = y + (unsigned long long)blockIdx.y * N + j0;
         double s = 0.0;
-        for (int c = threadIdx.x; c < cnt; c += THREADS)
+        for (int c = lane; c < cnt; c += 32)
                 s += (double)(row[c] + b[j0 + c]);
-        double mean = block_sum(s, shd) / cnt;
+        double mean = warp_sum(s) / cnt;
         double q = 0.0;
-        for (int c = threadIdx.x; c < cnt; c += THREADS) {
+        for (int c = lane; c < cnt; c += 32) {
                 double d = (double)(row[c] + b[j0 + c]) - mean;
                 q += d * d;
         }
-        double var = block_sum(q, shd) / cnt;
+        double var = warp_sum(q) / cnt;
         float rstd = (float)(1.0 / sqrt(var + 1e-5));
         float mf = (float)mean;
-        for (int c = threadIdx.x; c < cnt; c += THREADS) {
+        for (int c = lane; c < cnt; c += 32) {
                 int j = j0 + c;
                 float v = (row[c] + b[j] - mf) * rstd;
                 v = v * sigmoid_f(v);

@@ -26,6 +26,62 @@ static pthread_barrier_t g_barrier;
 #define __launch_bounds__(...)
 
 static inline void __syncthreads(void) { pthread_barrier_wait(&g_barrier); }
+
+/* Vector types the references load and store (16-byte aligned, as in CUDA). */
+struct alignas(16) float4 { float x, y, z, w; };
+static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+
+/*
+ * Warp shuffles: a warp is 32 consecutive threads of the block (linear id);
+ * each shuffle is an exchange through a slot per thread between two waits on
+ * the warp's barrier, so every lane of the warp must call it (full mask, as
+ * the references do). Values up to 8 bytes (float, int, double, long long).
+ */
+static pthread_barrier_t g_warp_barrier[32];
+static unsigned long long g_shfl_slot[1024];
+
+static inline unsigned shim_tid(void)
+{
+        return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+template <class T> static inline T shim_exchange(T v, int src_lane)
+{
+        static_assert(sizeof(T) <= 8, "shuffle of more than 8 bytes");
+        unsigned t = shim_tid(), w = t / 32, nt = blockDim.x * blockDim.y * blockDim.z;
+        unsigned s = w * 32 + (unsigned)src_lane;
+        memcpy(&g_shfl_slot[t], &v, sizeof v);
+        pthread_barrier_wait(&g_warp_barrier[w]);
+        T r = v;
+        if (s < nt)
+                memcpy(&r, &g_shfl_slot[s], sizeof r);
+        pthread_barrier_wait(&g_warp_barrier[w]);
+        return r;
+}
+
+template <class T> static inline T __shfl_xor_sync(unsigned, T v, int m, int width = 32)
+{
+        int lane = (int)(shim_tid() % 32);
+        return shim_exchange(v, (lane ^ m) < (lane / width + 1) * width ? lane ^ m : lane);
+}
+
+template <class T> static inline T __shfl_up_sync(unsigned, T v, unsigned d, int width = 32)
+{
+        int lane = (int)(shim_tid() % 32);
+        return shim_exchange(v, lane % width >= (int)d ? lane - (int)d : lane);
+}
+
+template <class T> static inline T __shfl_down_sync(unsigned, T v, unsigned d, int width = 32)
+{
+        int lane = (int)(shim_tid() % 32);
+        return shim_exchange(v, lane % width + (int)d < width ? lane + (int)d : lane);
+}
+
+template <class T> static inline T __shfl_sync(unsigned, T v, int src, int width = 32)
+{
+        int lane = (int)(shim_tid() % 32);
+        return shim_exchange(v, lane / width * width + src % width);
+}
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 
 struct AnyPtr {
@@ -72,6 +128,9 @@ static void shim_launch(Dim3 grid, Dim3 block, const std::function<void()> &fn)
                 for (unsigned by = 0; by < grid.y; by++)
                         for (unsigned bx = 0; bx < grid.x; bx++) {
                                 pthread_barrier_init(&g_barrier, NULL, nt);
+                                for (unsigned w = 0; w * 32 < nt && w < 32; w++)
+                                        pthread_barrier_init(&g_warp_barrier[w], NULL,
+                                                             nt - w * 32 < 32 ? nt - w * 32 : 32);
                                 unsigned i = 0;
                                 for (unsigned tz = 0; tz < block.z; tz++)
                                         for (unsigned ty = 0; ty < block.y; ty++)
@@ -87,6 +146,8 @@ static void shim_launch(Dim3 grid, Dim3 block, const std::function<void()> &fn)
                                 for (unsigned k = 0; k < nt; k++)
                                         pthread_join(th[k], NULL);
                                 pthread_barrier_destroy(&g_barrier);
+                                for (unsigned w = 0; w * 32 < nt && w < 32; w++)
+                                        pthread_barrier_destroy(&g_warp_barrier[w]);
                         }
         pthread_attr_destroy(&attr);
 }
