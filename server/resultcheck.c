@@ -15,7 +15,7 @@
  * suspicious; and a speedup, where one is stated, is what its own medians
  * say (each shape set's reference median / candidate median, between
  * MEDIAN_MIN_MS and the job's deadline; timing.speedup their geometric
- * mean, as worker/judge.c computes them). A correct RESULT that states no
+ * mean, as worker/judge_timing.c computes them). A correct RESULT that states no
  * speedup (timing.speedup null or 0: a median too small to time) is
  * believed, and its reward has no speedup.
  */

@@ -12,7 +12,7 @@ write); prints the median in ms next to KernelBench's published H100 eager
 time.
 
 With --ref it also times the task's reference plan run stand-alone (not
-through kevald), set up the way kevald's worker (worker/judge.c, timed_run)
+through kevald), set up the way kevald's worker (worker/judge_timing.c, timed_run)
 runs it: outputs and scratch allocated once before timing and zeroed between
 trials outside the timed region (kevald wipes them after each reference run),
 then flush, event, the plan's steps, event. Kernels are launched by cupy from
