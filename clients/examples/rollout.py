@@ -89,9 +89,12 @@ VARIANTS = list(EXPECT)
 
 
 def formula(task_doc):
-    """The expression of `v` the reference writes to y[i]."""
-    m = re.search(r"float v = x\[i\];\s*y\[i\] = (.+?);\s*\n", task_doc["reference"]["source"])
-    return m.group(1) if m else None
+    """The expression of `v` the reference writes to y[i]: its one-line `act(float v)` (the
+    library's elementwise activations), or the older `float v = x[i]; y[i] = ...;` form."""
+    src = task_doc["reference"]["source"]
+    m = (re.search(r"float act\(float v\)\s*\{\s*return ([^;{}]+);\s*\}", src)
+         or re.search(r"float v = x\[i\];\s*y\[i\] = (.+?);\s*\n", src))
+    return m.group(1).strip() if m else None
 
 
 def candidate(task, expr, variant, k):
@@ -130,7 +133,7 @@ def build_rollout(client, tasks, count, mode, timing, run_id, shapes=None):
             # Score on the task's small shape sets only (fast RL rewards).
             task_shapes[t] = [s["name"] for s in doc.get("shapes", []) if s["name"] in shapes] or None
         if e is None:
-            print(f"rollout: skipping {t}: its reference is not `float v = x[i]; y[i] = ...;`", file=sys.stderr)
+            print(f"rollout: skipping {t}: its reference has no one-line `act(float v)`", file=sys.stderr)
             continue
         exprs[t] = e
     if not exprs:
