@@ -242,9 +242,16 @@ static void check_abuse(HttpServerConfig cfg)
                       1000, &r) == 0);
         CHECK(r.status == 200);   /* released */
 
-        /* Four connections from one address; the fifth is closed unanswered, another address gets in. */
-        for (int i = 0; i < 4; i++)
+        /* Four connections from one address; the fifth is closed unanswered, another address gets in.
+         * Each of the four is answered once and kept alive (its deadline is then connection_timeout_s,
+         * 10 s, not the 1 s header timeout), so none is swept before the fifth arrives on a slow host. */
+        for (int i = 0; i < 4; i++) {
                 fds[i] = dial("127.0.0.1");
+                CHECK(fds[i] >= 0);
+                put(fds[i], "GET /items/a/sub HTTP/1.1\r\nHost: x\r\n\r\n");
+                read_for(fds[i], buf, sizeof(buf), 3.0, &closed);
+                CHECK(strncmp(buf, "HTTP/1.1 200", 12) == 0 && !closed);
+        }
         fd = dial("127.0.0.1");
         CHECK(fd >= 0);
         put(fd, "GET /items/a/sub HTTP/1.1\r\nHost: x\r\n\r\n");
