@@ -12,7 +12,7 @@
  * NVRTC cannot be interrupted: a template bomb spins for minutes. Each job
  * arms the watchdog with its deadline and a RESULT already rendered for
  * the timeout case; if the compile is still running at the deadline, the
- * watchdog writes that RESULT and calls _exit(3), and the supervisor
+ * watchdog writes that RESULT and calls _exit(WORKER_EXIT_TIMEOUT), and the supervisor
  * starts a fresh worker. One mutex (out_lock) guards both the watchdog
  * state and every write to fd 1, so a timeout RESULT and a normal RESULT
  * can never interleave or both be sent: whoever takes the lock first with
@@ -39,9 +39,8 @@
 #include "common/log.h"
 #include "sandbox/sandbox.h"
 #include "worker/compile.h"
+#include "worker/exitcode.h"
 
-#define EXIT_MALFORMED 2
-#define EXIT_TIMEOUT 3
 
 static const char warmup_cuda[] =
         "extern \"C\" __global__ void kevald_warmup(float *p, int n)\n"
@@ -85,7 +84,7 @@ static void *watchdog_main(void *arg)
                         (void)frame_write(STDOUT_FILENO, FRAME_RESULT, wd.timeout_json, wd.timeout_len,
                                           NULL, 0);
                         log_warn("compile: job exceeded its deadline: exiting");
-                        _exit(EXIT_TIMEOUT);
+                        _exit(WORKER_EXIT_TIMEOUT);
                 }
                 pthread_cond_timedwait(&wd_cond, &out_lock, &wd.deadline);
         }
@@ -252,7 +251,7 @@ static int warm_up(Compiler *c)
 }
 
 /*
- * One JOB frame. Return: 0 when answered, EXIT_MALFORMED for a malformed
+ * One JOB frame. Return: 0 when answered, WORKER_EXIT_PROTOCOL for a malformed
  * JOB, or a negative errno after an "internal" RESULT was attempted.
  */
 static int handle_job(Compiler *c, const Frame *f)
@@ -268,13 +267,13 @@ static int handle_job(Compiler *c, const Frame *f)
 
         if (!job || !json_is_object(job)) {
                 log_error("compile: JOB is not a JSON object: %s", job ? "wrong type" : jerr.text);
-                r = EXIT_MALFORMED;
+                r = WORKER_EXIT_PROTOCOL;
                 goto out;
         }
         id = json_object_get(job, "id");
         if (!json_is_integer(id) || json_integer_value(id) < 0) {
                 log_error("compile: JOB without a valid \"id\"");
-                r = EXIT_MALFORMED;
+                r = WORKER_EXIT_PROTOCOL;
                 goto out;
         }
         v = json_object_get(job, "language");
@@ -350,7 +349,7 @@ static int handle_job(Compiler *c, const Frame *f)
         goto out;
 bad:
         log_error("compile: JOB has a field of the wrong type");
-        r = EXIT_MALFORMED;
+        r = WORKER_EXIT_PROTOCOL;
 out:
         compile_output_clear(&out);
         json_decref(res);
@@ -434,7 +433,7 @@ int main(int argc, char **argv)
                 }
                 if (r == FRAME_E_MALFORMED || r == FRAME_E_TOO_LARGE) {
                         log_error("compile: malformed frame from the supervisor");
-                        status = EXIT_MALFORMED;
+                        status = WORKER_EXIT_PROTOCOL;
                         break;
                 }
                 if (r < 0) {
@@ -449,13 +448,13 @@ int main(int argc, char **argv)
                 if (f.type != FRAME_JOB) {
                         log_error("compile: unexpected frame type %u from the supervisor", f.type);
                         frame_clear(&f);
-                        status = EXIT_MALFORMED;
+                        status = WORKER_EXIT_PROTOCOL;
                         break;
                 }
                 r = handle_job(c, &f);
                 frame_clear(&f);
-                if (r == EXIT_MALFORMED) {
-                        status = EXIT_MALFORMED;
+                if (r == WORKER_EXIT_PROTOCOL) {
+                        status = WORKER_EXIT_PROTOCOL;
                         break;
                 }
                 if (r < 0)

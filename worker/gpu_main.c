@@ -34,6 +34,7 @@
 #include "common/log.h"
 #include "worker/blas.h"
 #include "worker/devmem.h"
+#include "worker/exitcode.h"
 #include "worker/gpu.h"
 #include "worker/judge.h"
 
@@ -197,19 +198,19 @@ static int serve_jobs(const JudgeEnv *env)
 
                 r = frame_read(STDIN_FILENO, &f);
                 if (r == FRAME_E_EOF)
-                        return 0;
+                        return WORKER_EXIT_OK;
                 if (r != 0) {
                         log_error("gpu: bad frame from the supervisor (%d); exiting", r);
-                        return 2;
+                        return WORKER_EXIT_PROTOCOL;
                 }
                 if (f.type == FRAME_SHUTDOWN) {
                         frame_clear(&f);
-                        return 0;
+                        return WORKER_EXIT_OK;
                 }
                 if (f.type != FRAME_JOB) {
                         log_error("gpu: unexpected frame type %u; exiting", f.type);
                         frame_clear(&f);
-                        return 2;
+                        return WORKER_EXIT_PROTOCOL;
                 }
                 job = json_loadb(f.json, f.json_len, JSON_REJECT_DUPLICATES, &jerr);
                 if (!job) {
@@ -220,7 +221,7 @@ static int serve_jobs(const JudgeEnv *env)
                         json_decref(res);
                         frame_clear(&f);
                         if (r < 0)
-                                return 1;
+                                return WORKER_EXIT_FAILED;
                         continue;
                 }
                 judge_run(env, job, f.blob, f.blob_len, &oc);
@@ -231,16 +232,17 @@ static int serve_jobs(const JudgeEnv *env)
                  * until then; "sticky": the context is dead, nothing runs */
                 if (oc.must_exit || gpu_is_sticky())
                         json_object_set_new(oc.result, "exiting",
-                                            json_string(oc.exit_code == 4 ? "timeout" : "sticky"));
+                                            json_string(oc.exit_code == WORKER_EXIT_TIMEOUT ? "timeout" : "sticky"));
                 r = send_json(FRAME_RESULT, oc.result);
                 json_decref(oc.result);
                 if (r < 0) {
                         log_error("gpu: cannot send RESULT: %s", strerror(-r));
-                        return 1;
+                        return WORKER_EXIT_FAILED;
                 }
                 if (oc.must_exit || gpu_is_sticky()) {
-                        log_warn("gpu: exiting after a %s", oc.exit_code == 4 ? "timeout" : "sticky CUDA error");
-                        _exit(oc.exit_code ? oc.exit_code : 3); /* no atexit: a kernel may still spin */
+                        log_warn("gpu: exiting after a %s",
+                                 oc.exit_code == WORKER_EXIT_TIMEOUT ? "timeout" : "sticky CUDA error");
+                        _exit(oc.exit_code ? oc.exit_code : WORKER_EXIT_STICKY); /* no atexit: a kernel may still spin */
                 }
         }
 }

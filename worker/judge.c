@@ -21,6 +21,7 @@
 #include "worker/blas.h"
 #include "worker/devmem.h"
 #include "worker/devrng.h"
+#include "worker/exitcode.h"
 #include "worker/fenced.h"
 #include "worker/gpu_elf.h"
 #include "worker/gpu_job.h"
@@ -120,7 +121,7 @@ int judge_fail_gpu(Run *r, int rc)
                 double ref_ms = 0;
                 int64_t limit = r->launch_limit_hit ? judge_launch_limit(r, &ref_ms) : 0;
                 r->must_exit = true;
-                r->exit_code = 4;
+                r->exit_code = WORKER_EXIT_TIMEOUT;
                 if (r->launch_limit_hit && ref_ms > 0)
                         return judge_fail_with(r, "timeout", "timeout",
                                                json_pack("{s:I, s:f, s:I}", "launch_limit_ms", (json_int_t)limit,
@@ -148,7 +149,7 @@ int judge_fail_gpu(Run *r, int rc)
                 return fail(r, "internal_error", "internal", "unexpected worker code %d", rc);
         if (e->sticky || gpu_is_sticky()) {
                 r->must_exit = true;
-                r->exit_code = 3;
+                r->exit_code = WORKER_EXIT_STICKY;
         }
         /* The candidate is the only untrusted code: sticky faults and whatever
          * happens while it runs or while its memory is allocated are its
@@ -557,7 +558,7 @@ static void release_job(Run *r)
                         }
                         r->must_exit = true;
                         if (!r->exit_code)
-                                r->exit_code = rc == GPU_E_TIMEOUT ? 4 : 3;
+                                r->exit_code = rc == GPU_E_TIMEOUT ? WORKER_EXIT_TIMEOUT : WORKER_EXIT_STICKY;
                 } else {
                         gpu_module_unload(r->cand_mod);
                         gpu_module_unload(r->ref_mod);

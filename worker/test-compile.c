@@ -17,7 +17,7 @@
  *   - the executable speaks the protocol (HELLO, JOB -> RESULT with the
  *     CUBIN, then the fenced CUBIN where result.fence.offset and .size say,
  *     SHUTDOWN, EOF, a malformed JOB), and a template bomb ends in a
- *     timeout RESULT and exit status 3.
+ *     timeout RESULT and exit status WORKER_EXIT_TIMEOUT (4).
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -37,6 +37,7 @@
 #include "common/frame.h"
 #include "common/limits.h"
 #include "worker/compile.h"
+#include "worker/exitcode.h"
 #include "worker/stdshim.h"
 #include "common/testcheck.h"
 
@@ -606,7 +607,7 @@ static void t_protocol(void)
         CHECK(res && strstr(jstr(res, "log"), "exceeded the 1.5 s limit") != NULL);
         CHECK(now_ms() - t0 >= 1400 && now_ms() - t0 < 10000);
         json_decref(res);
-        CHECK(wait_worker(&ch) == 3);
+        CHECK(wait_worker(&ch) == WORKER_EXIT_TIMEOUT);
 }
 
 int main(void)
