@@ -31,34 +31,7 @@
 #include "worker/compile.h"
 #include "worker/stdshim.h"
 #include "common/testcheck.h"
-
-static Compiler *comp;
-
-/* Compile @src with @opts (NULL-terminated) and @names; the caller clears @out. */
-static void run(const char *lang, const char *src, size_t len, const char *const *opts,
-                const char *const *names, CompileOutput *out)
-{
-        CompileJob job = { .language = lang, .source = src, .source_len = len, .options = opts,
-                           .name_expressions = names };
-        for (; opts && opts[job.n_options];)
-                job.n_options++;
-        for (; names && names[job.n_name_expressions];)
-                job.n_name_expressions++;
-        memset(out, 0, sizeof(*out));
-        CHECK(compile_run(comp, &job, out) == 0);
-        CHECK(out->result != NULL);
-}
-
-static const char *jstr(json_t *o, const char *key)
-{
-        const char *s = json_string_value(json_object_get(o, key));
-        return s ? s : "";
-}
-
-static bool is_ok(const CompileOutput *out)
-{
-        return out->result && json_is_true(json_object_get(out->result, "ok"));
-}
+#include "worker/testcompile.h"
 
 /* Must be refused before NVRTC runs, with no host file content in the log. */
 static void refused_include(const char *src, const char *why)

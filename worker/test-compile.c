@@ -40,40 +40,13 @@
 #include "worker/exitcode.h"
 #include "worker/stdshim.h"
 #include "common/testcheck.h"
-
-static Compiler *comp;
+#include "worker/testcompile.h"
 
 static double now_ms(void)
 {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* Compile @src with @opts (NULL-terminated) and @names; the caller clears @out. */
-static void run(const char *lang, const char *src, size_t len, const char *const *opts,
-                const char *const *names, CompileOutput *out)
-{
-        CompileJob job = { .language = lang, .source = src, .source_len = len, .options = opts,
-                           .name_expressions = names };
-        for (; opts && opts[job.n_options];)
-                job.n_options++;
-        for (; names && names[job.n_name_expressions];)
-                job.n_name_expressions++;
-        memset(out, 0, sizeof(*out));
-        CHECK(compile_run(comp, &job, out) == 0);
-        CHECK(out->result != NULL);
-}
-
-static const char *jstr(json_t *o, const char *key)
-{
-        const char *s = json_string_value(json_object_get(o, key));
-        return s ? s : "";
-}
-
-static bool is_ok(const CompileOutput *out)
-{
-        return out->result && json_is_true(json_object_get(out->result, "ok"));
 }
 
 static bool has_bytes(const uint8_t *p, size_t n, const char *what)

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "common/testcheck.h"
+#include "common/readfile.h"
 #include "worker/compile.h"
 
 static Compiler *comp;
@@ -35,27 +36,12 @@ static double now_ms(void)
         return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* @path whole, NUL-terminated (common/readfile.h), or NULL. */
 static char *read_file(const char *path, size_t *ret_len)
 {
-        FILE *f = fopen(path, "rb");
         char *buf = NULL;
-        long n;
 
-        if (!f)
-                return NULL;
-        if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-                buf = malloc((size_t)n + 1);
-                if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-                        free(buf);
-                        buf = NULL;
-                }
-                if (buf) {
-                        buf[n] = '\0';
-                        *ret_len = (size_t)n;
-                }
-        }
-        fclose(f);
-        return buf;
+        return readfile_all(path, 256u << 20, &buf, ret_len) == 0 ? buf : NULL;
 }
 
 static const char *jstr(json_t *o, const char *key)

@@ -41,6 +41,7 @@
 #include "worker/fence.h"
 #include "worker/fence_abi.h"
 #include "common/testcheck.h"
+#include "common/readfile.h"
 
 /* ---- NVRTC and nvJitLink through dlopen() --------------------------------- */
 
@@ -169,26 +170,12 @@ static bool assembles(const char *ptx, size_t len, const char *what)
         return r == 0;
 }
 
+/* @path whole, NUL-terminated (common/readfile.h), or NULL. */
 static char *read_file(const char *path, size_t *ret_len)
 {
-        FILE *f = fopen(path, "rb");
         char *buf = NULL;
-        long n;
 
-        if (!f)
-                return NULL;
-        if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-            (buf = malloc((size_t)n + 1))) {
-                if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-                        free(buf);
-                        buf = NULL;
-                } else {
-                        buf[n] = '\0';
-                        *ret_len = (size_t)n;
-                }
-        }
-        fclose(f);
-        return buf;
+        return readfile_all(path, 256u << 20, &buf, ret_len) == 0 ? buf : NULL;
 }
 
 /* ---- reading the fenced text ----------------------------------------------- */

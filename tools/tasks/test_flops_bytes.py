@@ -16,21 +16,13 @@ import glob
 import json
 import math
 import os
-import re
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from yardstick import ev  # noqa: E402  (kevald's expressions, one evaluator for the task tools)
+
 DTYPE_BYTES = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "u8": 1, "i8": 1}
-
-
-def ev(expr, params):
-    """kevald's expressions: + - * / % ceil_div min max over the params, truncating division."""
-    if isinstance(expr, (int, float)):
-        return expr
-    if not re.fullmatch(r"[A-Za-z0-9_+\-*/%(), ]+", expr):
-        raise ValueError("bad expression %r" % expr)
-    env = dict(params, ceil_div=lambda a, b: -(-a // b), min=min, max=max, __builtins__={})
-    return eval(expr.replace("/", "//"), env)  # noqa: S307 - charset checked
 
 
 def check_task(t):
