@@ -98,7 +98,7 @@ static int run_stage(Dispatcher *d, int budget)
 /* Everything the loop does when something changed. */
 void dispatch_pump(Dispatcher *d)
 {
-        int claimed = 0;
+        int claimed = 0, run_claimed;
 
         if (d->stopping)
                 goto out;
@@ -108,7 +108,7 @@ void dispatch_pump(Dispatcher *d)
                 goto out;
         /* Run stage first, so that a GPU's next job never waits behind
          * compile-stage claims. */
-        claimed = run_stage(d, PUMP_BATCH);
+        claimed = run_claimed = run_stage(d, PUMP_BATCH);
         /* Compile stage: claim while there is room, PUMP_BATCH per loop turn
          * (each claim is a store write: a long burst would hold up the GPU
          * workers' RESULTs and the first compiles); cache hits finish at once. */
@@ -132,9 +132,11 @@ void dispatch_pump(Dispatcher *d)
                 job_begin_compile(d, j);
         }
         send_compiles(d);
-        /* ...and again: a compile-stage cache hit was marked compiled just now,
-         * and SQLite wakes nobody for it (PostgreSQL's trigger does). */
-        if (claimed < PUMP_BATCH)
+        /* ...and again when this turn claimed for the compile stage: a cache hit
+         * was marked compiled just now, and SQLite wakes nobody for it
+         * (PostgreSQL's trigger does). Not otherwise: each pass costs a claim
+         * query per idle or prefetching worker. */
+        if (claimed > run_claimed && claimed < PUMP_BATCH)
                 claimed += run_stage(d, PUMP_BATCH - claimed);
 out:
         if (claimed >= PUMP_BATCH && !d->idle_active) {
