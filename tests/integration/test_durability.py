@@ -205,6 +205,10 @@ def test_full_disk_strands_no_acknowledged_job(tmp_path):
             ids = [accepted(c.post("/v1/submissions", json=compile_sub(slow_source()))) for _ in range(4)]
             got = wait_states(c, ids[:2], {"compiling"}, timeout=30)
             assert all(b["state"] == "compiling" for b in got.values()), got
+            # every job claimed before the disk fills (a claim is a write: one the dispatcher had
+            # not reached yet would stay queued, rightly, and is not what this test is about)
+            got = wait_states(c, ids, {"compiling", "done"}, timeout=30)
+            assert all(b["state"] in ("compiling", "done") for b in got.values()), got
             flag.touch()                        # the disk is full from now on
             pending = [sid for sid, b in wait_states(c, ids, set(), 0).items() if b["state"] != "done"]
             assert len(pending) >= 2, "the compiles ended before the disk filled: make them slower"
