@@ -12,8 +12,8 @@
  * requests/s, commits and the average group size. Build (not part of the
  * default build):
  *
- *   cc -O2 -std=c11 -D_GNU_SOURCE -I. -I/usr/include/postgresql bench/bench-ingest.c server/ingest.c \
- *      server/store.c server/store_*.c build-X/server/migrations.c build-X/server/pg_migrations.c common/log.c \
+ *   cc -O2 -std=c11 -D_GNU_SOURCE -I. -I/usr/include/postgresql bench/bench-ingest.c server/store/ingest.c \
+ *      server/store/store.c server/store_*.c build-X/server/migrations.c build-X/server/pg_migrations.c common/log.c \
  *      -lsqlite3 -lpq -ljansson -lpthread -lm -o bench-ingest
  *
  * DB may be a postgresql:// URI (the store's other backend).
@@ -25,7 +25,7 @@
 #include <time.h>
 
 #include "common/log.h"
-#include "server/ingest.h"
+#include "server/store/ingest.h"
 
 static double now_s(void)
 {

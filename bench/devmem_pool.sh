@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench/devmem_pool.sh - what the GPU worker's device-memory pool
-# (worker/devmem.c) saves per evaluation. Two warm kevald-gpu workers on the
+# (worker/gpu/devmem.c) saves per evaluation. Two warm kevald-gpu workers on the
 # same GPU, one with KEVALD_DEVMEM_POOL_BYTES=0 (no pool: every free zeroes,
 # waits for the stream and calls cuMemFree, as before the pool) and one with
 # the default pool, take the same small jobs in alternation (bt_copy of

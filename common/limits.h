@@ -23,7 +23,7 @@
 #define LIMIT_TAG_TEMPERATURE_MAX 100          /* tags.temperature */
 #define LIMIT_JSON_DEPTH 32
 /* The parse tree a body may cost, checked on its text before parsing
- * (server/bodyscan.c): this many bytes per body byte, plus the slack. */
+ * (server/http/bodyscan.c): this many bytes per body byte, plus the slack. */
 #define LIMIT_JSON_TREE_RATIO 2
 #define LIMIT_JSON_TREE_SLACK_BYTES (16u << 20)
 
@@ -84,19 +84,19 @@
  * address at 287 ms, traps at 56-93 ms; with the driver's default 8 queues a
  * trap took 311-362 ms, and the default was 500 (BENCHMARKS.md, issue 13).
  * The least grace: the dispatcher raises it when faults surface late
- * (server/dispatch.c grace_note()). */
+ * (server/dispatch/dispatch.c grace_note()). */
 #define LIMIT_FAULT_GRACE_MS_DEFAULT 300
 /* The least a derived per-launch limit can be (launch_floor_ms): it clears a
  * first launch's own start (lazy module loading); a hung kernel on a small
  * shape set costs this plus the grace. */
 #define LIMIT_LAUNCH_FLOOR_MS_DEFAULT 100
 
-/* Command-line client (server/httpclient.c) */
+/* Command-line client (server/cmd/httpclient.c) */
 #define LIMIT_CLIENT_HEADER_BYTES (64u << 10)    /* response status line and headers */
 #define LIMIT_CLIENT_RESPONSE_BYTES (64u << 20)  /* response body */
 #define LIMIT_CLIENT_URL_BYTES 2048              /* --server URL, request target */
 
-/* HTTP connections (server/http.c); defaults of `kevald serve` options */
+/* HTTP connections (server/http/http.c); defaults of `kevald serve` options */
 #define LIMIT_BODY_INFLIGHT_BYTES_DEFAULT (128u << 20) /* request bodies held at once; 503 beyond */
 #define LIMIT_PER_IP_CONNECTIONS_DEFAULT 1024          /* open connections from one address (a quarter of 4096) */
 #define LIMIT_HEADER_TIMEOUT_S_DEFAULT 10              /* a whole request header, from its first byte's turn */

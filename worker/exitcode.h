@@ -1,7 +1,7 @@
 /*
  * exitcode - what a worker's exit status means, one table for both workers
  * (kevald-compile, kevald-gpu) and the supervisor that reads it
- * (server/dispatch_worker.c logs it; a RESULT's "exiting" says the same in
+ * (server/dispatch/dispatch_worker.c logs it; a RESULT's "exiting" says the same in
  * words). A status is never reused with another meaning.
  */
 #ifndef KEVALD_WORKER_EXITCODE_H

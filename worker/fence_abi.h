@@ -1,7 +1,7 @@
 /*
- * fence_abi - the contract between the fence pass (worker/fence.c, in the
+ * fence_abi - the contract between the fence pass (worker/compile/fence.c, in the
  * compile worker) and the GPU worker that runs a fenced build
- * (worker/judge.c): the names and layouts of the symbols the pass adds to
+ * (worker/gpu/judge.c): the names and layouts of the symbols the pass adds to
  * a candidate's module, and how a site word encodes what was checked.
  * Host-only; no CUDA headers.
  *

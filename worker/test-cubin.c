@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker/compile.h"
+#include "worker/compile/compile.h"
 #include "worker/cubin.h"
 #include "common/testcheck.h"
 

@@ -24,7 +24,7 @@ def main():
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     lib = ctypes.CDLL(os.path.join(a.cuda, "lib64", "libnvrtc.so"))
-    shim_dir = os.path.join(root, "worker", "stdshim")
+    shim_dir = os.path.join(root, "worker", "compile", "stdshim")
     shims = {f: open(os.path.join(shim_dir, f)).read() for f in os.listdir(shim_dir)}
     shims["cub/cub.cuh"] = shims.pop("cub.cuh")
     base = ["-arch=sm_90a", "-I" + os.path.join(a.cuda, "include"), "-I" + os.path.join(a.cuda, "include", "cccl"),

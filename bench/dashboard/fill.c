@@ -23,8 +23,8 @@
  *
  * Build (not part of the default build; run.sh does this):
  *
- *   cc -O2 -std=c11 -D_GNU_SOURCE -I. -I/usr/include/postgresql bench/dashboard/fill.c server/store.c \
- *      server/store_sqlite.c server/store_pg.c BUILD/server/migrations.c BUILD/server/pg_migrations.c \
+ *   cc -O2 -std=c11 -D_GNU_SOURCE -I. -I/usr/include/postgresql bench/dashboard/fill.c server/store/store.c \
+ *      server/store/store_sqlite.c server/store/store_pg.c BUILD/server/migrations.c BUILD/server/pg_migrations.c \
  *      common/log.c -lsqlite3 -lpq -ljansson -lpthread -lm -o fill
  */
 #include <inttypes.h>
@@ -35,7 +35,7 @@
 #include <time.h>
 
 #include "common/log.h"
-#include "server/store.h"
+#include "server/store/store.h"
 
 #define BATCH 1000
 #define TASKS 40

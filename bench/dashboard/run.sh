@@ -10,8 +10,8 @@ BUILD=${1:?usage: bench/dashboard/run.sh BUILD [N]}
 N=${2:-100000}
 DB=${KEVALD_BENCH_DB:-/tmp/kevald-dash-bench.db}
 FILL=$BUILD/bench-dashboard-fill
-cc -O2 -std=c11 -D_GNU_SOURCE -I. -I/usr/include/postgresql bench/dashboard/fill.c server/store.c \
-        server/store_sqlite.c server/store_pg.c "$BUILD/server/migrations.c" "$BUILD/server/pg_migrations.c" \
+cc -O2 -std=c11 -D_GNU_SOURCE -I. -I/usr/include/postgresql bench/dashboard/fill.c server/store/store.c \
+        server/store/store_sqlite.c server/store/store_pg.c "$BUILD/server/migrations.c" "$BUILD/server/pg_migrations.c" \
         common/log.c -lsqlite3 -lpq -ljansson -lpthread -lm -o "$FILL"
 if [ ! -f "$DB" ] || [ "${REFILL:-0}" = 1 ]; then
         rm -f "$DB" "$DB-wal" "$DB-shm"

@@ -15,7 +15,7 @@ The child
      restart cost of a GPU worker;
   2. launches the kernel of its kind on a non-blocking stream, records an
      event right after it, and polls cudaEventQuery the way kevald-gpu does
-     (worker/gpu.c gpu_event_wait(): spin ~100 us, then sleep 10 us doubling
+     (worker/gpu/gpu.c gpu_event_wait(): spin ~100 us, then sleep 10 us doubling
      to 1 ms), timing from just after the launch call returned to the query
      that answered with an error (or success, for the normal kernel);
   3. writes one JSON object to the file the parent named and _exits (no

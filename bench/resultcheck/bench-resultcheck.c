@@ -1,6 +1,6 @@
 /*
  * bench-resultcheck - what checking a compile RESULT costs the dispatcher
- * (server/resultcheck.c), against the store read it follows on a cache hit.
+ * (server/dispatch/resultcheck.c), against the store read it follows on a cache hit.
  *
  * For every entry of a kevald SQLite store's compile cache: the time of
  * store_cache_get() and of resultcheck_compile() on what it returned, each
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/resultcheck.h"
-#include "server/store.h"
+#include "server/dispatch/resultcheck.h"
+#include "server/store/store.h"
 
 #define REPS 201
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/resultcheck/run.sh BUILD_DIR - what checking a compile RESULT costs
-# (server/resultcheck.c) against the compile-cache read it follows.
+# (server/dispatch/resultcheck.c) against the compile-cache read it follows.
 #
 # Starts `kevald serve --gpus none` on a fresh SQLite store, compiles every
 # library task's reference source as a compile-only submission (so each gets

@@ -11,7 +11,7 @@
  * postgresql:// URI. Build (not part of the default build):
  *
  *   cc -O2 -std=c11 -D_GNU_SOURCE -I. -I/usr/include/postgresql bench/store/bench-claim.c \
- *      server/store.c server/store_*.c build-X/server/migrations.c build-X/server/pg_migrations.c \
+ *      server/store/store.c server/store_*.c build-X/server/migrations.c build-X/server/pg_migrations.c \
  *      common/log.c -lsqlite3 -lpq -ljansson -lpthread -lm -o bench-claim
  */
 #include <stdio.h>
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 #include "common/log.h"
-#include "server/store.h"
+#include "server/store/store.h"
 static double cpu(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
 int main(int argc, char **argv)
 {

@@ -13,7 +13,7 @@ Two ways to run each case:
       A case marked "fenced" is compiled instead by kevald-compile (from
       the folder of kevald-gpu, or --compile-bin; one compile worker for the
       whole run), whose RESULT carries the plain CUBIN and the fenced build
-      (worker/fence.h); the JOB then names both, "candidate" and
+      (worker/compile/fence.h); the JOB then names both, "candidate" and
       "candidate_fenced", and the correctness phase runs the fenced one.
   eval (--kevald PATH): each case through `kevald eval` (NVRTC compile, the
       fenced build, the dispatcher, a fresh worker per case).
@@ -197,7 +197,7 @@ def resolve_job(task, sub, job_id, seed, cand_size, ref_size, overrides, fenced_
 
 
 # ------------------------------------------------------------ host oracle --
-# A model of worker/devrng.h (Philox4x32-10, the per-trial seed, the
+# A model of worker/gpu/devrng.h (Philox4x32-10, the per-trial seed, the
 # distributions) to check the device's generated inputs bit for bit.
 
 M32, M64 = 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF

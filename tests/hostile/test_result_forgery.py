@@ -1,7 +1,7 @@
 """
 Forged GPU RESULTs: a GPU worker is a process that runs untrusted kernels, so
 what it reports is checked before it becomes a stored verdict or reward
-(server/resultcheck.c). The GPU workers here are the integration suite's
+(server/dispatch/resultcheck.c). The GPU workers here are the integration suite's
 fake (tests/integration/fake_gpu_worker.py, the real frame protocol, no GPU
 needed) with the real compile workers; a candidate kernel's name picks what
 the fake reports. A forged RESULT must never be stored as "correct" with its

@@ -4,7 +4,7 @@ A fake kevald-gpu for the dispatcher's scheduling tests (no GPU needed).
 
 It speaks the real child protocol (common/frame.h: a 16-byte header "KVF1",
 type, JSON length, blob length, little-endian u32 each; then the JSON and the
-blob) on fds 0 and 1: HELLO as worker/gpu_main.c sends it, then one RESULT
+blob) on fds 0 and 1: HELLO as worker/gpu/gpu_main.c sends it, then one RESULT
 per JOB until end of input or SHUTDOWN.
 
 The supervisor scrubs the environment of its children, so everything the test
@@ -37,7 +37,7 @@ source a JOB carries besides the CUBIN): a name containing
                         min_ms 0.1
   suspicious            "correct" with timing.speedup 40.0 faster than the roofline
                         allows: timing.suspicious true, a note, and shape
-                        "default" with roofline.suspicious true (as worker/judge.c)
+                        "default" with roofline.suspicious true (as worker/gpu/judge.c)
   incorrect             "incorrect"
   runtime_error_exit    "runtime_error", "exiting": "sticky", exit 3 after exit_delay_s
   late_fault_exit       the same at once, its error saying the fault surfaced 250 ms
@@ -55,7 +55,7 @@ source a JOB carries besides the CUBIN): a name containing
   forged_roofline       "correct", speedup 1000 from its medians, the candidate 100x
                         under its roofline bound and not flagged suspicious
   forged_correct        "correct" with correctness 7 (not an object)
-  (the forged ones: the supervisor must not believe them; server/resultcheck.c)
+  (the forged ones: the supervisor must not believe them; server/dispatch/resultcheck.c)
 The GPU index is CUDA_VISIBLE_DEVICES (the supervisor pins each worker to
 one device that way); the RESULT's "gpu" says which fake process ran the job.
 """
@@ -169,7 +169,7 @@ def blob_ok(job, blob):
 
 
 # marker: (verdict, the RESULT's "exiting", exit status, wait exit_delay_s before exiting).
-# The real worker (worker/gpu_main.c) says "timeout" (work may still run on the
+# The real worker (worker/gpu/gpu_main.c) says "timeout" (work may still run on the
 # GPU until the process is gone) or "sticky" (the context is dead); `true` is
 # the older, unspecific form.
 EXITS = {
@@ -218,7 +218,7 @@ def result_for(job, mark, t0, t1):
         verdict, exiting, _, _ = EXITS[mark]
         base.update(verdict=verdict, timing=None, exiting=exiting,
                     error={"kind": verdict, "message": f"fake: {mark} in job {job.get('id')}"})
-        if mark == "late_fault_exit":  # as worker/judge.c reports a fault seen only within fault_grace_ms
+        if mark == "late_fault_exit":  # as worker/gpu/judge.c reports a fault seen only within fault_grace_ms
             base["error"].update(kind="cuda", name="CUDA_ERROR_ILLEGAL_ADDRESS", surfaced_ms=350.0, after_limit=True,
                                  grace_used_ms=250.0)
     elif mark == "bogus":

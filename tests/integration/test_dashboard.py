@@ -1,5 +1,5 @@
 """
-The dashboard's JSON routes (docs/dashboard.md, server/api_dashboard.c) and
+The dashboard's JSON routes (docs/dashboard.md, server/http/api_dashboard.c) and
 the duration histograms of /metrics, over real compile-mode results:
 
   * the figures are the SQL views' (the test reads the same views from the
@@ -281,7 +281,7 @@ def test_page_and_assets(client):
     assert "script-src 'self'" in r.headers["content-security-policy"]
     js = client.get("/assets/uPlot.iife.min.js")
     assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
-    assert js.text == (SOURCE_ROOT / "server/assets/vendor/uplot/uPlot.iife.min.js").read_text()
+    assert js.text == (SOURCE_ROOT / "server/http/assets/vendor/uplot/uPlot.iife.min.js").read_text()
     lic = client.get("/assets/LICENSE")
     assert lic.status_code == 200 and "MIT" in lic.text and "Leon Sorokin" in lic.text
     assert client.head("/assets/app.css").status_code == 200

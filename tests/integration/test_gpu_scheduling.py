@@ -1,5 +1,5 @@
 """
-The dispatcher's GPU-worker scheduling (server/dispatch.c), end to end with
+The dispatcher's GPU-worker scheduling (server/dispatch/dispatch.c), end to end with
 the real `kevald serve` and the real kevald-compile, and a fake kevald-gpu
 (fake_gpu_worker.py) that speaks the real frame protocol and logs, per JOB,
 its pid, GPU index, job id, [start, end] (CLOCK_MONOTONIC) and the launch_*
@@ -196,7 +196,7 @@ def test_one_job_at_a_time_per_gpu(one_gpu):
     jobs = fs.jobs(set(ids))
     assert sorted(j["id"] for j in jobs) == sorted(ids), "each job ran exactly once"
     assert all(j["gpu"] == 0 and j["blob_ok"] for j in jobs), jobs
-    # every compile has a fenced build (worker/fence.h), and the JOB carries it after the plain one
+    # every compile has a fenced build (worker/compile/fence.h), and the JOB carries it after the plain one
     assert all(j["fenced"] for j in jobs), jobs
     # the result recorded is the one the fake process that ran the job sent
     by_id = {j["id"]: j for j in jobs}

@@ -141,7 +141,7 @@ def test_metrics(client):
         wait_done(client, accepted(client.post("/v1/submissions", json=compile_sub(src))))
     problem(client.get("/v1/submissions/999999999"), 404)
     # Store-derived families come from a snapshot at most 5 s old
-    # (server/api_ops.c STATS_CACHE_S); allow 7 s, no more.
+    # (server/http/api_ops.c STATS_CACHE_S); allow 7 s, no more.
     deadline = time.monotonic() + 7
     while True:
         s2, _ = parse_metrics(client.get("/metrics").text)

@@ -1,5 +1,5 @@
 """
-No reward for the impossible (server/pipeline.c): a GPU RESULT whose timing
+No reward for the impossible (server/dispatch/pipeline.c): a GPU RESULT whose timing
 ran faster than half the roofline bound (timing.suspicious, the fake's
 `suspicious` marker) ends `correct` with timing.speedup as measured, but
 reward_fields.speedup null, reward_fields.suspicious true, no speedup on the

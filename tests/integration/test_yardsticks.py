@@ -1,5 +1,5 @@
 """
-Every yardstick through the real server (server/pipeline.c, common/baselines.c):
+Every yardstick through the real server (server/dispatch/pipeline.c, common/baselines.c):
 a task library with a baselines/ folder, the fake GPU worker timing the
 first shape set (candidate 0.5 ms, reference 1.0 ms, roofline 0.1 ms), and
 

@@ -103,7 +103,7 @@ class Timer:
         self.seed = 0
 
     def flush(self):
-        """A reading flush: every line it leaves is clean (worker/devmem.c kv_l2_flush)."""
+        """A reading flush: every line it leaves is clean (worker/gpu/devmem.c kv_l2_flush)."""
         self.flush_buf.sum()
 
     def fresh(self, task, params):

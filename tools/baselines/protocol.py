@@ -1,7 +1,7 @@
 """protocol - the pure parts of the baseline tool (no torch, no GPU; tested by
 test_protocol.py on any machine).
 
-kevald's timing protocol, as worker/timing.c and worker/judge_timing.c implement it
+kevald's timing protocol, as worker/gpu/timing.c and worker/gpu/judge_timing.c implement it
 (docs/internals.md, "Timed runs on fresh inputs"), restated for PyTorch:
   * every timed execution runs on inputs generated for it alone, before the
     L2 flush (a read of twice the L2), so each starts with its inputs out of
@@ -23,7 +23,7 @@ import os
 import re
 
 FORMAT = 1
-# worker/judge_timing.c and worker/timing.h
+# worker/gpu/judge_timing.c and worker/gpu/timing.h
 TRIAL_TARGET_MS = 1.0
 TRIAL_MAX_MS = 25.0
 SETS_MAX = 32

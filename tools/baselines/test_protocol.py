@@ -5,7 +5,7 @@ Usage: python3 tools/baselines/test_protocol.py   (also `meson test baselines-pr
 
 Checks that the GPU slug is common/baselines.c's (the same cases as
 common/test-baselines.c), that the statistic and the stopping and
-launches-per-trial rules are worker/timing.c's and worker/judge_timing.c's, task
+launches-per-trial rules are worker/gpu/timing.c's and worker/gpu/judge_timing.c's, task
 selection by glob, the run budget, the file format (what common/baselines.c
 requires, failures with their reason, a resumed run keeping only figures of
 the same GPU model and params), that the library walk skips baselines/ and

@@ -218,7 +218,7 @@ def run_reference_cpu(task, params, inputs):
 
 
 def _gemm_step(st, params, bufs):
-    """One `library: gemm` step as kevald's worker runs it (worker/blas.c): a
+    """One `library: gemm` step as kevald's worker runs it (worker/gpu/blas.c): a
     row-major (batched) GEMM written straight into C, the transposes as
     operand flags (views, never copies), no temporaries. With alpha 1 and
     beta 0 (every plan in the library) C's old contents are not read.

@@ -12,13 +12,13 @@ write); prints the median in ms next to KernelBench's published H100 eager
 time.
 
 With --ref it also times the task's reference plan run stand-alone (not
-through kevald), set up the way kevald's worker (worker/judge_timing.c, timed_run)
+through kevald), set up the way kevald's worker (worker/gpu/judge_timing.c, timed_run)
 runs it: outputs and scratch allocated once before timing and zeroed between
 trials outside the timed region (kevald wipes them after each reference run),
 then flush, event, the plan's steps, event. Kernels are launched by cupy from
 the reference compiled by NVRTC (the same kernels kevald times, cupy's launch
 path instead of the driver API's); a cuBLAS step is the same row-major GEMM
-call kevald makes (worker/blas.c: operands' transposes as flags, written
+call kevald makes (worker/gpu/blas.c: operands' transposes as flags, written
 straight into the output), issued as torch.addmm_/baddbmm_ with TF32 off. The
 timed region holds no allocation, fill, copy or extra elementwise pass.
 (The first stand-alone run, 2026-11-21, timed more: the NaN fill of every

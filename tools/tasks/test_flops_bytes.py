@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_flops_bytes - every task of the library states flops and bytes, so every
 result on a GPU with known peaks has a roofline and a roofline_fraction
-(worker/judge_timing.c roofline_min_ms(), server/pipeline.c).
+(worker/gpu/judge_timing.c roofline_min_ms(), server/dispatch/pipeline.c).
 
 Usage: python3 tools/tasks/test_flops_bytes.py [TASKS_DIR]   (also `meson test task-flops-bytes`)
 

@@ -45,7 +45,7 @@ def test_peaks():
     peaks = y.load_peaks()
     h100 = y.device_peaks(peaks, "NVIDIA H100 80GB HBM3")
     expect(h100 is not None and h100["bw"] == 3.35e12 and h100["f32"] == 494.7e12,
-           "H100 SXM peaks read from worker/judge_timing.c: %r" % (h100,))
+           "H100 SXM peaks read from worker/gpu/judge_timing.c: %r" % (h100,))
     pcie = y.device_peaks(peaks, "NVIDIA H100 PCIe")
     expect(pcie is not None and pcie["bw"] == 2.0e12, "H100 PCIe matched before H100: %r" % (pcie,))
     h200 = y.device_peaks(peaks, "NVIDIA H200")

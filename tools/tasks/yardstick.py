@@ -9,7 +9,7 @@ tools/tasks/test_yardstick.py tests these without a GPU.
 
 * The roofline minimum is the GPU worker's: max(flops / peak, bytes /
   bandwidth), the peak the highest of the task buffers' dtypes' peaks
-  (worker/judge_timing.c roofline_min_ms()). The peaks are read from that C table
+  (worker/gpu/judge_timing.c roofline_min_ms()). The peaks are read from that C table
   (`judge_roofline_peaks()`), not repeated here.
 * The baselines come from tasks/baselines/<slug>.json; an entry counts only
   when its params equal the task's default shape set (as kevald's loader
@@ -19,7 +19,7 @@ import os
 import re
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-JUDGE_C = os.path.join(ROOT, "worker", "judge_timing.c")
+JUDGE_C = os.path.join(ROOT, "worker", "gpu", "judge_timing.c")
 BAR = 1.25                      # reference / min(eager, compile) at the default shape set
 NOTE_KEY = "reference_slower_note"
 H100_SLUG = "nvidia-h100-80gb-hbm3"

@@ -1,5 +1,5 @@
 /*
- * fakecublas - a CPU stand-in for the cuBLAS calls of worker/blas.c, built
+ * fakecublas - a CPU stand-in for the cuBLAS calls of worker/gpu/blas.c, built
  * as libcublas.so.13 (with its symbol version) for tests/gpu/fake. The GEMM
  * follows cuBLAS's own column-major definition literally,
  *   C[i + j*ldc] = alpha * sum_l op(A)[i, l] * op(B)[l, j] + beta * C,
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker/devrng.h"
+#include "worker/gpu/devrng.h"
 
 struct cublasContext { int dummy; };
 

@@ -9,8 +9,8 @@
  * Modules: an image that starts with "FAKE:<flavor>\n" selects the kernels
  * of that flavor (a candidate's behaviour: correct, wrong, out of bounds,
  * racy, faulting, spinning...); any other image is the worker's helper
- * fatbin, whose kernels (worker/device.cu) are reimplemented here from the
- * same worker/devrng.h. Faults are simulated the way the driver reports
+ * fatbin, whose kernels (worker/gpu/device.cu) are reimplemented here from the
+ * same worker/gpu/devrng.h. Faults are simulated the way the driver reports
  * them: a faulting kernel launches fine and the sticky error appears at the
  * next query, then on every call; a spinning kernel's events never
  * complete.
@@ -18,7 +18,7 @@
  * Invariant checked: memory handed to cuMemFree must be all zero (the
  * worker zeroes every allocation before freeing it); otherwise abort().
  *
- * For the buffer pool's tests (worker/devmem.c): with FAKECUDA_LOG set to
+ * For the buffer pool's tests (worker/gpu/devmem.c): with FAKECUDA_LOG set to
  * a file name, every cuMemAlloc and cuMemFree appends a line
  * "alloc|free <bytes> <bytes in use after>" to it, so a test can count the
  * calls a job made and what stays allocated. Flavor vadd_mark fills its
@@ -32,7 +32,7 @@
  * when it finds one: a later job must never see an earlier job's data,
  * whether the memory was freed, pooled, or handed out again.
  *
- * Fenced builds (worker/fence_abi.h, worker/fenced.c): a module whose
+ * Fenced builds (worker/fence_abi.h, worker/gpu/fenced.c): a module whose
  * flavor starts with "fenced_" owns the three fence symbols, found through
  * cuModuleGetGlobal: the table, the record and the names ("vadd"), zero at
  * load as the driver leaves a .const/.global without initializer, freed
@@ -59,7 +59,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "worker/devrng.h"
+#include "worker/gpu/devrng.h"
 #include "worker/fence_abi.h"
 
 #define FAKE_MEM_TOTAL (512ull << 20)
@@ -154,11 +154,11 @@ static double now_ms(void)
 #define PTR(T, i) ((T)(uintptr_t)(*(CUdeviceptr *)p[i]))
 #define VAL(T, i) (*(T *)p[i])
 
-/* ---- helper kernels (worker/device.cu) ---- */
+/* ---- helper kernels (worker/gpu/device.cu) ---- */
 
 static unsigned last_grid[3], last_block[3];
 
-/* A batch kernel's grid has one block row per op (worker/devrng.h). */
+/* A batch kernel's grid has one block row per op (worker/gpu/devrng.h). */
 static void check_rows(uint32_t n)
 {
         if (n == 0 || n > KV_BATCH_MAX || last_grid[1] != n) {

@@ -153,7 +153,7 @@ CASES = [
     ("derived_correct", "vector_add", "vadd", vplan(), {"launch_factor": 1, "launch_floor_ms": 400},
      {"verdict": "correct", "correctness.shapes.0.launch_limit_ms": 400, "correctness.shapes.1.launch_limit_ms": 400},
      "stays", None),
-    # fenced builds (worker/fenced.c): correctness runs the fenced kernels, timing the plain ones
+    # fenced builds (worker/gpu/fenced.c): correctness runs the fenced kernels, timing the plain ones
     ("fenced_correct", "vector_add", ("vadd", "fenced_vadd"), vplan(), None, {"verdict": "correct",
      "correctness.fenced": True, "correctness.passed": True, "correctness.shapes.1.revalidated": True,
      "cleanup.allocations_left": 0}, "stays", "timing"),
@@ -361,7 +361,7 @@ def one_job(worker, n, taskname, shapes, flavor, plan):
     return result
 
 
-# The device-memory slab and pool (worker/devmem.c), each group on a worker
+# The device-memory slab and pool (worker/gpu/devmem.c), each group on a worker
 # of its own with KEVALD_DEVMEM_POOL_BYTES, the worker's memory budget (None:
 # the default, 1/16 of the fake's 512 MiB; a quarter of the budget is the
 # slab, allocated at start-up, the rest bounds the pool): name, N, scratch
@@ -422,7 +422,7 @@ def pool_cases(args, logdir):
             worker = rs.Worker(args.gpu_bin, ["--no-sandbox"], args.verbose)
             log = MemLog(path)
             _, _, base = log.since()
-            # the worker asks for one hardware queue before cuInit (worker/gpu.c)
+            # the worker asks for one hardware queue before cuInit (worker/gpu/gpu.c)
             with open(path) as f:
                 if "init_max_connections 1 " not in f.read():
                     raise RuntimeError("cuInit ran without CUDA_DEVICE_MAX_CONNECTIONS=1")

@@ -1,0 +1,470 @@
+/*
+ * dispatch_worker - worker processes: start, frames in and out, exit, kill;
+ * which worker is free.
+ *
+ * Part of the dispatcher: see dispatch.c for the theory of operation and
+ * dispatch_int.h for what its files share.
+ */
+#include "server/dispatch/dispatch_int.h"
+
+
+typedef struct WriteReq {
+        uv_write_t req;
+        uint8_t *buf;
+} WriteReq;
+
+static void on_write(uv_write_t *req, int status)
+{
+        WriteReq *wr = (WriteReq *)req;
+
+        if (status < 0)
+                log_debug("dispatch: write to worker failed: %s", uv_strerror(status));
+        free(wr->buf);
+        free(wr);
+}
+
+int worker_send(Worker *w, uint32_t type, json_t *msg, const uint8_t *blob1, size_t len1,
+                       const uint8_t *blob2, size_t len2)
+{
+        char *json = json_dumps(msg, JSON_COMPACT);
+        size_t jl = json ? strlen(json) : 0, total = FRAME_HEADER_BYTES + jl + len1 + len2;
+        WriteReq *wr = NULL;
+        uint8_t *p;
+        uv_buf_t buf;
+        int r = -ENOMEM;
+
+        if (!json)
+                goto out;
+        if (jl > LIMIT_FRAME_JSON_BYTES || len1 + len2 > LIMIT_FRAME_BLOB_BYTES) {
+                r = -EMSGSIZE;
+                goto out;
+        }
+        wr = calloc(1, sizeof(*wr));
+        if (!wr || !(wr->buf = malloc(total)))
+                goto out;
+        p = wr->buf;
+        uint32_t h[4] = { FRAME_MAGIC, type, (uint32_t)jl, (uint32_t)(len1 + len2) };
+        for (int i = 0; i < 4; i++)
+                for (int b = 0; b < 4; b++)
+                        *p++ = (uint8_t)(h[i] >> (8 * b));
+        memcpy(p, json, jl);
+        p += jl;
+        if (len1)
+                memcpy(p, blob1, len1), p += len1;
+        if (len2)
+                memcpy(p, blob2, len2);
+        buf = uv_buf_init((char *)wr->buf, (unsigned)total);
+        r = uv_write(&wr->req, (uv_stream_t *)&w->to_child, &buf, 1, on_write);
+        if (r == 0)
+                wr = NULL;
+out:
+        if (wr)
+                free(wr->buf);
+        free(wr);
+        free(json);
+        return r;
+}
+
+void worker_kill(Worker *w, const char *why)
+{
+        if (w->state == W_STOPPED)
+                return;
+        w->dying = true;
+        if (w->d->stopping)
+                log_info("dispatch: stopping %s worker %d (pid %d)", w->spec->name, w->index, w->proc.pid);
+        else
+                log_warn("dispatch: killing %s worker %d (pid %d): %s", w->spec->name, w->index, w->proc.pid, why);
+        /* The worker is the leader of its own process group (UV_PROCESS_DETACHED). */
+        if (w->proc.pid > 0 && kill(-w->proc.pid, SIGKILL) < 0)
+                kill(w->proc.pid, SIGKILL);
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+        Worker *w = h->data;
+
+        if (--w->handles_open == 0 && !w->d->stopping) {
+                double backoff = 0;
+                if (w->failures > 0) {
+                        backoff = w->spec->backoff_min_s * pow(2, w->failures - 1);
+                        if (backoff > w->spec->backoff_max_s)
+                                backoff = w->spec->backoff_max_s;
+                }
+                w->restart_at_ms = now_ms(w->d) + (uint64_t)(backoff * 1000);
+                if (backoff > 0)
+                        log_info("dispatch: restarting %s worker %d in %.2f s (%d consecutive failures)",
+                                 w->spec->name, w->index, backoff, w->failures);
+                else if (w->state == W_STOPPED)
+                        worker_start(w); /* now, not at the next tick: a GPU worker's start is the slow part */
+        }
+}
+
+/* The worker's process is gone: settle its request, then restart later. */
+static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
+{
+        Worker *w = proc->data;
+        Dispatcher *d = w->d;
+        bool was_ready = w->hello != NULL && !json_is_false(json_object_get(w->hello, "ok"));
+
+        log_info("dispatch: %s worker %d (pid %d) exited: status %" PRId64 ", signal %d", w->spec->name, w->index,
+                 proc->pid, status, sig);
+        worker_orphan_queued(d, w); /* it never started: no attempt is charged */
+        if (w->req) {
+                CompileReq *req = w->req;
+                w->req = NULL;
+                req->in_flight = false;
+                if (w->killed_by_watchdog)
+                        compile_req_hung(d, req, (double)(w->deadline_ms - w->sent_at_ms) / 1000.0);
+                else
+                        compile_req_fault(d, req, sig ? "the compile worker died" : "the compile worker exited");
+        }
+        if (w->job) {
+                Job *j = w->job;
+                w->job = NULL;
+                if (w->killed_by_watchdog) {
+                        json_t *err = pipeline_error("timeout", "the candidate did not finish within %.0f s and "
+                                                     "its worker was killed (infinite loop?)",
+                                                     (double)(w->deadline_ms - w->sent_at_ms) / 1000.0);
+                        json_t *compile = json_object_get(j->sj->compile, "candidate");
+                        json_t *res = pipeline_result(job_task_name(j), "timeout", compile, NULL, err, j->seed);
+                        json_decref(err);
+                        record_finish(d, j->sj->id, "timeout", res);
+                } else if (j->sj->attempts >= d->cfg.max_attempts) {
+                        json_t *err = pipeline_error("internal", "the GPU worker died %d times during this job "
+                                                     "(infrastructure fault, not the kernel's)", j->sj->attempts);
+                        json_t *res = pipeline_result(job_task_name(j), "internal_error", NULL, NULL, err, j->seed);
+                        json_decref(err);
+                        record_finish(d, j->sj->id, "internal_error", res);
+                } else {
+                        log_warn("dispatch: job %" PRId64 " goes back to the queue: its GPU worker died", j->sj->id);
+                        record_requeue(d, j->sj->id, STAGE_RUN, j->sj->task);
+                }
+                job_free(j);
+        }
+        /* A crash before HELLO, or without a RESULT for a request, counts as a failure. */
+        if (!was_ready || (!w->result_seen && !w->killed_by_watchdog && !d->stopping && status != 0))
+                w->failures++;
+        else
+                w->failures = 0;
+        if (w->malformed)
+                w->failures++;
+        w->state = W_STOPPED;
+        w->restarts++;
+        json_decref(w->hello);
+        w->hello = NULL;
+        frame_decoder_clear(&w->dec);
+        d->status_dirty = true;
+        uv_close((uv_handle_t *)&w->proc, on_handle_closed);
+        if (!uv_is_closing((uv_handle_t *)&w->to_child))
+                uv_close((uv_handle_t *)&w->to_child, on_handle_closed);
+        if (!uv_is_closing((uv_handle_t *)&w->from_child))
+                uv_close((uv_handle_t *)&w->from_child, on_handle_closed);
+        dispatch_pump(d);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+        (void)h;
+        buf->base = malloc(suggested);
+        buf->len = buf->base ? suggested : 0;
+}
+
+/*
+ * `kevald eval --dump DIR`: the GPU worker streams the reference side's
+ * buffers in PROGRESS frames; write each chunk to DIR/<shape>/<buffer>.<when>.bin.
+ * Names come from the resolved job (validated names), never from paths.
+ */
+static void dump_chunk(Dispatcher *d, json_t *info, const uint8_t *blob, size_t len)
+{
+        const char *shape = json_string_value(json_object_get(info, "shape"));
+        const char *buffer = json_string_value(json_object_get(info, "buffer"));
+        const char *when = json_string_value(json_object_get(info, "when"));
+        json_int_t offset = json_integer_value(json_object_get(info, "offset"));
+        char path[PATH_MAX];
+        FILE *f;
+
+        if (!shape || !buffer || !when || offset < 0 || strpbrk(shape, "/.") || strpbrk(buffer, "/.") ||
+            (strcmp(when, "input") != 0 && strcmp(when, "output") != 0)) {
+                log_warn("dispatch: ignoring a malformed dump chunk");
+                return;
+        }
+        snprintf(path, sizeof(path), "%s/%s", d->cfg.dump_dir, shape);
+        mkdir(path, 0755);
+        snprintf(path, sizeof(path), "%s/%s/%s.%s.bin", d->cfg.dump_dir, shape, buffer, when);
+        f = fopen(path, offset == 0 ? "wb" : "r+b");
+        if (!f || fseeko(f, (off_t)offset, SEEK_SET) != 0 || fwrite(blob, 1, len, f) != len)
+                log_error("dispatch: writing dump file '%s' failed: %s", path, strerror(errno));
+        if (f)
+                fclose(f);
+}
+
+static void worker_on_frame(Worker *w, Frame *f)
+{
+        Dispatcher *d = w->d;
+        char why[RESULTCHECK_WHY_BYTES];
+        json_error_t jerr;
+        json_t *msg = json_loadb(f->json, f->json_len, 0, &jerr);
+
+        if (!json_is_object(msg)) {
+                w->malformed = true;
+                worker_kill(w, "sent a frame that is not a JSON object");
+                goto out;
+        }
+        switch (f->type) {
+        case FRAME_HELLO:
+                if (w->state != W_STARTING) {
+                        w->malformed = true;
+                        worker_kill(w, "sent HELLO twice");
+                        break;
+                }
+                if (json_is_false(json_object_get(msg, "ok"))) {
+                        char *e = json_dumps(json_object_get(msg, "error"), JSON_COMPACT);
+                        log_error("dispatch: %s worker %d failed to start: %s", w->spec->name, w->index,
+                                  e ? e : "no reason given");
+                        free(e);
+                        w->hello = json_incref(msg); /* its layers still show in /readyz */
+                        worker_kill(w, "start-up failed");
+                        d->status_dirty = true;
+                        break;
+                }
+                w->hello = json_incref(msg);
+                w->state = W_IDLE;
+                if (w->spec->role == PROC_COMPILE) {
+                        const char *v = json_string_value(json_object_get(msg, "nvrtc"));
+                        if (v)
+                                snprintf(d->nvrtc, sizeof(d->nvrtc), "%s", v);
+                } else {
+                        const char *arch = json_string_value(json_object_get(msg, "arch"));
+                        json_t *so = json_object_get(msg, "max_shared_optin");
+                        if (arch && strcmp(arch, d->arch) != 0) {
+                                log_info("dispatch: GPU %d is %s: compiling for it", w->index, arch);
+                                free(d->arch);
+                                d->arch = strdup(arch);
+                        }
+                        if (json_is_integer(so))
+                                d->max_shared_optin = (long)json_integer_value(so);
+                }
+                log_info("dispatch: %s worker %d ready (pid %d)%s%s", w->spec->name, w->index, w->proc.pid,
+                         w->spec->role == PROC_GPU ? ": " : "",
+                         w->spec->role == PROC_GPU ? jsonutil_str(msg, "name", "?") : "");
+                {
+                        char *layers = json_dumps(json_object_get(msg, "layers"), JSON_COMPACT);
+                        log_info("dispatch: %s worker sandbox layers: %s", w->spec->name, layers ? layers : "none reported");
+                        free(layers);
+                }
+                d->status_dirty = true;
+                break;
+        case FRAME_PROGRESS:
+                if (json_object_get(msg, "dump") && d->cfg.dump_dir && w->job)
+                        dump_chunk(d, json_object_get(msg, "dump"), f->blob, f->blob_len);
+                break;
+        case FRAME_RESULT:
+                if (w->state != W_BUSY) {
+                        w->malformed = true;
+                        worker_kill(w, "sent a RESULT without a job");
+                        break;
+                }
+                /* Nothing a worker says is believed before it is checked: an invalid
+                 * RESULT is the worker's fault (killed; the request counts an attempt). */
+                /* ...and a GPU RESULT must answer the job in flight (with a job
+                 * queued behind it, two are in the worker's pipe) */
+                if (w->job && json_integer_value(json_object_get(msg, "id")) != w->job->sj->id)
+                        snprintf(why, sizeof(why), "it answers job %" JSON_INTEGER_FORMAT ", not job %" PRId64
+                                 " in flight", json_integer_value(json_object_get(msg, "id")), w->job->sj->id);
+                else
+                        why[0] = '\0';
+                if (why[0] || (w->req ? resultcheck_compile(msg, f->blob, f->blob_len, w->req->arch, why) != 0
+                                      : resultcheck_gpu(msg, (double)d->cfg.job_timeout_s * 1000.0, why) != 0)) {
+                        if (w->job) {
+                                Job *j = w->job;
+                                w->job = NULL;
+                                gpu_invalid(d, w, j, why);
+                        } else {
+                                CompileReq *req = w->req;
+                                w->req = NULL;
+                                req->in_flight = false;
+                                w->malformed = true;
+                                worker_kill(w, "sent an invalid compile RESULT");
+                                log_warn("dispatch: compile worker %d's RESULT: %s", w->index, why);
+                                compile_req_fault(d, req, why);
+                        }
+                        d->status_dirty = true;
+                        break;
+                }
+                w->result_seen = true;
+                w->failures = 0;
+                w->state = W_IDLE;
+                w->busy_s += (double)(now_ms(d) - w->sent_at_ms) / 1000.0;
+                if (w->job && (json_is_true(json_object_get(msg, "exiting")) ||
+                               json_is_string(json_object_get(msg, "exiting")))) {
+                        w->state = W_EXITING;
+                        w->deadline_ms = now_ms(d) + EXIT_GRACE_MS;
+                        /* after a sticky fault the context is dead and nothing of
+                         * it runs: the standby may start at once; otherwise (a
+                         * spinning kernel) the GPU waits for the process to go */
+                        w->holds_gpu = strcmp(jsonutil_str(msg, "exiting", ""), "sticky") != 0;
+                }
+                if (w->req) {
+                        CompileReq *req = w->req;
+                        const char *err = json_string_value(json_object_get(msg, "error"));
+                        w->req = NULL;
+                        req->in_flight = false;
+                        d->compile_answers++;
+                        compile_done(d, req, msg, f->blob, f->blob_len, !err || strcmp(err, "compile") == 0);
+                } else if (w->job) {
+                        /* Keep the GPU busy. The job queued behind this one
+                         * (prefetch) is already running in the worker; an idle
+                         * worker is handed its next job before the result is
+                         * written and waiters woken. An exiting worker runs
+                         * nothing more: its queued job goes to the next worker,
+                         * on a standby of the same GPU once the process is gone. */
+                        Job *done = w->job;
+                        bool valid = verdict_from_gpu(json_string_value(json_object_get(msg, "verdict")));
+                        w->job = NULL;
+                        if (w->state == W_EXITING) {
+                                worker_orphan_queued(d, w);
+                        } else if (w->queued && valid) {
+                                Job *next = w->queued;
+                                w->queued = NULL;
+                                worker_begin_job(d, w, next);
+                        }
+                        if (!d->stopping && !d->owed && valid &&
+                            (w->state == W_IDLE || (w->state == W_BUSY && !w->queued && !d->cfg.no_prefetch)))
+                                run_one(d, w);
+                        gpu_done(d, w, done, msg);
+                }
+                d->status_dirty = true;
+                break;
+        default:
+                w->malformed = true;
+                worker_kill(w, "sent a frame of an unexpected type");
+        }
+out:
+        json_decref(msg);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+        Worker *w = s->data;
+        size_t off = 0;
+
+        if (nread < 0) {
+                uv_read_stop(s);
+                free(buf->base);
+                return; /* EOF or error: on_exit_cb settles the worker */
+        }
+        /* A worker being killed is no longer believed: what it still says
+         * (the RESULT of a job that was next in its pipe) is dropped. */
+        while (off < (size_t)nread && w->state != W_STOPPED && !w->dying) {
+                Frame f = { 0 };
+                size_t used = 0;
+                int r = frame_decoder_feed(&w->dec, (uint8_t *)buf->base + off, (size_t)nread - off, &used, &f);
+                off += used;
+                if (r == FRAME_E_AGAIN)
+                        break;
+                if (r != 0) {
+                        w->malformed = true;
+                        worker_kill(w, r == FRAME_E_TOO_LARGE ? "sent an oversized frame" : "sent a malformed frame");
+                        uv_read_stop(s);
+                        break;
+                }
+                worker_on_frame(w, &f);
+                frame_clear(&f);
+        }
+        free(buf->base);
+        dispatch_pump(w->d);
+}
+
+void worker_start(Worker *w)
+{
+        Dispatcher *d = w->d;
+        char path[PATH_MAX], **env = NULL;
+        char *args[3];
+        uv_process_options_t opt = { 0 };
+        uv_stdio_container_t stdio[3];
+        int r;
+
+        snprintf(path, sizeof(path), "%s/%s", d->libexec_dir, w->spec->executable);
+        args[0] = path;
+        args[1] = d->cfg.sandbox ? NULL : "--no-sandbox";
+        args[2] = NULL;
+        if (proctab_env(w->spec->role, w->index, &env) < 0)
+                return;
+        uv_pipe_init(&d->loop, &w->to_child, 0);
+        uv_pipe_init(&d->loop, &w->from_child, 0);
+        w->to_child.data = w->from_child.data = w->proc.data = w;
+        stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
+        stdio[0].data.stream = (uv_stream_t *)&w->to_child;
+        stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+        stdio[1].data.stream = (uv_stream_t *)&w->from_child;
+        stdio[2].flags = UV_INHERIT_FD;
+        stdio[2].data.fd = 2;
+        opt.file = path;
+        opt.args = args;
+        opt.env = env;
+        opt.cwd = "/";
+        opt.flags = UV_PROCESS_DETACHED;
+        opt.stdio_count = 3;
+        opt.stdio = stdio;
+        opt.exit_cb = on_exit_cb;
+        frame_decoder_init(&w->dec);
+        w->killed_by_watchdog = w->result_seen = w->malformed = w->dying = false;
+        w->handles_open = 3;
+        r = uv_spawn(&d->loop, &w->proc, &opt);
+        proctab_env_free(env);
+        if (r < 0) {
+                log_error("dispatch: starting %s failed: %s", path, uv_strerror(r));
+                d->status_dirty = true;
+                w->failures++;
+                w->state = W_STOPPED;
+                w->restarts++;
+                uv_close((uv_handle_t *)&w->proc, on_handle_closed);
+                uv_close((uv_handle_t *)&w->to_child, on_handle_closed);
+                uv_close((uv_handle_t *)&w->from_child, on_handle_closed);
+                return;
+        }
+        /* Compiles are throughput work and may fill every core (one worker
+         * per core by default); the GPU workers' launches and this loop are
+         * on the GPUs' critical path. A higher nice value (a smaller CPU
+         * share under contention, none lost on an idle host) keeps a
+         * compile burst from starving them. Relative to the server's own
+         * nice value; set on the new process's only thread (its threads
+         * inherit it). */
+        if (w->spec->role == PROC_COMPILE && d->cfg.compile_nice > 0) {
+                int own, want;
+                errno = 0;
+                own = getpriority(PRIO_PROCESS, 0);
+                want = (errno ? 0 : own) + d->cfg.compile_nice;
+                if (setpriority(PRIO_PROCESS, (id_t)w->proc.pid, want > 19 ? 19 : want) < 0)
+                        log_warn("dispatch: cannot lower compile worker %d's priority: %s", w->index, strerror(errno));
+        }
+        w->state = W_STARTING;
+        w->sent_at_ms = now_ms(d);
+        w->deadline_ms = w->sent_at_ms + (w->spec->role == PROC_GPU ? 60000 : 30000);
+        uv_read_start((uv_stream_t *)&w->from_child, on_alloc, on_read);
+        d->status_dirty = true;
+}
+
+/* Is a worker of GPU @index running a job, or on its way out after one? */
+static bool gpu_reserved(Dispatcher *d, int index)
+{
+        for (int i = 0; i < d->n_workers; i++) {
+                const Worker *w = &d->workers[i];
+                if (w->spec->role == PROC_GPU && w->index == index && w->state != W_STOPPED &&
+                    (w->state == W_BUSY || (w->state == W_EXITING && w->holds_gpu) || w->dying))
+                        return true;
+        }
+        return false;
+}
+
+/* An idle worker of @role; for GPU workers, one whose GPU is not reserved. */
+Worker *idle_worker(Dispatcher *d, ProcRole role)
+{
+        for (int i = 0; i < d->n_workers; i++) {
+                Worker *w = &d->workers[i];
+                if (w->spec->role == role && w->state == W_IDLE && !w->dying &&
+                    (role != PROC_GPU || !gpu_reserved(d, w->index)))
+                        return w;
+        }
+        return NULL;
+}

@@ -1,0 +1,101 @@
+/*
+ * api_tasks - GET /v1/tasks, /v1/tasks/{name} and /v1/tasks/{name}/prompt,
+ * served from the task library loaded at start-up (immutable, so no locks).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/spec.h"
+#include "common/tasklib.h"
+#include "server/http/api.h"
+
+/**
+ * api_tasks_list() - GET /v1/tasks?level=&category=
+ * Return: HTTP_DONE.
+ */
+int api_tasks_list(HttpRequest *req)
+{
+        static const char *const known_q[] = { "level", "category", NULL };
+        Api *api = http_request_app(req);
+        const char *lv = http_request_query(req, "level"), *cat = http_request_query(req, "category");
+        json_t *items;
+        long level = 0;
+        char *end;
+
+        if (api_check_query(req, known_q))
+                return HTTP_DONE;
+        if (lv) {
+                errno = 0;
+                level = strtol(lv, &end, 10);
+                if (errno || end == lv || *end || level < 1 || level > 10)
+                        return http_respond_error(req, PROBLEM_INVALID, "/query/level",
+                                                  "level must be an integer from 1 to 10");
+        }
+        if (cat && (!*cat || strlen(cat) > 256))
+                return http_respond_error(req, PROBLEM_INVALID, "/query/category", "category must be 1 to 256 bytes");
+        items = tasklib_list(api->tasks, (int)level, cat);
+        if (!items)
+                return http_respond_error(req, PROBLEM_INTERNAL, NULL, "cannot list the tasks");
+        return http_respond_json(req, 200, json_pack("{s:I, s:o}", "count", (json_int_t)json_array_size(items),
+                                                     "items", items));
+}
+
+static const Task *find(HttpRequest *req)
+{
+        Api *api = http_request_app(req);
+        const char *name = http_request_param(req, 0);
+        const Task *t = name ? tasklib_get(api->tasks, name) : NULL;
+
+        if (!t)
+                http_respond_error(req, PROBLEM_NOT_FOUND, NULL, "no task '%.256s'; GET /v1/tasks lists them",
+                                   name ? name : "");
+        return t;
+}
+
+/**
+ * api_tasks_get() - GET /v1/tasks/{name}: the task document as served
+ * Return: HTTP_DONE.
+ */
+int api_tasks_get(HttpRequest *req)
+{
+        static const char *const known_q[] = { NULL };
+        const Task *t;
+
+        if (api_check_query(req, known_q))
+                return HTTP_DONE;
+        t = find(req);
+        if (!t)
+                return HTTP_DONE;
+        return http_respond_json(req, 200, json_incref(spec_task_json(t)));
+}
+
+/**
+ * api_tasks_prompt() - GET /v1/tasks/{name}/prompt[?format=text|json]
+ * Return: HTTP_DONE.
+ */
+int api_tasks_prompt(HttpRequest *req)
+{
+        static const char *const known_q[] = { "format", NULL };
+        const char *fmt = http_request_query(req, "format");
+        const Task *t;
+        char *text;
+        int r;
+
+        if (api_check_query(req, known_q))
+                return HTTP_DONE;
+        if (fmt && strcmp(fmt, "text") && strcmp(fmt, "json"))
+                return http_respond_error(req, PROBLEM_INVALID, "/query/format", "format must be text or json");
+        t = find(req);
+        if (!t)
+                return HTTP_DONE;
+        text = spec_task_prompt(t, NULL);
+        if (!text)
+                return http_respond_error(req, PROBLEM_INTERNAL, NULL, "cannot build the prompt");
+        if (fmt && !strcmp(fmt, "json"))
+                r = http_respond_json(req, 200, json_pack("{s:s, s:s}", "task", spec_task_name(t), "prompt", text));
+        else
+                r = http_respond_text(req, 200, "text/plain; charset=utf-8", text, strlen(text));
+        free(text);
+        return r;
+}

@@ -1,0 +1,475 @@
+/*
+ * kevald-compile - the compile worker: frames in on fd 0, frames out on
+ * fd 1, log lines on fd 2 (docs/internals.md, "Compile worker").
+ *
+ * Theory of operation. At start: sandbox_enter() (single-threaded, before
+ * anything else), compile_open(), one warm-up compile of a tiny kernel and
+ * one warm-up PTX link (NVRTC dlopens libnvrtc-builtins on its first
+ * compile), the watchdog thread is started, sandbox_lock() (seccomp: no
+ * thread can be created afterwards), then HELLO. Then one JOB at a time,
+ * each answered with exactly one RESULT.
+ *
+ * NVRTC cannot be interrupted: a template bomb spins for minutes. Each job
+ * arms the watchdog with its deadline and a RESULT already rendered for
+ * the timeout case; if the compile is still running at the deadline, the
+ * watchdog writes that RESULT and calls _exit(WORKER_EXIT_TIMEOUT), and the supervisor
+ * starts a fresh worker. One mutex (out_lock) guards both the watchdog
+ * state and every write to fd 1, so a timeout RESULT and a normal RESULT
+ * can never interleave or both be sent: whoever takes the lock first with
+ * the job still armed answers, the other finds it disarmed.
+ *
+ * Exit status: 0 after SHUTDOWN or end of input (or when the worker's CPU
+ * lifetime budget is nearly spent, after answering), 1 on an internal
+ * failure (after an "internal" RESULT when a job was running), 2 when the
+ * supervisor sent a malformed frame or JOB, 3 after a timeout RESULT.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/frame.h"
+#include "common/limits.h"
+#include "common/log.h"
+#include "sandbox/sandbox.h"
+#include "worker/compile/compile.h"
+#include "worker/exitcode.h"
+
+
+static const char warmup_cuda[] =
+        "extern \"C\" __global__ void kevald_warmup(float *p, int n)\n"
+        "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) p[i] *= 2.0f; }\n";
+static const char warmup_ptx[] =
+        ".version 8.0\n.target sm_90a\n.address_size 64\n"
+        ".visible .entry kevald_warmup_ptx()\n{\n\tret;\n}\n";
+
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wd_cond;
+
+/* Watchdog state; guarded by out_lock. */
+static struct {
+        bool started;               /* the thread runs (its start-up system calls are done) */
+        bool armed;
+        struct timespec deadline;   /* CLOCK_MONOTONIC */
+        char *timeout_json;         /* the RESULT to send at the deadline */
+        size_t timeout_len;
+} wd;
+
+static bool ts_reached(const struct timespec *now, const struct timespec *t)
+{
+        return now->tv_sec > t->tv_sec || (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
+}
+
+static void *watchdog_main(void *arg)
+{
+        (void)arg;
+        pthread_mutex_lock(&out_lock);
+        wd.started = true;
+        pthread_cond_broadcast(&wd_cond);
+        for (;;) {
+                struct timespec now;
+                if (!wd.armed) {
+                        pthread_cond_wait(&wd_cond, &out_lock);
+                        continue;
+                }
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                if (ts_reached(&now, &wd.deadline)) {
+                        /* Still holding out_lock: no RESULT can follow this one. */
+                        (void)frame_write(STDOUT_FILENO, FRAME_RESULT, wd.timeout_json, wd.timeout_len,
+                                          NULL, 0);
+                        log_warn("compile: job exceeded its deadline: exiting");
+                        _exit(WORKER_EXIT_TIMEOUT);
+                }
+                pthread_cond_timedwait(&wd_cond, &out_lock, &wd.deadline);
+        }
+        return NULL;
+}
+
+static int watchdog_start(void)
+{
+        pthread_condattr_t attr;
+        pthread_t t;
+        int r;
+
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        r = pthread_cond_init(&wd_cond, &attr);
+        pthread_condattr_destroy(&attr);
+        if (r != 0)
+                return -r;
+        r = pthread_create(&t, NULL, watchdog_main, NULL);
+        if (r != 0)
+                return -r;
+        pthread_detach(t);
+        /*
+         * Wait until the thread runs: a new thread makes system calls of its
+         * own at start (set_robust_list, rseq) that the seccomp filter loaded
+         * next does not allow.
+         */
+        pthread_mutex_lock(&out_lock);
+        while (!wd.started)
+                pthread_cond_wait(&wd_cond, &out_lock);
+        pthread_mutex_unlock(&out_lock);
+        return 0;
+}
+
+/* Arm the watchdog; takes ownership of @timeout_json. */
+static void watchdog_arm(long deadline_ms, char *timeout_json)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        t.tv_sec += deadline_ms / 1000;
+        t.tv_nsec += (deadline_ms % 1000) * 1000000L;
+        if (t.tv_nsec >= 1000000000L) {
+                t.tv_sec++;
+                t.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&out_lock);
+        free(wd.timeout_json);
+        wd.timeout_json = timeout_json;
+        wd.timeout_len = strlen(timeout_json);
+        wd.deadline = t;
+        wd.armed = true;
+        pthread_cond_signal(&wd_cond);
+        pthread_mutex_unlock(&out_lock);
+}
+
+/* Disarm the watchdog and send @json (+ @blob) as the job's RESULT. */
+static int send_result(const json_t *json, const void *blob, size_t blob_len)
+{
+        char *text = json_dumps(json, JSON_COMPACT);
+        int r;
+
+        if (!text)
+                return -ENOMEM;
+        pthread_mutex_lock(&out_lock);
+        wd.armed = false;
+        r = frame_write(STDOUT_FILENO, FRAME_RESULT, text, strlen(text), blob, blob_len);
+        pthread_mutex_unlock(&out_lock);
+        free(text);
+        return r;
+}
+
+/*
+ * The RESULT of a compile: the blob is the plain CUBIN, then the fenced one
+ * when there is one, whose place result.fence.offset and .size give.
+ */
+static int send_output(CompileOutput *out)
+{
+        json_t *fence = json_object_get(out->result, "fence");
+        uint8_t *blob;
+        int r;
+
+        if (!out->fenced || !json_is_object(fence))
+                return send_result(out->result, out->cubin, out->cubin_len);
+        if (!(blob = malloc(out->cubin_len + out->fenced_len)))
+                return -ENOMEM;
+        memcpy(blob, out->cubin, out->cubin_len);
+        memcpy(blob + out->cubin_len, out->fenced, out->fenced_len);
+        if (json_object_set_new(fence, "offset", json_integer((json_int_t)out->cubin_len)) ||
+            json_object_set_new(fence, "size", json_integer((json_int_t)out->fenced_len)))
+                r = -ENOMEM;
+        else
+                r = send_result(out->result, blob, out->cubin_len + out->fenced_len);
+        free(blob);
+        return r;
+}
+
+static int send_frame(uint32_t type, const json_t *json)
+{
+        char *text = json_dumps(json, JSON_COMPACT);
+        int r;
+
+        if (!text)
+                return -ENOMEM;
+        pthread_mutex_lock(&out_lock);
+        r = frame_write(STDOUT_FILENO, type, text, strlen(text), NULL, 0);
+        pthread_mutex_unlock(&out_lock);
+        free(text);
+        return r;
+}
+
+/* A string array field, or NULL; -EINVAL when present with the wrong type. */
+static int string_array(json_t *job, const char *key, const char ***ret_v, size_t *ret_n)
+{
+        json_t *a = json_object_get(job, key), *e;
+        const char **v;
+        size_t i;
+
+        *ret_v = NULL;
+        *ret_n = 0;
+        if (!a || json_is_null(a))
+                return 0;
+        if (!json_is_array(a))
+                return -EINVAL;
+        v = calloc(json_array_size(a) + 1, sizeof(char *));
+        if (!v)
+                return -ENOMEM;
+        json_array_foreach(a, i, e) {
+                if (!json_is_string(e)) {
+                        free(v);
+                        return -EINVAL;
+                }
+                v[i] = json_string_value(e);
+        }
+        *ret_v = v;
+        *ret_n = json_array_size(a);
+        return 0;
+}
+
+static int warm_up(Compiler *c)
+{
+        CompileJob cuda = { .language = "cuda", .source = warmup_cuda, .source_len = strlen(warmup_cuda) };
+        CompileJob ptx = { .language = "ptx", .source = warmup_ptx, .source_len = strlen(warmup_ptx) };
+        CompileOutput out = { 0 };
+        int r;
+
+        r = compile_run(c, &cuda, &out);
+        if (r == 0 && !json_is_true(json_object_get(out.result, "ok"))) {
+                log_error("compile: the warm-up kernel did not compile: %s",
+                          json_string_value(json_object_get(out.result, "log")));
+                r = -EIO;
+        }
+        compile_output_clear(&out);
+        if (r != 0)
+                return r;
+        r = compile_run(c, &ptx, &out);
+        if (r == 0 && !json_is_true(json_object_get(out.result, "ok"))) {
+                log_error("compile: the warm-up PTX did not link: %s",
+                          json_string_value(json_object_get(out.result, "log")));
+                r = -EIO;
+        }
+        compile_output_clear(&out);
+        return r;
+}
+
+/*
+ * One JOB frame. Return: 0 when answered, WORKER_EXIT_PROTOCOL for a malformed
+ * JOB, or a negative errno after an "internal" RESULT was attempted.
+ */
+static int handle_job(Compiler *c, const Frame *f)
+{
+        json_error_t jerr;
+        json_t *job = json_loadb(f->json, f->json_len, JSON_REJECT_DUPLICATES, &jerr), *v, *tr = NULL;
+        json_t *id, *res = NULL;
+        CompileJob cj = { 0 };
+        CompileOutput out = { 0 };
+        long deadline_ms = LIMIT_COMPILE_WALL_MS;
+        char *timeout_text = NULL;
+        int r = 0;
+
+        if (!job || !json_is_object(job)) {
+                log_error("compile: JOB is not a JSON object: %s", job ? "wrong type" : jerr.text);
+                r = WORKER_EXIT_PROTOCOL;
+                goto out;
+        }
+        id = json_object_get(job, "id");
+        if (!json_is_integer(id) || json_integer_value(id) < 0) {
+                log_error("compile: JOB without a valid \"id\"");
+                r = WORKER_EXIT_PROTOCOL;
+                goto out;
+        }
+        v = json_object_get(job, "language");
+        if (v && !json_is_string(v))
+                goto bad;
+        cj.language = v ? json_string_value(v) : "cuda";
+        v = json_object_get(job, "arch");
+        if (v && !json_is_null(v) && !json_is_string(v))
+                goto bad;
+        cj.arch = json_is_string(v) ? json_string_value(v) : COMPILE_ARCH_DEFAULT;
+        v = json_object_get(job, "deadline_ms");
+        if (v && !json_is_null(v)) {
+                if (!json_is_number(v) || json_number_value(v) <= 0)
+                        goto bad;
+                if (json_number_value(v) < LIMIT_COMPILE_WALL_MS)
+                        deadline_ms = (long)json_number_value(v);
+                if (deadline_ms < 1)
+                        deadline_ms = 1;
+        }
+        v = json_object_get(job, "fence");
+        if (v && !json_is_boolean(v))
+                goto bad;
+        cj.no_fence = json_is_false(v);
+        r = string_array(job, "options", (const char ***)&cj.options, &cj.n_options);
+        if (r == 0)
+                r = string_array(job, "name_expressions", (const char ***)&cj.name_expressions,
+                                 &cj.n_name_expressions);
+        if (r == -EINVAL)
+                goto bad;
+        if (r != 0)
+                goto out;
+        cj.source = f->blob ? (const char *)f->blob : "";
+        cj.source_len = f->blob_len;
+
+        tr = compile_timeout_result(cj.arch, (double)deadline_ms, compile_nvrtc_version(c));
+        if (!tr || json_object_set(tr, "id", id)) {
+                r = -ENOMEM;
+                goto out;
+        }
+        timeout_text = json_dumps(tr, JSON_COMPACT);
+        if (!timeout_text) {
+                r = -ENOMEM;
+                goto out;
+        }
+        (void)sandbox_rearm_cpu(LIMIT_COMPILE_CPU_S);
+        watchdog_arm(deadline_ms, timeout_text);
+        r = compile_run(c, &cj, &out);
+        if (r != 0) {
+                log_error("compile: job %lld: %s", (long long)json_integer_value(id), strerror(-r));
+                res = json_pack("{s:O, s:b, s:s, s:s, s:b, s:f, s:s, s:s, s:{}, s:[]}", "id", id, "ok",
+                                0, "error", "internal", "log",
+                                "internal error in the compile worker", "log_truncated", 0,
+                                "compile_ms", 0.0, "nvrtc", compile_nvrtc_version(c), "arch", cj.arch,
+                                "lowered_names", "kernels");
+                if (res)
+                        (void)send_result(res, NULL, 0);
+                goto out;
+        }
+        if (json_object_set(out.result, "id", id)) {
+                r = -ENOMEM;
+                goto out;
+        }
+        r = send_output(&out);
+        if (r != 0)
+                log_error("compile: writing the RESULT failed: %s", strerror(-r));
+        (void)sandbox_rearm_cpu(0);
+        if (out.raw_log && *out.raw_log)
+                log_debug("compile: job %lld: raw log: %s", (long long)json_integer_value(id),
+                          out.raw_log);
+        log_debug("compile: job %lld: ok=%d %.1f ms", (long long)json_integer_value(id),
+                  json_is_true(json_object_get(out.result, "ok")),
+                  json_number_value(json_object_get(out.result, "compile_ms")));
+        goto out;
+bad:
+        log_error("compile: JOB has a field of the wrong type");
+        r = WORKER_EXIT_PROTOCOL;
+out:
+        compile_output_clear(&out);
+        json_decref(res);
+        json_decref(tr);
+        json_decref(job);
+        free((void *)cj.options);
+        free((void *)cj.name_expressions);
+        return r;
+}
+
+/* Is the worker's lifetime CPU budget (RLIMIT_CPU hard) nearly spent? */
+static bool cpu_budget_low(void)
+{
+        struct rlimit rl;
+        struct rusage ru;
+        double used;
+
+        if (getrlimit(RLIMIT_CPU, &rl) != 0 || rl.rlim_max == RLIM_INFINITY ||
+            getrusage(RUSAGE_SELF, &ru) != 0)
+                return false;
+        used = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec;
+        return used + 2.0 * LIMIT_COMPILE_CPU_S >= (double)rl.rlim_max;
+}
+
+int main(int argc, char **argv)
+{
+        SandboxProfile profile = SANDBOX_PROFILE_COMPILE;
+        SandboxReport report = { 0 };
+        Compiler *c = NULL;
+        const char *level = getenv("KEVALD_LOG_LEVEL");
+        LogLevel lvl = LOG_LEVEL_INFO;
+        json_t *hello = NULL;
+        int r, status = 1;
+
+        if (level)
+                (void)log_level_parse(level, &lvl);
+        log_init("kevald-compile", lvl);
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--no-sandbox") == 0) {
+                        profile = SANDBOX_PROFILE_NONE;
+                } else {
+                        fprintf(stderr, "usage: kevald-compile [--no-sandbox]\n"
+                                        "  speaks the kevald child protocol on stdin/stdout\n");
+                        return 2;
+                }
+        }
+
+        r = sandbox_enter(profile, NULL, 0, &report);
+        if (r < 0)
+                goto out;
+        r = compile_open(getenv("KEVALD_CUDA_HOME"), &c);
+        if (r < 0) {
+                log_error("compile: the CUDA toolkit's include folder was not found: %s", strerror(-r));
+                goto out;
+        }
+        r = warm_up(c);
+        if (r < 0)
+                goto out;
+        r = watchdog_start();
+        if (r < 0) {
+                log_error("compile: starting the watchdog thread: %s", strerror(-r));
+                goto out;
+        }
+        r = sandbox_lock(profile, &report);
+        if (r < 0)
+                goto out;
+        hello = json_pack("{s:s, s:i, s:s, s:s, s:O?}", "role", "compile", "pid", (int)getpid(),
+                          "nvrtc", compile_nvrtc_version(c), "arch_default", COMPILE_ARCH_DEFAULT,
+                          "layers", report.layers);
+        if (!hello || send_frame(FRAME_HELLO, hello) != 0) {
+                log_error("compile: sending HELLO failed");
+                goto out;
+        }
+
+        for (;;) {
+                Frame f = { 0 };
+                r = frame_read(STDIN_FILENO, &f);
+                if (r == FRAME_E_EOF) {
+                        status = 0;
+                        break;
+                }
+                if (r == FRAME_E_MALFORMED || r == FRAME_E_TOO_LARGE) {
+                        log_error("compile: malformed frame from the supervisor");
+                        status = WORKER_EXIT_PROTOCOL;
+                        break;
+                }
+                if (r < 0) {
+                        log_error("compile: reading a frame: %s", strerror(-r));
+                        break;
+                }
+                if (f.type == FRAME_SHUTDOWN) {
+                        frame_clear(&f);
+                        status = 0;
+                        break;
+                }
+                if (f.type != FRAME_JOB) {
+                        log_error("compile: unexpected frame type %u from the supervisor", f.type);
+                        frame_clear(&f);
+                        status = WORKER_EXIT_PROTOCOL;
+                        break;
+                }
+                r = handle_job(c, &f);
+                frame_clear(&f);
+                if (r == WORKER_EXIT_PROTOCOL) {
+                        status = WORKER_EXIT_PROTOCOL;
+                        break;
+                }
+                if (r < 0)
+                        break;
+                if (cpu_budget_low()) {
+                        log_info("compile: CPU lifetime budget nearly spent: exiting for a fresh worker");
+                        status = 0;
+                        break;
+                }
+        }
+out:
+        json_decref(hello);
+        compile_close(c);
+        sandbox_report_clear(&report);
+        /* The watchdog thread may be waiting on out_lock: leave without joining it. */
+        fflush(stderr);
+        _exit(status);
+}
