@@ -18,6 +18,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import slower_notes  # noqa: E402
 import taskgen  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -84,6 +85,9 @@ def make_task2(num, category, title, description, params, shapes, buffers, sourc
     prov = {"source": "KernelBench", "level": 2, "problem": p["problem"],
             "h100_torch_eager_ms": p["eager"], "h100_torch_compile_ms": p["compile"],
             "reference_note": reference_note}
+    if slower_notes.note(base):
+        # why the reference stays slower than 1.25x PyTorch (docs/tasks.md, "Yardsticks")
+        prov["reference_slower_note"] = slower_notes.note(base)
     ref = {"source_file": base + ".cu", "options": ["-std=c++17"],
            "scratch": scratch_bufs or [], "plan": plan}
     task = {"name": base, "title": title, "description": description, "level": 2,

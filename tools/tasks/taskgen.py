@@ -10,6 +10,7 @@ written by hand: kevald only reads the JSON and the .cu beside it.
 import json
 import os
 import re
+import slower_notes
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TASKS_DIR = os.path.join(ROOT, "tasks", "level1")
@@ -129,6 +130,7 @@ def make_task(num, category, title, description, params, shapes, buffers, source
     prov = {"source": "KernelBench", "level": 1, "problem": p["problem"],
             "h100_torch_eager_ms": p["eager"], "h100_torch_compile_ms": p["compile"],
             "reference_note": reference_note}
+    slower_note = slower_note or slower_notes.note(base)
     if slower_note:
         # why the reference stays slower than 1.25x PyTorch (docs/tasks.md, "Yardsticks")
         prov["reference_slower_note"] = slower_note
