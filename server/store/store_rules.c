@@ -23,6 +23,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "server/store/store_backend.h"
+#include "server/store/store_test.h"
 
 #define STORE_LIST_DEFAULT 100
 
@@ -163,7 +164,7 @@ void store_format_time(double t, char ret_buf[32])
 }
 
 /* RFC 3339 ("2026-11-21T14:02:30Z", fraction and offset optional) or unix seconds as text. */
-int store_parse_time(const char *text, double *ret_t)
+static int parse_time(const char *text, double *ret_t)
 {
         int y, mo, d, h, mi, n = 0;
         double sec;
@@ -373,7 +374,7 @@ int store_list_query_parse(json_t *filters, int64_t cursor, int limit, StoreList
         if (json_is_number(v)) {
                 q.since = json_number_value(v);
         } else if (json_is_string(v)) {
-                if (store_parse_time(json_string_value(v), &q.since) < 0)
+                if (parse_time(json_string_value(v), &q.since) < 0)
                         return -EINVAL;
         } else if (v && !json_is_null(v)) {
                 return -EINVAL;
