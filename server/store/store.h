@@ -120,6 +120,14 @@ const char *store_host_id(void);
 /* Record that this host is alive (hosts.last_seen); a no-op on SQLite. */
 int store_host_beat(Store *store);
 
+/*
+ * This process's leases, one owner for both of their holders: the
+ * dispatcher claims and renews them, and on PostgreSQL storewatch renews
+ * them too, from its own thread (store_rules.c: store_lease_plan()).
+ */
+#define STORE_LEASE_OWNER_BYTES 96
+int store_lease_plan(double lease_s, char ret_owner[STORE_LEASE_OWNER_BYTES], double *ret_renew_s);
+
 /**
  * store_copy() - copy a single host's SQLite history into an empty PostgreSQL store
  * @from:       a SQLite store; borrowed, only read

@@ -459,6 +459,55 @@ static void test_leases(void)
         store_close(s);
 }
 
+/*
+ * One owner for this process's leases (store_lease_plan()): "HOST/kevald-PID"
+ * whatever the host id's length, renewed every lease_s / 3, and the owner
+ * that store_requeue_all_leases() takes back at start-up as this host's.
+ */
+static void test_lease_plan(void)
+{
+        char path[512], owner[STORE_LEASE_OWNER_BYTES], expect[STORE_LEASE_OWNER_BYTES + 16];
+        char longest[LIMIT_HOST_ID_BYTES + 1];
+        Store *s = open_fresh(path, sizeof(path));
+        double renew_s = -1;
+        StoreJob *job;
+        json_t *o;
+        int ext = -1;
+
+        CHECK_RC(store_lease_plan(30, owner, &renew_s), 0);
+        snprintf(expect, sizeof(expect), "testhost/kevald-%d", (int)getpid());
+        CHECK(strcmp(owner, expect) == 0);
+        CHECK(renew_s == 10.0);
+        CHECK_RC(store_lease_plan(1, owner, &renew_s), 0);
+        CHECK(renew_s > 0.333 && renew_s < 0.334);
+        renew_s = -1;
+        CHECK_RC(store_lease_plan(0, owner, &renew_s), -EINVAL);
+        CHECK_RC(store_lease_plan(-1, owner, &renew_s), -EINVAL);
+        CHECK_RC(store_lease_plan(NAN, owner, &renew_s), -EINVAL);
+        CHECK(renew_s == -1);
+        /* The longest host id: the owner is whole, not cut. */
+        memset(longest, 'h', LIMIT_HOST_ID_BYTES);
+        longest[LIMIT_HOST_ID_BYTES] = '\0';
+        CHECK_RC(store_set_host_id(longest), 0);
+        CHECK_RC(store_lease_plan(30, owner, &renew_s), 0);
+        snprintf(expect, sizeof(expect), "%s/kevald-%d", longest, (int)getpid());
+        CHECK(strcmp(owner, expect) == 0);
+        CHECK_RC(store_set_host_id("testhost"), 0);
+
+        /* A job claimed under the plan's owner is renewed under it, and goes back at this host's restart. */
+        CHECK_RC(store_lease_plan(30, owner, &renew_s), 0);
+        int64_t id = insert1(s, "t", 0, 0, NULL, NULL, NULL);
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, owner, 30, &job), 0);
+        CHECK(job->id == id);
+        store_job_free(job);
+        CHECK_RC(store_heartbeat_owner(s, owner, 30, &ext), 0);
+        CHECK(ext == 1);
+        CHECK(store_requeue_all_leases(s) == 1);
+        CHECK(strcmp(get_str(s, id, "state", &o), "queued") == 0);
+        json_decref(o);
+        store_close(s);
+}
+
 static void test_cancel(void)
 {
         char path[512];
@@ -1434,6 +1483,7 @@ int main(int argc, char **argv)
         RUN(test_priority);
         RUN(test_concurrent_claims);
         RUN(test_leases);
+        RUN(test_lease_plan);
         RUN(test_cancel);
         RUN(test_idempotency);
         RUN(test_group);
