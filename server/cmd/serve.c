@@ -288,7 +288,7 @@ int cmd_serve(int argc, char **argv)
                 goto out;
         }
         /* Other hosts' commits (PostgreSQL): wake the dispatcher and the long-polls here. */
-        r = storewatch_start(cfg.db, api.dispatcher, api.waiters, cfg.lease_s / 3, &watch);
+        r = storewatch_start(cfg.db, api.dispatcher, api.waiters, cfg.lease_s, &watch);
         if (r != 0) {
                 log_error("serve: cannot listen for the fleet's notifications: %s", strerror(-r));
                 goto out;

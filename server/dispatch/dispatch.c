@@ -212,7 +212,7 @@ static void on_tick(uv_timer_t *t)
         if (d->owed && now >= d->owed_retry_ms)
                 record_owed_retry(d);
         /* Heartbeats: one write renews every lease this supervisor holds (the owed ones included). */
-        if (now - d->last_heartbeat_ms > (uint64_t)(d->cfg.lease_s * 1000 / 3)) {
+        if (now - d->last_heartbeat_ms > d->lease_renew_ms) {
                 int extended = 0, held = jobs_held(d);
                 if (store_heartbeat_owner(d->store, d->owner, d->cfg.lease_s, &extended) < 0)
                         log_warn("dispatch: renewing leases failed");
@@ -385,6 +385,7 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         Dispatcher *d = calloc(1, sizeof(*d));
         int gpus[MAX_WORKERS], n_gpus, n_compile, r;
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        double renew_s;
 
         if (!d)
                 return -ENOMEM;
@@ -422,8 +423,8 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         d->cfg.arch = d->arch;
         d->cfg.gpus = NULL;
         pthread_mutex_init(&d->status_lock, NULL);
-        /* "host/kevald-PID": the host id first, so that a restarted host takes back only its own leases. */
-        snprintf(d->owner, sizeof(d->owner), "%s/kevald-%d", store_host_id(), (int)getpid());
+        store_lease_plan(d->cfg.lease_s, d->owner, &renew_s); /* lease_s > 0: cannot fail */
+        d->lease_renew_ms = (uint64_t)(renew_s * 1000);
 
         n_gpus = parse_gpus(cfg->gpus, gpus, MAX_WORKERS / 2 / d->cfg.gpu_workers_per_gpu);
         if (n_gpus < 0) {

@@ -177,7 +177,8 @@ struct Dispatcher {
         uv_thread_t thread;
         Store *store;
         uint8_t secret[32];
-        char owner[96];   /* host id (LIMIT_HOST_ID_BYTES) "/kevald-" pid */
+        char owner[STORE_LEASE_OWNER_BYTES]; /* this process's leases' owner (store_lease_plan()) */
+        uint64_t lease_renew_ms;             /* ... renewed this often (store_lease_plan()) */
         char nvrtc[32];
         long max_shared_optin;
 

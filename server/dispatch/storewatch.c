@@ -10,21 +10,20 @@
  * meanwhile. A DONE missed while disconnected is not replayed: such a
  * long-poll answers at its own deadline with the job as stored.
  *
- * Every beat_s it also renews this process's leases (the owner string the
- * dispatcher uses), so that a dispatcher loop held up in a slow store call
- * does not lose its leases to another host's reaper: these are one-row
- * UPDATEs at synchronous_commit=off, which do not wait for a disk.
+ * As often as the dispatcher (store_lease_plan(): every lease_s / 3) it
+ * also renews this process's leases, under the same owner and for the same
+ * lease_s, so that a dispatcher loop held up in a slow store call does not
+ * lose its leases to another host's reaper: these are one-row UPDATEs at
+ * synchronous_commit=off, which do not wait for a disk.
  */
 #include "server/dispatch/storewatch.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/log.h"
 #include "server/store/store.h"
@@ -35,8 +34,9 @@ struct StoreWatch {
         Store *store;
         Dispatcher *dispatcher;
         Waiters *waiters;
-        double beat_s;
-        char owner[96];         /* the dispatcher's lease owner: "host/kevald-PID" (dispatch.c) */
+        double lease_s;         /* the dispatcher's lease length */
+        double beat_s;          /* seconds between beats: store_lease_plan()'s renewal interval */
+        char owner[STORE_LEASE_OWNER_BYTES]; /* the dispatcher's lease owner (store_lease_plan()) */
         atomic_bool stop;
         pthread_t thread;
 };
@@ -64,7 +64,7 @@ static void *watch_main(void *arg)
                          * own store calls (a commit stuck behind a slow disk), this one does
                          * not, and these commits do not wait for the disk. */
                         if (r == 0)
-                                r = store_heartbeat_owner(w->store, w->owner, 3 * w->beat_s, NULL);
+                                r = store_heartbeat_owner(w->store, w->owner, w->lease_s, NULL);
                         next_beat = mono_s() + w->beat_s;
                         if (r < 0 && r != -ENOTCONN)
                                 log_warn("storewatch: host heartbeat failed: %s", strerror(-r));
@@ -90,7 +90,7 @@ static void *watch_main(void *arg)
 /**
  * storewatch_start() - see storewatch.h
  */
-int storewatch_start(const char *db_path, Dispatcher *dispatcher, Waiters *waiters, double beat_s,
+int storewatch_start(const char *db_path, Dispatcher *dispatcher, Waiters *waiters, double lease_s,
                      StoreWatch **ret_watch)
 {
         StoreWatch *w;
@@ -100,15 +100,15 @@ int storewatch_start(const char *db_path, Dispatcher *dispatcher, Waiters *waite
                 *ret_watch = NULL;
                 return 0;
         }
-        if (!dispatcher || !(beat_s > 0))
+        if (!dispatcher || !(lease_s > 0))
                 return -EINVAL;
         w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
         w->dispatcher = dispatcher;
         w->waiters = waiters;
-        w->beat_s = beat_s;
-        snprintf(w->owner, sizeof(w->owner), "%s/kevald-%d", store_host_id(), (int)getpid());
+        w->lease_s = lease_s;
+        store_lease_plan(lease_s, w->owner, &w->beat_s); /* lease_s > 0: cannot fail */
         atomic_init(&w->stop, false);
         r = store_open(db_path, &w->store);
         if (r != 0) {

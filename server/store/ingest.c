@@ -275,18 +275,6 @@ void ingest_get_stats(Ingest *ingest, IngestStats *ret_stats)
 }
 
 /**
- * ingest_commit_count() - group transactions committed so far (thread-safe)
- * @ingest: the ingest; borrowed
- * Return: the count.
- */
-uint64_t ingest_commit_count(Ingest *ingest)
-{
-        IngestStats s;
-        ingest_get_stats(ingest, &s);
-        return s.commits;
-}
-
-/**
  * ingest_stop() - refuse new requests, answer the queued ones, join the writer
  * @ingest: the ingest, or NULL; safe to call twice
  */

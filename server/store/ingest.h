@@ -43,6 +43,5 @@ int ingest_start(const char *db_path, IngestNotify notify, void *notify_arg, Ing
 int ingest_submit(Ingest *ingest, const IngestRequest *req, IngestReply *ret);
 void ingest_reply_clear(IngestReply *reply);
 void ingest_get_stats(Ingest *ingest, IngestStats *ret_stats);
-uint64_t ingest_commit_count(Ingest *ingest);
 void ingest_stop(Ingest *ingest);
 void ingest_free(Ingest *ingest);

@@ -26,6 +26,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "server/store/store_backend.h"
+#include "server/store/store_test.h"
 
 struct StorePool {
         pthread_mutex_t lock;
@@ -200,15 +201,6 @@ void store_close(Store *store)
                 atomic_fetch_sub(&watching, 1);
         store->ops->close(store->be);
         free(store);
-}
-
-/**
- * store_backend_name() - which backend @store uses
- * Return: "postgresql" or "sqlite" (static strings).
- */
-const char *store_backend_name(Store *store)
-{
-        return store->ops->name;
 }
 
 /* ---- wake-ups ------------------------------------------------------------ */
@@ -389,7 +381,7 @@ int store_commit_group(Store *store)
 }
 
 /**
- * store_rollback_group() - drop everything the open group inserted
+ * store_rollback_group() - drop everything the open group inserted (tests: store_test.h)
  * @store: store with an open group (no-op otherwise); borrowed
  */
 void store_rollback_group(Store *store)

@@ -21,7 +21,7 @@
  *
  * States: queued -> compiling -> compiled -> running -> done, and
  * queued -> done (cancelled). A claim takes a lease (owner, expiry) and
- * counts an attempt; heartbeats extend it; store_reap() puts expired leases
+ * counts an attempt; heartbeats extend it; store_reap_collect() puts expired leases
  * back one stage, or ends the job as internal_error once the stage has been
  * claimed max_attempts times.
  *
@@ -92,8 +92,6 @@ typedef struct StoreJob {
         char *mode;
         json_t *request;        /* new reference: the normalized submission */
         json_t *compile;        /* new reference or NULL: the compile section, set after compile */
-        uint8_t cache_key[32];  /* compile cache key, valid when has_cache_key */
-        bool has_cache_key;
 } StoreJob;
 
 void store_job_free(StoreJob *job);
@@ -111,8 +109,6 @@ void store_close(Store *store);
 bool store_path_is_pg(const char *path);
 /* The path with any password replaced by "***", for messages (a new string; free()). */
 char *store_path_redacted(const char *path);
-/* "sqlite" or "postgresql". */
-const char *store_backend_name(Store *store);
 
 /*
  * Host identity (fleets): the id this process records on its leases and in
@@ -123,6 +119,14 @@ int store_set_host_id(const char *host_id);
 const char *store_host_id(void);
 /* Record that this host is alive (hosts.last_seen); a no-op on SQLite. */
 int store_host_beat(Store *store);
+
+/*
+ * This process's leases, one owner for both of their holders: the
+ * dispatcher claims and renews them, and on PostgreSQL storewatch renews
+ * them too, from its own thread (store_rules.c: store_lease_plan()).
+ */
+#define STORE_LEASE_OWNER_BYTES 96
+int store_lease_plan(double lease_s, char ret_owner[STORE_LEASE_OWNER_BYTES], double *ret_renew_s);
 
 /**
  * store_copy() - copy a single host's SQLite history into an empty PostgreSQL store
@@ -158,24 +162,18 @@ int store_insert_request(Store *store, const StoreInsert *ins, int64_t *ret_ids,
 int store_insert_submissions(Store *store, const StoreNew *subs, size_t n, int64_t *ret_ids,
                              const char *idem_key, const uint8_t body_hash[32], int64_t max_queued_total,
                              int64_t max_queued_token);
-int store_idempotent_lookup(Store *store, int64_t token_id, const char *idem_key,
-                            const uint8_t body_hash[32], json_t **ret_ids);
 int store_prune_idempotency(Store *store, double older_than_s, int64_t *ret_deleted);
 /* Group commit (server/store/ingest.c): several store_insert_request() in one durable transaction. */
 int store_begin_group(Store *store);
 int store_commit_group(Store *store);
-void store_rollback_group(Store *store);
 
 /* Queue. */
 int store_claim_next(Store *store, Stage stage, const char *owner, double lease_s, StoreJob **ret_job);
-int store_heartbeat(Store *store, int64_t id, const char *owner, double lease_s);
 int store_heartbeat_owner(Store *store, const char *owner, double lease_s, int *ret_extended);
-int store_set_cache_key(Store *store, int64_t id, const uint8_t key[32]);
 int store_set_compiled(Store *store, int64_t id, const char *owner, json_t *compile_section);
 int store_finish(Store *store, int64_t id, const char *owner, const char *verdict, double speedup,
                  json_t *result);
 int store_requeue(Store *store, int64_t id, const char *owner, Stage stage);
-int store_reap(Store *store, int max_attempts, int *ret_requeued, int *ret_failed);
 int store_reap_collect(Store *store, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
                        size_t *ret_n_failed);
 int store_requeue_all_leases(Store *store);   /* at start-up: every lease of a dead supervisor */
@@ -187,9 +185,6 @@ int store_list_submissions(Store *store, json_t *filters, int64_t cursor, int li
                            json_t **ret_items, int64_t *ret_next_cursor);
 int store_stats(Store *store, json_t **ret_stats);
 int store_queue_depth(Store *store, int64_t *ret_queued, int64_t *ret_compiled, int64_t *ret_running);
-/* Rows of a dashboard view (name "v_*", see docs/store.md) as an array of objects. */
-int store_query_view(Store *store, const char *view, int limit, json_t **ret_rows);
-int store_schema_version(Store *store, int *ret_version);
 
 /*
  * Dashboard reads (docs/dashboard.md): named queries over the v_* views of
@@ -248,8 +243,6 @@ int store_token_list(Store *store, json_t **ret_list);
 /* Server secret (seeds are derived from it; created on first open). */
 int store_secret(Store *store, uint8_t ret_secret[32]);
 
-/* RFC 3339 UTC with milliseconds, "2026-11-21T14:02:30.123Z", from unix seconds. */
-void store_format_time(double t, char ret_buf[32]);
 /* Current time as REAL unix seconds (what the store records). */
 double store_now(void);
 

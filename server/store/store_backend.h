@@ -93,7 +93,7 @@ typedef int (*StoreRowFn)(void *arg, int n, const char *const *names, const Stor
  * backend does not have it (its comment says what the store does then).
  */
 struct StoreOps {
-        const char *name;               /* store_backend_name() */
+        const char *name;               /* "sqlite" or "postgresql" (for tests) */
         bool pg;                        /* which dialect of store_sql_text() */
         bool claim_gate;                /* store.c's claim gate applies (a fleet that LISTENs) */
         bool shared;                    /* other hosts write the same database at once */
@@ -207,7 +207,6 @@ typedef struct StoreListQuery {
 extern const char *const store_list_columns[4];
 
 int store_list_query_parse(json_t *filters, int64_t cursor, int limit, StoreListQuery *ret_q);
-int store_parse_time(const char *text, double *ret_t);
 char *store_ids_encode(const int64_t *ids, size_t n);
 int store_ids_decode(const char *text, size_t max, int64_t **ret_ids, size_t *ret_n);
 int store_check_insert(const StoreInsert *ins);

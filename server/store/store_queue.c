@@ -379,39 +379,6 @@ int store_insert_request(Store *store, const StoreInsert *ins, int64_t *ret_ids,
 }
 
 /**
- * store_idempotent_lookup() - the ids an idempotency key stands for
- * @store, @token_id, @idem_key, @body_hash: the key and the body's sha256
- * @ret_ids: on success, a new array of the ids
- * Return: 0, STORE_E_NOT_FOUND (a new key), STORE_E_CONFLICT (stored with
- * another body hash), -EBADMSG, -EINVAL, or a negative errno.
- */
-int store_idempotent_lookup(Store *store, int64_t token_id, const char *idem_key, const uint8_t body_hash[32],
-                            json_t **ret_ids)
-{
-        int64_t *ids = NULL;
-        size_t n = 0;
-        json_t *arr;
-        int r;
-
-        if (!idem_key || !body_hash)
-                return -EINVAL;
-        r = idem_get(store, token_id, idem_key, body_hash, LIMIT_BATCH_MAX, &ids, &n);
-        if (r != 0)
-                return r;
-        arr = json_array();
-        for (size_t i = 0; arr && i < n; i++)
-                if (json_array_append_new(arr, json_integer(ids[i]))) {
-                        json_decref(arr);
-                        arr = NULL;
-                }
-        free(ids);
-        if (!arr)
-                return -ENOMEM;
-        *ret_ids = arr;
-        return 0;
-}
-
-/**
  * store_prune_idempotency() - forget idempotency keys older than @older_than_s
  * @store:        open store; borrowed
  * @older_than_s: age in seconds (e.g. 86400)
@@ -449,9 +416,6 @@ static int load_side_json(Store *s, int q, int64_t id, json_t **ret)
 static int job_from_row(const StoreRow *row, StoreJob *job)
 {
         const char *task = row->ops->text(row, 4, NULL), *mode = row->ops->text(row, 5, NULL);
-        uint8_t *key = NULL;
-        size_t len = 0;
-        int r;
 
         job->id = row->ops->i64(row, 0);
         job->attempts = (int)row->ops->i64(row, 1);
@@ -459,13 +423,7 @@ static int job_from_row(const StoreRow *row, StoreJob *job)
         job->token_id = row->ops->i64(row, 3);
         job->task = task ? strdup(task) : NULL;
         job->mode = mode ? strdup(mode) : NULL;
-        r = row->ops->blob(row, 6, &key, &len);
-        if (r == 0 && len == 32) {
-                memcpy(job->cache_key, key, 32);
-                job->has_cache_key = true;
-        }
-        free(key);
-        return r == 0 && !job->mode ? -ENOMEM : r;
+        return job->mode ? 0 : -ENOMEM;
 }
 
 /**
@@ -541,27 +499,6 @@ out:
 }
 
 /**
- * store_heartbeat() - extend a job's lease
- * @store:   open store; borrowed
- * @id:      the job
- * @owner:   the lease owner
- * @lease_s: new lease length from now
- * Return: 0, STORE_E_NOT_FOUND for an unknown id, STORE_E_CONFLICT when the
- * lease is not held by @owner any more (reaped, finished), or a negative errno.
- */
-int store_heartbeat(Store *store, int64_t id, const char *owner, double lease_s)
-{
-        int64_t n = 0;
-        int r;
-
-        if (!owner || !(lease_s > 0))
-                return -EINVAL;
-        StoreVal a[] = { SV_INT(id), SV_TEXT(owner), SV_REAL(store_now() + lease_s) };
-        r = write_one(store, true, STORE_Q_HEARTBEAT, a, SV_N(a), &n);
-        return r == 0 && n == 0 ? why_not(store, id, 0) : r;
-}
-
-/**
  * store_heartbeat_owner() - extend every lease held by @owner
  * @store:        open store; borrowed
  * @owner:        the lease owner
@@ -595,25 +532,6 @@ int store_host_beat(Store *store)
         if (!store_db_has(store, STORE_Q_HOST_BEAT))
                 return 0;
         return write_one(store, true, STORE_Q_HOST_BEAT, a, SV_N(a), NULL);
-}
-
-/**
- * store_set_cache_key() - record the compile cache key of a job
- * @store: open store; borrowed
- * @id:    the job
- * @key:   32 bytes; the run stage finds the CUBIN under it (StoreJob.cache_key)
- * Return: 0, STORE_E_NOT_FOUND, or a negative errno.
- */
-int store_set_cache_key(Store *store, int64_t id, const uint8_t key[32])
-{
-        int64_t n = 0;
-        int r;
-
-        if (!key)
-                return -EINVAL;
-        StoreVal a[] = { SV_INT(id), SV_BLOB(key, 32) };
-        r = write_one(store, false, STORE_Q_SET_KEY, a, SV_N(a), &n);
-        return r == 0 && n == 0 ? STORE_E_NOT_FOUND : r;
 }
 
 /**
@@ -877,17 +795,6 @@ out:
                         *ret_n_failed = n_failed;
         }
         free(failed);
-        return r;
-}
-
-/* store_reap_collect() with counts only. */
-int store_reap(Store *store, int max_attempts, int *ret_requeued, int *ret_failed)
-{
-        size_t n = 0;
-        int r = reap_leases(store, store_now(), max_attempts, ret_requeued, NULL, &n);
-
-        if (r == 0 && ret_failed)
-                *ret_failed = (int)n;
         return r;
 }
 

@@ -17,6 +17,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "server/store/store_backend.h"
+#include "server/store/store_test.h"
 
 /**
  * store_get_submission() - the API object of one submission

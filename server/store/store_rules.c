@@ -23,6 +23,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "server/store/store_backend.h"
+#include "server/store/store_test.h"
 
 #define STORE_LIST_DEFAULT 100
 
@@ -118,6 +119,34 @@ const char *store_host_id(void)
         return host_id;
 }
 
+/* "HOST/kevald-PID" fits, whatever the host id and the pid. */
+_Static_assert(LIMIT_HOST_ID_BYTES + sizeof("/kevald-") + sizeof("-2147483648") <= STORE_LEASE_OWNER_BYTES,
+               "a lease owner does not fit STORE_LEASE_OWNER_BYTES");
+
+/**
+ * store_lease_plan() - how this process holds its leases: their owner, and how often they are renewed
+ * @lease_s:     the lease length (> 0): a claim or a renewal holds the job until now + @lease_s
+ * @ret_owner:   on success, the owner this process's leases carry, "HOST/kevald-PID":
+ *               store_host_id() first, so that a restarted host takes back only its
+ *               own leases (store_requeue_all_leases())
+ * @ret_renew_s: on success, the seconds between renewals (store_heartbeat_owner() with
+ *               @lease_s): @lease_s / 3, so a lease outlives two missed renewals
+ *
+ * The dispatcher claims under this owner and renews on its loop; storewatch
+ * renews the same leases from its thread, so that a dispatcher held up in a
+ * slow store call keeps them. Both take the owner and the interval from here.
+ *
+ * Return: 0, or -EINVAL when @lease_s is not > 0.
+ */
+int store_lease_plan(double lease_s, char ret_owner[STORE_LEASE_OWNER_BYTES], double *ret_renew_s)
+{
+        if (!(lease_s > 0) || !ret_owner || !ret_renew_s)
+                return -EINVAL;
+        snprintf(ret_owner, STORE_LEASE_OWNER_BYTES, "%s/kevald-%d", store_host_id(), (int)getpid());
+        *ret_renew_s = lease_s / 3;
+        return 0;
+}
+
 /* ---- time, jobs, ids, argument checks ------------------------------------ */
 
 /**
@@ -163,7 +192,7 @@ void store_format_time(double t, char ret_buf[32])
 }
 
 /* RFC 3339 ("2026-11-21T14:02:30Z", fraction and offset optional) or unix seconds as text. */
-int store_parse_time(const char *text, double *ret_t)
+static int parse_time(const char *text, double *ret_t)
 {
         int y, mo, d, h, mi, n = 0;
         double sec;
@@ -373,7 +402,7 @@ int store_list_query_parse(json_t *filters, int64_t cursor, int limit, StoreList
         if (json_is_number(v)) {
                 q.since = json_number_value(v);
         } else if (json_is_string(v)) {
-                if (store_parse_time(json_string_value(v), &q.since) < 0)
+                if (parse_time(json_string_value(v), &q.since) < 0)
                         return -EINVAL;
         } else if (v && !json_is_null(v)) {
                 return -EINVAL;

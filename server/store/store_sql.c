@@ -35,7 +35,7 @@ typedef struct StoreSql {
         "AND priority = (SELECT pri FROM p) AND token_id = t.tok) AS id FROM t "                              \
         "LEFT JOIN token_service ts ON ts.token_id = t.tok WHERE t.tok IS NOT NULL "                          \
         "ORDER BY coalesce(ts." SERVED ", 0), id LIMIT 1) "                                                   \
-        "RETURNING id, stage_attempts, priority, token_id, task, mode, cache_key"
+        "RETURNING id, stage_attempts, priority, token_id, task, mode"
 
 /*
  * PostgreSQL: the same order, the row picked FOR UPDATE SKIP LOCKED (a row
@@ -68,7 +68,7 @@ typedef struct StoreSql {
         "UPDATE submissions u SET state = '" TO "', lease_owner = ?1, lease_expires = ?2, "                   \
         "attempts = u.attempts + 1, stage_attempts = u.stage_attempts + 1, "                                  \
         "started_at = coalesce(u.started_at, ?3) FROM c WHERE u.id = c.id "                                  \
-        "RETURNING u.id, u.stage_attempts, u.priority, u.token_id, u.task, u.mode, u.cache_key"
+        "RETURNING u.id, u.stage_attempts, u.priority, u.token_id, u.task, u.mode"
 #define PG_CLAIM(TO, FROM, SERVED) PG_PICK(FROM, SERVED) PG_CLAIM_UPDATE(TO)
 #define PG_CLAIM_ANY(TO, FROM, SERVED) PG_PICK_ANY(FROM, SERVED) PG_CLAIM_UPDATE(TO)
 

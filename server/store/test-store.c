@@ -26,6 +26,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "server/store/store_backend.h"
+#include "server/store/store_test.h"
 
 #define CHECK(cond)                                                                       \
         do {                                                                              \
@@ -168,13 +169,12 @@ static void test_lifecycle(void)
         Store *s = open_fresh(path, sizeof(path));
         StoreJob *job = NULL;
         json_t *o;
-        uint8_t key[32];
 
         double t0 = store_now();
         int64_t id = insert1(s, "l1_softmax", 0, 0, "run-a", NULL, NULL);
         CHECK_RC(store_claim_next(s, STAGE_RUN, "w1", 30, &job), STORE_E_EMPTY);
         CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w1", 30, &job), 0);
-        CHECK(job->id == id && job->attempts == 1 && !job->has_cache_key && !job->compile);
+        CHECK(job->id == id && job->attempts == 1 && !job->compile);
         CHECK(strcmp(job->task, "l1_softmax") == 0 && strcmp(job->mode, "full") == 0);
         CHECK(strstr(json_string_value(json_object_get(job->request, "source")), "__global__"));
         store_job_free(job);
@@ -184,10 +184,6 @@ static void test_lifecycle(void)
         CHECK(json_is_string(json_object_get(o, "started_at")));
         json_decref(o);
 
-        for (int i = 0; i < 32; i++)
-                key[i] = (uint8_t)(i * 7);
-        CHECK_RC(store_set_cache_key(s, id, key), 0);
-        CHECK_RC(store_set_cache_key(s, id + 1000, key), STORE_E_NOT_FOUND);
         json_t *compile = json_pack("{s:b, s:s, s:f}", "ok", 1, "log", "", "compile_ms", 12.5);
         CHECK_RC(store_set_compiled(s, id, "other-owner", compile), STORE_E_CONFLICT);
         CHECK_RC(store_set_compiled(s, id, "w1", compile), 0);
@@ -196,7 +192,7 @@ static void test_lifecycle(void)
         json_decref(o);
 
         CHECK_RC(store_claim_next(s, STAGE_RUN, "g0", 30, &job), 0);
-        CHECK(job->id == id && job->attempts == 1 && job->has_cache_key && memcmp(job->cache_key, key, 32) == 0);
+        CHECK(job->id == id && job->attempts == 1);
         CHECK(json_equal(job->compile, compile));
         store_job_free(job);
         json_decref(compile);
@@ -350,6 +346,19 @@ static void sleep_s(double t)
         nanosleep(&ts, NULL);
 }
 
+/* The reaper as the dispatcher runs it (store_reap_collect()), counting the jobs it ended. */
+static int reap(Store *s, int max_attempts, int *ret_requeued, int *ret_failed)
+{
+        int64_t *ids = NULL;
+        size_t n = 0;
+        int r = store_reap_collect(s, max_attempts, ret_requeued, &ids, &n);
+
+        free(ids);
+        if (r == 0)
+                *ret_failed = (int)n;
+        return r;
+}
+
 static void test_leases(void)
 {
         char path[512];
@@ -366,24 +375,27 @@ static void test_leases(void)
         CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w", 30, &job), 0);
         CHECK(job->attempts == 1);
         store_job_free(job);
-        CHECK_RC(store_reap(s, 2, &requeued, &failed), 0);
+        CHECK_RC(reap(s, 2, &requeued, &failed), 0);
         CHECK(requeued == 0 && failed == 0); /* not expired yet */
         CHECK_RC(store_heartbeat_owner(s, "w", 0.01, NULL), 0);
         sleep_s(0.05);
-        CHECK_RC(store_heartbeat(s, id, "w", 10), 0); /* an expired but unreaped lease is still held */
-        CHECK_RC(store_reap(s, 2, &requeued, &failed), 0);
-        CHECK(requeued == 0 && failed == 0);
-        CHECK_RC(store_heartbeat(s, id, "intruder", 10), STORE_E_CONFLICT);
-        CHECK_RC(store_heartbeat(s, id + 77, "w", 10), STORE_E_NOT_FOUND);
         int ext = -1;
+        CHECK_RC(store_heartbeat_owner(s, "w", 10, &ext), 0); /* an expired but unreaped lease is still held */
+        CHECK(ext == 1);
+        CHECK_RC(reap(s, 2, &requeued, &failed), 0);
+        CHECK(requeued == 0 && failed == 0);
+        CHECK_RC(store_heartbeat_owner(s, "intruder", 10, &ext), 0); /* another owner extends nothing */
+        CHECK(ext == 0);
+        ext = -1;
         CHECK_RC(store_heartbeat_owner(s, "w", 0.05, &ext), 0);
         CHECK(ext == 1);
         sleep_s(0.1);
-        CHECK_RC(store_reap(s, 2, &requeued, &failed), 0);
+        CHECK_RC(reap(s, 2, &requeued, &failed), 0);
         CHECK(requeued == 1 && failed == 0);
         CHECK(strcmp(get_str(s, id, "state", &o), "queued") == 0);
         json_decref(o);
-        CHECK_RC(store_heartbeat(s, id, "w", 10), STORE_E_CONFLICT); /* lease lost */
+        CHECK_RC(store_heartbeat_owner(s, "w", 10, &ext), 0); /* lease lost: nothing to extend */
+        CHECK(ext == 0);
 
         /* Attempt 2 expires -> max attempts (2) reached -> internal_error. */
         CHECK_RC(store_claim_next(s, STAGE_COMPILE, "w2", 0.05, &job), 0);
@@ -425,7 +437,7 @@ static void test_leases(void)
         CHECK(job->attempts == 1); /* the run stage counts from 0 again */
         store_job_free(job);
         sleep_s(0.1);
-        CHECK_RC(store_reap(s, 3, &requeued, &failed), 0);
+        CHECK_RC(reap(s, 3, &requeued, &failed), 0);
         CHECK(requeued == 1 && failed == 0);
         CHECK(strcmp(get_str(s, id2, "state", &o), "compiled") == 0);
         json_decref(o);
@@ -444,6 +456,55 @@ static void test_leases(void)
         CHECK(strcmp(get_str(s, id2, "state", &o), "compiled") == 0);
         json_decref(o);
         CHECK(store_requeue_all_leases(s) == 0);
+        store_close(s);
+}
+
+/*
+ * One owner for this process's leases (store_lease_plan()): "HOST/kevald-PID"
+ * whatever the host id's length, renewed every lease_s / 3, and the owner
+ * that store_requeue_all_leases() takes back at start-up as this host's.
+ */
+static void test_lease_plan(void)
+{
+        char path[512], owner[STORE_LEASE_OWNER_BYTES], expect[STORE_LEASE_OWNER_BYTES + 16];
+        char longest[LIMIT_HOST_ID_BYTES + 1];
+        Store *s = open_fresh(path, sizeof(path));
+        double renew_s = -1;
+        StoreJob *job;
+        json_t *o;
+        int ext = -1;
+
+        CHECK_RC(store_lease_plan(30, owner, &renew_s), 0);
+        snprintf(expect, sizeof(expect), "testhost/kevald-%d", (int)getpid());
+        CHECK(strcmp(owner, expect) == 0);
+        CHECK(renew_s == 10.0);
+        CHECK_RC(store_lease_plan(1, owner, &renew_s), 0);
+        CHECK(renew_s > 0.333 && renew_s < 0.334);
+        renew_s = -1;
+        CHECK_RC(store_lease_plan(0, owner, &renew_s), -EINVAL);
+        CHECK_RC(store_lease_plan(-1, owner, &renew_s), -EINVAL);
+        CHECK_RC(store_lease_plan(NAN, owner, &renew_s), -EINVAL);
+        CHECK(renew_s == -1);
+        /* The longest host id: the owner is whole, not cut. */
+        memset(longest, 'h', LIMIT_HOST_ID_BYTES);
+        longest[LIMIT_HOST_ID_BYTES] = '\0';
+        CHECK_RC(store_set_host_id(longest), 0);
+        CHECK_RC(store_lease_plan(30, owner, &renew_s), 0);
+        snprintf(expect, sizeof(expect), "%s/kevald-%d", longest, (int)getpid());
+        CHECK(strcmp(owner, expect) == 0);
+        CHECK_RC(store_set_host_id("testhost"), 0);
+
+        /* A job claimed under the plan's owner is renewed under it, and goes back at this host's restart. */
+        CHECK_RC(store_lease_plan(30, owner, &renew_s), 0);
+        int64_t id = insert1(s, "t", 0, 0, NULL, NULL, NULL);
+        CHECK_RC(store_claim_next(s, STAGE_COMPILE, owner, 30, &job), 0);
+        CHECK(job->id == id);
+        store_job_free(job);
+        CHECK_RC(store_heartbeat_owner(s, owner, 30, &ext), 0);
+        CHECK(ext == 1);
+        CHECK(store_requeue_all_leases(s) == 1);
+        CHECK(strcmp(get_str(s, id, "state", &o), "queued") == 0);
+        json_decref(o);
         store_close(s);
 }
 
@@ -483,7 +544,6 @@ static void test_idempotency(void)
         int64_t ids[3], ids2[3];
         uint8_t h1[32], h2[32];
         bool replayed = true;
-        json_t *arr;
 
         memset(h1, 1, 32);
         memset(h2, 2, 32);
@@ -494,11 +554,6 @@ static void test_idempotency(void)
         CHECK(!replayed);
         CHECK_RC(store_insert_request(s, &ins, ids2, &replayed), 0);
         CHECK(replayed && memcmp(ids, ids2, sizeof(ids)) == 0);
-        CHECK_RC(store_idempotent_lookup(s, 3, "key-1", h1, &arr), 0);
-        CHECK(json_array_size(arr) == 3 && json_integer_value(json_array_get(arr, 2)) == ids[2]);
-        json_decref(arr);
-        CHECK_RC(store_idempotent_lookup(s, 3, "key-1", h2, &arr), STORE_E_CONFLICT);
-        CHECK_RC(store_idempotent_lookup(s, 3, "key-2", h1, &arr), STORE_E_NOT_FOUND);
         /* Same key, other body: conflict, nothing inserted. */
         ins.body_hash = h2;
         CHECK_RC(store_insert_request(s, &ins, ids2, &replayed), STORE_E_CONFLICT);
@@ -1008,7 +1063,7 @@ static void test_sql_table(void)
                 CHECK(!pg || sql_args(pg) >= 0);
                 /* LEASES_HOST: SQLite names the host's prefix only to take it (one host holds all). */
                 CHECK(!sq || !pg || sql_args(sq) == sql_args(pg));
-                if (!sq || strcmp(store_backend_name(s), "sqlite"))
+                if (!sq || strcmp(s->ops->name, "sqlite"))
                         continue;
                 StoreRow row;
                 int r = s->ops->query(s->be, q, NULL, NULL, 0, &row);
@@ -1029,7 +1084,7 @@ static void test_sqlite_no_listen(void)
         CHECK_RC(store_listen(s), -EOPNOTSUPP);
         CHECK_RC(store_next_event(s, 0, &ev), -EOPNOTSUPP);
         CHECK_RC(store_host_beat(s), 0);
-        CHECK(strcmp(store_backend_name(s), "sqlite") == 0);
+        CHECK(strcmp(s->ops->name, "sqlite") == 0);
         store_close(s);
 }
 
@@ -1046,7 +1101,7 @@ static void test_pg_dead_host(void)
         int requeued = -1, failed = -1;
         json_t *o;
 
-        CHECK(strcmp(store_backend_name(a), "postgresql") == 0);
+        CHECK(strcmp(a->ops->name, "postgresql") == 0);
         CHECK_RC(store_open(path, &b), 0);
         int64_t ida = insert1(a, "t", 0, 0, NULL, NULL, NULL);
         int64_t idb = insert1(a, "t", 0, 0, NULL, NULL, NULL);
@@ -1066,10 +1121,10 @@ static void test_pg_dead_host(void)
         json_decref(o);
         /* hosta dies: its lease runs out and testhost's reaper returns the job. */
         store_close(a);
-        CHECK_RC(store_reap(b, 3, &requeued, &failed), 0);
+        CHECK_RC(reap(b, 3, &requeued, &failed), 0);
         CHECK(requeued == 0);
         sleep_s(0.4);
-        CHECK_RC(store_reap(b, 3, &requeued, &failed), 0);
+        CHECK_RC(reap(b, 3, &requeued, &failed), 0);
         CHECK(requeued == 1 && failed == 0);
         CHECK(strcmp(get_str(b, ida, "state", &o), "queued") == 0);
         json_decref(o);
@@ -1428,6 +1483,7 @@ int main(int argc, char **argv)
         RUN(test_priority);
         RUN(test_concurrent_claims);
         RUN(test_leases);
+        RUN(test_lease_plan);
         RUN(test_cancel);
         RUN(test_idempotency);
         RUN(test_group);
