@@ -11,7 +11,7 @@
  * postgresql:// URI. Build (not part of the default build):
  *
  *   cc -O2 -std=c11 -D_GNU_SOURCE -I. -I/usr/include/postgresql bench/store/bench-claim.c \
- *      server/store/store.c server/store_*.c build-X/server/migrations.c build-X/server/pg_migrations.c \
+ *      server/store/store.c server/store/store_*.c build-X/server/migrations.c build-X/server/pg_migrations.c \
  *      common/log.c -lsqlite3 -lpq -ljansson -lpthread -lm -o bench-claim
  */
 #include <stdio.h>
