@@ -7,7 +7,7 @@ PostgreSQL, and 1, 2 and 4 `kevald serve` processes on one PostgreSQL.
 
 Everything is the real kevald binary on port 0 with its real compile workers;
 the run stage is the CPU stand-in GPU worker of the fleet test
-(tests/fleet/standin_gpu_worker.py: the real frame protocol, no GPU; work_s
+(tests/pylib/standin_gpu_worker.py: the real frame protocol, no GPU; work_s
 0, so a job costs the store and the dispatcher, not a kernel). PostgreSQL is
 the cluster scripts/pg-temp starts (fsync on; each measurement gets its own
 fresh database); SQLite is a fresh file in a temporary folder of the same

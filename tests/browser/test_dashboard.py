@@ -7,8 +7,8 @@ chromium package, driven over the DevTools protocol) against the real
     machine): an agent's three turns (a compile error, then two fixes) and
     compile errors inside an RL run;
   * run-stage results from a CPU STAND-IN for kevald-gpu
-    (standin_gpu_worker.py: the real frame protocol, no GPU; each of its
-    results says "stand-in", and the page badges it). Its speedups and
+    (tests/pylib/standin_gpu_worker.py: the real frame protocol, no GPU; each
+    of its results says "stand-in", and the page badges it). Its speedups and
     mismatches are made up by the stand-in; what is tested is that the page
     shows what the API says about them.
 
@@ -30,7 +30,6 @@ Exits 77 (meson: skipped) only when Chromium cannot start here.
 import copy
 import json
 import os
-import shutil
 import sys
 import time
 import uuid
@@ -41,12 +40,13 @@ from urllib.parse import quote
 
 import pytest
 
+import standin_gpu_worker as standin
 from cdp import Browser, BrowserUnavailable
 from conftest import LIBEXEC, SCREENSHOTS, SLOW, Server, assert_stopped_cleanly
 
 HERE = Path(__file__).resolve().parent
-FAKE = HERE.parent / "integration" / "fake_gpu_worker.py"
-STANDIN = HERE / "standin_gpu_worker.py"
+# The stand-in's knobs: its results say they are a stand-in's (the page badges them).
+STANDIN = {"work_s": 0.01, "name": "CPU stand-in (kevald browser tests; no GPU ran this)", "standin": True}
 
 RUN_RL = "rl-standin"
 RUN_AGENT = "agent-compile"
@@ -144,10 +144,7 @@ def libexec_with_standin(d):
     if not compile_bin.exists():
         pytest.fail(f"no kevald-compile at {compile_bin} (build first)")
     os.symlink(compile_bin, libexec / "kevald-compile")
-    shutil.copy(STANDIN, libexec / "kevald-gpu")
-    shutil.copy(FAKE, libexec / "fake_gpu_worker.py")
-    os.chmod(libexec / "kevald-gpu", 0o755)
-    (libexec / "fake_gpu.json").write_text('{"work_s": 0.01}')
+    standin.install(libexec, STANDIN)
     return libexec
 
 

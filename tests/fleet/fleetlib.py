@@ -5,15 +5,15 @@ and the CPU stand-in GPU worker, the submissions they send, and reading the
 store directly (psql for PostgreSQL, the sqlite3 module for a file).
 
 A Host gets its own libexec folder: a symlink to the build's kevald-compile,
-fake_gpu_worker.py (tests/integration) and standin_gpu_worker.py copied as
-kevald-gpu; the stand-in writes fake_gpu.log there (which job ran when, in
-which process) and reads its knobs from fake_gpu.json there (the supervisor
-scrubs its children's environment, so that is the only channel).
+and tests/pylib/standin_gpu_worker.py put there as kevald-gpu (its
+install()); the stand-in writes fake_gpu.log there (which job ran when, in
+which process; when it sent each RESULT) and reads its knobs from
+fake_gpu.json there (the supervisor scrubs its children's environment, so
+that is the only channel). Every result it sends says it is a stand-in's.
 """
 import copy
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -26,10 +26,11 @@ import httpx
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "pylib"))
-from kevaldserver import FIXTURE_TASKS, KEVALD, LIBEXEC, SLOW, SOURCE_ROOT  # noqa: E402,F401
+from kevaldserver import FIXTURE_TASKS, KEVALD, LIBEXEC, SLOW  # noqa: E402,F401
+import standin_gpu_worker as standin  # noqa: E402
 
-FAKE = SOURCE_ROOT / "tests" / "integration" / "fake_gpu_worker.py"
-STANDIN = HERE / "standin_gpu_worker.py"
+# The stand-in's identity here: every result says it is a stand-in's, no GPU ran it.
+STANDIN = {"name": "CPU stand-in (kevald fleet test; no GPU ran this)", "standin": True}
 
 
 class FleetError(AssertionError):
@@ -124,11 +125,7 @@ class Host:
         if not compile_bin.exists():
             raise FleetError(f"no kevald-compile at {compile_bin} (build first)")
         os.symlink(compile_bin, self.libexec / "kevald-compile")
-        shutil.copy(FAKE, self.libexec / "fake_gpu_worker.py")
-        shutil.copy(STANDIN, self.libexec / "kevald-gpu")
-        os.chmod(self.libexec / "kevald-gpu", 0o755)
-        (self.libexec / "fake_gpu.json").write_text(json.dumps(knobs or {"work_s": 0.005}))
-        self.log = self.libexec / "fake_gpu.log"
+        self.log = standin.install(self.libexec, {**STANDIN, **(knobs or {"work_s": 0.005})})
         self.server_log = self.dir / "server.log"
         self.argv = [str(KEVALD), "serve", "--listen", "127.0.0.1:0", "--db", str(db),
                      "--port-file", str(self.dir / "port"), "--tasks", str(FIXTURE_TASKS),

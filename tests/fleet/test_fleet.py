@@ -5,9 +5,9 @@ a `kill -9` of host c in mid-load.
 
 Every part is real except the GPU: each host runs the real kevald binary and
 real kevald-compile workers (NVRTC), and for the run stage a CPU STAND-IN for
-kevald-gpu (standin_gpu_worker.py over tests/integration/fake_gpu_worker.py:
-the real frame protocol; its results say "CPU stand-in", no GPU ran them). Its
-log (fake_gpu.log in each host's libexec folder) says which host ran which job.
+kevald-gpu (tests/pylib/standin_gpu_worker.py: the real frame protocol; its
+results say "CPU stand-in", no GPU ran them). Its log (fake_gpu.log in each
+host's libexec folder) says which host ran which job.
 
 What must hold (issue 12):
   * every acknowledged submission ends `done`, once, with one stored result,

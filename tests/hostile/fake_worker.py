@@ -2,7 +2,8 @@
 """
 A misbehaving stand-in for kevald-compile, used only by the hostile suite.
 
-The suite copies this file into a temporary folder as `kevald-compile` and
+The suite copies this file into a temporary folder as `kevald-compile`, with
+tests/pylib/frames.py beside it (the frame encoding, written once), and
 starts `kevald serve --libexec <that folder>`. The first time the supervisor
 starts it, it misbehaves as the file `mode` beside it says; every later start
 execs the real worker (path in the file `real`), so the test can check that
@@ -22,52 +23,41 @@ Modes that answer a JOB (after a normal HELLO):
 """
 import json
 import os
-import struct
 import subprocess
 import sys
 import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAGIC = 0x3146564B  # "KVF1"
-HELLO, JOB, RESULT = 1, 2, 3
+sys.path.insert(0, HERE)  # frames.py, copied beside this file
+from frames import HELLO, JOB, RESULT, FrameError, pack, read_raw  # noqa: E402
 
 
 def hello_json():
     return b'{"role":"compile","pid":%d,"nvrtc":"13.0","arch_default":"sm_90a","layers":{}}' % os.getpid()
 
 
-def read_exact(n):
-    buf = b""
-    while len(buf) < n:
-        chunk = os.read(0, n - len(buf))
-        if not chunk:
-            sys.exit(0)
-        buf += chunk
-    return buf
+def read_frame(src):
+    """(type, json bytes, blob) from the descriptor or binary stream @src, or None at its end
+    (also inside a frame)."""
+    try:
+        return read_raw(src)
+    except FrameError:
+        return None
 
 
 def read_job():
-    """The next JOB frame's JSON (other frames are skipped); logged to `jobs`."""
+    """The next JOB frame's JSON (other frames are skipped); logged to `jobs`. Exits 0 at the end
+    of input."""
     while True:
-        magic, ftype, jl, bl = struct.unpack("<IIII", read_exact(16))
-        body = read_exact(jl)
-        read_exact(bl)
+        fr = read_frame(0)
+        if fr is None:
+            sys.exit(0)
+        ftype, body, _ = fr
         if ftype == JOB:
             with open(os.path.join(HERE, "jobs"), "a") as f:
                 f.write(f"{os.getpid()}\n")
             return json.loads(body)
-
-
-def read_frame(f):
-    """(type, json bytes, blob) from the binary stream @f, or None at its end."""
-    head = f.read(16)
-    if len(head) < 16:
-        return None
-    magic, ftype, jl, bl = struct.unpack("<IIII", head)
-    body = f.read(jl)
-    blob = f.read(bl)
-    return ftype, body, blob
 
 
 def proxy_hang_marked(argv):
@@ -81,7 +71,7 @@ def proxy_hang_marked(argv):
             fr = read_frame(child.stdout)
             if fr is None:
                 os._exit(1)
-            out.write(frame(fr[0], fr[1], fr[2]))
+            out.write(pack(fr[0], fr[1], fr[2]))
             out.flush()
 
     threading.Thread(target=upstream, daemon=True).start()
@@ -96,14 +86,8 @@ def proxy_hang_marked(argv):
             with open(os.path.join(HERE, "hung"), "a") as f:
                 f.write(f"{os.getpid()}\n")
             continue   # never answered: the supervisor's watchdog kills us (and the child with our group)
-        child.stdin.write(frame(fr[0], fr[1], fr[2]))
+        child.stdin.write(pack(fr[0], fr[1], fr[2]))
         child.stdin.flush()
-
-
-def frame(ftype, json_bytes, blob=b"", json_len=None, blob_len=None):
-    jl = len(json_bytes) if json_len is None else json_len
-    bl = len(blob) if blob_len is None else blob_len
-    return struct.pack("<IIII", MAGIC, ftype, jl, bl) + json_bytes + blob
 
 
 def main():
@@ -124,31 +108,31 @@ def main():
     if mode == "garbage":
         out.write(b"this is not a frame \x00\xff\xfe" * 64)
     elif mode == "bad_magic":
-        out.write(struct.pack("<IIII", 0xDEADBEEF, HELLO, 2, 0) + b"{}")
+        out.write(pack(HELLO, b"{}", magic=0xDEADBEEF))
     elif mode == "huge_length":
-        out.write(frame(HELLO, b"", json_len=0xFFFFFFF0))
+        out.write(pack(HELLO, b"", json_len=0xFFFFFFF0))
     elif mode == "bad_type":
-        out.write(frame(99, b'{"role":"compile"}'))
+        out.write(pack(99, b'{"role":"compile"}'))
     elif mode == "not_object":
-        out.write(frame(HELLO, b"[1, 2, 3]"))
+        out.write(pack(HELLO, b"[1, 2, 3]"))
     elif mode == "result_without_job":
-        out.write(frame(HELLO, b'{"role":"compile","pid":%d,"nvrtc":"13.0","arch_default":"sm_90a","layers":{}}' % os.getpid()))
-        out.write(frame(RESULT, b'{"id":424242,"ok":true}'))
+        out.write(pack(HELLO, b'{"role":"compile","pid":%d,"nvrtc":"13.0","arch_default":"sm_90a","layers":{}}' % os.getpid()))
+        out.write(pack(RESULT, b'{"id":424242,"ok":true}'))
     elif mode in ("forged_cubin", "no_cubin", "hang"):
-        out.write(frame(HELLO, hello_json()))
+        out.write(pack(HELLO, hello_json()))
         out.flush()
         job = read_job()
         if mode == "forged_cubin":
             res = {"id": job.get("id"), "ok": True, "log": 7, "compile_ms": "fast", "kernels": "all of them",
                    "arch": job.get("arch"), "lowered_names": {}}
-            out.write(frame(RESULT, json.dumps(res).encode(), b"NOT-AN-ELF-CUBIN"))
+            out.write(pack(RESULT, json.dumps(res).encode(), b"NOT-AN-ELF-CUBIN"))
         elif mode == "no_cubin":
             res = {"id": job.get("id"), "ok": True, "log": "", "compile_ms": 1.0, "kernels": [],
                    "arch": job.get("arch"), "lowered_names": {}}
-            out.write(frame(RESULT, json.dumps(res).encode()))
+            out.write(pack(RESULT, json.dumps(res).encode()))
     elif mode == "hello_twice":
         h = b'{"role":"compile","pid":%d,"nvrtc":"13.0","arch_default":"sm_90a","layers":{}}' % os.getpid()
-        out.write(frame(HELLO, h) + frame(HELLO, h))
+        out.write(pack(HELLO, h) + pack(HELLO, h))
     out.flush()
     # Stay alive: the supervisor must kill us, not wait for us to leave.
     time.sleep(600)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import frames
 from conftest import (HERE, LIBEXEC, SANITIZED, SLOW, assert_serves_normally, compile_body,
                       submit, unique_good_source, wait_done)
 
@@ -99,6 +100,7 @@ def test_worker_sending_garbage_is_killed_and_replaced(make_server, tmp_path, mo
     fake.mkdir()
     shutil.copy(HERE / "fake_worker.py", fake / "kevald-compile")
     os.chmod(fake / "kevald-compile", 0o755)
+    frames.install(fake)  # fake_worker.py's frame encoding
     (fake / "mode").write_text(mode)
     (fake / "real").write_text(str(LIBEXEC / "kevald-compile"))
     s = make_server("--libexec", str(fake), ready=False)
@@ -146,6 +148,7 @@ def fake_libexec(tmp_path, mode, persist=False):
     fake.mkdir()
     shutil.copy(HERE / "fake_worker.py", fake / "kevald-compile")
     os.chmod(fake / "kevald-compile", 0o755)
+    frames.install(fake)  # fake_worker.py's frame encoding
     (fake / "mode").write_text(mode)
     (fake / "real").write_text(str(LIBEXEC / "kevald-compile"))
     if persist:

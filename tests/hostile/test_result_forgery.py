@@ -1,24 +1,21 @@
 """
 Forged GPU RESULTs: a GPU worker is a process that runs untrusted kernels, so
 what it reports is checked before it becomes a stored verdict or reward
-(server/dispatch/resultcheck.c). The GPU workers here are the integration suite's
-fake (tests/integration/fake_gpu_worker.py, the real frame protocol, no GPU
-needed) with the real compile workers; a candidate kernel's name picks what
-the fake reports. A forged RESULT must never be stored as "correct" with its
+(server/dispatch/resultcheck.c). The GPU workers here are the tests' stand-in
+(tests/pylib/standin_gpu_worker.py, "the fake": the real frame protocol, no
+GPU needed) with the real compile workers; a candidate kernel's name picks
+what the fake reports. A forged RESULT must never be stored as "correct" with its
 speedup: its worker is killed, the job is tried again, and after
 max_attempts (3) such answers it ends as internal_error with no reward.
 """
 import copy
 import json
 import os
-import shutil
-from pathlib import Path
 
 import pytest
 
+import standin_gpu_worker as standin
 from conftest import LIBEXEC, wait_done
-
-FAKE_GPU = Path(__file__).resolve().parent.parent / "integration" / "fake_gpu_worker.py"
 
 TASK = {
     "name": "forgery_vecadd", "title": "Vector add", "description": "c = a + b", "level": 1,
@@ -49,12 +46,10 @@ def gpu_server(make_server, tmp_path):
     libexec = tmp_path / "libexec"
     libexec.mkdir()
     os.symlink(LIBEXEC / "kevald-compile", libexec / "kevald-compile")
-    shutil.copy(FAKE_GPU, libexec / "kevald-gpu")
-    os.chmod(libexec / "kevald-gpu", 0o755)
-    (libexec / "fake_gpu.json").write_text(json.dumps({"work_s": 0.01}))
+    fake_log = standin.install(libexec, {"work_s": 0.01})
     s = make_server("--libexec", str(libexec), "--gpus", "0", "--gpu-workers-per-gpu", "2", ready=False)
     s.wait_ready(timeout=60)
-    s.fake_log = libexec / "fake_gpu.log"
+    s.fake_log = fake_log
     return s
 
 

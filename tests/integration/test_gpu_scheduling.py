@@ -1,7 +1,8 @@
 """
 The dispatcher's GPU-worker scheduling (server/dispatch/dispatch.c), end to end with
-the real `kevald serve` and the real kevald-compile, and a fake kevald-gpu
-(fake_gpu_worker.py) that speaks the real frame protocol and logs, per JOB,
+the real `kevald serve` and the real kevald-compile, and the stand-in kevald-gpu
+(tests/pylib/standin_gpu_worker.py, "the fake" below) that speaks the real
+frame protocol and logs, per JOB,
 its pid, GPU index, job id, [start, end] (CLOCK_MONOTONIC) and the launch_*
 fields it received.
 
@@ -24,22 +25,21 @@ theory of operation):
   * /readyz has one entry per GPU, aggregated over its workers.
 
 Each server gets its own libexec folder: a symlink to the build's
-kevald-compile, and a copy of the fake as kevald-gpu, which writes its log
-(fake_gpu.log) and reads its knobs (fake_gpu.json) beside itself, the only
-place a child can find (the supervisor scrubs the environment).
+kevald-compile, and the fake put there as kevald-gpu (standin_gpu_worker's
+install()), which writes its log (fake_gpu.log) and reads its knobs
+(fake_gpu.json) beside itself, the only place a child can find (the
+supervisor scrubs the environment).
 """
 import copy
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 
+import standin_gpu_worker as standin
 from conftest import LIBEXEC, SLOW, VECADD_PLAN, VECADD_SOURCE, VECADD_TASK, Server, compile_sub, wait_done
-
-FAKE = Path(__file__).resolve().parent / "fake_gpu_worker.py"
 
 
 class FakeGpuServer:
@@ -53,10 +53,7 @@ class FakeGpuServer:
         if not compile_bin.exists():
             pytest.fail(f"no kevald-compile at {compile_bin} (build first)")
         os.symlink(compile_bin, self.libexec / "kevald-compile")
-        shutil.copy(FAKE, self.libexec / "kevald-gpu")
-        os.chmod(self.libexec / "kevald-gpu", 0o755)
-        (self.libexec / "fake_gpu.json").write_text(json.dumps(knobs or {}))
-        self.log = self.libexec / "fake_gpu.log"
+        self.log = standin.install(self.libexec, knobs)
         self.n_gpus = len(gpus.split(","))
         self.per_gpu = per_gpu
         # conftest's Server puts "--gpus none" first; a later flag overrides it.
@@ -216,7 +213,7 @@ def test_job_carries_launch_limits(one_gpu):
     assert job["fault_grace_ms"] == 300, job
 
 
-EXIT_MARKERS = {  # marker: (the fake's verdict, the "exiting" it sends; see fake_gpu_worker.py)
+EXIT_MARKERS = {  # marker: (the fake's verdict, the "exiting" it sends; see tests/pylib/standin_gpu_worker.py)
     "legacy_exit": ("runtime_error", True),
     "runtime_error_exit": ("runtime_error", "sticky"),
     "timeout_exit": ("timeout", "timeout"),

@@ -31,7 +31,7 @@ from test_gpu_scheduling import FakeGpuServer, full
 SCHEMA_DIR = SOURCE_ROOT / "schema"
 sys.path.insert(0, str(SOURCE_ROOT / "tools" / "baselines"))
 import protocol  # noqa: E402  (tools/baselines: the baseline file's format and the GPU slug)
-FAKE_GPU = "Fake GPU (kevald tests)"  # fake_gpu_worker.py's device name; slug fake-gpu-kevald-tests
+FAKE_GPU = "Fake GPU (kevald tests)"  # the stand-in GPU worker's default device name; slug fake-gpu-kevald-tests
 
 
 def write_library(root):
