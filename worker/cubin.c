@@ -1,5 +1,7 @@
 /*
- * cubin - see cubin.h.
+ * cubin - see cubin.h. The ELF structure (sections, their names, the
+ * symbols) comes from worker/elf.h, which has checked it against the image;
+ * this file reads what the CUDA toolchain puts in it.
  *
  * Layout facts this file relies on (CUDA 11..13, checked against kernels
  * with known signatures in worker/test-cubin.c):
@@ -18,15 +20,13 @@
  * - EIATTR_CBANK_PARAM_SIZE (0x19): HVAL, the parameter buffer size.
  */
 #include "worker/cubin.h"
+#include "worker/elf.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define SHT_SYMTAB 2
-#define SHT_NOBITS 8
-#define STT_FUNC 2
 #define STO_CUDA_ENTRY 0x10
 
 #define EIFMT_SVAL 4
@@ -39,21 +39,6 @@
 #define EIATTR_MAX_STACK_SIZE 0x23
 #define EIATTR_REGCOUNT 0x2f
 
-typedef struct Section {
-        const char *name;
-        uint32_t type;
-        uint64_t offset, size;
-        uint32_t link, info;
-        uint64_t entsize;
-} Section;
-
-typedef struct Elf {
-        const uint8_t *data;
-        size_t len;
-        Section *sections;
-        size_t n_sections;
-} Elf;
-
 static uint16_t rd16(const uint8_t *p)
 {
         return (uint16_t)(p[0] | p[1] << 8);
@@ -62,84 +47,6 @@ static uint16_t rd16(const uint8_t *p)
 static uint32_t rd32(const uint8_t *p)
 {
         return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-        return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
-
-static bool in_bounds(const Elf *e, uint64_t off, uint64_t size)
-{
-        return off <= e->len && size <= e->len - off;
-}
-
-/* A NUL-terminated string at @off inside the string-table section @strtab. */
-static const char *elf_string(const Elf *e, const Section *strtab, uint32_t off)
-{
-        const char *base;
-
-        if (!strtab || strtab->type == SHT_NOBITS || off >= strtab->size)
-                return NULL;
-        base = (const char *)e->data + strtab->offset;
-        if (!memchr(base + off, '\0', strtab->size - off))
-                return NULL;
-        return base + off;
-}
-
-static int elf_open(Elf *e)
-{
-        const uint8_t *d = e->data;
-        uint64_t shoff;
-        uint16_t shentsize, shnum, shstrndx;
-        Section *shstr;
-
-        if (e->len < 64 || memcmp(d, "\177ELF", 4) != 0 || d[4] != 2 /* 64-bit */ ||
-            d[5] != 1 /* little-endian */ || rd16(d + 18) != 190 /* EM_CUDA */)
-                return CUBIN_E_MALFORMED;
-        shoff = rd64(d + 0x28);
-        shentsize = rd16(d + 0x3a);
-        shnum = rd16(d + 0x3c);
-        shstrndx = rd16(d + 0x3e);
-        if (shentsize < 64 || shnum == 0 || shstrndx >= shnum ||
-            !in_bounds(e, shoff, (uint64_t)shentsize * shnum))
-                return CUBIN_E_MALFORMED;
-        e->sections = calloc(shnum, sizeof(Section));
-        if (!e->sections)
-                return -ENOMEM;
-        e->n_sections = shnum;
-        for (size_t i = 0; i < shnum; i++) {
-                const uint8_t *h = d + shoff + i * shentsize;
-                Section *s = &e->sections[i];
-                s->type = rd32(h + 4);
-                s->offset = rd64(h + 0x18);
-                s->size = rd64(h + 0x20);
-                s->link = rd32(h + 0x28);
-                s->info = rd32(h + 0x2c);
-                s->entsize = rd64(h + 0x38);
-                if (s->type != SHT_NOBITS && s->type != 0 && !in_bounds(e, s->offset, s->size))
-                        return CUBIN_E_MALFORMED;
-        }
-        shstr = &e->sections[shstrndx];
-        for (size_t i = 0; i < shnum; i++) {
-                const uint8_t *h = d + shoff + i * shentsize;
-                e->sections[i].name = elf_string(e, shstr, rd32(h));
-                if (!e->sections[i].name)
-                        return CUBIN_E_MALFORMED;
-        }
-        return 0;
-}
-
-static const Section *elf_section(const Elf *e, const char *prefix, const char *name)
-{
-        size_t plen = strlen(prefix);
-
-        for (size_t i = 0; i < e->n_sections; i++) {
-                const char *n = e->sections[i].name;
-                if (strncmp(n, prefix, plen) == 0 && strcmp(n + plen, name) == 0)
-                        return &e->sections[i];
-        }
-        return NULL;
 }
 
 static int cmp_ordinal(const void *a, const void *b)
@@ -155,10 +62,14 @@ static int cmp_ordinal(const void *a, const void *b)
  */
 typedef int (*AttrFn)(void *ctx, uint8_t attr, uint8_t fmt, const uint8_t *p, uint16_t size);
 
-static int walk_attrs(const Elf *e, const Section *s, AttrFn fn, void *ctx)
+static int walk_attrs(const ElfSection *s, AttrFn fn, void *ctx)
 {
-        const uint8_t *p = e->data + s->offset, *end = p + s->size;
+        const uint8_t *p = s->data, *end;
         int r;
+
+        if (!p) /* SHT_NOBITS or SHT_NULL: attributes need bytes in the file */
+                return s->size ? CUBIN_E_MALFORMED : 0;
+        end = p + s->size;
 
         while (p < end) {
                 uint8_t fmt, attr;
@@ -264,19 +175,19 @@ static int global_attr(void *ctx, uint8_t attr, uint8_t fmt, const uint8_t *p, u
         return 0;
 }
 
-static int kernel_fill(const Elf *e, CubinKernel *k)
+static int kernel_fill(const ElfImage *e, CubinKernel *k)
 {
-        const Section *s;
+        const ElfSection *s;
         KernelCtx c = { .k = k };
         int r = 0;
 
-        s = elf_section(e, ".nv.shared.", k->name);
+        s = elf_find_section(e, ".nv.shared.", k->name);
         if (s)
                 k->shared_section = (int64_t)s->size;
-        s = elf_section(e, ".nv.info.", k->name);
+        s = elf_find_section(e, ".nv.info.", k->name);
         if (!s)
                 return 0;
-        r = walk_attrs(e, s, kernel_attr, &c);
+        r = walk_attrs(s, kernel_attr, &c);
         if (r != 0)
                 goto out;
         if (c.n > 0) {
@@ -313,32 +224,25 @@ out:
  */
 int cubin_parse(const void *data, size_t len, CubinInfo **ret_info)
 {
-        Elf e = { .data = data, .len = len };
+        ElfImage e = { 0 };
         CubinInfo *info = NULL;
         uint32_t *syms = NULL;
-        const Section *symtab = NULL, *strtab;
         size_t n_syms;
         int r;
 
-        r = elf_open(&e);
-        if (r != 0)
+        r = elf_open(data, len, &e);
+        if (r != 0) {
+                r = r == ELF_E_MALFORMED ? CUBIN_E_MALFORMED : r;
                 goto out;
-        for (size_t i = 0; i < e.n_sections; i++)
-                if (e.sections[i].type == SHT_SYMTAB)
-                        symtab = &e.sections[i];
+        }
         info = calloc(1, sizeof(*info));
         if (!info) {
                 r = -ENOMEM;
                 goto out;
         }
-        if (!symtab)
+        if (!e.symtab)
                 goto done; /* no symbols: no kernels */
-        if (symtab->entsize < 24 || symtab->link >= e.n_sections) {
-                r = CUBIN_E_MALFORMED;
-                goto out;
-        }
-        strtab = &e.sections[symtab->link];
-        n_syms = symtab->size / symtab->entsize;
+        n_syms = e.n_symbols;
         info->kernels = calloc(n_syms ? n_syms : 1, sizeof(CubinKernel));
         syms = calloc(n_syms ? n_syms : 1, sizeof(uint32_t));
         if (!info->kernels || !syms) {
@@ -346,18 +250,19 @@ int cubin_parse(const void *data, size_t len, CubinInfo **ret_info)
                 goto out;
         }
         for (size_t i = 0; i < n_syms; i++) {
-                const uint8_t *s = e.data + symtab->offset + i * symtab->entsize;
-                const char *name;
+                ElfSymbol sym;
                 CubinKernel *k;
-                if ((s[4] & 0xf) != STT_FUNC || !(s[5] & STO_CUDA_ENTRY))
+                r = elf_get_symbol(&e, i, &sym);
+                if (r != 0)
+                        goto out;
+                if (sym.type != ELF_STT_FUNC || !(sym.other & STO_CUDA_ENTRY))
                         continue;
-                name = elf_string(&e, strtab, rd32(s));
-                if (!name || !*name || info->n_kernels >= CUBIN_KERNELS_MAX) {
+                if (!sym.name || !*sym.name || info->n_kernels >= CUBIN_KERNELS_MAX) {
                         r = CUBIN_E_MALFORMED;
                         goto out;
                 }
                 k = &info->kernels[info->n_kernels];
-                k->name = strdup(name);
+                k->name = strdup(sym.name);
                 if (!k->name) {
                         r = -ENOMEM;
                         goto out;
@@ -375,7 +280,7 @@ int cubin_parse(const void *data, size_t len, CubinInfo **ret_info)
                 if (strcmp(e.sections[i].name, ".nv.info") != 0)
                         continue;
                 GlobalCtx g = { .info = info, .sym_of_kernel = syms };
-                r = walk_attrs(&e, &e.sections[i], global_attr, &g);
+                r = walk_attrs(&e.sections[i], global_attr, &g);
                 if (r != 0)
                         goto out;
         }
@@ -386,7 +291,7 @@ done:
 out:
         cubin_info_free(info);
         free(syms);
-        free(e.sections);
+        elf_close(&e);
         return r;
 }
 

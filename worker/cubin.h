@@ -7,8 +7,9 @@
  * from __launch_bounds__ or .maxntid/.reqntid; the .nv.shared.<kernel> size).
  *
  * The parser treats its input as hostile: every offset and size is checked
- * against the buffer before it is read, and a CUBIN that breaks a rule is
- * refused as CUBIN_E_MALFORMED rather than half-read.
+ * against the buffer before it is read (the ELF structure by worker/elf.h,
+ * the attributes here), and a CUBIN that breaks a rule is refused as
+ * CUBIN_E_MALFORMED rather than half-read.
  */
 #pragma once
 

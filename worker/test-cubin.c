@@ -3,8 +3,10 @@
  * NVRTC builds here from kernels whose parameter layout is known from the
  * C++ ABI: offsets and sizes, parameter-less kernels, by-value structs,
  * __launch_bounds__, stack frames and register counts. Then the hostile
- * side: every truncation and a few thousand random corruptions of a real
- * CUBIN must be refused or read without a crash (ASan/UBSan watch this).
+ * side: a kernel's attribute section that claims no bytes in the file is
+ * refused, and every truncation and a few thousand random corruptions of a
+ * real CUBIN must be refused or read without a crash (ASan/UBSan watch
+ * this). The ELF structure's own rules are tested in test-elf.c.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 
 #include "worker/compile/compile.h"
 #include "worker/cubin.h"
+#include "worker/elf.h"
 #include "common/testcheck.h"
 
 static const char source[] =
@@ -34,6 +37,14 @@ static const char source[] =
         "extern \"C\" __global__ void big(Big b, float *o) { o[threadIdx.x] = b.v[threadIdx.x & 63]; }\n"
         "extern \"C\" __global__ void mixed(char a, short b, long long c, char d, float4 e) {\n"
         "  if (a == 1 && b == 2 && c == 3 && d == 4 && e.x == 5) asm volatile(\"trap;\"); }\n";
+
+static uint64_t rd64le(const uint8_t *p)
+{
+        uint64_t v = 0;
+        for (int i = 7; i >= 0; i--)
+                v = v << 8 | p[i];
+        return v;
+}
 
 static void check_params(const CubinKernel *k, const unsigned (*want)[2], size_t n)
 {
@@ -119,6 +130,26 @@ int main(void)
         memcpy(copy, out.cubin, out.cubin_len);
         copy[18] = 62; /* EM_X86_64 */
         CHECK(cubin_parse(copy, out.cubin_len, &info) == CUBIN_E_MALFORMED);
+
+        /* .nv.info.k1 turned into a section without bytes at a wild offset: its
+         * attributes cannot be read, so the CUBIN is refused (not read from there). */
+        memcpy(copy, out.cubin, out.cubin_len);
+        {
+                ElfImage e = { 0 };
+                const ElfSection *s;
+                CHECK(elf_open(copy, out.cubin_len, &e) == 0);
+                s = e.sections ? elf_find_section(&e, ".nv.info.", "k1") : NULL;
+                CHECK(s != NULL);
+                if (s) {
+                        size_t i = (size_t)(s - e.sections);
+                        uint8_t *h = copy + rd64le(copy + 0x28) + i * (copy[0x3a] | copy[0x3b] << 8);
+                        h[4] = 8; /* SHT_NOBITS */
+                        h[5] = h[6] = h[7] = 0;
+                        memset(h + 0x18, 0xff, 8);
+                        CHECK(cubin_parse(copy, out.cubin_len, &info) == CUBIN_E_MALFORMED);
+                }
+                elf_close(&e);
+        }
 
         /* Every truncation: refused or read, never a crash or a read past the end. */
         for (size_t len = 0; len < out.cubin_len; len++) {

@@ -7,7 +7,8 @@
  * one warm-up PTX link (NVRTC dlopens libnvrtc-builtins on its first
  * compile), the watchdog thread is started, sandbox_lock() (seccomp: no
  * thread can be created afterwards), then HELLO. Then one JOB at a time,
- * each answered with exactly one RESULT.
+ * each answered with exactly one RESULT: the frame loop both workers share
+ * (worker/workerloop.h) reads the frames and calls handle_job().
  *
  * NVRTC cannot be interrupted: a template bomb spins for minutes. Each job
  * arms the watchdog with its deadline and a RESULT already rendered for
@@ -18,10 +19,11 @@
  * can never interleave or both be sent: whoever takes the lock first with
  * the job still armed answers, the other finds it disarmed.
  *
- * Exit status: 0 after SHUTDOWN or end of input (or when the worker's CPU
- * lifetime budget is nearly spent, after answering), 1 on an internal
- * failure (after an "internal" RESULT when a job was running), 2 when the
- * supervisor sent a malformed frame or JOB, 3 after a timeout RESULT.
+ * Exit status (worker/exitcode.h): 0 after SHUTDOWN or end of input (or
+ * when the worker's CPU lifetime budget is nearly spent, after answering),
+ * 1 on an internal failure (after an "internal" RESULT when a job was
+ * running), 2 when the supervisor sent a malformed frame or JOB, 4 after a
+ * timeout RESULT.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -40,6 +42,7 @@
 #include "sandbox/sandbox.h"
 #include "worker/compile/compile.h"
 #include "worker/exitcode.h"
+#include "worker/workerloop.h"
 
 
 static const char warmup_cuda[] =
@@ -251,11 +254,13 @@ static int warm_up(Compiler *c)
 }
 
 /*
- * One JOB frame. Return: 0 when answered, WORKER_EXIT_PROTOCOL for a malformed
- * JOB, or a negative errno after an "internal" RESULT was attempted.
+ * One JOB frame (the frame loop's handler; @ctx the Compiler). Return: 0 when
+ * answered, WORKER_EXIT_PROTOCOL for a malformed JOB, or a negative errno
+ * after an "internal" RESULT was attempted.
  */
-static int handle_job(Compiler *c, const Frame *f)
+static int handle_job(void *ctx, const Frame *f)
 {
+        Compiler *c = ctx;
         json_error_t jerr;
         json_t *job = json_loadb(f->json, f->json_len, JSON_REJECT_DUPLICATES, &jerr), *v, *tr = NULL;
         json_t *id, *res = NULL;
@@ -360,18 +365,25 @@ out:
         return r;
 }
 
-/* Is the worker's lifetime CPU budget (RLIMIT_CPU hard) nearly spent? */
-static bool cpu_budget_low(void)
+/*
+ * After each answered JOB (the frame loop's done()): is the worker's lifetime
+ * CPU budget (RLIMIT_CPU hard) nearly spent? Then it exits 0 for a fresh one.
+ */
+static bool cpu_budget_low(void *ctx)
 {
         struct rlimit rl;
         struct rusage ru;
         double used;
 
+        (void)ctx;
         if (getrlimit(RLIMIT_CPU, &rl) != 0 || rl.rlim_max == RLIM_INFINITY ||
             getrusage(RUSAGE_SELF, &ru) != 0)
                 return false;
         used = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec;
-        return used + 2.0 * LIMIT_COMPILE_CPU_S >= (double)rl.rlim_max;
+        if (used + 2.0 * LIMIT_COMPILE_CPU_S < (double)rl.rlim_max)
+                return false;
+        log_info("compile: CPU lifetime budget nearly spent: exiting for a fresh worker");
+        return true;
 }
 
 int main(int argc, char **argv)
@@ -382,7 +394,9 @@ int main(int argc, char **argv)
         const char *level = getenv("KEVALD_LOG_LEVEL");
         LogLevel lvl = LOG_LEVEL_INFO;
         json_t *hello = NULL;
-        int r, status = 1;
+        WorkerLoop loop = { .role = "compile", .fd = STDIN_FILENO, .handlers = { [FRAME_JOB] = handle_job },
+                            .done = cpu_budget_low };
+        int r, status = WORKER_EXIT_FAILED;
 
         if (level)
                 (void)log_level_parse(level, &lvl);
@@ -424,47 +438,8 @@ int main(int argc, char **argv)
                 goto out;
         }
 
-        for (;;) {
-                Frame f = { 0 };
-                r = frame_read(STDIN_FILENO, &f);
-                if (r == FRAME_E_EOF) {
-                        status = 0;
-                        break;
-                }
-                if (r == FRAME_E_MALFORMED || r == FRAME_E_TOO_LARGE) {
-                        log_error("compile: malformed frame from the supervisor");
-                        status = WORKER_EXIT_PROTOCOL;
-                        break;
-                }
-                if (r < 0) {
-                        log_error("compile: reading a frame: %s", strerror(-r));
-                        break;
-                }
-                if (f.type == FRAME_SHUTDOWN) {
-                        frame_clear(&f);
-                        status = 0;
-                        break;
-                }
-                if (f.type != FRAME_JOB) {
-                        log_error("compile: unexpected frame type %u from the supervisor", f.type);
-                        frame_clear(&f);
-                        status = WORKER_EXIT_PROTOCOL;
-                        break;
-                }
-                r = handle_job(c, &f);
-                frame_clear(&f);
-                if (r == WORKER_EXIT_PROTOCOL) {
-                        status = WORKER_EXIT_PROTOCOL;
-                        break;
-                }
-                if (r < 0)
-                        break;
-                if (cpu_budget_low()) {
-                        log_info("compile: CPU lifetime budget nearly spent: exiting for a fresh worker");
-                        status = 0;
-                        break;
-                }
-        }
+        loop.ctx = c;
+        status = workerloop_run(&loop);
 out:
         json_decref(hello);
         compile_close(c);

@@ -1,118 +1,97 @@
 /*
- * gpu_elf - see gpu_elf.h. Reads ELF64 little-endian CUBINs (what NVRTC,
- * nvJitLink and nvcc -cubin produce); fatbins and anything else are
- * GPU_ELF_E_MALFORMED.
+ * gpu_elf - see gpu_elf.h. The ELF structure comes from worker/elf.h (one
+ * reader for the whole tree): CUBINs as NVRTC, nvJitLink and nvcc -cubin
+ * write them; fatbins and anything else are GPU_ELF_E_MALFORMED.
  */
 #include "worker/gpu/gpu_elf.h"
 
-#include <elf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "worker/elf.h"
+
 #define GLOBALS_MAX 4096
 
-static int in_bounds(size_t size, uint64_t off, uint64_t len)
+/* Append one variable; GPU_ELF_E_MALFORMED past GLOBALS_MAX. */
+static int add_global(GpuElfGlobals *g, const ElfSymbol *sym, int sec)
 {
-        return off <= size && len <= size - off;
-}
+        GpuElfGlobal *v;
 
-/* A NUL-terminated string at @off of the string table [@base, @base + @len). */
-static const char *str_at(const unsigned char *img, uint64_t base, uint64_t len, uint64_t off)
-{
-        const char *s;
-
-        if (off >= len)
-                return NULL;
-        s = (const char *)img + base + off;
-        return memchr(s, '\0', len - off) ? s : NULL;
+        if (g->n_globals == GLOBALS_MAX)
+                return GPU_ELF_E_MALFORMED;
+        if (g->n_globals % 64 == 0) {
+                GpuElfGlobal *n = realloc(g->globals, ((size_t)g->n_globals + 64) * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                g->globals = n;
+        }
+        v = &g->globals[g->n_globals++];
+        snprintf(v->name, GPU_ELF_NAME_BYTES, "%s", sym->name);
+        v->section = sec;
+        v->offset = sym->value;
+        v->size = sym->size;
+        return 0;
 }
 
 /**
  * gpu_elf_globals() - list the __device__ variables of a CUBIN
- * @image, @size: the CUBIN; borrowed
+ * @image, @size: the CUBIN; borrowed (nothing points into it afterwards)
  * @ret: filled on success (gpu_elf_globals_clear())
- * Return: 0, GPU_ELF_E_MALFORMED, -ENOMEM.
+ *
+ * The variables are the OBJECT symbols defined in a section whose name
+ * starts with ".nv.global" (the first GPU_ELF_SECTIONS_MAX such sections);
+ * symbols without a name, or with one of GPU_ELF_NAME_BYTES or more, are
+ * left out.
+ *
+ * Return: 0, GPU_ELF_E_MALFORMED (worker/elf.h's rules, or more than 4096
+ * variables), -ENOMEM.
  */
 int gpu_elf_globals(const void *image, size_t size, GpuElfGlobals *ret)
 {
-        const unsigned char *img = image;
-        Elf64_Ehdr eh;
-        Elf64_Shdr sym_sh, str_sh, shstr;
-        GpuElfGlobals g;
+        ElfImage e = { 0 };
+        GpuElfGlobals g = { 0 };
         int sec_index[GPU_ELF_SECTIONS_MAX]; /* ELF section index of each listed section */
-        uint64_t nsyms;
+        int r;
 
-        memset(&g, 0, sizeof(g));
-        if (size < sizeof(eh))
-                return GPU_ELF_E_MALFORMED;
-        memcpy(&eh, img, sizeof(eh));
-        if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-            eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
-            eh.e_shstrndx >= eh.e_shnum || !in_bounds(size, eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr)))
-                return GPU_ELF_E_MALFORMED;
-        memcpy(&shstr, img + eh.e_shoff + (uint64_t)eh.e_shstrndx * sizeof(Elf64_Shdr), sizeof(shstr));
-        if (!in_bounds(size, shstr.sh_offset, shstr.sh_size))
-                return GPU_ELF_E_MALFORMED;
-        memset(&sym_sh, 0, sizeof(sym_sh));
-        for (unsigned i = 0; i < eh.e_shnum; i++) {
-                Elf64_Shdr sh;
-                const char *name;
-                memcpy(&sh, img + eh.e_shoff + (uint64_t)i * sizeof(Elf64_Shdr), sizeof(sh));
-                if (sh.sh_type == SHT_SYMTAB)
-                        sym_sh = sh;
-                name = str_at(img, shstr.sh_offset, shstr.sh_size, sh.sh_name);
-                if (name && strncmp(name, ".nv.global", 10) == 0 && g.n_sections < GPU_ELF_SECTIONS_MAX) {
-                        snprintf(g.sections[g.n_sections].name, sizeof(g.sections[0].name), "%s", name);
-                        g.sections[g.n_sections].size = sh.sh_size;
-                        sec_index[g.n_sections++] = (int)i;
-                }
+        r = elf_open(image, size, &e);
+        if (r != 0) {
+                r = r == ELF_E_MALFORMED ? GPU_ELF_E_MALFORMED : r;
+                goto out;
         }
-        if (sym_sh.sh_type != SHT_SYMTAB || g.n_sections == 0) {
-                *ret = g; /* no symbols or no globals: nothing to zero */
-                return 0;
+        for (size_t i = 0; i < e.n_sections && g.n_sections < GPU_ELF_SECTIONS_MAX; i++) {
+                if (strncmp(e.sections[i].name, ".nv.global", 10) != 0)
+                        continue;
+                snprintf(g.sections[g.n_sections].name, sizeof(g.sections[0].name), "%s", e.sections[i].name);
+                g.sections[g.n_sections].size = e.sections[i].size;
+                sec_index[g.n_sections++] = (int)i;
         }
-        if (sym_sh.sh_entsize != sizeof(Elf64_Sym) || sym_sh.sh_link >= eh.e_shnum ||
-            !in_bounds(size, sym_sh.sh_offset, sym_sh.sh_size))
-                return GPU_ELF_E_MALFORMED;
-        memcpy(&str_sh, img + eh.e_shoff + (uint64_t)sym_sh.sh_link * sizeof(Elf64_Shdr), sizeof(str_sh));
-        if (!in_bounds(size, str_sh.sh_offset, str_sh.sh_size))
-                return GPU_ELF_E_MALFORMED;
-        nsyms = sym_sh.sh_size / sizeof(Elf64_Sym);
-        for (uint64_t i = 0; i < nsyms; i++) {
-                Elf64_Sym sym;
-                const char *name;
+        /* without symbols or without such sections: nothing to zero */
+        for (size_t i = 0; g.n_sections > 0 && i < e.n_symbols; i++) {
+                ElfSymbol sym;
                 int sec = -1;
-                memcpy(&sym, img + sym_sh.sh_offset + i * sizeof(Elf64_Sym), sizeof(sym));
-                if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT)
+                r = elf_get_symbol(&e, i, &sym);
+                if (r != 0)
+                        goto out;
+                if (sym.type != ELF_STT_OBJECT)
                         continue;
                 for (int k = 0; k < g.n_sections; k++)
-                        if (sym.st_shndx == sec_index[k])
+                        if (sym.shndx == sec_index[k])
                                 sec = k;
-                name = str_at(img, str_sh.sh_offset, str_sh.sh_size, sym.st_name);
-                if (sec < 0 || !name || !*name || strlen(name) >= GPU_ELF_NAME_BYTES)
+                if (sec < 0 || !sym.name || !*sym.name || strlen(sym.name) >= GPU_ELF_NAME_BYTES)
                         continue;
-                if (g.n_globals == GLOBALS_MAX) {
-                        gpu_elf_globals_clear(&g);
-                        return GPU_ELF_E_MALFORMED;
-                }
-                if (g.n_globals % 64 == 0) {
-                        GpuElfGlobal *n = realloc(g.globals, ((size_t)g.n_globals + 64) * sizeof(*n));
-                        if (!n) {
-                                gpu_elf_globals_clear(&g);
-                                return -ENOMEM;
-                        }
-                        g.globals = n;
-                }
-                snprintf(g.globals[g.n_globals].name, GPU_ELF_NAME_BYTES, "%s", name);
-                g.globals[g.n_globals].section = sec;
-                g.globals[g.n_globals].offset = sym.st_value;
-                g.globals[g.n_globals].size = sym.st_size;
-                g.n_globals++;
+                r = add_global(&g, &sym, sec);
+                if (r != 0)
+                        goto out;
         }
         *ret = g;
-        return 0;
+        g = (GpuElfGlobals){ 0 };
+        r = 0;
+out:
+        gpu_elf_globals_clear(&g);
+        elf_close(&e);
+        return r;
 }
 
 /** gpu_elf_globals_clear() - free the list; accepts a zeroed struct. */

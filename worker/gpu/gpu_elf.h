@@ -3,9 +3,10 @@
  * variables (sections .nv.global and .nv.global.init) of a candidate's
  * module, listed from the ELF symbol table so that the worker can zero them
  * before it unloads the module (a later job must not find what this one
- * stored there). Host-only; every offset and count in the image is checked
- * against its size, so a malformed CUBIN gives an error, never a read out
- * of bounds.
+ * stored there). Host-only; the ELF structure is read by worker/elf.h, the
+ * reader the compile report uses too, which checks every offset and count
+ * against the image's size: a malformed CUBIN gives an error, never a read
+ * out of bounds, and a CUBIN the compile worker accepted is read here.
  */
 #pragma once
 

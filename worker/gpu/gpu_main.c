@@ -15,7 +15,8 @@
  *      fatbin, cuBLAS (handle, workspace; its kernels load at their first
  *      use), events, a first launch, and the L2 flush buffer;
  *   5. sandbox_lock() (seccomp, TSYNC);
- *   6. HELLO; then one RESULT per JOB until EOF or SHUTDOWN.
+ *   6. HELLO; then one RESULT per JOB until EOF or SHUTDOWN (the frame
+ *      loop both workers share, worker/workerloop.h, calling handle_job()).
  * If start-up fails, the HELLO carries "ok": false and an error, and the
  * worker exits 1. After a sticky CUDA error or a timeout the worker sends
  * its RESULT and exits (3 and 4): the supervisor starts a fresh one.
@@ -37,6 +38,7 @@
 #include "worker/exitcode.h"
 #include "worker/gpu/gpu.h"
 #include "worker/gpu/judge.h"
+#include "worker/workerloop.h"
 
 #ifdef KEVALD_HAVE_SANDBOX
 #include "sandbox/sandbox.h"
@@ -179,78 +181,57 @@ static int device_index(void)
 }
 
 /*
- * The job loop: each JOB frame judged (judge_run()) and answered with its
- * RESULT, until SHUTDOWN or the end of the supervisor's pipe. After a
+ * One JOB frame (the frame loop's handler, worker/workerloop.h; @ctx the
+ * JudgeEnv): judged (judge_run()) and answered with its RESULT; a JOB that
+ * is not JSON gets an "internal_error" RESULT and the loop goes on. After a
  * timeout or a sticky CUDA error the RESULT says "exiting" and the process
- * ends at once with _exit(): a kernel may still spin.
- * Return: 0 at SHUTDOWN or EOF, else the exit status (1: the supervisor
- * cannot be answered, 2: a bad frame).
+ * ends at once with _exit(), not through the loop: a kernel may still spin.
+ * Return: 0 when answered, WORKER_EXIT_FAILED when the supervisor cannot be
+ * answered.
  */
-static int serve_jobs(const JudgeEnv *env)
+static int handle_job(void *ctx, const Frame *f)
 {
+        const JudgeEnv *env = ctx;
+        json_t *job;
+        json_error_t jerr;
+        JudgeOutcome oc = { 0 };
         int r;
 
-        for (;;) {
-                Frame f = { 0 };
-                json_t *job;
-                json_error_t jerr;
-                JudgeOutcome oc = { 0 };
-
-                r = frame_read(STDIN_FILENO, &f);
-                if (r == FRAME_E_EOF)
-                        return WORKER_EXIT_OK;
-                if (r != 0) {
-                        log_error("gpu: bad frame from the supervisor (%d); exiting", r);
-                        return WORKER_EXIT_PROTOCOL;
-                }
-                if (f.type == FRAME_SHUTDOWN) {
-                        frame_clear(&f);
-                        return WORKER_EXIT_OK;
-                }
-                if (f.type != FRAME_JOB) {
-                        log_error("gpu: unexpected frame type %u; exiting", f.type);
-                        frame_clear(&f);
-                        return WORKER_EXIT_PROTOCOL;
-                }
-                job = json_loadb(f.json, f.json_len, JSON_REJECT_DUPLICATES, &jerr);
-                if (!job) {
-                        json_t *res = json_pack("{s:s, s:n, s:{s:s, s:s}}", "verdict", "internal_error", "timing",
-                                                "error", "kind", "internal", "message", "the JOB is not valid JSON");
-                        log_error("gpu: JOB is not JSON: %s", jerr.text);
-                        r = send_json(FRAME_RESULT, res);
-                        json_decref(res);
-                        frame_clear(&f);
-                        if (r < 0)
-                                return WORKER_EXIT_FAILED;
-                        continue;
-                }
-                judge_run(env, job, f.blob, f.blob_len, &oc);
-                json_decref(job);
-                frame_clear(&f);
-                /* "timeout": work may still be running on the GPU until this
-                 * process is gone, so the supervisor keeps the GPU reserved
-                 * until then; "sticky": the context is dead, nothing runs */
-                if (oc.must_exit || gpu_is_sticky())
-                        json_object_set_new(oc.result, "exiting",
-                                            json_string(oc.exit_code == WORKER_EXIT_TIMEOUT ? "timeout" : "sticky"));
-                r = send_json(FRAME_RESULT, oc.result);
-                json_decref(oc.result);
-                if (r < 0) {
-                        log_error("gpu: cannot send RESULT: %s", strerror(-r));
-                        return WORKER_EXIT_FAILED;
-                }
-                if (oc.must_exit || gpu_is_sticky()) {
-                        log_warn("gpu: exiting after a %s",
-                                 oc.exit_code == WORKER_EXIT_TIMEOUT ? "timeout" : "sticky CUDA error");
-                        _exit(oc.exit_code ? oc.exit_code : WORKER_EXIT_STICKY); /* no atexit: a kernel may still spin */
-                }
+        job = json_loadb(f->json, f->json_len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!job) {
+                json_t *res = json_pack("{s:s, s:n, s:{s:s, s:s}}", "verdict", "internal_error", "timing", "error",
+                                        "kind", "internal", "message", "the JOB is not valid JSON");
+                log_error("gpu: JOB is not JSON: %s", jerr.text);
+                r = send_json(FRAME_RESULT, res);
+                json_decref(res);
+                return r < 0 ? WORKER_EXIT_FAILED : 0;
         }
+        judge_run(env, job, f->blob, f->blob_len, &oc);
+        json_decref(job);
+        /* "timeout": work may still be running on the GPU until this
+         * process is gone, so the supervisor keeps the GPU reserved
+         * until then; "sticky": the context is dead, nothing runs */
+        if (oc.must_exit || gpu_is_sticky())
+                json_object_set_new(oc.result, "exiting",
+                                    json_string(oc.exit_code == WORKER_EXIT_TIMEOUT ? "timeout" : "sticky"));
+        r = send_json(FRAME_RESULT, oc.result);
+        json_decref(oc.result);
+        if (r < 0) {
+                log_error("gpu: cannot send RESULT: %s", strerror(-r));
+                return WORKER_EXIT_FAILED;
+        }
+        if (oc.must_exit || gpu_is_sticky()) {
+                log_warn("gpu: exiting after a %s", oc.exit_code == WORKER_EXIT_TIMEOUT ? "timeout" : "sticky CUDA error");
+                _exit(oc.exit_code ? oc.exit_code : WORKER_EXIT_STICKY); /* no atexit: a kernel may still spin */
+        }
+        return 0;
 }
 
 int main(int argc, char **argv)
 {
         GpuInfo info;
         JudgeEnv env;
+        WorkerLoop loop = { .role = "gpu", .fd = STDIN_FILENO, .handlers = { [FRAME_JOB] = handle_job } };
         LogLevel level = LOG_LEVEL_INFO;
         json_t *layers = NULL;
         GpuPtr flush = 0;
@@ -366,7 +347,8 @@ int main(int argc, char **argv)
         env.flush_bytes = flush_bytes;
         env.progress = progress;
         env.dump = dump_piece;
-        if ((r = serve_jobs(&env)) != 0)
+        loop.ctx = &env;
+        if ((r = workerloop_run(&loop)) != 0)
                 return r;
         log_info("gpu: shutting down");
         gpu_deadline_set(gpu_now_ns() + 10LL * 1000000000LL);
