@@ -411,7 +411,7 @@ static const TritonExample triton_reduction = {
 };
 
 static const TritonExample triton_softmax = {
-        "softmax-like (a row at a time, the row in chunks)", "l1_23_softmax",
+        "softmax-like", "l1_23_softmax",
         "import triton\n"
         "import triton.language as tl\n"
         "import kevald, kevald.triton\n"
