@@ -10,8 +10,12 @@ way; the submission's "frontend"; the Triton prompt.
 Fixtures: tests/fixtures/triton/*.json, each naming its PTX, task, kernel
 arguments, grid and Triton metadata (README.md there).
 """
+import inspect
 import json
+import re
+import runpy
 import sys
+import types
 import uuid
 
 import pytest
@@ -168,3 +172,69 @@ def test_triton_prompt(client):
 def test_bad_prompt_language_is_422(client, lang):
     body = problem(client.get("/v1/tasks/l1_19_relu/prompt", params={"language": lang}), 422)
     assert body["pointer"] == "/query/language", body
+
+
+# ---- the prompts' examples bind to their tasks -----------------------------------------------
+
+PTX_SCALARS = {"i32": "u32", "u32": "u32", "i64": "u64", "u64": "u64", "fp32": "f32", "fp64": "f64"}
+
+
+def triton_shaped_ptx(name, signature):
+    """An empty kernel with the parameters Triton 3.6 would give @signature (two scratch pointers last)."""
+    params = ["u64 .ptr .global .align 1" if t.startswith("*") else PTX_SCALARS[t]
+              for t in signature.values() if t != "constexpr"] + ["u64 .ptr .global .align 1"] * 2
+    decl = ",\n".join(f"\t.param .{p} {name}_param_{i}" for i, p in enumerate(params))
+    return f".version 8.7\n.target sm_90a\n.address_size 64\n\n.visible .entry {name}(\n{decl}\n)\n{{\n\tret;\n}}\n"
+
+
+def fake_triton():
+    """Just enough of Triton for an example to be imported: @triton.jit records the parameter names."""
+    triton = types.ModuleType("triton")
+    lang = types.ModuleType("triton.language")
+    lang.constexpr = type("constexpr", (), {})
+
+    def jit(fn):
+        return types.SimpleNamespace(fn=fn, __name__=fn.__name__, cache_key=fn.__name__,
+                                     arg_names=list(inspect.signature(fn).parameters))
+    triton.jit, triton.language, triton.__version__ = jit, lang, "3.6.0"
+    return {"triton": triton, "triton.language": lang}
+
+
+def fake_compiler(fn, signature, constexprs, attrs, cc, options):
+    md = {"name": fn.__name__, "num_warps": options["num_warps"], "num_ctas": 1, "shared": 0,
+          "global_scratch_size": 0, "global_scratch_align": 1, "profile_scratch_size": 0, "profile_scratch_align": 1}
+    return triton_shaped_ptx(fn.__name__, signature), md, "3.6.0"
+
+
+@pytest.mark.parametrize("task", ["l1_19_relu", "l1_47_sum_reduction_over_a_dimension", "l1_23_softmax",
+                                  "l1_1_square_matrix_multiplication"])
+def test_prompt_example_binds_to_its_task(client, server, task, tmp_path, monkeypatch):
+    """
+    Each family example, run as a user would (with a stand-in for Triton that
+    compiles nothing): its args name every kernel parameter and only the
+    task's buffers, its grid and scalars are valid expressions for every shape
+    set, and the plan kevald.triton builds passes the server's plan check. Its
+    numerics are for the GPU host (tests/fixtures/triton/generate.py --evaluate).
+    """
+    text = client.get(f"/v1/tasks/{task}/prompt", params={"language": "triton"}).text
+    code = re.search(r"```python\n(.*?)```", text[text.index("## Example"):], re.S).group(1)
+    assert f'task="{task}"' in code
+    seen = []
+
+    def evaluate(c, fn, task, grid, args, arch=None, timeout=600.0, **kw):
+        sub, _ = kt.build(fn, c.task(task), grid, args, arch="sm_90a", compiler=fake_compiler,
+                          cache=kt.PtxCache(), version="3.6.0", mode="compile", **kw)
+        sub["source"] = f"// {uuid.uuid4().hex}\n" + sub["source"]
+        seen.append(c.evaluate(sub, timeout=60))
+        return seen[-1]
+
+    for name, mod in fake_triton().items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    monkeypatch.setattr(kt, "evaluate", evaluate)
+    monkeypatch.setenv("KEVALD_URL", server.url)
+    path = tmp_path / "example.py"
+    path.write_text(code)
+    runpy.run_path(str(path), run_name="__example__")
+    assert len(seen) == 1
+    assert seen[0].verdict == "compiled", seen[0].raw
+    assert seen[0].result.frontend == "triton 3.6.0"

@@ -174,10 +174,11 @@ def bind_args(arg_names, args, constexprs, buffers, signature=None):
             t, a = "*i8", None
         elif isinstance(v, str) and v in buffers:
             t, a = "*" + TRITON_DTYPES[buffers[v]], v
-        elif isinstance(v, tuple):
+        elif isinstance(v, (tuple, list)):  # a list too: the pair read back from JSON
             if len(v) != 2 or v[0] not in SCALAR_TYPES:
                 raise TritonError(f"parameter {n!r}: a typed scalar is (type, value) with type one of "
                                   f"{', '.join(SCALAR_TYPES)}, not {v!r}")
+            v = tuple(v)
             t = v[0]
             if t.startswith("fp"):
                 if not isinstance(v[1], (int, float)) or isinstance(v[1], bool):

@@ -96,6 +96,10 @@ def test_bind_args_types_and_plan_args():
                     {"type": "f64", "value": 2.0}, None]
 
 
+def test_bind_args_pair_from_json():
+    assert kt.bind_args(["n"], {"n": ["i64", "B * D"]}, {}, {}) == ({"n": "i64"}, [{"type": "i64", "value": "B * D"}])
+
+
 def test_bind_args_signature_override():
     sig, plan = kt.bind_args(["p", "n"], {"p": "A", "n": "N"}, {}, {"A": "f32"}, signature={"p": "*fp16", "n": "u32"})
     assert sig == {"p": "*fp16", "n": "u32"}
@@ -111,7 +115,8 @@ def test_bind_args_signature_override():
     ({"x": "A", "n": True}, {}, "booleans"),
     ({"x": "A", "n": ("i16", 3)}, {}, "typed scalar"),
     ({"x": "A", "n": ("fp32", "N")}, {}, "is a number"),
-    ({"x": "A", "n": [1]}, {}, "is not a buffer name"),
+    ({"x": "A", "n": [1]}, {}, "typed scalar"),
+    ({"x": "A", "n": {1}}, {}, "is not a buffer name"),
 ])
 def test_bind_args_errors(args, constexprs, match):
     with pytest.raises(kt.TritonError, match=match):
