@@ -216,14 +216,15 @@ static void put_correctness(Buf *b, const Task *task, json_t *tol)
 }
 
 /* What both prompts open with: the task, its params and shape sets, its
- * buffers and how outputs are checked. @what: "a CUDA kernel", ... */
+ * buffers and how outputs are checked. @what: "a CUDA kernel (one or more
+ * launches)", ... */
 static void put_head(Buf *b, const Task *task, const char *what)
 {
         json_t *d = task->doc, *v;
         const char *key;
 
         put(b, "# Task %s: %s\n\n", task->name, json_string_value(json_object_get(d, "title")));
-        put(b, "Write %s (one or more launches) that computes:\n\n%s\n\n", what,
+        put(b, "Write %s that computes:\n\n%s\n\n", what,
             json_string_value(json_object_get(d, "description")));
 
         put(b, "## Parameters\n\n");
@@ -262,7 +263,7 @@ char *spec_task_prompt(const Task *task, json_t *allowed_options)
         Buf b = { 0 };
         size_t i;
 
-        put_head(&b, task, "a CUDA kernel");
+        put_head(&b, task, "a CUDA kernel (one or more launches)");
 
         put(&b, "\n## What to submit\n\n");
         put(&b, "A JSON object:\n\n"
@@ -525,7 +526,7 @@ char *spec_task_prompt_triton(const Task *task)
                 triton_example_for(json_string_value(json_object_get(task->doc, "category")));
         Buf b = { 0 };
 
-        put_head(&b, task, "a Triton kernel (`@triton.jit`)");
+        put_head(&b, task, "a Triton kernel (one `@triton.jit` function, launched once)");
         put(&b, "\n## How kevald runs a Triton kernel\n\n"
                 "kevald runs no Python. The kevald Python client (`kevald.triton`; it needs "
                 "Triton installed where it runs, no GPU) compiles your `@triton.jit` function "

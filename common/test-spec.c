@@ -1184,6 +1184,18 @@ static void test_triton_abi(void)
         json_decref(norm);
         norm = NULL;
 
+        /* the Triton prompt: the same task, the kevald.triton contract, the family's example */
+        {
+                char *prompt = spec_task_prompt_triton(task);
+                CHECK(prompt && strstr(prompt, "c[i] = a[i] + b[i]"));
+                CHECK(prompt && strstr(prompt, "- odd: N=1001"));
+                CHECK(prompt && strstr(prompt, "(a -> *fp32, b -> *fp32, c -> *fp32)"));
+                CHECK(prompt && strstr(prompt, "kevald.triton.evaluate(client, kernel, task=\"vadd\""));
+                CHECK(prompt && strstr(prompt, "## Example of the elementwise pattern (written for task l1_19_relu"));
+                CHECK(prompt && !strstr(prompt, "extern \"C\""));
+                free(prompt);
+        }
+
         /* frontend: PTX only, bounded, a plain name */
         set_ptr(doc, "/language", json_string("cuda"));
         CHECK(spec_submission_validate(doc, task, &norm, &err) == SPEC_E_INVALID);

@@ -150,7 +150,7 @@ def test_triton_prompt(client):
     r = client.get("/v1/tasks/l1_19_relu/prompt", params={"language": "triton"})
     assert r.status_code == 200, r.text
     text = r.text
-    assert "Write a Triton kernel (`@triton.jit`)" in text
+    assert "Write a Triton kernel (one `@triton.jit` function, launched once) that computes:" in text
     assert "kevald.triton.evaluate(client, kernel, task=\"l1_19_relu\"" in text
     assert "x -> *fp32, y -> *fp32" in text
     assert "Example of the elementwise pattern" in text and "@triton.jit" in text
