@@ -44,6 +44,7 @@
 #define LIMIT_EXPR_DEPTH 32
 #define LIMIT_TIMING_BUDGET_MS_MAX 60000
 #define LIMIT_TIMING_TRIALS_MAX 10000
+#define LIMIT_FRONTEND_BYTES 64              /* "frontend": the tool that made a PTX submission */
 
 /* Tasks */
 #define LIMIT_TASK_PARAMS_MAX 32

@@ -49,6 +49,9 @@ const char *spec_task_reference_source(const Task *task);
 json_t *spec_task_reference_options(const Task *task);  /* borrowed */
 /* A prompt a model can act on (GET /v1/tasks/{name}/prompt); new string, free(). */
 char *spec_task_prompt(const Task *task, json_t *allowed_options);
+/* The Triton variant (?language=triton): how kevald.triton runs a kernel, an example of the
+ * task's family; new string, free(). */
+char *spec_task_prompt_triton(const Task *task);
 
 /**
  * spec_submission_validate() - check a submission and normalize it
@@ -59,7 +62,7 @@ char *spec_task_prompt(const Task *task, json_t *allowed_options);
  *             timing presets expanded, task_spec kept inline; on
  *             SPEC_E_CANDIDATE, a new object with the envelope normalized and
  *             the candidate's fields as given (or their sizes under "omitted")
- * Return: 0, SPEC_E_INVALID (the envelope: task, language, mode, priority,
+ * Return: 0, SPEC_E_INVALID (the envelope: task, language, frontend, mode, priority,
  * timing, tags, shapes, unknown fields), SPEC_E_CANDIDATE (source, options,
  * name_expressions, scratch, plan), or a negative errno.
  */

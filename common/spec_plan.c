@@ -330,6 +330,12 @@ static int validate_arg(const Task *task, json_t *arg, json_t *scratch, bool ref
         json_t *sc, *v;
         int r;
 
+        if (json_is_null(arg)) {
+                /* a null pointer: a parameter the kernel takes but does not use here, such
+                 * as the scratch pointers Triton appends (docs/internals.md) */
+                *ret_arg = json_null();
+                return 0;
+        }
         if (json_is_string(arg)) {
                 if (!lookup_buffer(task, scratch, json_string_value(arg), &d, &ti, &sc))
                         return jsonutil_fail(err, ptr,
@@ -341,7 +347,7 @@ static int validate_arg(const Task *task, json_t *arg, json_t *scratch, bool ref
         }
         if (!json_is_object(arg))
                 return jsonutil_fail(err, ptr,
-                                     "an argument is a buffer name or {\"type\", \"value\"}, not %s",
+                                     "an argument is a buffer name, {\"type\", \"value\"} or null (a null pointer), not %s",
                                      jsonutil_type_name(arg));
         if ((r = jsonutil_check_fields(arg, ptr, fields, err)) ||
             (r = jsonutil_get_enum(arg, ptr, "type", true, spec_scalar_types, &type, err)))

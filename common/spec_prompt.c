@@ -215,6 +215,40 @@ static void put_correctness(Buf *b, const Task *task, json_t *tol)
                 "between two identical runs are failures.\n");
 }
 
+/* What both prompts open with: the task, its params and shape sets, its
+ * buffers and how outputs are checked. @what: "a CUDA kernel (one or more
+ * launches)", ... */
+static void put_head(Buf *b, const Task *task, const char *what)
+{
+        json_t *d = task->doc, *v;
+        const char *key;
+
+        put(b, "# Task %s: %s\n\n", task->name, json_string_value(json_object_get(d, "title")));
+        put(b, "Write %s that computes:\n\n%s\n\n", what,
+            json_string_value(json_object_get(d, "description")));
+
+        put(b, "## Parameters\n\n");
+        if (json_object_size(task->params) == 0)
+                put(b, "(none: the sizes are fixed)\n");
+        json_object_foreach(task->params, key, v)
+                put(b, "- %s: %s\n", key, json_string_value(v));
+        put(b, "\nShape sets (your kernel must be correct for every one; the first is the main "
+               "benchmark size):\n\n");
+        for (size_t i = 0; i < task->nshapes; i++) {
+                bool first = true;
+                put(b, "- %s:", task->shape_names[i]);
+                json_object_foreach(task->shape_params[i], key, v) {
+                        put(b, "%s %s=%lld", first ? "" : ",", key,
+                            (long long)json_integer_value(v));
+                        first = false;
+                }
+                put(b, "\n");
+        }
+
+        put_buffers(b, task);
+        put_correctness(b, task, json_object_get(d, "tolerance"));
+}
+
 /**
  * spec_task_prompt() - render a task as a prompt
  * @task:            borrowed
@@ -225,36 +259,11 @@ static void put_correctness(Buf *b, const Task *task, json_t *tol)
 char *spec_task_prompt(const Task *task, json_t *allowed_options)
 {
         json_t *d = task->doc, *v, *ref = json_object_get(d, "reference"),
-               *ex = json_object_get(d, "example"), *tol = json_object_get(d, "tolerance"),
-               *code;
-        const char *key;
+               *ex = json_object_get(d, "example"), *code;
         Buf b = { 0 };
         size_t i;
 
-        put(&b, "# Task %s: %s\n\n", task->name, json_string_value(json_object_get(d, "title")));
-        put(&b, "Write a CUDA kernel (one or more launches) that computes:\n\n%s\n\n",
-            json_string_value(json_object_get(d, "description")));
-
-        put(&b, "## Parameters\n\n");
-        if (json_object_size(task->params) == 0)
-                put(&b, "(none: the sizes are fixed)\n");
-        json_object_foreach(task->params, key, v)
-                put(&b, "- %s: %s\n", key, json_string_value(v));
-        put(&b, "\nShape sets (your kernel must be correct for every one; the first is the main "
-                "benchmark size):\n\n");
-        for (i = 0; i < task->nshapes; i++) {
-                bool first = true;
-                put(&b, "- %s:", task->shape_names[i]);
-                json_object_foreach(task->shape_params[i], key, v) {
-                        put(&b, "%s %s=%lld", first ? "" : ",", key,
-                            (long long)json_integer_value(v));
-                        first = false;
-                }
-                put(&b, "\n");
-        }
-
-        put_buffers(&b, task);
-        put_correctness(&b, task, tol);
+        put_head(&b, task, "a CUDA kernel (one or more launches)");
 
         put(&b, "\n## What to submit\n\n");
         put(&b, "A JSON object:\n\n"
@@ -335,6 +344,227 @@ char *spec_task_prompt(const Task *task, json_t *allowed_options)
                         }
                 }
         }
+        if (b.oom) {
+                free(b.s);
+                return NULL;
+        }
+        return b.s;
+}
+
+/* ---- the Triton variant (?language=triton) ------------------------------ */
+
+/*
+ * TRITON EXAMPLES: one short kernel per task family, each written for the
+ * library task it names and launched through kevald.triton (the Python
+ * client, clients/python/kevald/triton.py). They live here and only here;
+ * issue 28's GPU check runs each against its task (the lead's GPU session),
+ * so a change to one must be verified there again.
+ */
+typedef struct TritonExample {
+        const char *family;  /* what the prompt calls it */
+        const char *task;    /* the library task the example solves */
+        const char *code;    /* Python: the kernel and the kevald.triton call */
+} TritonExample;
+
+static const TritonExample triton_elementwise = {
+        "elementwise", "l1_19_relu",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "import kevald, kevald.triton\n"
+        "\n"
+        "@triton.jit\n"
+        "def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    mask = offs < n\n"
+        "    x = tl.load(x_ptr + offs, mask=mask)\n"
+        "    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)\n"
+        "\n"
+        "with kevald.Client() as client:\n"
+        "    sub = kevald.triton.evaluate(client, relu_kernel, task=\"l1_19_relu\",\n"
+        "                                 grid=[\"ceil_div(B * D, 1024)\"],\n"
+        "                                 args={\"x_ptr\": \"x\", \"y_ptr\": \"y\", \"n\": (\"i64\", \"B * D\")},\n"
+        "                                 constexprs={\"BLOCK\": 1024}, num_warps=4)\n",
+};
+
+static const TritonExample triton_reduction = {
+        "reduction", "l1_47_sum_reduction_over_a_dimension",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "import kevald, kevald.triton\n"
+        "\n"
+        "# y[b, 0, j] = sum over i of x[b, i, j]; one program per (b, block of j)\n"
+        "@triton.jit\n"
+        "def sum_dim1_kernel(x_ptr, y_ptr, D1, D2, BLOCK: tl.constexpr):\n"
+        "    b = tl.program_id(1).to(tl.int64)\n"
+        "    j = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    mask = j < D2\n"
+        "    acc = tl.zeros([BLOCK], dtype=tl.float32)\n"
+        "    for i in range(0, D1):\n"
+        "        acc += tl.load(x_ptr + (b * D1 + i) * D2 + j, mask=mask, other=0.0)\n"
+        "    tl.store(y_ptr + b * D2 + j, acc, mask=mask)\n"
+        "\n"
+        "with kevald.Client() as client:\n"
+        "    sub = kevald.triton.evaluate(client, sum_dim1_kernel,\n"
+        "                                 task=\"l1_47_sum_reduction_over_a_dimension\",\n"
+        "                                 grid=[\"ceil_div(D2, 256)\", \"B\"],\n"
+        "                                 args={\"x_ptr\": \"x\", \"y_ptr\": \"y\", \"D1\": \"D1\", \"D2\": \"D2\"},\n"
+        "                                 constexprs={\"BLOCK\": 256}, num_warps=2)\n",
+};
+
+static const TritonExample triton_softmax = {
+        "softmax-like", "l1_23_softmax",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "import kevald, kevald.triton\n"
+        "\n"
+        "@triton.jit\n"
+        "def softmax_kernel(x_ptr, y_ptr, D, BLOCK: tl.constexpr):\n"
+        "    row = tl.program_id(0).to(tl.int64)\n"
+        "    x_row = x_ptr + row * D\n"
+        "    y_row = y_ptr + row * D\n"
+        "    m = tl.full([BLOCK], float(\"-inf\"), tl.float32)\n"
+        "    for start in range(0, D, BLOCK):\n"
+        "        offs = start + tl.arange(0, BLOCK)\n"
+        "        m = tl.maximum(m, tl.load(x_row + offs, mask=offs < D, other=float(\"-inf\")))\n"
+        "    row_max = tl.max(m, axis=0)\n"
+        "    s = tl.zeros([BLOCK], dtype=tl.float32)\n"
+        "    for start in range(0, D, BLOCK):\n"
+        "        offs = start + tl.arange(0, BLOCK)\n"
+        "        s += tl.exp(tl.load(x_row + offs, mask=offs < D, other=float(\"-inf\")) - row_max)\n"
+        "    row_sum = tl.sum(s, axis=0)\n"
+        "    for start in range(0, D, BLOCK):\n"
+        "        offs = start + tl.arange(0, BLOCK)\n"
+        "        x = tl.load(x_row + offs, mask=offs < D, other=float(\"-inf\"))\n"
+        "        tl.store(y_row + offs, tl.exp(x - row_max) / row_sum, mask=offs < D)\n"
+        "\n"
+        "with kevald.Client() as client:\n"
+        "    sub = kevald.triton.evaluate(client, softmax_kernel, task=\"l1_23_softmax\",\n"
+        "                                 grid=[\"B\"], args={\"x_ptr\": \"x\", \"y_ptr\": \"y\", \"D\": \"D\"},\n"
+        "                                 constexprs={\"BLOCK\": 2048}, num_warps=8)\n",
+};
+
+static const TritonExample triton_matmul = {
+        "matmul (tl.dot)", "l1_1_square_matrix_multiplication",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "import kevald, kevald.triton\n"
+        "\n"
+        "@triton.jit\n"
+        "def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,\n"
+        "                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):\n"
+        "    rm = tl.program_id(0) * BM + tl.arange(0, BM)\n"
+        "    rn = tl.program_id(1) * BN + tl.arange(0, BN)\n"
+        "    rk = tl.arange(0, BK)\n"
+        "    acc = tl.zeros([BM, BN], dtype=tl.float32)\n"
+        "    for k in range(0, K, BK):\n"
+        "        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :],\n"
+        "                    mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)\n"
+        "        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :],\n"
+        "                    mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)\n"
+        "        # f32 outputs are checked to 1e-4: full precision, not TF32\n"
+        "        acc = tl.dot(a, b, acc, input_precision=\"ieee\")\n"
+        "    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc,\n"
+        "             mask=(rm[:, None] < M) & (rn[None, :] < N))\n"
+        "\n"
+        "with kevald.Client() as client:\n"
+        "    sub = kevald.triton.evaluate(client, matmul_kernel, task=\"l1_1_square_matrix_multiplication\",\n"
+        "                                 grid=[\"ceil_div(N, 64)\", \"ceil_div(N, 64)\"],\n"
+        "                                 args={\"a_ptr\": \"A\", \"b_ptr\": \"B\", \"c_ptr\": \"C\",\n"
+        "                                       \"M\": \"N\", \"N\": \"N\", \"K\": \"N\"},\n"
+        "                                 constexprs={\"BM\": 64, \"BN\": 64, \"BK\": 32},\n"
+        "                                 num_warps=4, num_stages=3)\n",
+};
+
+/* The example for a task's category (docs/tasks.md lists them); elementwise by default. */
+static const TritonExample *triton_example_for(const char *category)
+{
+        static const struct {
+                const char *category;
+                const TritonExample *ex;
+        } map[] = {
+                { "matmul", &triton_matmul },          { "gemm_epilogue", &triton_matmul },
+                { "gemm_reduction", &triton_matmul },  { "gemm_norm", &triton_matmul },
+                { "conv", &triton_matmul },            { "conv_epilogue", &triton_matmul },
+                { "softmax", &triton_softmax },        { "norm", &triton_softmax },
+                { "reduction", &triton_reduction },    { "argreduce", &triton_reduction },
+                { "loss", &triton_reduction },         { "scan", &triton_reduction },
+                { "pooling", &triton_reduction },
+        };
+
+        for (size_t i = 0; category && i < sizeof(map) / sizeof(map[0]); i++)
+                if (!strcmp(map[i].category, category))
+                        return map[i].ex;
+        return &triton_elementwise;
+}
+
+/* Triton's name for a buffer dtype in a pointer type (*fp32, ...). */
+static const char *triton_type(const char *dtype)
+{
+        static const char *const map[][2] = {
+                { "f32", "fp32" }, { "f16", "fp16" }, { "bf16", "bf16" }, { "f64", "fp64" },
+                { "i8", "i8" },    { "u8", "u8" },    { "i32", "i32" },   { "i64", "i64" },
+        };
+        for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+                if (!strcmp(map[i][0], dtype))
+                        return map[i][1];
+        return dtype;
+}
+
+/**
+ * spec_task_prompt_triton() - render a task as a prompt for a Triton kernel
+ * @task: borrowed
+ *
+ * The same task, params, buffers and correctness sections as
+ * spec_task_prompt(); then how kevald runs a Triton kernel (the Python
+ * client compiles it to PTX with the user's Triton and submits it with a
+ * plan: kevald.triton) and one example of the task's family.
+ * Return: a new NUL-terminated string (free()), or NULL on allocation failure.
+ */
+char *spec_task_prompt_triton(const Task *task)
+{
+        const TritonExample *ex =
+                triton_example_for(json_string_value(json_object_get(task->doc, "category")));
+        Buf b = { 0 };
+
+        put_head(&b, task, "a Triton kernel (one `@triton.jit` function, launched once)");
+        put(&b, "\n## How kevald runs a Triton kernel\n\n"
+                "kevald runs no Python. The kevald Python client (`kevald.triton`; it needs "
+                "Triton installed where it runs, no GPU) compiles your `@triton.jit` function "
+                "with that Triton for the server's GPU and submits the PTX with a launch plan; "
+                "the kernel is then judged like any other (fresh random inputs, every shape set, "
+                "faults and out-of-bounds accesses caught, timed against the reference):\n\n"
+                "```python\n"
+                "sub = kevald.triton.evaluate(client, kernel, task=\"%s\", grid=[...], args={...},\n"
+                "                             constexprs={...}, num_warps=4, num_stages=3)\n"
+                "```\n\n"
+                "- `args` maps each parameter of the kernel that is not a `tl.constexpr` to a "
+                "value: a buffer name passes a pointer to that buffer (",
+            task->name);
+        for (size_t i = 0; i < task->nbuffers; i++)
+                put(&b, "%s%s -> *%s", i ? ", " : "",
+                    json_string_value(json_object_get(task->buffers[i], "name")),
+                    triton_type(task->buffer_dtype[i]->name));
+        put(&b, "); a string that is no buffer name is an integer expression over the params "
+                "(i32; write (\"i64\", \"B * D\") for a 64-bit one); a Python float is an fp32.\n"
+                "- `grid`: 1 to 3 integer expressions over the params (+ - * / %% ceil_div(a,b) "
+                "min(a,b) max(a,b)), the programs along `tl.program_id(0..2)`; grid y and z at most "
+                "65535.\n"
+                "- `constexprs` are the `tl.constexpr` parameters. One compiled kernel runs every "
+                "shape set, so sizes are runtime arguments and masks cover the ragged edges; a "
+                "block size is a constexpr.\n"
+                "- `num_warps` sets the block (32 * num_warps threads); `num_stages` the software "
+                "pipelining of loops.\n"
+                "- Offsets can pass 2^31 in the large shape sets: compute them in int64 "
+                "(`tl.program_id(0).to(tl.int64)`).\n"
+                "- f32 outputs are checked to about 1e-4: `tl.dot` on f32 inputs needs "
+                "`input_precision=\"ieee\"` (the default TF32 is not precise enough).\n"
+                "- The scratch pointers Triton adds to a kernel's parameters are passed by the "
+                "client; you write only the kernel.\n"
+                "\nYou are scored on correctness first, then on speed: the median time of your "
+                "kernel against the reference's.\n");
+        put(&b, "\n## Example of the %s pattern (written for task %s: adapt it to this one)\n\n"
+                "```python\n%s```\n",
+            ex->family, ex->task, ex->code);
         if (b.oom) {
                 free(b.s);
                 return NULL;

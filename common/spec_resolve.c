@@ -259,6 +259,11 @@ static json_t *resolve_plan(const Task *t, size_t s, json_t *plan, json_t *compi
                                                               json_pack("{s:O}", "buffer", arg));
                                         continue;
                                 }
+                                if (json_is_null(arg)) { /* a null pointer: 8 zero bytes */
+                                        json_array_append_new(args, json_pack("{s:s, s:i}", "type",
+                                                                              "u64", "value", 0));
+                                        continue;
+                                }
                                 type = json_string_value(json_object_get(arg, "type"));
                                 v = json_object_get(arg, "value");
                                 if (type[0] == 'f') {

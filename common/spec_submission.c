@@ -177,6 +177,34 @@ static int parse_shapes(json_t *doc, const Task *task, json_t **ret, SpecError *
         return 0;
 }
 
+/*
+ * "frontend": the tool that produced a PTX submission and its version, as
+ * the client says it ("triton 3.6.0"), kept with the submission so that
+ * results and the dashboard can tell Triton kernels from hand-written PTX.
+ * 1..LIMIT_FRONTEND_BYTES of letters, digits, space and ". _ + -"; PTX only
+ * (CUDA C++ has one front end, NVRTC).
+ */
+static int parse_frontend(json_t *doc, int lang, const char **ret, SpecError *err)
+{
+        const char *s = NULL;
+        int r;
+
+        if ((r = jsonutil_get_string(doc, "", "frontend", false, LIMIT_FRONTEND_BYTES, &s, err)) || !s)
+                return r;
+        if (!s[0])
+                return jsonutil_fail(err, "/frontend", "'frontend' is empty");
+        for (const char *c = s; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                      strchr(" ._+-", *c)))
+                        return jsonutil_fail(err, "/frontend",
+                                             "'frontend' holds letters, digits, space and . _ + - only (e.g. \"triton 3.6.0\")");
+        if (lang != 1)
+                return jsonutil_fail(err, "/frontend",
+                                     "'frontend' names the tool that produced PTX; it needs \"language\": \"ptx\"");
+        *ret = s;
+        return 0;
+}
+
 /* The candidate's own fields: what a model writes. The rest is the envelope. */
 static const char *const candidate_fields[] = { "source", "plan", "scratch", "options", "name_expressions", NULL };
 
@@ -218,8 +246,8 @@ static int keep_candidate(json_t *doc, json_t *norm)
  * @task:     the task it names (library, or parsed by the caller from
  *            task_spec with spec_task_parse(..., NULL, ...)); NULL only for
  *            mode "compile" without a task
- * @ret_norm: on success a new normalized object: language, source, mode,
- *            priority, options, name_expressions, timing (preset expanded,
+ * @ret_norm: on success a new normalized object: language, frontend (when
+ *            given), source, mode, priority, options, name_expressions, timing (preset expanded,
  *            defaults filled), tags, and for a task: task or task_spec
  *            (normalized), plan (normalized) and scratch (normalized).
  *            On SPEC_E_CANDIDATE a new object too: the envelope normalized
@@ -227,8 +255,8 @@ static int keep_candidate(json_t *doc, json_t *norm)
  * @err:      filled on SPEC_E_INVALID and SPEC_E_CANDIDATE with a pointer
  *            relative to @doc
  *
- * The envelope (task, language, mode, priority, timing, tags, shapes, the
- * set of fields) is checked first: a fault there is SPEC_E_INVALID, a
+ * The envelope (task, language, frontend, mode, priority, timing, tags,
+ * shapes, the set of fields) is checked first: a fault there is SPEC_E_INVALID, a
  * request the caller must refuse. The candidate (source, options,
  * name_expressions, scratch, plan) is checked next: a fault there is
  * SPEC_E_CANDIDATE, a verdict ("rejected") the caller stores like any other.
@@ -239,8 +267,8 @@ int spec_submission_validate(json_t *doc, const Task *task, json_t **ret_norm, S
 {
         static const char *const fields[] = { "task", "task_spec", "language", "source", "plan",
                                               "scratch", "options", "name_expressions", "mode",
-                                              "timing", "priority", "tags", "shapes", NULL };
-        const char *name = NULL, *source = NULL;
+                                              "timing", "priority", "tags", "shapes", "frontend", NULL };
+        const char *name = NULL, *source = NULL, *frontend = NULL;
         json_t *norm = NULL, *options = NULL, *names = NULL, *timing = NULL, *tags = NULL,
                *scratch = NULL, *plan = NULL, *shapes = NULL;
         int lang = 0, mode = 0, prio = 0, r;
@@ -255,7 +283,8 @@ int spec_submission_validate(json_t *doc, const Task *task, json_t **ret_norm, S
             (r = jsonutil_get_string(doc, "", "task", false, LIMIT_NAME_BYTES, &name, err)) ||
             (r = jsonutil_get_enum(doc, "", "language", false, languages, &lang, err)) ||
             (r = jsonutil_get_enum(doc, "", "mode", false, modes, &mode, err)) ||
-            (r = jsonutil_get_enum(doc, "", "priority", false, priorities, &prio, err)))
+            (r = jsonutil_get_enum(doc, "", "priority", false, priorities, &prio, err)) ||
+            (r = parse_frontend(doc, lang, &frontend, err)))
                 goto out;
         has_spec = json_object_get(doc, "task_spec") != NULL;
         if (name && has_spec) {
@@ -308,6 +337,10 @@ int spec_submission_validate(json_t *doc, const Task *task, json_t **ret_norm, S
                 json_object_set(norm, "task_spec", task->doc);
         if (shapes)
                 json_object_set(norm, "shapes", shapes);
+        if (frontend && json_object_set_new(norm, "frontend", json_string(frontend))) {
+                r = -ENOMEM;
+                goto out;
+        }
 
         /* ---- the candidate ---- */
         if ((r = jsonutil_get_string(doc, "", "source", true, LIMIT_SOURCE_BYTES, &source, err)))
@@ -403,6 +436,10 @@ static json_t *find_kernel(json_t *compile, const char *name, const char **ret_l
 /* Bytes an argument occupies in the kernel's parameter buffer. */
 static int arg_size(json_t *arg, const char **ret_what)
 {
+        if (json_is_null(arg)) {
+                *ret_what = "a null pointer";
+                return 8;
+        }
         if (json_is_string(arg)) {
                 *ret_what = "a pointer";
                 return 8;

@@ -1119,6 +1119,7 @@ static void test_schemas(void)
         CHECK_NUM(task, "/$defs/nameExpressions/maxItems", LIMIT_NAME_EXPRESSIONS_MAX);
         CHECK_NUM(task, "/$defs/code/properties/source/maxLength", LIMIT_SOURCE_BYTES);
         CHECK_NUM(sub, "/properties/source/maxLength", LIMIT_SOURCE_BYTES);
+        CHECK_NUM(sub, "/properties/frontend/maxLength", LIMIT_FRONTEND_BYTES);
         CHECK_NUM(sub, "/$defs/timing/properties/budget_ms/maximum", LIMIT_TIMING_BUDGET_MS_MAX);
         CHECK_NUM(sub, "/$defs/timing/properties/max_trials/maximum", LIMIT_TIMING_TRIALS_MAX);
         CHECK_NUM(sub, "/$defs/tags/properties/run_id/maxLength", LIMIT_TAG_STRING_BYTES);
@@ -1128,6 +1129,97 @@ static void test_schemas(void)
         json_decref(task);
         json_decref(sub);
         json_decref(res);
+}
+
+/*
+ * Triton's launch ABI (issue 28): the user's arguments, then the
+ * global_scratch and profile_scratch pointers, each null when its size is 0
+ * (a JSON null argument) or a scratch buffer sized from the grid; and the
+ * "frontend" envelope field, PTX only.
+ */
+static void test_triton_abi(void)
+{
+        Task *task = load_task("elementwise/vadd.json");
+        SpecError err = { { 0 }, { 0 } };
+        json_t *doc, *norm = NULL, *comp, *job = NULL, *args;
+
+        doc = js("{\"task\": \"vadd\", \"language\": \"ptx\", \"frontend\": \"triton 3.6.0\","
+                 " \"source\": \".version 8.7\","
+                 " \"scratch\": [{\"name\": \"gs\", \"dtype\": \"u8\", \"count\": \"(ceil_div(N, 128)) * 1 * 1 * 1 * 96\"}],"
+                 " \"plan\": [{\"kernel\": \"vadd_kernel\", \"grid\": [\"ceil_div(N, 128)\"], \"block\": [128],"
+                 " \"shared\": 0, \"args\": [\"a\", \"b\", \"c\", {\"type\": \"i32\", \"value\": \"N\"}, \"gs\", null]}]}");
+        CHECK(spec_submission_validate(doc, task, &norm, &err) == 0);
+        CHECK_STR(json_string_value(json_object_get(norm, "frontend")), "triton 3.6.0");
+        args = json_object_get(json_array_get(json_object_get(norm, "plan"), 0), "args");
+        CHECK(json_array_size(args) == 6 && json_is_null(json_array_get(args, 5)));
+        /* the PTX entry: four user parameters and the two scratch pointers, 8 bytes each */
+        comp = js("{\"ok\": true, \"lowered_names\": {}, \"kernels\": [{\"name\": \"vadd_kernel\","
+                  " \"params\": [{\"offset\": 0, \"size\": 8}, {\"offset\": 8, \"size\": 8},"
+                  " {\"offset\": 16, \"size\": 8}, {\"offset\": 24, \"size\": 4},"
+                  " {\"offset\": 32, \"size\": 8}, {\"offset\": 40, \"size\": 8}],"
+                  " \"shared_static\": 0, \"max_threads_per_block\": 128}]}");
+        CHECK(spec_check_plan(task, json_object_get(norm, "plan"), json_object_get(norm, "scratch"), comp, 0,
+                              &err) == 0);
+        /* a null where the kernel takes a 4-byte scalar is named as a null pointer */
+        set_ptr(comp, "/kernels/0/params/5/size", json_integer(4));
+        CHECK(spec_check_plan(task, json_object_get(norm, "plan"), NULL, comp, 0, &err) == SPEC_E_REJECTED);
+        CHECK_STR(err.pointer, "/plan/0/args/5");
+        CHECK_STR(err.message, "launch 0 ('vadd_kernel'): argument 5 is a null pointer (8 bytes) but the "
+                               "kernel's parameter 5 is 4 bytes");
+        /* one pointer short (a Triton without profile_scratch): the count says so */
+        set_ptr(comp, "/kernels/0/params/5", NULL);
+        CHECK(spec_check_plan(task, json_object_get(norm, "plan"), NULL, comp, 0, &err) == SPEC_E_REJECTED);
+        CHECK_STR(err.message, "launch 0 ('vadd_kernel'): 6 arguments given, but the kernel has 5 parameters");
+        /* the worker gets 8 zero bytes for the null, the scratch sized per shape set */
+        CHECK(spec_resolve(task, norm, NULL, NULL, 1, 7, &job, &err) == 0);
+        args = json_object_get(json_array_get(json_object_get(json_object_get(json_array_get(
+                                       json_object_get(job, "shapes"), 1), "candidate"), "plan"), 0), "args");
+        CHECK_STR(json_string_value(json_object_get(json_array_get(args, 5), "type")), "u64");
+        CHECK(json_integer_value(json_object_get(json_array_get(args, 5), "value")) == 0);
+        CHECK_STR(json_string_value(json_object_get(json_array_get(args, 4), "buffer")), "gs");
+        CHECK(json_integer_value(json_object_get(json_array_get(json_object_get(json_object_get(json_array_get(
+                      json_object_get(job, "shapes"), 1), "candidate"), "scratch"), 0), "count")) == 8 * 96);
+        json_decref(job);
+        json_decref(comp);
+        json_decref(norm);
+        norm = NULL;
+
+        /* the Triton prompt: the same task, the kevald.triton contract, the family's example */
+        {
+                char *prompt = spec_task_prompt_triton(task);
+                CHECK(prompt && strstr(prompt, "c[i] = a[i] + b[i]"));
+                CHECK(prompt && strstr(prompt, "- odd: N=1001"));
+                CHECK(prompt && strstr(prompt, "(a -> *fp32, b -> *fp32, c -> *fp32)"));
+                CHECK(prompt && strstr(prompt, "kevald.triton.evaluate(client, kernel, task=\"vadd\""));
+                CHECK(prompt && strstr(prompt, "## Example of the elementwise pattern (written for task l1_19_relu"));
+                CHECK(prompt && !strstr(prompt, "extern \"C\""));
+                free(prompt);
+        }
+
+        /* frontend: PTX only, bounded, a plain name */
+        set_ptr(doc, "/language", json_string("cuda"));
+        CHECK(spec_submission_validate(doc, task, &norm, &err) == SPEC_E_INVALID);
+        CHECK_STR(err.pointer, "/frontend");
+        CHECK_STR(err.message, "'frontend' names the tool that produced PTX; it needs \"language\": \"ptx\"");
+        set_ptr(doc, "/language", json_string("ptx"));
+        set_ptr(doc, "/frontend", json_string("triton\n3.6"));
+        CHECK(spec_submission_validate(doc, task, &norm, &err) == SPEC_E_INVALID);
+        CHECK_STR(err.pointer, "/frontend");
+        set_ptr(doc, "/frontend", json_string(""));
+        CHECK(spec_submission_validate(doc, task, &norm, &err) == SPEC_E_INVALID);
+        CHECK_STR(err.message, "'frontend' is empty");
+        set_ptr(doc, "/frontend", json_string("triton 3.6.0 xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"));
+        CHECK(spec_submission_validate(doc, task, &norm, &err) == SPEC_E_INVALID);
+        CHECK_STR(err.message, "'frontend' is 65 bytes long; the limit is 64");
+        set_ptr(doc, "/frontend", json_integer(3));
+        CHECK(spec_submission_validate(doc, task, &norm, &err) == SPEC_E_INVALID);
+        CHECK_STR(err.pointer, "/frontend");
+        set_ptr(doc, "/frontend", NULL);
+        CHECK(spec_submission_validate(doc, task, &norm, &err) == 0);
+        CHECK(json_object_get(norm, "frontend") == NULL);
+        json_decref(norm);
+        json_decref(doc);
+        spec_task_free(task);
 }
 
 int main(void)
@@ -1145,6 +1237,7 @@ int main(void)
         test_shape_selection();
         test_schemas();
         test_mutations();
+        test_triton_abi();
         if (failures) {
                 fprintf(stderr, "%d failure(s)\n", failures);
                 return 1;

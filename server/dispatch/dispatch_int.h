@@ -240,7 +240,7 @@ void status_rebuild(Dispatcher *d);
  */
 json_t *compile_section_of(const Job *j, Slot s);
 void record_count_verdict(Dispatcher *d, const char *verdict);
-void record_finish(Dispatcher *d, int64_t id, const char *verdict, json_t *result);
+void record_finish(Dispatcher *d, const StoreJob *sj, const char *verdict, json_t *result);
 void job_finish(Dispatcher *d, Job *j, const char *verdict, json_t *error);
 void job_free(Job *j);
 const char *job_task_name(const Job *j);

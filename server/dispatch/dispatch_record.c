@@ -158,12 +158,16 @@ void record_owed_retry(Dispatcher *d)
                 log_warn("dispatch: %d store write(s) still owed: %s", d->n_owed, strerror(-r));
 }
 
-/* Record the final result of a job; takes ownership of @result. */
-void record_finish(Dispatcher *d, int64_t id, const char *verdict, json_t *result)
+/* Record the final result of job @sj; takes ownership of @result. A PTX
+ * submission's "frontend" (spec_submission.c) goes into its result. */
+void record_finish(Dispatcher *d, const StoreJob *sj, const char *verdict, json_t *result)
 {
+        json_t *frontend = json_object_get(sj->request, "frontend");
         double speedup = json_number_value(json_object_get(json_object_get(result, "reward_fields"), "speedup"));
 
-        record_owe(d, OWE_FINISH, id, STAGE_COMPILE, verdict, speedup, result,
+        if (result && json_is_string(frontend))
+                json_object_set(result, "frontend", frontend);
+        record_owe(d, OWE_FINISH, sj->id, STAGE_COMPILE, verdict, speedup, result,
             json_string_value(json_object_get(result, "task")));
 }
 
@@ -210,7 +214,7 @@ void job_finish(Dispatcher *d, Job *j, const char *verdict, json_t *error)
 
         json_decref(compile);
         json_decref(error);
-        record_finish(d, j->sj->id, verdict, res);
+        record_finish(d, j->sj, verdict, res);
         job_unlink(d, j);
         job_free(j);
 }

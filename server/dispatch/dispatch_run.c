@@ -36,7 +36,7 @@ static int run_claim(Dispatcher *d, Job **ret_job)
                                            sj->task ? sj->task : "(inline)");
                 json_t *res = pipeline_result(sj->task, "internal_error", NULL, NULL, e, j->seed);
                 json_decref(e);
-                record_finish(d, sj->id, "internal_error", res);
+                record_finish(d, sj, "internal_error", res);
                 job_free(j);
                 return 1;
         }
@@ -55,7 +55,7 @@ static int run_claim(Dispatcher *d, Job **ret_job)
                 json_t *res = pipeline_result(job_task_name(j), "rejected", json_object_get(sj->compile, "candidate"),
                                               NULL, e, j->seed);
                 json_decref(e);
-                record_finish(d, sj->id, "rejected", res);
+                record_finish(d, sj, "rejected", res);
                 job_free(j);
                 return 1;
         }
@@ -245,7 +245,7 @@ void gpu_invalid(Dispatcher *d, Worker *w, Job *j, const char *why)
                                              j->sj->attempts, why);
                 json_t *res = pipeline_result(job_task_name(j), "internal_error", NULL, NULL, err, j->seed);
                 json_decref(err);
-                record_finish(d, j->sj->id, "internal_error", res);
+                record_finish(d, j->sj, "internal_error", res);
         } else {
                 record_requeue(d, j->sj->id, STAGE_RUN, j->sj->task);
         }
@@ -279,6 +279,6 @@ void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result)
          * task of that name, so what is recorded per library task (reference times) leaves it out. */
         if (res && j->own_task)
                 json_object_set_new(res, "task_inline", json_true());
-        record_finish(d, j->sj->id, verdict, res);
+        record_finish(d, j->sj, verdict, res);
         job_free(j);
 }

@@ -128,13 +128,13 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
                         json_t *compile = json_object_get(j->sj->compile, "candidate");
                         json_t *res = pipeline_result(job_task_name(j), "timeout", compile, NULL, err, j->seed);
                         json_decref(err);
-                        record_finish(d, j->sj->id, "timeout", res);
+                        record_finish(d, j->sj, "timeout", res);
                 } else if (j->sj->attempts >= d->cfg.max_attempts) {
                         json_t *err = pipeline_error("internal", "the GPU worker died %d times during this job "
                                                      "(infrastructure fault, not the kernel's)", j->sj->attempts);
                         json_t *res = pipeline_result(job_task_name(j), "internal_error", NULL, NULL, err, j->seed);
                         json_decref(err);
-                        record_finish(d, j->sj->id, "internal_error", res);
+                        record_finish(d, j->sj, "internal_error", res);
                 } else {
                         log_warn("dispatch: job %" PRId64 " goes back to the queue: its GPU worker died", j->sj->id);
                         record_requeue(d, j->sj->id, STAGE_RUN, j->sj->task);

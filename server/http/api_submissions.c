@@ -315,6 +315,12 @@ static int validate_item(HttpRequest *req, json_t *doc, const char *base, Item *
         r = spec_submission_validate(doc, task, &it->norm, &err);
         if (r == SPEC_E_CANDIDATE) {
                 it->rejected = pipeline_rejected(it->task_name, err.message, err.pointer);
+                /* as record_finish() does for a finished job: the front end that made the PTX */
+                if (it->rejected && json_object_get(it->norm, "frontend") &&
+                    json_object_set(it->rejected, "frontend", json_object_get(it->norm, "frontend"))) {
+                        json_decref(it->rejected);
+                        it->rejected = NULL;
+                }
                 return it->rejected ? 0 : http_respond_error(req, PROBLEM_INTERNAL, NULL, "out of memory");
         }
         if (r == SPEC_E_INVALID || r == SPEC_E_REJECTED) {

@@ -71,13 +71,14 @@ int api_tasks_get(HttpRequest *req)
 }
 
 /**
- * api_tasks_prompt() - GET /v1/tasks/{name}/prompt[?format=text|json]
+ * api_tasks_prompt() - GET /v1/tasks/{name}/prompt[?format=text|json][&language=cuda|triton]
  * Return: HTTP_DONE.
  */
 int api_tasks_prompt(HttpRequest *req)
 {
-        static const char *const known_q[] = { "format", NULL };
+        static const char *const known_q[] = { "format", "language", NULL };
         const char *fmt = http_request_query(req, "format");
+        const char *lang = http_request_query(req, "language");
         const Task *t;
         char *text;
         int r;
@@ -86,14 +87,18 @@ int api_tasks_prompt(HttpRequest *req)
                 return HTTP_DONE;
         if (fmt && strcmp(fmt, "text") && strcmp(fmt, "json"))
                 return http_respond_error(req, PROBLEM_INVALID, "/query/format", "format must be text or json");
+        if (lang && strcmp(lang, "cuda") && strcmp(lang, "triton"))
+                return http_respond_error(req, PROBLEM_INVALID, "/query/language",
+                                          "language must be cuda (the default) or triton");
         t = find(req);
         if (!t)
                 return HTTP_DONE;
-        text = spec_task_prompt(t, NULL);
+        text = lang && !strcmp(lang, "triton") ? spec_task_prompt_triton(t) : spec_task_prompt(t, NULL);
         if (!text)
                 return http_respond_error(req, PROBLEM_INTERNAL, NULL, "cannot build the prompt");
         if (fmt && !strcmp(fmt, "json"))
-                r = http_respond_json(req, 200, json_pack("{s:s, s:s}", "task", spec_task_name(t), "prompt", text));
+                r = http_respond_json(req, 200, json_pack("{s:s, s:s, s:s}", "task", spec_task_name(t), "language",
+                                                          lang ? lang : "cuda", "prompt", text));
         else
                 r = http_respond_text(req, 200, "text/plain; charset=utf-8", text, strlen(text));
         free(text);

@@ -9,9 +9,11 @@ kevald: client for the kevald CUDA kernel scoring service.
 Sync (Client) and asyncio (AsyncClient) clients with the same methods;
 typed results (kevald.models); errors carrying the server's problem+json
 (kevald.errors); RL rewards (kevald.reward); multi-turn feedback
-(kevald.turns). httpx is used when importable, else urllib.
+(kevald.turns); Triton kernels compiled here and judged there
+(kevald.triton; Triton itself is imported only when a kernel is compiled).
+httpx is used when importable, else urllib.
 """
-from . import errors, models, reward, turns
+from . import errors, models, reward, triton, turns
 from ._transport import HAVE_HTTPX
 from .client import AsyncClient, Client
 from .errors import (BadRequest, Conflict, KevaldConnectionError, KevaldError, NotFound, PayloadTooLarge,
@@ -24,4 +26,4 @@ __all__ = ["Client", "AsyncClient", "KevaldError", "BadRequest", "Unauthorized",
            "PayloadTooLarge", "ValidationError", "RateLimited", "Unavailable", "ServerError",
            "KevaldConnectionError", "Submission", "Result", "CompileInfo", "KernelInfo", "Correctness",
            "ShapeCorrectness", "BufferCheck", "Mismatch", "Timing", "ShapeTiming", "Stats", "ErrorInfo",
-           "GpuInfo", "reward", "turns", "errors", "models", "HAVE_HTTPX"]
+           "GpuInfo", "reward", "triton", "turns", "errors", "models", "HAVE_HTTPX"]

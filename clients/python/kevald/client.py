@@ -33,8 +33,8 @@ WAIT_MAX = 600                 # LIMIT_WAIT_SECONDS_MAX: longest ?wait= the serv
 POLL_SLICE = 60                # one long-poll request waits at most this long
 RETRY_STATUS = (429, 503)
 
-_SUB_FIELDS = ("task", "task_spec", "language", "source", "plan", "scratch", "options", "name_expressions",
-               "mode", "timing", "priority", "tags")
+_SUB_FIELDS = ("task", "task_spec", "language", "frontend", "source", "plan", "scratch", "options",
+               "name_expressions", "mode", "timing", "priority", "tags")
 
 
 def _build_submission(submission, kw):
@@ -298,9 +298,9 @@ class Client(_Base):
         """The normalized task document (reference source inline)."""
         return self._json("GET", f"/v1/tasks/{_q(name)}")
 
-    def task_prompt(self, name):
-        """The task's prompt text for a model."""
-        return self._request("GET", f"/v1/tasks/{_q(name)}/prompt").text
+    def task_prompt(self, name, language=None):
+        """The task's prompt text for a model; @language "triton" for a Triton kernel (kevald.triton)."""
+        return self._request("GET", f"/v1/tasks/{_q(name)}/prompt", params={"language": language}).text
 
     def stats(self):
         return self._json("GET", "/v1/stats")
@@ -443,8 +443,8 @@ class AsyncClient(_Base):
     async def task(self, name):
         return await self._json("GET", f"/v1/tasks/{_q(name)}")
 
-    async def task_prompt(self, name):
-        return (await self._request("GET", f"/v1/tasks/{_q(name)}/prompt")).text
+    async def task_prompt(self, name, language=None):
+        return (await self._request("GET", f"/v1/tasks/{_q(name)}/prompt", params={"language": language})).text
 
     async def stats(self):
         return await self._json("GET", "/v1/stats")

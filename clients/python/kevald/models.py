@@ -200,6 +200,7 @@ class Result(_Lenient):
     error: Optional[ErrorInfo] = None
     gpu: Optional[GpuInfo] = None
     feedback: Optional[str] = None
+    frontend: Optional[str] = None   # the tool that made a PTX submission ("triton 3.6.0"), when it said
     raw: dict = field(default_factory=dict, repr=False)
     _nested = {"compile": ("obj", CompileInfo), "correctness": ("obj", Correctness), "timing": ("obj", Timing),
                "error": ("obj", ErrorInfo), "gpu": ("obj", GpuInfo)}

@@ -810,7 +810,9 @@
           card("Timing trials", res.timing && res.timing.shapes && res.timing.shapes.length ? h("div", null, chartBox("timing"), timingTable(res.timing)) : empty("Not timed.")),
           card("Resources", resourcesTable(res.resources || comp.kernels))),
         res.error ? card("Error", h("pre", { cls: "mono", "data-fig": "sub.error", text: JSON.stringify(res.error, null, 2) })) : null,
-        card("Request", h("dl", { cls: "kv" }, h("dt", { text: "options" }), h("dd", { cls: "mono", text: (Array.isArray(req.options) ? req.options.join(" ") : req.options === undefined ? "" : JSON.stringify(req.options)) || "–" }),
+        card("Request", h("dl", { cls: "kv" }, h("dt", { text: "language" }),
+          h("dd", { cls: "mono", "data-fig": "sub.language", text: (req.language || "cuda") + (req.frontend ? " (" + req.frontend + ")" : "") }),
+          h("dt", { text: "options" }), h("dd", { cls: "mono", text: (Array.isArray(req.options) ? req.options.join(" ") : req.options === undefined ? "" : JSON.stringify(req.options)) || "–" }),
           h("dt", { text: "plan" }), h("dd", null, h("pre", { cls: "mono", text: Array.isArray(req.plan) ? req.plan.map(function (st) { return JSON.stringify(st); }).join("\n") : req.plan !== undefined ? JSON.stringify(req.plan) : "–" })),
           h("dt", { text: "tags" }), h("dd", { cls: "mono", text: JSON.stringify(s.tags) }),
           h("dt", { text: "seed" }), h("dd", { cls: "mono", text: res.seed || "–" }))));
