@@ -392,7 +392,7 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         d->cfg = *cfg;
         if (d->cfg.max_attempts <= 0)
                 d->cfg.max_attempts = 3;
-        if (d->cfg.lease_s <= 0)
+        if (!(d->cfg.lease_s > 0))     /* unset (0), or not a number */
                 d->cfg.lease_s = 60;
         if (d->cfg.job_timeout_s <= 0)
                 d->cfg.job_timeout_s = 120;
@@ -423,7 +423,7 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         d->cfg.arch = d->arch;
         d->cfg.gpus = NULL;
         pthread_mutex_init(&d->status_lock, NULL);
-        store_lease_plan(d->cfg.lease_s, d->owner, &renew_s); /* lease_s > 0: cannot fail */
+        store_lease_plan(d->cfg.lease_s, d->owner, &renew_s); /* lease_s > 0 (above): cannot fail */
         d->lease_renew_ms = (uint64_t)(renew_s * 1000);
 
         n_gpus = parse_gpus(cfg->gpus, gpus, MAX_WORKERS / 2 / d->cfg.gpu_workers_per_gpu);

@@ -343,6 +343,17 @@ RESTART_N = 240          # submissions acknowledged before the restart
 RESTART_DOWN_S = 3.0     # the database is away this long
 
 
+def stuck_lines(hosts, ids):
+    """What the hosts' logs say about jobs @ids, and their last lines: for a failure's message."""
+    out = []
+    for h in hosts:
+        text = h.server_log.read_text(errors="replace") if h.server_log.exists() else ""
+        about = [ln for ln in text.splitlines() if any(f"job {i}:" in ln or f"job {i} " in ln for i in ids)]
+        out.append(f"--- host {h.id}: {len(about)} lines about them\n" + "\n".join(about[-40:]) +
+                   f"\n--- host {h.id}: last lines\n{h.log_tail(80)}")
+    return "\n".join(out)
+
+
 def test_database_restart_mid_run(tmp_path):
     """Two hosts run a batch; PostgreSQL stops (fast shutdown: every connection cut) while results
     are being made, and starts again 3 s later. Results made meanwhile cannot be written; the
@@ -391,7 +402,8 @@ def test_database_restart_mid_run(tmp_path):
                 break
             time.sleep(0.25)
         stuck = rows(dsn, "SELECT id, state, lease_owner FROM submissions WHERE run_id = 'restart' AND state <> 'done'")
-        assert left == 0, f"{len(stuck)} acknowledged submissions stuck after the restart: {stuck[:10]}"
+        assert left == 0, (f"{len(stuck)} acknowledged submissions stuck after the restart: {stuck[:10]}\n"
+                           + stuck_lines(hosts, [r["id"] for r in stuck]))
         print(f"\nfleet: PostgreSQL away {t_up - t_down:.1f} s; all {len(ids)} done "
               f"{time.monotonic() - t_up:.1f} s after it was back")
         got = rows(dsn, "SELECT s.id, s.verdict, (SELECT count(*) FROM submission_results r WHERE r.id = s.id) "

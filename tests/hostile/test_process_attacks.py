@@ -105,11 +105,19 @@ def test_worker_sending_garbage_is_killed_and_replaced(make_server, tmp_path, mo
     (fake / "real").write_text(str(LIBEXEC / "kevald-compile"))
     s = make_server("--libexec", str(fake), ready=False)
     z = s.wait_ready(timeout=60)
-    log = s.log_text()
-    assert f"killing compile worker 0" in log and reason in log, log[-3000:]
-    assert int((fake / "spawns").read_text()) >= 2   # the bad one, then a real one
-    assert z["compile_workers"]["restarts"] >= 1, z
-    assert z["compile_workers"]["ready"] == 1
+    # The forged worker of `result_without_job` sends a valid HELLO first, so /readyz can say
+    # ready before its RESULT is read: wait for the kill and for the replacement's HELLO.
+    deadline = time.monotonic() + 60
+    while True:
+        log = s.log_text()
+        spawns = int((fake / "spawns").read_text())
+        if f"killing compile worker 0" in log and spawns >= 2:
+            z = s.readyz().json()
+            if z["compile_workers"]["restarts"] >= 1 and z["compile_workers"]["ready"] == 1:
+                break
+        assert time.monotonic() < deadline, (spawns, z, log[-3000:])
+        time.sleep(0.05)
+    assert reason in log, log[-3000:]
     assert s.proc.poll() is None   # the supervisor is still up
     assert_serves_normally(s)
 
