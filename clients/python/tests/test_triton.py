@@ -4,11 +4,16 @@ compiled kernel's metadata and checked against the PTX entry's parameters,
 the PTX cache, the submission, and the error when Triton is missing. The
 compiler is a fake that returns Triton-shaped PTX and metadata; only
 triton.compile itself is not exercised here (issue 28: the GPU host has
-Triton).
+Triton). The `kevald` binary's Triton flags (`task prompt --language`,
+`submit --frontend`) run against the real server.
 """
 import asyncio
+import json
+import os
+import subprocess
 import sys
 import types
+import uuid
 
 import pytest
 
@@ -336,3 +341,75 @@ def test_missing_triton_is_a_clear_import_error(monkeypatch):
     with pytest.raises(ImportError, match="pip install triton") as e:
         kt.build(RELU, RELU_TASK, ["1"], RELU_ARGS, constexprs={"BLOCK": 1024}, cache=kt.PtxCache())
     assert isinstance(e.value, kt.TritonMissing)
+
+
+# ---- the kevald binary: task prompt --language, submit --frontend ------------------------------
+
+def kevald_cli(*args, timeout=120):
+    env = {k: v for k, v in os.environ.items() if k not in ("KEVALD_URL", "KEVALD_TOKEN")}
+    from conftest import KEVALD, SLOW
+    return subprocess.run([str(KEVALD), *args], capture_output=True, text=True, timeout=timeout * SLOW, env=env)
+
+
+def test_cli_task_prompt_language(server):
+    """`kevald task prompt --language L` prints what GET /v1/tasks/{name}/prompt?language=L answers."""
+    from conftest import SOURCE_ROOT
+    tasks = str(SOURCE_ROOT / "tasks")
+    with kevald.Client(server.url) as c:
+        for task in ("l1_19_relu", "l1_23_softmax"):
+            for lang in ("triton", "cuda"):
+                p = kevald_cli("task", "prompt", "--tasks", tasks, "--language", lang, task)
+                assert p.returncode == 0, p.stderr
+                assert p.stdout == c.task_prompt(task, language=lang), (task, lang)
+            assert kevald_cli("task", "prompt", "--tasks", tasks, task).stdout == c.task_prompt(task)
+    p = kevald_cli("task", "prompt", "--tasks", tasks, "--language", "triton", "l1_19_relu")
+    assert "Write a Triton kernel" in p.stdout and "kevald.triton.evaluate(" in p.stdout
+    assert 'extern "C"' not in p.stdout
+    p = kevald_cli("task", "prompt", "--tasks", tasks, "--language", "python", "l1_19_relu")
+    assert p.returncode == 2 and "--language must be cuda or triton, not 'python'" in p.stderr
+    p = kevald_cli("task", "show", "--tasks", tasks, "--language", "triton", "l1_19_relu")
+    assert p.returncode == 2 and "--language goes with 'task prompt'" in p.stderr
+    assert "--language cuda|triton" in kevald_cli("task", "--help").stdout
+
+
+def relu_fixture_files(tmp_path):
+    """The Triton-ABI relu fixture as a .ptx file (new to the compile cache) and its kevald.triton plan."""
+    from conftest import SOURCE_ROOT
+    fx_dir = SOURCE_ROOT / "tests" / "fixtures" / "triton"
+    fx = json.loads((fx_dir / "relu_handwritten.json").read_text())
+    _, plan_args = kt.bind_args(fx["arg_names"], fx["args"], fx["constexprs"], {"x": "f32", "y": "f32"})
+    ptx = fx_dir / fx["ptx"]
+    plan, scratch = kt.plan_for(ptx.read_text(), fx["metadata"], plan_args, kt.grid_exprs(fx["grid"]), (),
+                                fx["num_warps"])
+    assert not scratch
+    src = tmp_path / "relu.ptx"
+    src.write_text(f"// {uuid.uuid4().hex}\n" + ptx.read_text())
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(plan))
+    return src, plan_file
+
+
+def test_cli_submit_frontend(server, tmp_path):
+    src, plan = relu_fixture_files(tmp_path)
+    base = ["submit", str(src), "--task", "l1_19_relu", "--plan", str(plan), "--mode", "compile", "--server",
+            server.url]
+    p = kevald_cli(*base, "--frontend", "triton 3.6.0", "--wait=60", "--json")
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    sub = json.loads(p.stdout)
+    assert sub["verdict"] == "compiled" and sub["result"]["frontend"] == "triton 3.6.0", sub
+    with kevald.Client(server.url) as c:
+        assert c.get(sub["id"]).result.frontend == "triton 3.6.0"
+    # without --frontend: none in the result
+    p = kevald_cli(*base, "--wait=60", "--json")
+    assert p.returncode == 0 and "frontend" not in json.loads(p.stdout)["result"], p.stdout
+    # refused before anything is sent: not PTX, empty, over LIMIT_FRONTEND_BYTES
+    cu = tmp_path / "k.cu"
+    cu.write_text(src.read_text())
+    p = kevald_cli("submit", str(cu), "--frontend", "triton 3.6.0", "--server", server.url)
+    assert p.returncode == 64 and "--frontend goes with PTX" in p.stderr, p.stderr
+    for bad in ("", "t" * (kt.FRONTEND_BYTES + 1)):
+        p = kevald_cli(*base, "--frontend", bad)
+        assert p.returncode == 64 and "--frontend takes a name of 1 to 64 bytes" in p.stderr, p.stderr
+    # the server's own check (characters): 422 at /frontend, exit 70 with the detail
+    p = kevald_cli(*base, "--frontend", "triton\t3.6")
+    assert p.returncode == 70 and "/frontend" in p.stderr and "letters, digits" in p.stderr, p.stderr
