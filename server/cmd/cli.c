@@ -64,7 +64,7 @@ typedef struct Cli {
 
 enum { OPT_SERVER = 256, OPT_TOKEN, OPT_JSON, OPT_HELP, OPT_TASK, OPT_PLAN, OPT_MODE, OPT_OPTION, OPT_TIMING,
        OPT_WAIT, OPT_PRIORITY, OPT_TIMEOUT, OPT_LEVEL, OPT_CATEGORY, OPT_VERDICT, OPT_STATE, OPT_RUN_ID,
-       OPT_LIMIT, OPT_LABEL, OPT_RUN_TAG, OPT_FRONTEND };
+       OPT_LIMIT, OPT_LABEL, OPT_RUN_TAG, OPT_FRONTEND, OPT_LANGUAGE };
 
 static void cli_free(Cli *c)
 {
@@ -816,7 +816,8 @@ static void tasks_usage(FILE *f)
 {
         fprintf(f, "usage: kevald tasks [list] [--level N] [--category C] [--json]\n"
                    "       kevald tasks show NAME        the task document (JSON) as the server has it\n"
-                   "       kevald tasks prompt NAME      the task's prompt text\n"
+                   "       kevald tasks prompt [--language cuda|triton] NAME\n"
+                   "                                     the task's prompt text (for a CUDA or a Triton kernel)\n"
                    "options: --server URL, --token TOKEN (as for every client command)\n\n"
                    "These ask the server; `kevald task ...` reads a local task library instead.\n"
                    "exit status: 0, 64 usage, 69 server unreachable, 70 server error (unknown task: 404).\n");
@@ -832,10 +833,12 @@ int cmd_tasks(int argc, char **argv)
                 { "server", required_argument, NULL, OPT_SERVER }, { "token", required_argument, NULL, OPT_TOKEN },
                 { "json", no_argument, NULL, OPT_JSON }, { "help", no_argument, NULL, OPT_HELP },
                 { "level", required_argument, NULL, OPT_LEVEL }, { "category", required_argument, NULL, OPT_CATEGORY },
+                { "language", required_argument, NULL, OPT_LANGUAGE },
                 { NULL, 0, NULL, 0 },
         };
         Cli c = { .name = "tasks" };
         const char *server = NULL, *token = NULL, *level = NULL, *category = NULL, *action = "list", *name = NULL;
+        const char *language = NULL;
         json_t *doc = NULL, *t;
         char *target = NULL, *text = NULL;
         size_t tlen = 0, i;
@@ -850,6 +853,7 @@ int cmd_tasks(int argc, char **argv)
                 case OPT_JSON: c.json = true; break;
                 case OPT_LEVEL: level = optarg; break;
                 case OPT_CATEGORY: category = optarg; break;
+                case OPT_LANGUAGE: language = optarg; break;
                 case 'h':
                 case OPT_HELP:
                         tasks_usage(stdout);
@@ -872,6 +876,10 @@ int cmd_tasks(int argc, char **argv)
                 rc = usage_error(&c, "unknown action '%s': list, show NAME or prompt NAME", action);
                 goto out;
         }
+        if (language && strcmp(action, "prompt")) {
+                rc = usage_error(&c, "--language goes with 'tasks prompt'%s", NULL);
+                goto out;
+        }
         if ((rc = cli_setup(&c, server, token)) != 0)
                 goto out;
         q = open_memstream(&target, &tlen);
@@ -888,6 +896,7 @@ int cmd_tasks(int argc, char **argv)
         }
         query_add(q, &first, "level", level);
         query_add(q, &first, "category", category);
+        query_add(q, &first, "language", language);     /* the server checks it: 422 at /query/language */
         fclose(q);
         q = NULL;
         rc = call(&c, "GET", target, NULL, false, c.timeout_ms, 0, &status, &doc, action[0] == 'p' ? &text : NULL);

@@ -353,7 +353,8 @@ def kevald_cli(*args, timeout=120):
 
 
 def test_cli_task_prompt_language(server):
-    """`kevald task prompt --language L` prints what GET /v1/tasks/{name}/prompt?language=L answers."""
+    """`kevald task prompt --language L` (a local library) and `kevald tasks prompt --language L` (the
+    server) print what GET /v1/tasks/{name}/prompt?language=L answers."""
     from conftest import SOURCE_ROOT
     tasks = str(SOURCE_ROOT / "tasks")
     with kevald.Client(server.url) as c:
@@ -371,6 +372,14 @@ def test_cli_task_prompt_language(server):
     p = kevald_cli("task", "show", "--tasks", tasks, "--language", "triton", "l1_19_relu")
     assert p.returncode == 2 and "--language goes with 'task prompt'" in p.stderr
     assert "--language cuda|triton" in kevald_cli("task", "--help").stdout
+    # `kevald tasks prompt` (with an s) asks the server for the same text
+    p = kevald_cli("tasks", "prompt", "--language", "triton", "l1_23_softmax", "--server", server.url)
+    assert p.returncode == 0 and p.stdout == kevald_cli("task", "prompt", "--tasks", tasks, "--language", "triton",
+                                                       "l1_23_softmax").stdout, p.stderr
+    p = kevald_cli("tasks", "prompt", "--language", "python", "l1_23_softmax", "--server", server.url)
+    assert p.returncode == 70 and "/query/language" in p.stderr, p.stderr
+    p = kevald_cli("tasks", "show", "--language", "triton", "l1_23_softmax", "--server", server.url)
+    assert p.returncode == 64 and "--language goes with 'tasks prompt'" in p.stderr, p.stderr
 
 
 def relu_fixture_files(tmp_path):
