@@ -1159,14 +1159,17 @@ static void t_hand_ptx(void)
  * the global_scratch and profile_scratch pointers, which the kernel never
  * reads) has exactly its two .global accesses checked: the x load, then the
  * y store, 4 bytes each, no generic test; the scratch parameters are left
- * as they were (only insertions). The fixtures Triton writes on the GPU host
+ * as they were (only insertions). The vectorized one has Triton's forms: each
+ * access a predicated 16-byte inline-asm statement, skipped on the negated
+ * predicate, with .loc lines of a Python file and a DWARF section after the
+ * body. The fixtures Triton writes on the GPU host
  * (tests/fixtures/triton/generate.py) join the loop when committed.
  */
 static void t_triton_ptx(void)
 {
         const char *root = getenv("KEVALD_SOURCE_ROOT") ? getenv("KEVALD_SOURCE_ROOT") : KEVALD_SOURCE_DIR;
         char pattern[4200];
-        unsigned seen = 0, hand = 0;
+        unsigned seen = 0, hand = 0, vec4 = 0;
         glob_t gl;
 
         memset(&gl, 0, sizeof(gl));
@@ -1201,11 +1204,24 @@ static void t_triton_ptx(void)
                         CHECK(f.ptx && strstr(f.ptx, "\t.param .u64 .ptr .global .align 1 relu_kernel_param_3,\n"
                                                      "\t.param .u64 .ptr .global .align 1 relu_kernel_param_4\n)"));
                 }
+                if (!strcmp(base, "relu_vec4_handwritten.ptx")) {
+                        vec4++;
+                        CHECK(f.rep.functions == 1 && f.rep.unchecked == 0 && f.n_sites == 2);
+                        CHECK(f.n_sites == 2 &&
+                              !strcmp(f.sites[0].insn, "@%p1 ld.global.v4.b32 { %r2, %r3, %r4, %r5 }, [ %rd1 + 0 ]") &&
+                              fence_site_kind(f.sites[0].word) == FENCE_KIND_LOAD &&
+                              !strcmp(f.sites[1].insn, "@%p1 st.global.v4.b32 [ %rd2 + 0 ], { %r6, %r7, %r8, %r9 }") &&
+                              fence_site_kind(f.sites[1].word) == FENCE_KIND_STORE);
+                        for (size_t k = 0; k < f.n_sites; k++)
+                                CHECK(fence_site_size(f.sites[k].word) == 16 && !f.sites[k].isspacep &&
+                                      !strcmp(f.sites[k].guard, "@!%p1"));
+                        CHECK(f.ptx && strstr(f.ptx, "\t.section\t.debug_abbrev\n\t{\n.b8 1\n"));
+                }
                 fenced_clear(&f);
                 free(ptx);
         }
         globfree(&gl);
-        CHECK(hand == 1 && seen >= 1);
+        CHECK(hand == 1 && vec4 == 1 && seen >= 2);
 }
 
 static void t_refusals(void)
