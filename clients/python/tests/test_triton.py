@@ -520,6 +520,6 @@ def test_gpu_triton_latency_and_report(server, gpu_triton, capsys):
                          {"task": "b", "kernel": "k", "verdict": "incorrect", "expect": "runtime_error",
                           "detail": "small: y 1 of 3 mismatch"}])
     out = capsys.readouterr().out
-    assert "| a | correct | 1.02x | 1.50x | - | 812.00 ms | 3.00 ms |" in out
+    assert "| a | correct | 1.02x | 1.50x | - | 815.00 ms | 3.00 ms |" in out
     assert "| b | incorrect (expected runtime_error) |" in out and "- b (k): small: y 1 of 3 mismatch" in out
     assert run.speedups({"timing": {"speedup": 2.0, "speedup_vs": {"torch_eager": 0.5}}}) == (2.0, 0.5, None)

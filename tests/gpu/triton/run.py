@@ -11,7 +11,8 @@ kevald server with a GPU, and judged; then the client path timed.
    submitted in full mode, all of them before the first wait; then one row
    per case: task | verdict | speedup against the reference, torch eager and
    torch.compile (the result's timing.speedup_vs; - where the GPU model has
-   no baseline) | the client's compile+plan time and the POST's.
+   no baseline) | compile+submit: kevald.triton's compile and plan, then
+   the POST until accepted (and the POST alone).
 2. Negative cases (kernels.NEGATIVE): a wrong kernel must be `incorrect`
    with a mismatch report, a faulting one `runtime_error` named by its
    fault; each row says what it got.
@@ -140,15 +141,16 @@ def run_cases(client, cases, arch, fields, negative=False):
 
 def print_rows(title, rows):
     print(f"\n## {title}\n")
-    print("| task | verdict | speedup vs reference | vs eager | vs compile | compile+plan | POST |")
+    print("| task | verdict | speedup vs reference | vs eager | vs compile | compile+submit | of which POST |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         s = r.get("speedup_vs") or {}
         verdict = r.get("verdict")
         if r.get("expect"):
             verdict = f"{verdict} ({'as expected' if verdict == r['expect'] else 'expected ' + r['expect']})"
+        total = r["build_ms"] + r["post_ms"] if r.get("build_ms") is not None and r.get("post_ms") is not None else None
         print(f"| {r['task']} | {verdict} | {fmt(s.get('reference'), 'x')} | {fmt(s.get('torch_eager'), 'x')} | "
-              f"{fmt(s.get('torch_compile'), 'x')} | {fmt(r.get('build_ms'), ' ms')} | {fmt(r.get('post_ms'), ' ms')} |")
+              f"{fmt(s.get('torch_compile'), 'x')} | {fmt(total, ' ms')} | {fmt(r.get('post_ms'), ' ms')} |")
     for r in rows:
         if r.get("detail"):
             print(f"- {r['task']} ({r['kernel']}): {r['detail']}")
