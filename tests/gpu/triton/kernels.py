@@ -21,7 +21,10 @@ Triton version.
 """
 import triton
 import triton.language as tl
-from triton.language.extra import libdevice
+try:
+    from triton.language.extra import libdevice       # Triton 3.x: dispatches to the backend's
+except ImportError:  # pragma: no cover - a layout some 3.x builds have
+    from triton.language.extra.cuda import libdevice
 
 ELEM_BLOCK = 4096
 
