@@ -651,7 +651,10 @@ int cmd_submit(int argc, char **argv)
                                          "in the --plan file%s", NULL);
                         goto out;
                 }
-                json_object_set_new(sub, "frontend", json_string(frontend));
+                if (json_object_set_new(sub, "frontend", json_string(frontend))) {
+                        rc = usage_error(&c, "--frontend '%s' is not UTF-8 text", frontend);
+                        goto out;
+                }
         }
         if (task)
                 json_object_set_new(sub, "task", json_string(task));

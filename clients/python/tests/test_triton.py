@@ -420,6 +420,9 @@ def test_cli_submit_frontend(server, tmp_path):
     for bad in ("", "t" * (kt.FRONTEND_BYTES + 1)):
         p = kevald_cli(*base, "--frontend", bad)
         assert p.returncode == 64 and "--frontend takes a name of 1 to 64 bytes" in p.stderr, p.stderr
+    from conftest import KEVALD
+    p = subprocess.run([str(KEVALD), *base, "--frontend", b"triton \xff"], capture_output=True, timeout=60)
+    assert p.returncode == 64 and b"is not UTF-8 text" in p.stderr, p.stderr
     # the server's own check (characters): 422 at /frontend, exit 70 with the detail
     p = kevald_cli(*base, "--frontend", "triton\t3.6")
     assert p.returncode == 70 and "/frontend" in p.stderr and "letters, digits" in p.stderr, p.stderr
