@@ -64,7 +64,7 @@ typedef struct Cli {
 
 enum { OPT_SERVER = 256, OPT_TOKEN, OPT_JSON, OPT_HELP, OPT_TASK, OPT_PLAN, OPT_MODE, OPT_OPTION, OPT_TIMING,
        OPT_WAIT, OPT_PRIORITY, OPT_TIMEOUT, OPT_LEVEL, OPT_CATEGORY, OPT_VERDICT, OPT_STATE, OPT_RUN_ID,
-       OPT_LIMIT, OPT_LABEL, OPT_RUN_TAG };
+       OPT_LIMIT, OPT_LABEL, OPT_RUN_TAG, OPT_FRONTEND, OPT_LANGUAGE };
 
 static void cli_free(Cli *c)
 {
@@ -379,6 +379,7 @@ static void submit_usage(FILE *f)
         fprintf(f,
                 "usage: kevald submit FILE.cu [--task NAME] [--plan FILE] [--mode compile|full] [--option OPT]...\n"
                 "                     [--timing fast|precise] [--priority interactive|bulk] [--run-id ID]\n"
+                "                     [--frontend NAME]\n"
                 "                     [--wait[=S]] [--json] [--server URL] [--token TOKEN]\n"
                 "\n"
                 "Submit one kernel (CUDA C++; a .ptx file is sent as PTX) and print the result.\n"
@@ -388,10 +389,12 @@ static void submit_usage(FILE *f)
                 "  --mode M       compile (default without a task) or full (default with one)\n"
                 "  --option OPT   a compile option (repeatable), e.g. --option=-use_fast_math\n"
                 "  --timing P     fast or precise timing preset\n"
+                "  --frontend NAME  the tool that made a PTX submission, e.g. \"triton 3.6.0\" (at most %d\n"
+                "                 bytes; results and the dashboard split runs by it)\n"
                 "  --wait[=S]     wait for the result (at most S seconds; no limit without =S)\n"
                 "  --json         print the server's JSON instead of a summary\n"
                 "%s\n%s",
-                common_usage_text, exit_usage_text);
+                LIMIT_FRONTEND_BYTES, common_usage_text, exit_usage_text);
 }
 
 static int read_file(const Cli *c, const char *path, size_t max, char **ret, size_t *ret_len)
@@ -552,11 +555,12 @@ int cmd_submit(int argc, char **argv)
                 { "mode", required_argument, NULL, OPT_MODE }, { "option", required_argument, NULL, OPT_OPTION },
                 { "timing", required_argument, NULL, OPT_TIMING }, { "wait", optional_argument, NULL, OPT_WAIT },
                 { "priority", required_argument, NULL, OPT_PRIORITY }, { "run-id", required_argument, NULL, OPT_RUN_ID },
+                { "frontend", required_argument, NULL, OPT_FRONTEND },
                 { NULL, 0, NULL, 0 },
         };
         Cli c = { .name = "submit" };
         const char *server = NULL, *token = NULL, *task = NULL, *plan_path = NULL, *mode = NULL, *timing = NULL;
-        const char *priority = NULL, *run_id = NULL, *file;
+        const char *priority = NULL, *run_id = NULL, *frontend = NULL, *file;
         json_t *sub = json_object(), *options = json_array();
         char *src = NULL;
         size_t src_len;
@@ -581,6 +585,7 @@ int cmd_submit(int argc, char **argv)
                 case OPT_TIMING: timing = optarg; break;
                 case OPT_PRIORITY: priority = optarg; break;
                 case OPT_RUN_ID: run_id = optarg; break;
+                case OPT_FRONTEND: frontend = optarg; break;
                 case OPT_WAIT:
                         wait_s = -1;
                         if (optarg && (rc = parse_seconds(&c, "--wait", optarg, &wait_s)) != 0)
@@ -613,6 +618,13 @@ int cmd_submit(int argc, char **argv)
                 rc = usage_error(&c, "--priority must be interactive or bulk, not '%s'", priority);
                 goto out;
         }
+        if (frontend && (!*frontend || strlen(frontend) > LIMIT_FRONTEND_BYTES)) {
+                char msg[96];
+
+                snprintf(msg, sizeof(msg), "--frontend takes a name of 1 to %d bytes, not '%%s'", LIMIT_FRONTEND_BYTES);
+                rc = usage_error(&c, msg, frontend);
+                goto out;
+        }
         if ((rc = cli_setup(&c, server, token)) != 0)
                 goto out;
         if ((rc = read_file(&c, file, LIMIT_SOURCE_BYTES, &src, &src_len)) != 0)
@@ -630,6 +642,20 @@ int cmd_submit(int argc, char **argv)
                 json_object_set_new(sub, "language", json_string("ptx"));
         if (plan_path && (rc = merge_plan_file(&c, sub, plan_path)) != 0)
                 goto out;
+        if (frontend) {
+                /* the server says the same (422 at /frontend); said here, the user sees which flag */
+                const char *lang = json_string_value(json_object_get(sub, "language"));
+
+                if (!lang || strcmp(lang, "ptx")) {
+                        rc = usage_error(&c, "--frontend goes with PTX: a .ptx file, or \"language\": \"ptx\" "
+                                         "in the --plan file%s", NULL);
+                        goto out;
+                }
+                if (json_object_set_new(sub, "frontend", json_string(frontend))) {
+                        rc = usage_error(&c, "--frontend '%s' is not UTF-8 text", frontend);
+                        goto out;
+                }
+        }
         if (task)
                 json_object_set_new(sub, "task", json_string(task));
         task = json_string_value(json_object_get(sub, "task"));
@@ -793,7 +819,8 @@ static void tasks_usage(FILE *f)
 {
         fprintf(f, "usage: kevald tasks [list] [--level N] [--category C] [--json]\n"
                    "       kevald tasks show NAME        the task document (JSON) as the server has it\n"
-                   "       kevald tasks prompt NAME      the task's prompt text\n"
+                   "       kevald tasks prompt [--language cuda|triton] NAME\n"
+                   "                                     the task's prompt text (for a CUDA or a Triton kernel)\n"
                    "options: --server URL, --token TOKEN (as for every client command)\n\n"
                    "These ask the server; `kevald task ...` reads a local task library instead.\n"
                    "exit status: 0, 64 usage, 69 server unreachable, 70 server error (unknown task: 404).\n");
@@ -809,10 +836,12 @@ int cmd_tasks(int argc, char **argv)
                 { "server", required_argument, NULL, OPT_SERVER }, { "token", required_argument, NULL, OPT_TOKEN },
                 { "json", no_argument, NULL, OPT_JSON }, { "help", no_argument, NULL, OPT_HELP },
                 { "level", required_argument, NULL, OPT_LEVEL }, { "category", required_argument, NULL, OPT_CATEGORY },
+                { "language", required_argument, NULL, OPT_LANGUAGE },
                 { NULL, 0, NULL, 0 },
         };
         Cli c = { .name = "tasks" };
         const char *server = NULL, *token = NULL, *level = NULL, *category = NULL, *action = "list", *name = NULL;
+        const char *language = NULL;
         json_t *doc = NULL, *t;
         char *target = NULL, *text = NULL;
         size_t tlen = 0, i;
@@ -827,6 +856,7 @@ int cmd_tasks(int argc, char **argv)
                 case OPT_JSON: c.json = true; break;
                 case OPT_LEVEL: level = optarg; break;
                 case OPT_CATEGORY: category = optarg; break;
+                case OPT_LANGUAGE: language = optarg; break;
                 case 'h':
                 case OPT_HELP:
                         tasks_usage(stdout);
@@ -849,6 +879,10 @@ int cmd_tasks(int argc, char **argv)
                 rc = usage_error(&c, "unknown action '%s': list, show NAME or prompt NAME", action);
                 goto out;
         }
+        if (language && strcmp(action, "prompt")) {
+                rc = usage_error(&c, "--language goes with 'tasks prompt'%s", NULL);
+                goto out;
+        }
         if ((rc = cli_setup(&c, server, token)) != 0)
                 goto out;
         q = open_memstream(&target, &tlen);
@@ -865,6 +899,7 @@ int cmd_tasks(int argc, char **argv)
         }
         query_add(q, &first, "level", level);
         query_add(q, &first, "category", category);
+        query_add(q, &first, "language", language);     /* the server checks it: 422 at /query/language */
         fclose(q);
         q = NULL;
         rc = call(&c, "GET", target, NULL, false, c.timeout_ms, 0, &status, &doc, action[0] == 'p' ? &text : NULL);

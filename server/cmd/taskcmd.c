@@ -4,7 +4,8 @@
  * parses every task with the same validator the server uses (every field,
  * every limit, every expression evaluated for every shape set, sources
  * present) and prints one line per task; the exit status is 1 on any
- * failure.
+ * failure. `prompt --language triton` renders the Triton variant of the
+ * prompt (what GET /v1/tasks/{name}/prompt?language=triton answers).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -26,10 +27,11 @@ static void usage(FILE *f)
                 "usage: kevald task check [--tasks DIR] [FILE|DIR...]\n"
                 "       kevald task list [--tasks DIR] [--level N] [--category C] [--json]\n"
                 "       kevald task show [--tasks DIR] NAME\n"
-                "       kevald task prompt [--tasks DIR] NAME\n"
+                "       kevald task prompt [--tasks DIR] [--language cuda|triton] NAME\n"
                 "\n"
                 "The task library defaults to $KEVALD_TASKS, else the tasks folder of the\n"
-                "source tree or installation that kevald runs from.\n");
+                "source tree or installation that kevald runs from. --language triton prompts for\n"
+                "a Triton kernel (submitted with the Python client's kevald.triton); the default is cuda.\n");
 }
 
 static bool is_dir(const char *path)
@@ -202,7 +204,8 @@ static int do_list(const char *dir, int level, const char *category, bool as_jso
         return 0;
 }
 
-static int do_show(const char *dir, const char *name, bool prompt)
+/* @prompt: print the prompt (for a Triton kernel with @triton) instead of the task's JSON. */
+static int do_show(const char *dir, const char *name, bool prompt, bool triton)
 {
         TaskLib *lib = NULL;
         const Task *t;
@@ -216,7 +219,7 @@ static int do_show(const char *dir, const char *name, bool prompt)
                 goto out;
         }
         if (prompt) {
-                char *text = spec_task_prompt(t, NULL);
+                char *text = triton ? spec_task_prompt_triton(t) : spec_task_prompt(t, NULL);
                 if (!text) {
                         fprintf(stderr, "kevald task: out of memory\n");
                         goto out;
@@ -245,10 +248,11 @@ int cmd_task(int argc, char **argv)
                 { "level", required_argument, NULL, 'l' },
                 { "category", required_argument, NULL, 'c' },
                 { "json", no_argument, NULL, 'j' },
+                { "language", required_argument, NULL, 'L' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        const char *dir = NULL, *category = NULL, *action;
+        const char *dir = NULL, *category = NULL, *language = NULL, *action;
         bool as_json = false;
         int level = 0, c;
 
@@ -262,7 +266,7 @@ int cmd_task(int argc, char **argv)
                 return 0;
         }
         optind = 2;
-        while ((c = getopt_long(argc, argv, "+t:l:c:jh", longopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+t:l:c:jL:h", longopts, NULL)) != -1) {
                 switch (c) {
                 case 't':
                         dir = optarg;
@@ -283,6 +287,14 @@ int cmd_task(int argc, char **argv)
                 case 'j':
                         as_json = true;
                         break;
+                case 'L':
+                        if (strcmp(optarg, "cuda") && strcmp(optarg, "triton")) {
+                                fprintf(stderr, "kevald task: --language must be cuda or triton, not '%s'\n",
+                                        optarg);
+                                return 2;
+                        }
+                        language = optarg;
+                        break;
                 case 'h':
                         usage(stdout);
                         return 0;
@@ -298,12 +310,16 @@ int cmd_task(int argc, char **argv)
                 log_level_current = LOG_LEVEL_ERROR;
         argc -= optind;
         argv += optind;
+        if (language && strcmp(action, "prompt")) {
+                fprintf(stderr, "kevald task: --language goes with 'task prompt'\n");
+                return 2;
+        }
         if (!strcmp(action, "check"))
                 return do_check(argc, argv, dir);
         if (!strcmp(action, "list") && argc == 0)
                 return do_list(dir, level, category, as_json);
         if ((!strcmp(action, "show") || !strcmp(action, "prompt")) && argc == 1)
-                return do_show(dir, argv[0], action[0] == 'p');
+                return do_show(dir, argv[0], action[0] == 'p', language && !strcmp(language, "triton"));
         usage(stderr);
         return 2;
 }

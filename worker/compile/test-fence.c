@@ -21,6 +21,8 @@
  *   - PTX submissions carry their own line numbers; 32-bit addressing is
  *     refused; wmma and bulk copies are counted as unchecked with a note;
  *   - truncated and corrupted PTX is refused or passed, never a crash;
+ *   - the Triton fixtures (tests/fixtures/triton, every .ptx) fence like any PTX
+ *     submission, the scratch pointers Triton appends untouched;
  *   - the reference source of every task in tasks/level1 and tasks/level2
  *     fences and assembles (the robustness sweep).
  *
@@ -1150,6 +1152,78 @@ static void t_hand_ptx(void)
         fenced_clear(&f);
 }
 
+/*
+ * Triton's PTX (issue 28): every .ptx of tests/fixtures/triton is fenced as a
+ * PTX submission and must assemble with its own lines, as any other PTX.
+ * The hand-written one in Triton's launch ABI (the user's parameters, then
+ * the global_scratch and profile_scratch pointers, which the kernel never
+ * reads) has exactly its two .global accesses checked: the x load, then the
+ * y store, 4 bytes each, no generic test; the scratch parameters are left
+ * as they were (only insertions). The vectorized one has Triton's forms: each
+ * access a predicated 16-byte inline-asm statement, skipped on the negated
+ * predicate, with .loc lines of a Python file and a DWARF section after the
+ * body. The fixtures Triton writes on the GPU host
+ * (tests/fixtures/triton/generate.py) join the loop when committed.
+ */
+static void t_triton_ptx(void)
+{
+        const char *root = getenv("KEVALD_SOURCE_ROOT") ? getenv("KEVALD_SOURCE_ROOT") : KEVALD_SOURCE_DIR;
+        char pattern[4200];
+        unsigned seen = 0, hand = 0, vec4 = 0;
+        glob_t gl;
+
+        memset(&gl, 0, sizeof(gl));
+        snprintf(pattern, sizeof(pattern), "%s/tests/fixtures/triton/*.ptx", root);
+        CHECK(glob(pattern, 0, NULL, &gl) == 0);
+        for (size_t i = 0; i < gl.gl_pathc; i++) {
+                const char *path = gl.gl_pathv[i], *base = strrchr(path, '/') + 1;
+                size_t len = 0;
+                char *ptx = read_file(path, &len);
+                Fenced f;
+
+                CHECK(ptx != NULL);
+                if (!ptx)
+                        continue;
+                seen++;
+                fence_and_check(ptx, len, NULL, false, base, &f);
+                CHECK(f.rc == 0 && f.rep.functions >= 1 && f.n_sites >= 1);
+                check_ptx_lines(ptx, &f, base);
+                printf("triton fixture %s: %u function(s), %zu sites, %u unchecked%s%s\n", base, f.rep.functions,
+                       f.n_sites, f.rep.unchecked, f.rep.note[0] ? ": " : "", f.rep.note);
+                if (!strcmp(base, "relu_handwritten.ptx")) {
+                        hand++;
+                        CHECK(f.rep.functions == 1 && f.rep.unchecked == 0 && f.n_sites == 2);
+                        CHECK(f.n_sites == 2 && !strcmp(f.sites[0].insn, "ld.global.f32 \t%f1, [%rd1]") &&
+                              fence_site_kind(f.sites[0].word) == FENCE_KIND_LOAD &&
+                              !strcmp(f.sites[1].insn, "st.global.f32 \t[%rd2], %f2") &&
+                              fence_site_kind(f.sites[1].word) == FENCE_KIND_STORE);
+                        for (size_t k = 0; k < f.n_sites; k++)
+                                CHECK(fence_site_size(f.sites[k].word) == 4 && !f.sites[k].isspacep &&
+                                      fence_site_func(f.sites[k].word) == 0);
+                        CHECK(f.names && f.names_len == 12 && memcmp(f.names, "relu_kernel", 12) == 0);
+                        CHECK(f.ptx && strstr(f.ptx, "\t.param .u64 .ptr .global .align 1 relu_kernel_param_3,\n"
+                                                     "\t.param .u64 .ptr .global .align 1 relu_kernel_param_4\n)"));
+                }
+                if (!strcmp(base, "relu_vec4_handwritten.ptx")) {
+                        vec4++;
+                        CHECK(f.rep.functions == 1 && f.rep.unchecked == 0 && f.n_sites == 2);
+                        CHECK(f.n_sites == 2 &&
+                              !strcmp(f.sites[0].insn, "@%p1 ld.global.v4.b32 { %r2, %r3, %r4, %r5 }, [ %rd1 + 0 ]") &&
+                              fence_site_kind(f.sites[0].word) == FENCE_KIND_LOAD &&
+                              !strcmp(f.sites[1].insn, "@%p1 st.global.v4.b32 [ %rd2 + 0 ], { %r6, %r7, %r8, %r9 }") &&
+                              fence_site_kind(f.sites[1].word) == FENCE_KIND_STORE);
+                        for (size_t k = 0; k < f.n_sites; k++)
+                                CHECK(fence_site_size(f.sites[k].word) == 16 && !f.sites[k].isspacep &&
+                                      !strcmp(f.sites[k].guard, "@!%p1"));
+                        CHECK(f.ptx && strstr(f.ptx, "\t.section\t.debug_abbrev\n\t{\n.b8 1\n"));
+                }
+                fenced_clear(&f);
+                free(ptx);
+        }
+        globfree(&gl);
+        CHECK(hand == 1 && vec4 == 1 && seen >= 2);
+}
+
 static void t_refusals(void)
 {
         static const struct {
@@ -1385,6 +1459,7 @@ int main(void)
         t_unchecked();
         t_vadd_ptx();
         t_hand_ptx();
+        t_triton_ptx();
         t_refusals();
         t_hostile();
         t_task_sweep();

@@ -2,18 +2,29 @@
 
 One entry of CASES per task: the @triton.jit function, the launch grid as
 kevald expressions over the task's params, the kernel's arguments in order
-(a string names a task buffer; a (type, expression) pair is a scalar), its
-constexprs and num_warps. Every kernel indexes with 64-bit offsets where a
-default-size tensor passes 2^31 elements.
+(one per parameter that is not a constexpr: a string names a task buffer; a
+(type, expression) pair is a scalar), its constexprs, num_warps and
+num_stages (default 3). Every kernel indexes with 64-bit offsets where a
+default-size tensor passes 2^31 elements. NEGATIVE holds two kernels that
+must fail, each with the verdict it must get ("expect"): a wrong one
+(incorrect, with the mismatch report) and one that faults (runtime_error,
+named by the fault).
 
 The GPU host (Triton 3.6) compiles them through the Python client and runs
-them through kevald: tests/gpu/triton/run.py. Nothing here runs in CI (no
-Triton on the development machines); the PTX they compile to is committed
-as fixtures under tests/fixtures/triton/ with the Triton version.
+them through kevald: tests/gpu/triton/run.py (which turns the positional
+args into kevald.triton's mapping by parameter name). CI compiles none of
+them (no Triton on the development machines) but binds every case to its
+task with a stand-in for Triton and has the server plan-check it
+(clients/python/tests/test_triton.py); the PTX Triton makes of the prompts'
+examples is committed as fixtures under tests/fixtures/triton/ with the
+Triton version.
 """
 import triton
 import triton.language as tl
-from triton.language.extra import libdevice
+try:
+    from triton.language.extra import libdevice       # Triton 3.x: dispatches to the backend's
+except ImportError:  # pragma: no cover - a layout some 3.x builds have
+    from triton.language.extra.cuda import libdevice
 
 ELEM_BLOCK = 4096
 
@@ -206,6 +217,18 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+# ---- kernels that must fail ----------------------------------------------------
+
+@triton.jit
+def relu_off_by_one_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    """ReLU whose mask lets index n through: reads x[n] and writes y[n], one past the end, whenever
+    n is not a multiple of BLOCK (the small shape sets)."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs <= n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
 # ---- the cases ------------------------------------------------------------------
 
 def _act(task, act):
@@ -252,4 +275,12 @@ CASES = [
     dict(task="l1_2_standard_matrix_multiplication", kernel=matmul_kernel,
          grid=["ceil_div(M, 64) * ceil_div(N, 64)"], args=["A", "B", "C", ("i32", "M"), ("i32", "N"), ("i32", "K")],
          constexprs=MATMUL, num_warps=4, num_stages=3),
+]
+
+NEGATIVE = [
+    dict(_act("l1_20_leakyrelu", "relu"), expect="incorrect",
+         why="ReLU for LeakyReLU: every negative input gives 0 where 0.01 * x is wanted"),
+    dict(task="l1_19_relu", kernel=relu_off_by_one_kernel, grid=["ceil_div(B * D, 1024)"],
+         args=["x", "y", ("i64", "B * D")], constexprs={"BLOCK": 1024}, num_warps=4, expect="runtime_error",
+         why="mask offs <= n: x[n] and y[n], one element past the end, on the small shape set"),
 ]
