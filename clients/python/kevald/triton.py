@@ -44,6 +44,7 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 import threading
 from collections import OrderedDict
 
@@ -82,8 +83,21 @@ def _import_triton():
         from triton.compiler import ASTSource  # noqa: F401
     except ImportError as e:
         raise TritonMissing("kevald.triton compiles with the Triton installed on the client: "
-                            "pip install triton (3.x; no GPU needed on the client)") from e
+                            f"pip install triton ({MIN_TRITON[0]}.{MIN_TRITON[1]} or later; no GPU needed on the client)") from e
+    if triton_version_tuple(triton.__version__) < MIN_TRITON:
+        # ASTSource(constexprs=..., attrs={(i,): [[...]]}) is 3.3's; 3.0-3.2 take constants= and an AttrsDescriptor
+        raise TritonError(f"kevald.triton needs Triton {MIN_TRITON[0]}.{MIN_TRITON[1]} or later; this is "
+                          f"{triton.__version__}")
     return triton
+
+
+MIN_TRITON = (3, 3)
+
+
+def triton_version_tuple(v):
+    """ "3.6.0+git1a2b" -> (3, 6); an unreadable version -> (0, 0)."""
+    m = re.match(r"(\d+)\.(\d+)", str(v))
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
 def cdiv(a, b):
@@ -346,7 +360,7 @@ class PtxCache:
 
     def __init__(self, max_entries=256, path=None):
         self.max_entries = max_entries
-        self.path = path
+        self.path = os.path.expanduser(path) if path else None
         self._mem = OrderedDict()
         self._lock = threading.Lock()
         self.hits = self.misses = 0
@@ -388,11 +402,21 @@ class PtxCache:
         e = (ptx, metadata, triton_version)
         self._put_mem(key, e)
         if self.path:
-            os.makedirs(self.path, exist_ok=True)
-            tmp = self._file(key) + f".{os.getpid()}.tmp"
-            with open(tmp, "w") as f:
-                json.dump({"ptx": ptx, "metadata": metadata, "triton": triton_version}, f)
-            os.replace(tmp, self._file(key))
+            # one temporary file per call (threads of one process save the same key at once);
+            # a disk that refuses the write leaves the kernel cached in memory only
+            tmp = None
+            try:
+                os.makedirs(self.path, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=key + ".", suffix=".tmp", dir=self.path)
+                with os.fdopen(fd, "w") as f:
+                    json.dump({"ptx": ptx, "metadata": metadata, "triton": triton_version}, f)
+                os.replace(tmp, self._file(key))
+            except OSError:
+                if tmp:
+                    try:
+                        os.unlink(tmp)
+                    except OSError:
+                        pass
 
 
 DEFAULT_CACHE = PtxCache()

@@ -258,6 +258,35 @@ def test_cache_lru_and_disk(tmp_path):
     assert k.cache_hit and len(comp.calls) == 1
 
 
+def test_cache_disk_writes_from_threads_at_once(tmp_path):
+    """Threads that miss the same kernel save it at once: each write has its own temporary file."""
+    import threading
+    cache = kt.PtxCache(path=str(tmp_path))
+    errors = []
+
+    def save():
+        try:
+            for _ in range(20):
+                cache.put("samekey", "x" * 200000, {"name": "k"}, "3.6.0")
+        except Exception as e:  # noqa: BLE001 - collected for the assertion
+            errors.append(e)
+    threads = [threading.Thread(target=save) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert kt.PtxCache(path=str(tmp_path)).get("samekey") == ("x" * 200000, {"name": "k"}, "3.6.0")
+    assert [p.name for p in tmp_path.iterdir()] == ["samekey.json"]   # no temporary file left
+
+
+def test_cache_path_expands_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cache = kt.PtxCache(path="~/kevald-triton")
+    cache.put("k", "ptx", {}, "3.6.0")
+    assert (tmp_path / "kevald-triton" / "k.json").exists()
+
+
 def test_metadata_dict_from_namedtuple():
     import collections
     Md = collections.namedtuple("KernelMetadata", "name shared num_warps target")
@@ -342,6 +371,25 @@ def test_missing_triton_is_a_clear_import_error(monkeypatch):
     with pytest.raises(ImportError, match="pip install triton") as e:
         kt.build(RELU, RELU_TASK, ["1"], RELU_ARGS, constexprs={"BLOCK": 1024}, cache=kt.PtxCache())
     assert isinstance(e.value, kt.TritonMissing)
+
+
+def test_triton_older_than_3_3_is_refused(monkeypatch):
+    """ASTSource(constexprs=...) is Triton 3.3's: an older one is named, not a TypeError from deep inside."""
+    import types
+    old = types.ModuleType("triton")
+    old.__version__ = "3.2.0"
+    compiler, backends, backends_compiler = (types.ModuleType(n) for n in
+                                             ("triton.compiler", "triton.backends", "triton.backends.compiler"))
+    compiler.ASTSource = object
+    backends_compiler.GPUTarget = object
+    for name, mod in (("triton", old), ("triton.compiler", compiler), ("triton.backends", backends),
+                      ("triton.backends.compiler", backends_compiler)):
+        monkeypatch.setitem(sys.modules, name, mod)
+    with pytest.raises(kt.TritonError, match="needs Triton 3.3 or later; this is 3.2.0"):
+        kt._import_triton()
+    old.__version__ = "3.6.0+git5a6b"
+    assert kt._import_triton() is old
+    assert kt.triton_version_tuple("garbage") == (0, 0)
 
 
 # ---- the kevald binary: task prompt --language, submit --frontend ------------------------------
