@@ -25,7 +25,9 @@
  * otherwise it keeps root and reports why. The torch run profile follows the
  * GPU rule; the torch build profile drops only when nobody may write its
  * write tree (the artifact root; owned by 65534 or open to others), else it
- * keeps root and reports why. A worker that is not root but sits
+ * keeps root and reports why; both torch profiles also keep root when nobody
+ * may not read one of their read trees (a Python installed under /root):
+ * dropping would only make the worker fail to import torch. A worker that is not root but sits
  * in the user namespace that netns.c created drops the capabilities that
  * namespace gave it.
  */
@@ -335,6 +337,37 @@ static bool nobody_may_write(const char *dir, char *why, size_t size)
         return false;
 }
 
+/* Whether uid/gid 65534 may reach @path (search every folder on the way) and
+ * read it. */
+static bool nobody_may_read(const char *path, char *why, size_t size)
+{
+        char buf[4096];
+        struct stat st;
+        size_t n = strlen(path);
+
+        if (n == 0 || n >= sizeof(buf) || path[0] != '/')
+                return true;   /* not a tree: the layer skips it */
+        memcpy(buf, path, n + 1);
+        for (size_t i = 1; i <= n; i++) {
+                if (buf[i] != '/' && buf[i] != '\0')
+                        continue;
+                char c = buf[i];
+                buf[i] = '\0';
+                if (stat(buf, &st) == 0) {
+                        mode_t need = c == '\0' ? (S_ISDIR(st.st_mode) ? 05 : 04) : 01;
+                        bool ok = (st.st_mode & need) == need ||
+                                  (st.st_uid == SANDBOX_NOBODY_UID && ((st.st_mode >> 6) & need) == need);
+                        if (!ok) {
+                                snprintf(why, size, "nobody may not read \"%s\" (on the way to \"%s\": owner %u, "
+                                         "mode %o)", buf, path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+                                return false;
+                        }
+                }
+                buf[i] = c;
+        }
+        return true;
+}
+
 /*
  * sandbox_proc_apply_uid_paths() - sandbox_proc_apply_uid() for a profile
  * with extra trees: the torch build profile keeps root when nobody may not
@@ -371,6 +404,15 @@ int sandbox_proc_apply_uid_paths(SandboxProfile profile, const SandboxPaths *pat
                                    "kept root: %s (give the artifact root to uid %u to drop)", why,
                                    SANDBOX_NOBODY_UID);
                 goto out;
+        }
+        for (int i = 0; paths && (profile == SANDBOX_PROFILE_TORCH_BUILD || profile == SANDBOX_PROFILE_TORCH_RUN) &&
+                        i < paths->n_read; i++) {
+                if (!nobody_may_read(paths->read[i], why, sizeof(why))) {
+                        sandbox_report_add(layers, "uid", false,
+                                           "kept root: %s (Python and its packages must be readable by "
+                                           "uid %u to drop)", why, SANDBOX_NOBODY_UID);
+                        goto out;
+                }
         }
         if ((profile == SANDBOX_PROFILE_GPU || profile == SANDBOX_PROFILE_TORCH_RUN) &&
             !nvidia_nodes_open_to_all(why, sizeof(why))) {

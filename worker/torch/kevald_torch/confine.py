@@ -108,6 +108,7 @@ class Confine:
                 self._timer.cancel()
             self._timer = threading.Timer(deadline_ms / 1000.0, self._fire, (frame,))
             self._timer.daemon = True
+            self._timer.name = "kevald-watchdog"
             self._timer.start()
 
     def _fire(self, frame):

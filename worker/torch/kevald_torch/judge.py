@@ -31,40 +31,77 @@ which a probe fails) is answered with "exiting": true, then exit 3.
 
 The candidate runs in this interpreter. The judge binds the functions it
 uses before any candidate is imported and checks, after each candidate
-call, that none of a list of them was replaced (tamper); the sandbox, not
-this check, is what confines a candidate that goes further
-(docs/SECURITY.md).
+call, that no function or class of torch's main namespaces (torch,
+torch.cuda, Tensor, nn, nn.functional, ...) nor of its own modules was
+replaced (rejected, kind "tamper"): the reference would call a replaced
+torch.softmax too. After every job, replaced functions are put back, and a
+worker whose candidate replaced any or left a thread running ends after its
+RESULT ("exiting": true, exit 0), so nothing reaches the next job. The
+sandbox, not these checks, is what confines a candidate that goes further
+(ctypes, the judge's memory; docs/SECURITY.md).
 """
 import os
+import threading
 import time
-import types
 
 import torch
 
 from . import build, cudaerr, frames, judge_check, judge_timing, result, seeds, stats
 from .jobspec import parse_run
-from .loop import EXIT_STICKY
+from .loop import EXIT_OK, EXIT_STICKY
 
 _manual_seed, _sync, _device, _is_tensor = torch.manual_seed, torch.cuda.synchronize, torch.device, torch.is_tensor
 _no_grad = torch.no_grad
 
 
-def _watched():
-    """(owner, name) of what a candidate must not replace."""
-    T, C, E = torch, torch.cuda, torch.cuda.Event
-    pairs = [(T, n) for n in ("manual_seed", "randn", "rand", "randint", "equal", "isnan", "isinf", "abs",
-                              "nonzero", "is_tensor", "device", "no_grad", "empty", "zeros", "ones")]
-    pairs += [(C, n) for n in ("synchronize", "Event", "current_stream", "manual_seed", "manual_seed_all")]
-    pairs += [(E, n) for n in ("record", "elapsed_time", "synchronize", "query")]
-    pairs += [(T.Tensor, n) for n in ("__ne__", "__eq__", "__gt__", "__sub__", "__or__", "__and__", "__invert__",
-                                      "abs", "float", "double", "cuda", "contiguous", "view", "reshape", "sum",
-                                      "max", "item", "tolist", "any", "masked_fill_", "zero_",
-                                      "untyped_storage", "numel", "element_size", "is_floating_point")]
-    pairs += [(T.nn.Module, n) for n in ("__call__", "_call_impl", "cuda", "eval")]
-    pairs += [(time, "monotonic")]
-    for mod in (judge_check, judge_timing, stats, result, seeds, frames, cudaerr):
-        pairs += [(mod, n) for n, v in vars(mod).items() if isinstance(v, types.FunctionType)]
-    return pairs
+def _watched_owners():
+    """The namespaces whose functions and classes a candidate must not
+    replace: what the judge and the task's reference call, and the judge's
+    own modules."""
+    import torch.nn.functional as F
+    owners = [torch, torch.cuda, torch.cuda.Event, torch.Tensor, torch.nn, torch.nn.Module, F, torch.linalg,
+              torch.fft, torch.special, torch.random, torch.backends.cuda, torch.backends.cudnn, time, os]
+    owners += [judge_check, judge_timing, stats, result, seeds, frames, cudaerr, build]
+    return owners
+
+
+def _snapshot(owners):
+    """(owner, {name: value}) of every callable member of each owner."""
+    snap = []
+    for o in owners:
+        try:
+            members = dict(vars(o))
+        except TypeError:
+            continue
+        snap.append((o, {k: v for k, v in members.items() if callable(v)}))
+    return snap
+
+
+def _changed(snap):
+    """The first "owner.name" of @snap that is no longer the same object, or None.
+    Names added since are not changes (torch imports submodules lazily)."""
+    for o, members in snap:
+        cur = vars(o)
+        for k, v in members.items():
+            if cur.get(k, v) is not v or k not in cur:
+                return f"{getattr(o, '__name__', type(o).__name__)}.{k}"
+    return None
+
+
+def _threads():
+    """Python threads but the stand-in watchdog's (confine.py, without the library)."""
+    return sum(1 for t in threading.enumerate() if t.name != "kevald-watchdog")
+
+
+def _restore(snap):
+    for o, members in snap:
+        cur = vars(o)
+        for k, v in members.items():
+            if cur.get(k, None) is not v:
+                try:
+                    setattr(o, k, v)
+                except (AttributeError, TypeError):
+                    pass
 
 
 class CandidateError(Exception):
@@ -110,8 +147,8 @@ class Judge:
         import torch.utils.cpp_extension as cpp
         self.cpp = cpp
         self.real_load_inline, self.real_load = cpp.load_inline, cpp.load
-        self.watched = _watched()
-        self.snapshot = [(o, n, getattr(o, n, None)) for o, n in self.watched]
+        self.snapshot = _snapshot(_watched_owners())
+        self.threads = _threads()
 
     # ---- the watchdog's view of where the job is ----
     def phase(self, shape, phase, trial=None):
@@ -125,10 +162,11 @@ class Judge:
 
     # ---- calls into the two sides ----
     def tamper_check(self):
-        for o, n, v in self.snapshot:
-            if getattr(o, n, None) is not v:
-                owner = getattr(o, "__name__", type(o).__name__)
-                raise judge_check.CheckFail("tamper", f"the candidate replaced {owner}.{n}, which the judge uses")
+        what = _changed(self.snapshot)
+        if what:
+            self.tampered = True
+            raise judge_check.CheckFail("tamper", f"the candidate replaced {what}, which the judge or the "
+                                        "reference uses")
 
     def candidate(self, fn):
         try:
@@ -176,8 +214,17 @@ class Judge:
         self.where = None
         self.busy_ms = 0.0
         self.shapes_done = []
+        self.tampered = False
         self.phase(None, "load")
         verdict, timing, err, exiting = self.run()
+        # What a candidate leaves behind must not reach the next job: replaced
+        # functions are put back, and a process that had any, or a thread
+        # more than it started with, ends after this RESULT.
+        if self.tampered or _changed(self.snapshot) or _threads() > self.threads:
+            _restore(self.snapshot)
+            exiting, self.exit_status = True, EXIT_OK
+        else:
+            self.exit_status = EXIT_STICKY
         self.phases["cleanup"] = 0.0
         t = time.monotonic()
         self.ref_mod = self.cand_mod = None
@@ -186,7 +233,7 @@ class Judge:
         res = result.assemble(self.job.id, self.job.seed_text, verdict, self.shapes_done, timing, err, self.gpu,
                               self.phases, (time.monotonic() - self.t0) * 1000.0, self.busy_ms, exiting)
         self.w.send(frames.RESULT, res, disarm=True)
-        return EXIT_STICKY if exiting else None
+        return self.exit_status if exiting else None
 
     def load(self):
         cpp = self.cpp
@@ -226,7 +273,7 @@ class Judge:
                 budget = min(self.job.budget_ms / n, max(0.0, left) / 2.0)
                 model, model_new = self.models(si)
                 timed.append(judge_timing.time_shape(self, si, shape, model, model_new, budget))
-                del model, model_new
+                model = model_new = None
                 self.shapes_done[si]["revalidated"] = True
             self.phases["timing"] = (time.monotonic() - mark) * 1000.0
             return "correct", result.timing_json(timed), None, False
@@ -325,10 +372,9 @@ class Judge:
                                 "nondeterministic", f"a second run on the same inputs differs from the "
                                 f"reference in {b['mismatches']} elements of {name}", buffer=name,
                                 mismatches=b["mismatches"])
-                del xs_c2, outs_c2
+                xs_c2 = outs_c2 = None
             entry["trials"] = t + 1
-            del xs_c, xs_r, out_c, out_r, outs_c, outs_r
+            xs_c = xs_r = out_c = out_r = outs_c = outs_r = None   # free before the next trial's inputs
         entry["guard_ok"] = None
         entry["passed"] = True
         cur["trial"] = None
-        del model, model_new

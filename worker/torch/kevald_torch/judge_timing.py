@@ -81,7 +81,7 @@ def time_shape(judge, si, shape, model, model_new, budget_ms):
             raise judge_check.CheckFail("mismatch", f"timed run {k}: {len(outs_c)} outputs, the reference "
                                         f"returns {len(outs_r)}", timed_run=k)
         judge.busy_ms += c_d + r_d
-        del xs_c, xs_r, out_c, out_r, outs_c, outs_r
+        xs_c = xs_r = out_c = out_r = outs_c = outs_r = None   # free before the next pair's inputs
         all_c.append(c_s)
         all_r.append(r_s)
         all_cd.append(c_d)

@@ -3,7 +3,7 @@ build JOB's (build.py), the seeds, and the log trimming."""
 import json
 import unittest
 
-import helpers  # noqa: F401
+import helpers
 from kevald_torch import build, jobspec, seeds
 from kevald_torch.loop import BadJob
 
@@ -20,6 +20,9 @@ def job(**over):
          "shapes": [{"name": "default", "constants": {"batch_size": 16, "dim": 64}, "atol": 1e-4, "rtol": 1e-4}]}
     j.update(over)
     return json.loads(json.dumps(j))
+
+
+assert helpers.SRC  # sys.path set up by helpers
 
 
 class RunJob(unittest.TestCase):

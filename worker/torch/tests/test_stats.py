@@ -3,8 +3,11 @@ give what worker/gpu/timing.c gives (the same cases as worker/gpu/test-timing.c)
 import math
 import unittest
 
-import helpers  # noqa: F401 (sys.path)
+import helpers
 from kevald_torch import stats
+
+
+assert helpers.SRC  # sys.path set up by helpers
 
 
 class P:

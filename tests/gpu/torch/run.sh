@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The PyTorch worker on a GPU host, without the server: kevald-torch (build and
+# run roles, sandboxed) judges the ModelNew samples in samples/ (drive.py) and
+# prints each verdict and timing. If the sandboxed run fails to start a worker
+# (or a worker dies by SIGSYS), the same samples run again with --no-sandbox so
+# the judge is still checked, and the sandbox failure is printed first.
+# Needs: build/ (meson, this tree) and .devlibs/ carried; python3 with torch.
+#   tests/gpu/torch/run.sh            (OUT defaults to /tmp/kevald-torch-out)
+# Env: KEVALD_TORCH_PYTHON (default python3), KEVALD_GPU_INDEX (default 0).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+OUT=${OUT:-/tmp/kevald-torch-out}
+mkdir -p "$OUT"
+[ -d "$root/.devlibs" ] && export LD_LIBRARY_PATH="$root/.devlibs:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+py=${KEVALD_TORCH_PYTHON:-python3}
+echo "== host: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+"$py" -c 'import sys, torch; print("== python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' || { echo "FAIL: no torch in $py"; exit 1; }
+command -v ninja >/dev/null || "$py" -c 'import ninja' 2>/dev/null || echo "== note: no ninja on PATH (load_inline needs it)"
+
+echo "== sandboxed"
+"$py" "$here/drive.py" --python "$py" --out "$OUT/sandboxed" 2> "$OUT/sandboxed.stderr"
+rc=$?
+grep -E 'forbidden system call|start-up failed|Traceback|Error' "$OUT/sandboxed.stderr" | sort | uniq -c | head -20
+if grep -q 'FAILED TO START\|forbidden system call' "$OUT/sandboxed/torch_gpu.json" "$OUT/sandboxed.stderr" 2>/dev/null || [ $rc -ne 0 ]; then
+    echo "== the sandboxed run did not pass (exit $rc): again without the sandbox, to check the judge"
+    "$py" "$here/drive.py" --python "$py" --no-sandbox --out "$OUT/nosandbox" 2> "$OUT/nosandbox.stderr"
+    rc2=$?
+    grep -E 'Traceback|Error' "$OUT/nosandbox.stderr" | sort | uniq -c | head -20
+    echo "== RESULT: sandboxed exit $rc, unsandboxed exit $rc2 (0 = every sample as expected); logs in $OUT"
+    exit 1
+fi
+echo "== RESULT: every sample as expected, sandboxed; logs in $OUT"
