@@ -218,6 +218,15 @@ static int add_torch_build_rules(scmp_filter_ctx ctx, int *ret_count)
         return r;
 }
 
+/* The torch run profile asks only O_TMPFILE's own bit (glibc's __O_TMPFILE
+ * carries O_DIRECTORY too, and Python lists folders while it imports). */
+#define TORCH_TMPFILE_BIT 020000000
+#define TORCH_WRITE_FLAGS (O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND | TORCH_TMPFILE_BIT)
+static const scmp_datum_t torch_write_masks[][2] = {
+        {O_ACCMODE, O_WRONLY}, {O_ACCMODE, O_RDWR}, {O_CREAT, O_CREAT},
+        {O_TRUNC, O_TRUNC},    {O_APPEND, O_APPEND}, {TORCH_TMPFILE_BIT, TORCH_TMPFILE_BIT},
+};
+
 /* The torch run profile's additions to the common list. */
 static int add_torch_run_rules(scmp_filter_ctx ctx, int *ret_count)
 {
@@ -248,10 +257,11 @@ static int add_torch_run_rules(scmp_filter_ctx ctx, int *ret_count)
                                      SCMP_A2(SCMP_CMP_EQ, 0));
         if (r == 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
-                                     SCMP_A2(SCMP_CMP_MASKED_EQ, WRITE_FLAGS, 0));
-        for (size_t i = 0; i < sizeof(write_masks) / sizeof(write_masks[0]) && r == 0; i++)
+                                     SCMP_A2(SCMP_CMP_MASKED_EQ, TORCH_WRITE_FLAGS, 0));
+        for (size_t i = 0; i < sizeof(torch_write_masks) / sizeof(torch_write_masks[0]) && r == 0; i++)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 1,
-                                     SCMP_A2(SCMP_CMP_MASKED_EQ, write_masks[i][0], write_masks[i][1]));
+                                     SCMP_A2(SCMP_CMP_MASKED_EQ, torch_write_masks[i][0],
+                                             torch_write_masks[i][1]));
         if (r == 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0);
         if (r == 0)

@@ -22,6 +22,9 @@ sys.dont_write_bytecode = True
 from kevald_torch import frames  # noqa: E402
 
 
+PYTHON = None   # the interpreter start() runs the worker with; None: this one
+
+
 def have_torch():
     import importlib.util
     return importlib.util.find_spec("torch") is not None
@@ -34,7 +37,7 @@ def start(role, env_extra=None, args=()):
     if env_extra:
         env.update(env_extra)
     env = {k: v for k, v in env.items() if v is not None}
-    return subprocess.Popen([sys.executable, str(WORKER), "--role", role, *args], stdin=subprocess.PIPE,
+    return subprocess.Popen([PYTHON or sys.executable, str(WORKER), "--role", role, *args], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
 
 
