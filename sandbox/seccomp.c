@@ -121,7 +121,7 @@ static const char *const allow_torch_run[] = {
         "sched_getscheduler", "sched_get_priority_max", "sched_get_priority_min", "getpriority",
         "mincore", "membarrier", "get_mempolicy", "mlock", "munlock", "shmdt", "getresuid",
         "getresgid", "timerfd_create", "timerfd_settime", "timerfd_gettime", "fadvise64",
-        "times", "getitimer",
+        "times", "getitimer", "mbind", "getcpu", "sched_getattr", "msync",
 };
 
 /* Torch build profile: the denylist (see the opening comment). */

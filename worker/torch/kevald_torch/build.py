@@ -14,6 +14,7 @@ deadline_ms and kills the compilers with the worker (exit 4).
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import types
 
@@ -107,6 +108,7 @@ class Builder:
         os.makedirs(os.path.join(build_dir, "tmp"), exist_ok=True)
         os.environ["TORCH_EXTENSIONS_DIR"] = build_dir
         os.environ["TMPDIR"] = os.path.join(build_dir, "tmp")
+        tempfile.tempdir = os.environ["TMPDIR"]
         if arches:
             os.environ["TORCH_CUDA_ARCH_LIST"] = arches
         logpath = os.path.join(build_dir, "tmp", "build.log")

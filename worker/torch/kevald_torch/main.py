@@ -130,6 +130,14 @@ class Worker:
             os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "1")
         os.environ["TORCH_EXTENSIONS_DIR"] = root
         self.ext_root = os.path.realpath(root) if os.path.isdir(root) else root
+        # tempfile.gettempdir() probes folders by writing a file in each, which the
+        # sandbox refuses (run role) or confines (build role): name one instead.
+        import tempfile
+        tmp = os.path.join(self.ext_root, "tmp") if self.role == "build" else "/tmp"
+        if self.role == "build":
+            os.makedirs(tmp, exist_ok=True)
+        os.environ["TMPDIR"] = tmp
+        tempfile.tempdir = tmp
         return None
 
     def enter(self):
