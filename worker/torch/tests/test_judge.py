@@ -99,6 +99,7 @@ def run_job(jid, sample, deadline_ms=20000, shapes=None):
 
 
 @unittest.skipIf(PY is None, "no python3 with numpy here")
+@unittest.skipUnless(PY and helpers.lib_loads(PY), "libkevald-confine.so cannot be loaded into Python here")
 class FakeJudge(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -81,6 +81,7 @@ class Loop(unittest.TestCase):
 
 
 @unittest.skipIf(helpers.have_torch(), "PyTorch is installed here: the start-up without it cannot be seen")
+@unittest.skipUnless(helpers.lib_loads(), "libkevald-confine.so cannot be loaded into Python here")
 class HelloWithoutTorch(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="kevald-torch-test-")
