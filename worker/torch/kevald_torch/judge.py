@@ -19,7 +19,7 @@ worker"). Theory of operation, per JOB:
                of the budget (at most half of what is left of the deadline);
   verdict      the first failure ends the job: incorrect (mismatch,
                precision, input_mutation, output_device, output_alias,
-               nondeterministic), runtime_error (a CUDA error, named; an
+               nondeterministic, output_type), runtime_error (a CUDA error, named; an
                exception of the candidate's code), rejected (no ModelNew, or
                the candidate replaced a function the judge relies on),
                internal_error (the reference failed), or correct.
@@ -48,7 +48,7 @@ import torch
 
 from . import build, cudaerr, frames, judge_check, judge_timing, result, seeds, stats
 from .jobspec import parse_run
-from .loop import EXIT_OK, EXIT_STICKY
+from .loop import EXIT_FAILED, EXIT_OK, EXIT_STICKY
 
 _manual_seed, _sync, _device, _is_tensor = torch.manual_seed, torch.cuda.synchronize, torch.device, torch.is_tensor
 _no_grad = torch.no_grad
@@ -214,21 +214,30 @@ class Judge:
         self.where = None
         self.busy_ms = 0.0
         self.shapes_done = []
-        self.tampered = False
+        self.tampered = self.judge_failed = False
         self.phase(None, "load")
-        verdict, timing, err, exiting = self.run()
+        try:
+            verdict, timing, err, exiting = self.run()
+        except Exception as e:  # noqa: BLE001 (a fault of the judge itself: answered, never silent)
+            self.phases = getattr(self, "phases", {})
+            verdict, timing, exiting = "internal_error", None, True
+            err = result.error("internal", f"the judge failed: {type(e).__name__}: {e}"[:1000])
+            self.judge_failed = True
         # What a candidate leaves behind must not reach the next job: replaced
         # functions are put back, and a process that had any, or a thread
         # more than it started with, ends after this RESULT.
         if self.tampered or _changed(self.snapshot) or _threads() > self.threads:
             _restore(self.snapshot)
-            exiting, self.exit_status = True, EXIT_OK
+            self.exit_status = EXIT_STICKY if exiting else EXIT_OK
+            exiting = True
         else:
-            self.exit_status = EXIT_STICKY
-        self.phases["cleanup"] = 0.0
+            self.exit_status = EXIT_FAILED if self.judge_failed else EXIT_STICKY
         t = time.monotonic()
         self.ref_mod = self.cand_mod = None
-        torch.cuda.empty_cache()
+        try:
+            torch.cuda.empty_cache()
+        except Exception:  # noqa: BLE001 (a dead context: the worker exits anyway)
+            exiting, self.exit_status = True, EXIT_STICKY
         self.phases["cleanup"] = (time.monotonic() - t) * 1000.0
         res = result.assemble(self.job.id, self.job.seed_text, verdict, self.shapes_done, timing, err, self.gpu,
                               self.phases, (time.monotonic() - self.t0) * 1000.0, self.busy_ms, exiting)

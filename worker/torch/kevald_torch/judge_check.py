@@ -4,7 +4,8 @@ device and storage, its inputs unchanged, and the comparison of its outputs
 with the reference's.
 
 Rules:
-  * forward must return a tensor, or a tuple/list of tensors, on the GPU
+  * forward must return a torch.Tensor (not a subclass: kind "output_type"),
+    or a tuple/list of them, on the GPU
     (kind "output_device" otherwise), none sharing storage with an input
     (kind "output_alias": an output that is an input, or a view of one,
     changes when the inputs are regenerated);
@@ -31,6 +32,7 @@ CHUNK = 1 << 26
 
 _isnan, _isinf, _abs, _nonzero = torch.isnan, torch.isinf, torch.abs, torch.nonzero
 _equal, _is_tensor, _uint8, _float32 = torch.equal, torch.is_tensor, torch.uint8, torch.float32
+_Tensor = torch.Tensor
 
 
 class CheckFail(Exception):
@@ -43,12 +45,18 @@ class CheckFail(Exception):
 
 
 def flatten(out):
-    """The list of (name, tensor) of a forward's return value."""
-    if _is_tensor(out):
-        return [("output", out)]
-    if isinstance(out, (tuple, list)) and out and all(_is_tensor(t) for t in out):
-        return [(f"output[{i}]", t) for i, t in enumerate(out)]
-    raise CheckFail("mismatch", f"forward returned {type(out).__name__}, not a tensor or a tuple of tensors")
+    """The list of (name, tensor) of a forward's return value. Each must be a
+    torch.Tensor itself: a subclass could answer the judge's comparisons
+    with its own code (__torch_function__, overridden operators)."""
+    outs = [("output", out)] if _is_tensor(out) else \
+        [(f"output[{i}]", t) for i, t in enumerate(out)] if type(out) in (tuple, list) and out else None
+    if outs is None or not all(_is_tensor(t) for _, t in outs):
+        raise CheckFail("mismatch", f"forward returned {type(out).__name__}, not a tensor or a tuple of tensors")
+    for name, t in outs:
+        if type(t) is not _Tensor:
+            raise CheckFail("output_type", f"{name} is a {type(t).__name__}, not a torch.Tensor: a subclass "
+                            "could answer the judge's checks itself", buffer=name)
+    return outs
 
 
 def _span(t):

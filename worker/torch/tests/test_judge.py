@@ -66,6 +66,10 @@ SAMPLES = {
               b"        return torch.softmax(x, 1)\n",
     "hang": HEAD + b"        while True:\n            pass\n",
     "no_model_new": b"import torch\nX = 1\n",
+    # a Tensor subclass that says every element agrees (the stand-in's arrays are .a)
+    "subclass": HEAD + b"        class Liar(torch.Tensor):\n            def __ne__(self, o):\n"
+                       b"                return torch.zeros(*self.shape) != 0\n"
+                       b"        return Liar(x.a * 0, 'cuda')\n",
 }
 
 
@@ -131,7 +135,7 @@ class FakeJudge(unittest.TestCase):
                 "caching": ("incorrect", "mismatch"), "alias": ("incorrect", "output_alias"),
                 "mutates": ("incorrect", "input_mutation"), "downcast": ("incorrect", "precision"),
                 "on_cpu": ("incorrect", "output_device"), "raises": ("runtime_error", "python"),
-                "no_model_new": ("rejected", "no_model_new")}
+                "no_model_new": ("rejected", "no_model_new"), "subclass": ("incorrect", "output_type")}
         for i, (name, (verdict, kind)) in enumerate(want.items()):
             with self.subTest(name):
                 job, blob = run_job(100 + i, name)
