@@ -7,6 +7,7 @@ values are repeated here, and tests/test_frames.py reads limits.h to keep
 them equal).
 """
 import json
+import math
 import os
 import struct
 
@@ -23,10 +24,25 @@ class FrameError(ValueError):
     input that ended inside a frame."""
 
 
+def _finite(obj):
+    """@obj with every NaN or infinity made null (JSON has neither)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
 def pack(ftype, body, blob=b""):
-    """One frame's bytes: @body is an object to encode as JSON, or bytes."""
+    """One frame's bytes: @body is an object to encode as JSON (a NaN or an
+    infinity in it becomes null), or bytes."""
     if not isinstance(body, (bytes, bytearray)):
-        body = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+        try:
+            body = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+        except ValueError:
+            body = json.dumps(_finite(body), separators=(",", ":"), allow_nan=False).encode()
     return HEADER.pack(MAGIC, ftype, len(body), len(blob)) + bytes(body) + bytes(blob)
 
 

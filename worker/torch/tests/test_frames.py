@@ -26,6 +26,10 @@ class Frames(unittest.TestCase):
         finally:
             os.close(fd)
 
+    def test_non_finite_numbers_become_null(self):
+        data = frames.pack(frames.RESULT, {"a": float("nan"), "b": [1.5, float("inf")], "c": {"d": -float("inf")}})
+        self.assertEqual(data[16:], b'{"a":null,"b":[1.5,null],"c":{"d":null}}')
+
     def test_header_layout(self):
         data = frames.pack(frames.HELLO, b"{}", b"xyz")
         self.assertEqual(data[:4], b"KVF1")
