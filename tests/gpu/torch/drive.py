@@ -43,7 +43,7 @@ SAMPLES = [
     ("caching.py", SOFTMAX, None, "incorrect", "mismatch", 60000),
     ("alias_input.py", SOFTMAX, None, "incorrect", "output_alias", 60000),
     ("downcast.py", SOFTMAX, None, "incorrect", "precision", 60000),
-    ("downcast_cast_back.py", SOFTMAX, None, "incorrect", "mismatch", 60000),
+    ("downcast_cast_back.py", SOFTMAX, None, "correct", None, 60000),
     ("linear_relu_wrong_init.py", LINEAR, None, "incorrect", "mismatch", 60000),
     ("raises.py", SOFTMAX, None, "runtime_error", "python", 60000),
     ("tamper.py", SOFTMAX, None, "rejected", "tamper", 60000),
