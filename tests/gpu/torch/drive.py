@@ -14,10 +14,12 @@ import argparse
 import hashlib
 import json
 import os
+import queue
 import select
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -120,78 +122,77 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/kevald-torch-out"))
     ap.add_argument("--ext-root", default="/tmp/kevald-torch-ext")
     ap.add_argument("--only", default="")
+    ap.add_argument("--keep-ext", action="store_true", help="keep the artifact root of an earlier run "
+                    "(load_inline then finds its builds up to date)")
+    ap.add_argument("--build-workers", type=int, default=4)
     a = ap.parse_args()
     sandbox = not a.no_sandbox
     os.makedirs(a.out, exist_ok=True)
-    shutil.rmtree(a.ext_root, ignore_errors=True)
-    os.makedirs(a.ext_root)
+    if not a.keep_ext:
+        shutil.rmtree(a.ext_root, ignore_errors=True)
+    os.makedirs(a.ext_root, exist_ok=True)
     os.chmod(a.ext_root, 0o777)
     env = dict(os.environ, KEVALD_PARENT_PID=str(os.getpid()), KEVALD_LOG_LEVEL="info",
                KEVALD_TORCH_EXT_ROOT=a.ext_root, KEVALD_CONFINE_LIB=str(LIBEXEC / "libkevald-confine.so"),
                KEVALD_GPU_INDEX=os.environ.get("KEVALD_GPU_INDEX", "0"))
     report = {"sandbox": sandbox, "samples": [], "hellos": []}
-    builder = runner = None
-    passed = total = 0
+    chosen = [smp for smp in SAMPLES if not a.only or a.only in smp[0]]
     t_all = time.monotonic()
-    for name, (ref_file, shapes), want_build, want_verdict, want_kind, deadline in SAMPLES:
-        if a.only and a.only not in name:
-            continue
+    built = build_all(a, sandbox, env, chosen, report)
+    report["build_wall_s"] = time.monotonic() - t_all
+    print(f"== built {len(chosen)} samples in {report['build_wall_s']:.1f} s with {a.build_workers} build workers",
+          flush=True)
+    runner = None
+    passed = total = 0
+    for i, (name, (ref_file, shapes), want_build, want_verdict, want_kind, deadline) in enumerate(chosen):
         total += 1
         src = (HERE / "samples" / name).read_bytes()
         ref = (HERE / ref_file).read_bytes()
-        build_dir = os.path.join(a.ext_root, hashlib.sha256(src).hexdigest()[:16])
-        entry = {"sample": name, "reference": ref_file}
-        t0 = time.monotonic()
-        if builder is None:
-            builder = Worker(a.python, "build", sandbox, env)
-            report["hellos"].append(builder.hello)
-            if not builder.hello.get("ok"):
-                print(f"BUILD WORKER FAILED TO START: {json.dumps(builder.hello)}", flush=True)
-                report["fatal"] = builder.hello
-                break
-        bres = builder.job({"id": total, "kind": "build", "deadline_ms": 300000, "build_dir": build_dir,
-                            "arch": runner_arch(runner)}, src, 330)
-        entry["build"] = bres
-        entry["build_s"] = time.monotonic() - t0
-        if bres is None or bres.get("error") == "timeout":
-            entry["build_exit"] = builder.wait()
-            builder = None
+        entry = built.get(name, {"sample": name, "build_dir": "", "build_s": 0.0})
+        build_dir = entry["build_dir"]
+        bres = entry.get("build")
         got_build = None if bres and bres.get("ok") else (bres or {}).get("error", "no RESULT")
         ok = got_build == want_build
         line = f"build {got_build or 'ok'} ({entry['build_s']:.1f} s)"
-        if want_build is None and got_build is None:
+        if want_build is None and got_build is None and "fatal" not in report:
             if runner is None:
                 runner = Worker(a.python, "run", sandbox, env)
                 report["hellos"].append(runner.hello)
                 if not runner.hello.get("ok"):
                     print(f"RUN WORKER FAILED TO START: {json.dumps(runner.hello)}", flush=True)
                     report["fatal"] = runner.hello
-                    break
-            job = {"id": total, "kind": "run", "seed": os.urandom(8).hex(), "mode": "full", "deadline_ms": deadline,
-                   "timing": {"budget_ms": 1000, "target_precision": 0.01, "min_trials": 6, "max_trials": 300,
-                              "warmup": 2},
-                   "correctness_trials": 3, "build_dir": build_dir,
-                   "sources": {"candidate": {"offset": 0, "size": len(src)},
-                               "reference": {"offset": len(src), "size": len(ref)}},
-                   "shapes": shapes}
-            t1 = time.monotonic()
-            res = runner.job(job, src + ref, deadline / 1000 + 30)
-            entry["run"] = res
-            entry["run_s"] = time.monotonic() - t1
-            if res is None or res.get("exiting"):
-                entry["run_exit"] = runner.wait()
-                runner = None
-            verdict = res.get("verdict") if res else "no RESULT"
-            kind = ((res or {}).get("error") or {}).get("kind")
-            ok = ok and verdict == want_verdict and kind == want_kind
-            err = (res or {}).get("error") or {}
-            line += f"; {verdict}" + (f" ({kind}{' ' + err['name'] if err.get('name') else ''}: "
-                                      f"{(err.get('message') or '')[:100]})" if err else "")
-            if res and res.get("verdict") == "correct":
-                line += "; " + summary_line(res)
-            if "run_exit" in entry:
-                line += f"; worker exit {entry['run_exit']}"
-            line += f"; run {entry['run_s']:.1f} s"
+                    runner.wait()
+                    runner = None
+            if runner is not None:
+                job = {"id": 1000 + i, "kind": "run", "seed": os.urandom(8).hex(), "mode": "full",
+                       "deadline_ms": deadline,
+                       "timing": {"budget_ms": 1000, "target_precision": 0.01, "min_trials": 6, "max_trials": 300,
+                                  "warmup": 2},
+                       "correctness_trials": 3, "build_dir": build_dir,
+                       "sources": {"candidate": {"offset": 0, "size": len(src)},
+                                   "reference": {"offset": len(src), "size": len(ref)}},
+                       "shapes": shapes}
+                t1 = time.monotonic()
+                res = runner.job(job, src + ref, deadline / 1000 + 30)
+                entry["run"] = res
+                entry["run_s"] = time.monotonic() - t1
+                if res is None or res.get("exiting"):
+                    entry["run_exit"] = runner.wait()
+                    runner = None
+                verdict = res.get("verdict") if res else "no RESULT"
+                kind = ((res or {}).get("error") or {}).get("kind")
+                ok = ok and verdict == want_verdict and kind == want_kind
+                err = (res or {}).get("error") or {}
+                line += f"; {verdict}" + (f" ({kind}{' ' + err['name'] if err.get('name') else ''}: "
+                                          f"{(err.get('message') or '')[:100]})" if err else "")
+                if res and res.get("verdict") == "correct":
+                    line += "; " + summary_line(res)
+                if "run_exit" in entry:
+                    line += f"; worker exit {entry['run_exit']}"
+                line += f"; run {entry['run_s']:.1f} s"
+            else:
+                ok = False
+                line += "; no run worker"
         elif bres and not bres.get("ok"):
             line += f"; log: {(bres.get('log') or '')[-160:]!r}"
         entry["pass"] = ok
@@ -199,10 +200,9 @@ def main():
         report["samples"].append(entry)
         want = want_build or f"{want_verdict}/{want_kind or '-'}"
         print(f"{'PASS' if ok else 'FAIL'}  {name:28s} want {want:28s} got {line}", flush=True)
+    if runner:
+        runner.close()
     report["wall_s"] = time.monotonic() - t_all
-    for w in (builder, runner):
-        if w:
-            w.close()
     report["passed"], report["total"] = passed, total
     with open(os.path.join(a.out, "torch_gpu.json"), "w") as f:
         json.dump(report, f, indent=1)
@@ -216,10 +216,58 @@ def main():
     return 0 if passed == total and "fatal" not in report else 1
 
 
-def runner_arch(runner):
-    if runner is not None:
-        return runner.hello.get("arch")
-    return os.environ.get("KEVALD_TORCH_ARCH", "sm_90a")
+def build_all(a, sandbox, env, chosen, report):
+    """Every sample through --build-workers build workers at once (the
+    dispatcher's build pool); returns {sample: entry}."""
+    todo = queue.Queue()
+    for smp in chosen:
+        todo.put(smp)
+    built, lock = {}, threading.Lock()
+    arch = os.environ.get("KEVALD_TORCH_ARCH", "sm_90a")
+
+    def work():
+        w = None
+        while "fatal" not in report:
+            try:
+                name = todo.get_nowait()[0]
+            except queue.Empty:
+                break
+            src = (HERE / "samples" / name).read_bytes()
+            entry = {"sample": name, "build_dir": os.path.join(a.ext_root, hashlib.sha256(src).hexdigest()[:16])}
+            t0 = time.monotonic()
+            try:
+                if w is None:
+                    w = Worker(a.python, "build", sandbox, env)
+                    with lock:
+                        report["hellos"].append(w.hello)
+                    if not w.hello.get("ok"):
+                        with lock:
+                            if "fatal" not in report:
+                                print(f"BUILD WORKER FAILED TO START: {json.dumps(w.hello)}", flush=True)
+                            report["fatal"] = w.hello
+                        w.wait()
+                        w = None
+                        raise RuntimeError("no build worker")
+                res = w.job({"id": len(built) + 1, "kind": "build", "deadline_ms": 300000,
+                             "build_dir": entry["build_dir"], "arch": arch}, src, 330)
+                entry["build"] = res
+                if res is None or res.get("error") == "timeout":
+                    entry["build_exit"] = w.wait()
+                    w = None
+            except (RuntimeError, OSError) as e:
+                entry["build_error"] = str(e)
+            entry["build_s"] = time.monotonic() - t0
+            with lock:
+                built[name] = entry
+        if w:
+            w.close()
+
+    threads = [threading.Thread(target=work) for _ in range(max(1, a.build_workers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return built
 
 
 if __name__ == "__main__":

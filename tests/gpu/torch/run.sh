@@ -24,7 +24,7 @@ rc=$?
 grep -E 'forbidden system call|start-up failed|Traceback|Error' "$OUT/sandboxed.stderr" | sort | uniq -c | head -20
 if grep -q 'FAILED TO START\|forbidden system call' "$OUT/sandboxed/torch_gpu.json" "$OUT/sandboxed.stderr" 2>/dev/null || [ $rc -ne 0 ]; then
     echo "== the sandboxed run did not pass (exit $rc): again without the sandbox, to check the judge"
-    "$py" "$here/drive.py" --python "$py" --no-sandbox --out "$OUT/nosandbox" 2> "$OUT/nosandbox.stderr"
+    "$py" "$here/drive.py" --python "$py" --no-sandbox --keep-ext --out "$OUT/nosandbox" 2> "$OUT/nosandbox.stderr"
     rc2=$?
     grep -E 'Traceback|Error' "$OUT/nosandbox.stderr" | sort | uniq -c | head -20
     echo "== RESULT: sandboxed exit $rc, unsandboxed exit $rc2 (0 = every sample as expected); logs in $OUT"
