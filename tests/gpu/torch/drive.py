@@ -60,6 +60,10 @@ class Worker:
     def __init__(self, python, role, sandbox, env):
         self.role = role
         args = [python, str(LIBEXEC / "kevald-torch"), "--role", role] + ([] if sandbox else ["--no-sandbox"])
+        wrap = os.environ.get("KEVALD_TORCH_WRAP_RUN", "").split() if role == "run" else []
+        if wrap:   # e.g. strace: the worker's parent is then the wrapper, not us
+            args = wrap + args
+            env = {k: v for k, v in env.items() if k != "KEVALD_PARENT_PID"}
         self.p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr, env=env)
         self.hello = self.read(120)
         if self.hello is None or self.hello[0] != frames.HELLO:
@@ -121,7 +125,7 @@ def main():
     ap.add_argument("--no-sandbox", action="store_true")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/kevald-torch-out"))
     ap.add_argument("--ext-root", default="/tmp/kevald-torch-ext")
-    ap.add_argument("--only", default="")
+    ap.add_argument("--only", default="", help="comma-separated parts of sample names")
     ap.add_argument("--keep-ext", action="store_true", help="keep the artifact root of an earlier run "
                     "(load_inline then finds its builds up to date)")
     ap.add_argument("--build-workers", type=int, default=4)
@@ -136,7 +140,7 @@ def main():
                KEVALD_TORCH_EXT_ROOT=a.ext_root, KEVALD_CONFINE_LIB=str(LIBEXEC / "libkevald-confine.so"),
                KEVALD_GPU_INDEX=os.environ.get("KEVALD_GPU_INDEX", "0"))
     report = {"sandbox": sandbox, "samples": [], "hellos": []}
-    chosen = [smp for smp in SAMPLES if not a.only or a.only in smp[0]]
+    chosen = [smp for smp in SAMPLES if not a.only or any(o and o in smp[0] for o in a.only.split(","))]
     t_all = time.monotonic()
     built = build_all(a, sandbox, env, chosen, report)
     report["build_wall_s"] = time.monotonic() - t_all
