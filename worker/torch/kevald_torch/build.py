@@ -6,6 +6,9 @@ that every load_inline / load it makes builds its extension there (once:
 the run role imports the built library without building). ModelNew must be
 an nn.Module subclass; it is not instantiated (no GPU here).
 
+"arch" (sm_90a -> TORCH_CUDA_ARCH_LIST=9.0a) defaults to KEVALD_TORCH_ARCH,
+else sm_90a.
+
 RESULT: {"id", "ok", "error": null | "compile" | "import" | "no_model_new" |
 "timeout", "log": the build's and the module's output, trimmed to
 LOG_BYTES, "log_truncated", "wall_ms"}. The watchdog answers "timeout" past
@@ -25,6 +28,10 @@ LOG_BYTES = 64 << 10
 DEADLINE_MS_MAX = 600000       # a build JOB's deadline_ms is at most this
 DEADLINE_MS_DEFAULT = 300000
 SOURCE_BYTES_MAX = 1 << 20     # as LIMIT_SOURCE_BYTES: the server checked it first
+# The GPUs kevald runs on (H100, H200). Without a GPU in the build role torch
+# cannot ask the device, so a JOB's "arch" (the run worker's HELLO arch)
+# decides, else KEVALD_TORCH_ARCH, else this.
+DEFAULT_ARCH = "sm_90a"
 
 
 def trim_log(text, limit=LOG_BYTES):
@@ -64,8 +71,11 @@ def parse_build(job, ext_root):
     real = os.path.realpath(bd)
     if ext_root and os.path.commonpath([real, ext_root]) != ext_root:
         raise BadJob(f"build_dir {bd!r} is not below the artifact root")
-    arch = job.get("arch")
-    return jid, min(float(dl), DEADLINE_MS_MAX), real, arch_list(arch) if arch else None
+    arch = job.get("arch") or os.environ.get("KEVALD_TORCH_ARCH") or DEFAULT_ARCH
+    arches = arch_list(arch)
+    if arches is None:
+        raise BadJob(f"arch {arch!r} is not an sm_NN[N][a|f] name")
+    return jid, min(float(dl), DEADLINE_MS_MAX), real, arches
 
 
 def classify(exc, log):
@@ -109,8 +119,7 @@ class Builder:
         os.environ["TORCH_EXTENSIONS_DIR"] = build_dir
         os.environ["TMPDIR"] = os.path.join(build_dir, "tmp")
         tempfile.tempdir = os.environ["TMPDIR"]
-        if arches:
-            os.environ["TORCH_CUDA_ARCH_LIST"] = arches
+        os.environ["TORCH_CUDA_ARCH_LIST"] = arches
         logpath = os.path.join(build_dir, "tmp", "build.log")
         error, exc = None, None
         saved = os.dup(2)

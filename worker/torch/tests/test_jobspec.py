@@ -67,10 +67,22 @@ class BuildJob(unittest.TestCase):
         self.assertEqual((jid, dl, bd, arch), (3, build.DEADLINE_MS_MAX, "/r/x/y", "9.0a"))
         for j in ({"id": 3, "build_dir": "x"}, {"id": 3, "build_dir": "/elsewhere"},
                   {"id": 3, "build_dir": "/r/../etc"}, {"id": 3, "kind": "run", "build_dir": "/r/a"},
-                  {"id": 3, "build_dir": "/r/a", "deadline_ms": 0}):
+                  {"id": 3, "build_dir": "/r/a", "deadline_ms": 0}, {"id": 3, "build_dir": "/r/a", "arch": "gfx90a"}):
             with self.subTest(j):
                 with self.assertRaises(BadJob):
                     build.parse_build(j, "/r")
+
+    def test_arch_default(self):
+        import os
+        saved = os.environ.pop("KEVALD_TORCH_ARCH", None)
+        try:
+            self.assertEqual(build.parse_build({"id": 1, "build_dir": "/r/a"}, "/r")[3], "9.0a")
+            os.environ["KEVALD_TORCH_ARCH"] = "sm_100a"
+            self.assertEqual(build.parse_build({"id": 1, "build_dir": "/r/a"}, "/r")[3], "10.0a")
+        finally:
+            os.environ.pop("KEVALD_TORCH_ARCH", None)
+            if saved is not None:
+                os.environ["KEVALD_TORCH_ARCH"] = saved
 
     def test_arch_list(self):
         self.assertEqual([build.arch_list(a) for a in ("sm_90a", "sm_80", "sm_100f", "sm_120a", "gfx", "sm_x")],
