@@ -11,9 +11,10 @@ worker"):
      process still has one thread (before torch is imported), with the
      Python installation, this package and the artifact root as extra trees;
      then the C watchdog thread;
-  4. import torch (the build role: and torch.utils.cpp_extension); the run
-     role initialises CUDA and warms the device (a GEMM, an event, random
-     numbers) so that the driver has opened what it needs;
+  4. import torch and torch.utils.cpp_extension; the run role initialises
+     CUDA and warms the device (a GEMM, an event, random numbers) so that the
+     driver has opened what it needs, and builds its judge (the L2 flush
+     buffer, the snapshot of torch's functions);
   5. sandbox_lock: the role's system-call filter;
   6. HELLO, then the frame loop.
 A failure at any step is a HELLO with "ok": false and "error": {"stage",
@@ -190,8 +191,7 @@ class Worker:
             return self.fail("sandbox", err)
         try:
             import torch
-            if self.role == "build":
-                import torch.utils.cpp_extension  # noqa: F401
+            import torch.utils.cpp_extension  # noqa: F401 (its import may look for tools: before the lock)
         except Exception as e:  # noqa: BLE001 (any failure to import is reported)
             return self.fail("import", f"import torch: {type(e).__name__}: {e}")
         self.torch = torch
@@ -204,16 +204,19 @@ class Worker:
                 err = f"{type(e).__name__}: {e}"
             if err:
                 return self.fail("cuda", err)
+        try:
+            if self.role == "build":
+                from . import build
+                handler = build.Builder(self).handle
+            else:
+                from . import judge
+                handler = judge.Judge(self).handle
+        except Exception as e:  # noqa: BLE001
+            return self.fail("import" if self.role == "build" else "cuda", f"{type(e).__name__}: {e}")
         if self.sandbox:
             err = self.confine.lock()
             if err:
                 return self.fail("sandbox", err)
-        if self.role == "build":
-            from . import build
-            handler = build.Builder(self).handle
-        else:
-            from . import judge
-            handler = judge.Judge(self).handle
         self.hello["ok"] = True
         self.hello["layers"] = self.confine.layers
         try:

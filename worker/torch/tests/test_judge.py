@@ -74,8 +74,8 @@ SAMPLES = {
 
 
 class Driver:
-    def __init__(self, test, role, root):
-        env = {"KEVALD_TORCH_EXT_ROOT": root, "PYTHONPATH": FAKE, "KEVALD_GPU_INDEX": "0"}
+    def __init__(self, test, role, root, extra=None):
+        env = dict({"KEVALD_TORCH_EXT_ROOT": root, "PYTHONPATH": FAKE, "KEVALD_GPU_INDEX": "0"}, **(extra or {}))
         self.p = helpers.start(role, env)
         fr = helpers.read_frame(self.p)
         test.assertIsNotNone(fr, "no HELLO")
@@ -109,10 +109,10 @@ class FakeJudge(unittest.TestCase):
         cls.root = tempfile.mkdtemp(prefix="kevald-torch-fake-")
         os.chmod(cls.root, 0o777)
 
-    def start(self, role):
+    def start(self, role, extra=None):
         helpers.PYTHON = PY   # the worker runs on the python that has numpy
         try:
-            return Driver(self, role, self.root)
+            return Driver(self, role, self.root, extra)
         finally:
             helpers.PYTHON = None
 
@@ -185,6 +185,14 @@ class FakeJudge(unittest.TestCase):
         self.assertIs(res["exiting"], True)
         rc, err = self.finish(d)
         self.assertEqual(rc, 4, err)
+
+    def test_no_gpu(self):
+        d = self.start("run", {"FAKETORCH_NO_GPU": "1", "KEVALD_GPU_INDEX": "3"})
+        self.assertEqual((d.hello["ok"], d.hello["error"]["stage"]), (False, "cuda"), d.hello)
+        self.assertIn("KEVALD_GPU_INDEX=3", d.hello["error"]["message"])
+        self.assertEqual(d.hello["torch"], "0.0-fake")
+        rc, err = self.finish(d)
+        self.assertEqual(rc, 1, err)
 
     def test_build_role(self):
         d = self.start("build")
