@@ -29,7 +29,10 @@ that names the shape set and phase; past deadline_ms it answers and the
 worker exits 4. A sticky CUDA error (cudaerr.py, or any CUDA error after
 which a probe fails) is answered with "exiting": true, then exit 3.
 
-The candidate runs in this interpreter. The judge binds the functions it
+torch's global switches (TF32, reduced-precision reductions, the float32
+matmul precision, cuDNN's benchmark and deterministic modes) are the
+judge's whenever the reference runs, whatever the candidate set, and are put
+back after the job. The candidate runs in this interpreter. The judge binds the functions it
 uses before any candidate is imported and checks, after each candidate
 call, that no function or class of torch's main namespaces (torch,
 torch.cuda, Tensor, nn, nn.functional, ...) nor of its own modules was
@@ -40,6 +43,7 @@ RESULT ("exiting": true, exit 0), so nothing reaches the next job. The
 sandbox, not these checks, is what confines a candidate that goes further
 (ctypes, the judge's memory; docs/SECURITY.md).
 """
+import gc
 import os
 import threading
 import time
@@ -104,6 +108,43 @@ def _restore(snap):
                     pass
 
 
+# The global switches that change how torch computes (precision, algorithm
+# choice): the reference always runs with the judge's own settings, whatever
+# the candidate set (a candidate that turned TF32 on must not turn it on for
+# the reference it is compared with and timed against).
+_SWITCHES = [("backends.cuda.matmul", "allow_tf32"), ("backends.cuda.matmul", "allow_fp16_reduced_precision_reduction"),
+             ("backends.cuda.matmul", "allow_bf16_reduced_precision_reduction"), ("backends.cudnn", "allow_tf32"),
+             ("backends.cudnn", "benchmark"), ("backends.cudnn", "deterministic")]
+
+
+def _switch_owner(path):
+    o = torch
+    for part in path.split("."):
+        o = getattr(o, part, None)
+    return o
+
+
+def _switches():
+    """The current values of _SWITCHES and of the float32 matmul precision."""
+    state = {}
+    for path, name in _SWITCHES:
+        o = _switch_owner(path)
+        if o is not None and hasattr(o, name):
+            state[(path, name)] = getattr(o, name)
+    get = getattr(torch, "get_float32_matmul_precision", None)
+    if get:
+        state[("", "float32_matmul_precision")] = get()
+    return state
+
+
+def _set_switches(state):
+    for (path, name), v in state.items():
+        if path:
+            setattr(_switch_owner(path), name, v)
+        else:
+            torch.set_float32_matmul_precision(v)
+
+
 class CandidateError(Exception):
     """An exception raised by the candidate's code (wrapping it)."""
 
@@ -149,6 +190,7 @@ class Judge:
         self.real_load_inline, self.real_load = cpp.load_inline, cpp.load
         self.snapshot = _snapshot(_watched_owners())
         self.threads = _threads()
+        self.switches = _switches()
 
     # ---- the watchdog's view of where the job is ----
     def phase(self, shape, phase, trial=None):
@@ -180,11 +222,15 @@ class Judge:
         return out
 
     def reference(self, fn):
+        theirs = _switches()
+        _set_switches(self.switches)
         try:
             out = fn()
             _sync()
         except BaseException as e:  # noqa: BLE001
             raise ReferenceFailure(e) from e
+        finally:
+            _set_switches(theirs)
         return out
 
     def inputs(self, seed):
@@ -226,14 +272,16 @@ class Judge:
         # What a candidate leaves behind must not reach the next job: replaced
         # functions are put back, and a process that had any, or a thread
         # more than it started with, ends after this RESULT.
+        _set_switches(self.switches)
         if self.tampered or _changed(self.snapshot) or _threads() > self.threads:
             _restore(self.snapshot)
-            self.exit_status = EXIT_STICKY if exiting else EXIT_OK
+            self.exit_status = EXIT_FAILED if self.judge_failed else EXIT_STICKY if exiting else EXIT_OK
             exiting = True
         else:
             self.exit_status = EXIT_FAILED if self.judge_failed else EXIT_STICKY
         t = time.monotonic()
         self.ref_mod = self.cand_mod = None
+        gc.collect()   # a candidate's reference cycles hold device memory until collected
         try:
             torch.cuda.empty_cache()
         except Exception:  # noqa: BLE001 (a dead context: the worker exits anyway)

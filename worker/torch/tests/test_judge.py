@@ -64,6 +64,9 @@ SAMPLES = {
     "cuda_fault": HEAD + b"        raise RuntimeError('CUDA error: an illegal memory access was encountered')\n",
     "tamper": b"import torch\ntorch.cuda.Event.elapsed_time = lambda self, end: 1e-3\n" + HEAD +
               b"        return torch.softmax(x, 1)\n",
+    # turns a switch on for everyone; the reference must still run with the judge's (the stand-in's
+    # softmax returns garbage when the switch is on)
+    "switch": b"import torch\ntorch.backends.cudnn.allow_tf32 = True\n" + HEAD + b"        return torch.softmax(x, 1)\n",
     "hang": HEAD + b"        while True:\n            pass\n",
     "no_model_new": b"import torch\nX = 1\n",
     # a Tensor subclass that says every element agrees (the stand-in's arrays are .a)
@@ -131,7 +134,8 @@ class FakeJudge(unittest.TestCase):
                 "caching": ("incorrect", "mismatch"), "alias": ("incorrect", "output_alias"),
                 "mutates": ("incorrect", "input_mutation"), "downcast": ("incorrect", "precision"),
                 "on_cpu": ("incorrect", "output_device"), "raises": ("runtime_error", "python"),
-                "no_model_new": ("rejected", "no_model_new"), "subclass": ("incorrect", "output_type")}
+                "no_model_new": ("rejected", "no_model_new"), "subclass": ("incorrect", "output_type"),
+                "switch": ("incorrect", "mismatch")}
         for i, (name, (verdict, kind)) in enumerate(want.items()):
             with self.subTest(name):
                 job, blob = run_job(100 + i, name)

@@ -264,7 +264,10 @@ def nonzero(x):
 
 def softmax(x, dim):
     e = np.exp(x.a - x.a.max(axis=dim, keepdims=True))
-    return x._w((e / e.sum(axis=dim, keepdims=True)).astype(x.a.dtype))
+    y = (e / e.sum(axis=dim, keepdims=True)).astype(x.a.dtype)
+    if backends.cudnn.allow_tf32:   # the stand-in's "reduced precision": visibly wrong
+        y = y + 1
+    return x._w(y)
 
 
 def relu(x):
