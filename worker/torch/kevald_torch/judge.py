@@ -114,7 +114,8 @@ def _restore(snap):
 # the reference it is compared with and timed against).
 _SWITCHES = [("backends.cuda.matmul", "allow_tf32"), ("backends.cuda.matmul", "allow_fp16_reduced_precision_reduction"),
              ("backends.cuda.matmul", "allow_bf16_reduced_precision_reduction"), ("backends.cudnn", "allow_tf32"),
-             ("backends.cudnn", "benchmark"), ("backends.cudnn", "deterministic")]
+             ("backends.cudnn", "benchmark"), ("backends.cudnn", "deterministic"),
+             ("backends.cuda.matmul", "fp32_precision"), ("backends.cudnn", "fp32_precision")]
 
 
 def _switch_owner(path):
@@ -125,24 +126,33 @@ def _switch_owner(path):
 
 
 def _switches():
-    """The current values of _SWITCHES and of the float32 matmul precision."""
+    """The current values of _SWITCHES and of the float32 matmul precision
+    (each read that torch refuses, e.g. a legacy switch after the newer
+    fp32_precision API was used, is left out)."""
     state = {}
     for path, name in _SWITCHES:
-        o = _switch_owner(path)
-        if o is not None and hasattr(o, name):
-            state[(path, name)] = getattr(o, name)
-    get = getattr(torch, "get_float32_matmul_precision", None)
-    if get:
-        state[("", "float32_matmul_precision")] = get()
+        try:
+            o = _switch_owner(path)
+            if o is not None and hasattr(o, name):
+                state[(path, name)] = getattr(o, name)
+        except Exception:  # noqa: BLE001
+            pass
+    try:
+        state[("", "float32_matmul_precision")] = torch.get_float32_matmul_precision()
+    except Exception:  # noqa: BLE001
+        pass
     return state
 
 
 def _set_switches(state):
     for (path, name), v in state.items():
-        if path:
-            setattr(_switch_owner(path), name, v)
-        else:
-            torch.set_float32_matmul_precision(v)
+        try:
+            if path:
+                setattr(_switch_owner(path), name, v)
+            else:
+                torch.set_float32_matmul_precision(v)
+        except Exception:  # noqa: BLE001 (a switch torch will not take back: the others still are)
+            pass
 
 
 class CandidateError(Exception):
