@@ -13,6 +13,17 @@
  * GPU profile: the same, plus the /dev/nvidia nodes (read, write, device ioctls on
  * ABI >= 5), read-only /proc and /sys (the driver reads /proc/driver/nvidia,
  * /proc/devices, /proc/self, /sys/bus/pci, /sys/devices at cuInit).
+ * Torch run profile (kevald-torch --role run): the GPU profile's paths, plus
+ * read-only the trees of SandboxPaths.read (the Python installation, the
+ * worker's package, the artifact root where the build role left the
+ * extensions) and a few public files of /etc Python and torch read at import.
+ * Torch build profile: the compile profile's read-only paths, plus the C++
+ * headers (/usr/include, /usr/local/include), /proc read-only, the right to
+ * execute beneath the toolchain's folders (/usr/bin, /bin, /usr/lib for
+ * cc1plus and ld, /usr/libexec, /usr/local/bin, the toolkit's bin and
+ * nvvm/bin, SandboxPaths.exec: Python's and ninja's folders), and every file
+ * right but execute beneath the one tree SandboxPaths.write (the artifact
+ * root). Nothing else is writable; nothing is executable in the write tree.
  * Both: on ABI >= 4 every TCP bind and connect is denied; on ABI >= 6 the
  * process cannot reach abstract unix sockets or send signals outside its
  * Landlock domain (other workers, the supervisor).
@@ -162,6 +173,60 @@ static int grant_list(Rules *rs, const char *list, uint64_t access)
         return r;
 }
 
+/* Public files of /etc that Python and torch read at import. */
+static const char *const etc_public[] = {
+        "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/os-release", "/etc/nsswitch.conf",
+};
+
+#define LL_WRITE_TREE (LL_READ | LL_FS_WRITE_FILE | LL_FS_REMOVE_DIR | LL_FS_REMOVE_FILE | \
+                       LL_FS_MAKE_DIR | LL_FS_MAKE_REG | LL_FS_MAKE_SYM | LL_FS_REFER | LL_FS_TRUNCATE)
+
+/* The torch profiles' rules beyond the compile profile's (add_rules()). */
+static int add_torch_rules(Rules *rs, SandboxProfile profile, const SandboxPaths *paths)
+{
+        static const char *const exec_dirs[] = {
+                "/usr/bin", "/bin", "/usr/lib", "/usr/libexec", "/usr/local/bin",
+        };
+        const char *cuda = getenv("KEVALD_CUDA_HOME");
+        char path[4096];
+        int r = 0;
+
+        if (!cuda || cuda[0] != '/' || strlen(cuda) > 3000)
+                cuda = "/usr/local/cuda";
+        for (size_t i = 0; i < sizeof(etc_public) / sizeof(etc_public[0]) && r == 0; i++)
+                r = grant(rs, etc_public[i], LL_FS_READ_FILE);
+        for (int i = 0; paths && i < paths->n_read && r == 0; i++)
+                if (paths->read[i] && paths->read[i][0] == '/')
+                        r = grant(rs, paths->read[i], LL_READ);
+        if (r < 0 || profile != SANDBOX_PROFILE_TORCH_BUILD)
+                return r;
+        r = grant(rs, "/usr/include", LL_READ);
+        if (r == 0)
+                r = grant(rs, "/usr/local/include", LL_READ);
+        if (r == 0)
+                r = grant(rs, "/proc", LL_READ);
+        for (size_t i = 0; i < sizeof(exec_dirs) / sizeof(exec_dirs[0]) && r == 0; i++)
+                r = grant(rs, exec_dirs[i], LL_READ | LL_FS_EXECUTE);
+        if (r == 0) {
+                snprintf(path, sizeof(path), "%s/bin", cuda);
+                r = grant(rs, path, LL_READ | LL_FS_EXECUTE);
+        }
+        if (r == 0) {
+                snprintf(path, sizeof(path), "%s/nvvm", cuda);
+                r = grant(rs, path, LL_READ | LL_FS_EXECUTE);
+        }
+        for (int i = 0; i < paths->n_exec && r == 0; i++)
+                if (paths->exec[i] && paths->exec[i][0] == '/')
+                        r = grant(rs, paths->exec[i], LL_READ | LL_FS_EXECUTE);
+        if (r == 0) {
+                int before = rs->granted;
+                r = grant(rs, paths->write, LL_WRITE_TREE);
+                if (r == 0 && rs->granted == before)
+                        r = -ENOENT;   /* the write tree must exist: fail closed */
+        }
+        return r;
+}
+
 static int add_rules(Rules *rs, SandboxProfile profile)
 {
         static const char *const libdirs[] = {
@@ -189,7 +254,7 @@ static int add_rules(Rules *rs, SandboxProfile profile)
                 r = grant(rs, "/dev/null", LL_FS_READ_FILE | LL_FS_WRITE_FILE);
         if (r == 0)
                 r = grant(rs, "/dev/urandom", LL_FS_READ_FILE);
-        if (r == 0 && profile == SANDBOX_PROFILE_GPU) {
+        if (r == 0 && (profile == SANDBOX_PROFILE_GPU || profile == SANDBOX_PROFILE_TORCH_RUN)) {
                 r = grant_glob(rs, "/dev/nvidia*",
                                LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_IOCTL_DEV | LL_FS_READ_DIR);
                 if (r == 0)
@@ -217,6 +282,16 @@ static int add_rules(Rules *rs, SandboxProfile profile)
  * or enforced.
  */
 int sandbox_landlock_apply(SandboxProfile profile, json_t *layers)
+{
+        return sandbox_landlock_apply_paths(profile, NULL, layers);
+}
+
+/*
+ * sandbox_landlock_apply_paths() - sandbox_landlock_apply() with the extra
+ * trees of a torch profile (@paths, borrowed; may be NULL: none; the build
+ * profile's write tree must exist, else -ENOENT).
+ */
+int sandbox_landlock_apply_paths(SandboxProfile profile, const SandboxPaths *paths, json_t *layers)
 {
         struct ll_ruleset_attr attr = {0};
         Rules rs = {.ruleset = -1};
@@ -254,6 +329,8 @@ int sandbox_landlock_apply(SandboxProfile profile, json_t *layers)
                 goto out;
         }
         r = add_rules(&rs, profile);
+        if (r == 0 && (profile == SANDBOX_PROFILE_TORCH_BUILD || profile == SANDBOX_PROFILE_TORCH_RUN))
+                r = add_torch_rules(&rs, profile, paths);
         if (r < 0) {
                 sandbox_report_add(layers, "landlock", false, "add_rule: %s", strerror(-r));
                 goto out;
@@ -264,11 +341,17 @@ int sandbox_landlock_apply(SandboxProfile profile, json_t *layers)
                 goto out;
         }
         sandbox_report_add(layers, "landlock", true,
-                           "ABI %d, %s profile: %d read-only/device paths granted (%d absent here), "
-                           "everything else denied%s%s%s",
-                           abi, profile == SANDBOX_PROFILE_GPU ? "gpu" : "compile", rs.granted,
-                           rs.missing, abi >= 4 ? "; TCP bind/connect denied" : "",
-                           abi >= 5 && profile == SANDBOX_PROFILE_GPU ? "; ioctl only on /dev/nvidia*" : "",
+                           "ABI %d, %s profile: %d %s paths granted (%d absent here), "
+                           "everything else denied%s%s%s%s%s",
+                           abi, sandbox_profile_name(profile), rs.granted,
+                           profile == SANDBOX_PROFILE_TORCH_BUILD ? "read-only/executable/write-tree"
+                                                                  : "read-only/device",
+                           rs.missing,
+                           profile == SANDBOX_PROFILE_TORCH_BUILD && paths ? "; writable only beneath " : "",
+                           profile == SANDBOX_PROFILE_TORCH_BUILD && paths ? paths->write : "",
+                           abi >= 4 ? "; TCP bind/connect denied" : "",
+                           abi >= 5 && (profile == SANDBOX_PROFILE_GPU || profile == SANDBOX_PROFILE_TORCH_RUN)
+                                   ? "; ioctl only on /dev/nvidia*" : "",
                            abi >= 6 ? "; signals and abstract unix sockets scoped" : "");
 out:
         if (rs.ruleset >= 0)

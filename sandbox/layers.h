@@ -27,6 +27,7 @@ int sandbox_proc_apply_dumpable(json_t *layers);
 int sandbox_proc_apply_fds(const int *keep_fds, int n_keep, json_t *layers);
 int sandbox_proc_apply_cwd(json_t *layers);
 int sandbox_proc_apply_uid(SandboxProfile profile, json_t *layers);
+int sandbox_proc_apply_uid_paths(SandboxProfile profile, const SandboxPaths *paths, json_t *layers);
 int sandbox_proc_apply_nnp(json_t *layers);
 int sandbox_proc_count_threads(void);
 
@@ -39,6 +40,7 @@ int sandbox_netns_apply(json_t *layers);
 /* landlock.c */
 int sandbox_landlock_abi(void);
 int sandbox_landlock_apply(SandboxProfile profile, json_t *layers);
+int sandbox_landlock_apply_paths(SandboxProfile profile, const SandboxPaths *paths, json_t *layers);
 
 /* seccomp.c */
 int sandbox_seccomp_apply(SandboxProfile profile, json_t *layers);

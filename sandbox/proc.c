@@ -22,7 +22,12 @@
  * Identity: a worker started as root drops to nobody/nogroup (65534) with no
  * supplementary groups, which also clears every capability. The GPU profile
  * drops only when every /dev/nvidia* node is open to others (the usual 0666);
- * otherwise it keeps root and reports why. A worker that is not root but sits
+ * otherwise it keeps root and reports why. The torch run profile follows the
+ * GPU rule; the torch build profile drops only when nobody may write its
+ * write tree (the artifact root; owned by 65534 or open to others), else it
+ * keeps root and reports why; both torch profiles also keep root when nobody
+ * may not read one of their read trees (a Python installed under /root):
+ * dropping would only make the worker fail to import torch. A worker that is not root but sits
  * in the user namespace that netns.c created drops the capabilities that
  * namespace gave it.
  */
@@ -311,6 +316,67 @@ static bool nvidia_nodes_open_to_all(char *why, size_t size)
  */
 int sandbox_proc_apply_uid(SandboxProfile profile, json_t *layers)
 {
+        return sandbox_proc_apply_uid_paths(profile, NULL, layers);
+}
+
+/* Whether uid/gid 65534 may create files in @dir. */
+static bool nobody_may_write(const char *dir, char *why, size_t size)
+{
+        struct stat st;
+
+        if (!dir || stat(dir, &st) < 0) {
+                snprintf(why, size, "its write tree %s%s%s cannot be examined", dir ? "\"" : "",
+                         dir ? dir : "(none)", dir ? "\"" : "");
+                return false;
+        }
+        if ((st.st_uid == SANDBOX_NOBODY_UID && (st.st_mode & S_IWUSR)) ||
+            (st.st_gid == SANDBOX_NOBODY_GID && (st.st_mode & S_IWGRP)) || (st.st_mode & S_IWOTH))
+                return true;
+        snprintf(why, size, "nobody may not write its write tree \"%s\" (owner %u, mode %o)", dir,
+                 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+        return false;
+}
+
+/* Whether uid/gid 65534 may reach @path (search every folder on the way) and
+ * read it. */
+static bool nobody_may_read(const char *path, char *why, size_t size)
+{
+        char buf[4096];
+        struct stat st;
+        size_t n = strlen(path);
+
+        if (n == 0 || n >= sizeof(buf) || path[0] != '/')
+                return true;   /* not a tree: the layer skips it */
+        memcpy(buf, path, n + 1);
+        for (size_t i = 1; i <= n; i++) {
+                if (buf[i] != '/' && buf[i] != '\0')
+                        continue;
+                char c = buf[i];
+                buf[i] = '\0';
+                if (stat(buf, &st) == 0) {
+                        mode_t need = c == '\0' ? (S_ISDIR(st.st_mode) ? 05 : 04) : 01;
+                        bool ok = (st.st_mode & need) == need ||
+                                  (st.st_uid == SANDBOX_NOBODY_UID && ((st.st_mode >> 6) & need) == need);
+                        if (!ok) {
+                                snprintf(why, size, "nobody may not read \"%s\" (on the way to \"%s\": owner %u, "
+                                         "mode %o)", buf, path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+                                return false;
+                        }
+                }
+                buf[i] = c;
+        }
+        return true;
+}
+
+/*
+ * sandbox_proc_apply_uid_paths() - sandbox_proc_apply_uid() for a profile
+ * with extra trees: the torch build profile keeps root when nobody may not
+ * write @paths->write; the torch run profile keeps it as the GPU profile does.
+ * @paths: borrowed; may be NULL
+ * Return: as sandbox_proc_apply_uid().
+ */
+int sandbox_proc_apply_uid_paths(SandboxProfile profile, const SandboxPaths *paths, json_t *layers)
+{
         unsigned long long eff = 0;
         char why[256];
         int r = 0;
@@ -332,7 +398,24 @@ int sandbox_proc_apply_uid(SandboxProfile profile, json_t *layers)
                                    (unsigned)getuid(), (unsigned)getgid());
                 goto out;
         }
-        if (profile == SANDBOX_PROFILE_GPU && !nvidia_nodes_open_to_all(why, sizeof(why))) {
+        if (profile == SANDBOX_PROFILE_TORCH_BUILD &&
+            !nobody_may_write(paths ? paths->write : NULL, why, sizeof(why))) {
+                sandbox_report_add(layers, "uid", false,
+                                   "kept root: %s (give the artifact root to uid %u to drop)", why,
+                                   SANDBOX_NOBODY_UID);
+                goto out;
+        }
+        for (int i = 0; paths && (profile == SANDBOX_PROFILE_TORCH_BUILD || profile == SANDBOX_PROFILE_TORCH_RUN) &&
+                        i < paths->n_read; i++) {
+                if (!nobody_may_read(paths->read[i], why, sizeof(why))) {
+                        sandbox_report_add(layers, "uid", false,
+                                           "kept root: %s (Python and its packages must be readable by "
+                                           "uid %u to drop)", why, SANDBOX_NOBODY_UID);
+                        goto out;
+                }
+        }
+        if ((profile == SANDBOX_PROFILE_GPU || profile == SANDBOX_PROFILE_TORCH_RUN) &&
+            !nvidia_nodes_open_to_all(why, sizeof(why))) {
                 sandbox_report_add(layers, "uid", false,
                                    "kept root: %s (the GPU needs it; make the nodes 0666 to drop)",
                                    why);

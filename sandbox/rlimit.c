@@ -36,19 +36,32 @@ typedef struct {
         const char *name;
         rlim_t compile;
         rlim_t gpu;     /* RLIM_INFINITY: left alone for this profile */
+        rlim_t torch;   /* both torch profiles: as the GPU profile (no AS: CUDA, and the build's
+                         * cicc and cc1plus, reserve large ranges); FSIZE bounds a built .so */
 } Limit;
 
 static const Limit limits[] = {
-        {RLIMIT_CPU, "cpu_s", LIMIT_WORKER_CPU_LIFETIME_S, LIMIT_WORKER_CPU_LIFETIME_S},
-        {RLIMIT_FSIZE, "fsize", LIMIT_WORKER_FILE_BYTES, LIMIT_WORKER_FILE_BYTES},
-        {RLIMIT_NOFILE, "nofile", LIMIT_COMPILE_NOFILE, LIMIT_GPU_NOFILE},
-        {RLIMIT_CORE, "core", 0, 0},
-        {RLIMIT_AS, "as", LIMIT_COMPILE_AS_BYTES, RLIM_INFINITY},
+        {RLIMIT_CPU, "cpu_s", LIMIT_WORKER_CPU_LIFETIME_S, LIMIT_WORKER_CPU_LIFETIME_S,
+         LIMIT_WORKER_CPU_LIFETIME_S},
+        {RLIMIT_FSIZE, "fsize", LIMIT_WORKER_FILE_BYTES, LIMIT_WORKER_FILE_BYTES, LIMIT_WORKER_FILE_BYTES},
+        {RLIMIT_NOFILE, "nofile", LIMIT_COMPILE_NOFILE, LIMIT_GPU_NOFILE, LIMIT_GPU_NOFILE},
+        {RLIMIT_CORE, "core", 0, 0, 0},
+        {RLIMIT_AS, "as", LIMIT_COMPILE_AS_BYTES, RLIM_INFINITY, RLIM_INFINITY},
 };
+
+static rlim_t limit_of(const Limit *l, SandboxProfile profile)
+{
+        switch (profile) {
+        case SANDBOX_PROFILE_GPU: return l->gpu;
+        case SANDBOX_PROFILE_TORCH_BUILD:
+        case SANDBOX_PROFILE_TORCH_RUN: return l->torch;
+        default: return l->compile;
+        }
+}
 
 /*
  * sandbox_rlimit_apply() - set the profile's resource limits.
- * @profile: SANDBOX_PROFILE_COMPILE or SANDBOX_PROFILE_GPU
+ * @profile: SANDBOX_PROFILE_COMPILE, _GPU, _TORCH_BUILD or _TORCH_RUN
  * @layers:  report object; borrowed
  *
  * Return: 0, or a negative errno when a limit could not be set (these must
@@ -62,7 +75,7 @@ int sandbox_rlimit_apply(SandboxProfile profile, json_t *layers)
         int r = 0;
 
         for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
-                rlim_t v = profile == SANDBOX_PROFILE_GPU ? limits[i].gpu : limits[i].compile;
+                rlim_t v = limit_of(&limits[i], profile);
                 struct rlimit cur;
                 if (v == RLIM_INFINITY)
                         continue;

@@ -24,6 +24,11 @@
  * /tmp: the worker stays in "/"), uid (GPU nodes that only root may open).
  * SANDBOX_PROFILE_NONE (--no-sandbox, for the overhead benchmark) applies
  * pdeathsig only and reports every other layer as disabled.
+ *
+ * The torch profiles (kevald-torch, through libkevald-confine.so: confine.c)
+ * take the same steps in the same order with the same must-work rules; what
+ * differs is each layer's table (rlimit.c, landlock.c, seccomp.c) and the
+ * extra trees of SandboxPaths (the Python installation, the artifact root).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -83,6 +88,42 @@ static int ensure_layers(SandboxReport *report)
  */
 int sandbox_enter(SandboxProfile profile, const int *keep_fds, int n_keep, SandboxReport *report)
 {
+        return sandbox_enter_paths(profile, keep_fds, n_keep, NULL, report);
+}
+
+const char *sandbox_profile_name(SandboxProfile profile)
+{
+        switch (profile) {
+        case SANDBOX_PROFILE_COMPILE: return "compile";
+        case SANDBOX_PROFILE_GPU: return "gpu";
+        case SANDBOX_PROFILE_NONE: return "none";
+        case SANDBOX_PROFILE_TORCH_BUILD: return "torch-build";
+        case SANDBOX_PROFILE_TORCH_RUN: return "torch-run";
+        }
+        return "?";
+}
+
+static bool profile_known(SandboxProfile profile)
+{
+        return profile == SANDBOX_PROFILE_COMPILE || profile == SANDBOX_PROFILE_GPU ||
+               profile == SANDBOX_PROFILE_TORCH_BUILD || profile == SANDBOX_PROFILE_TORCH_RUN;
+}
+
+/**
+ * sandbox_enter_paths() - sandbox_enter() with the extra trees of a torch profile
+ * @profile:  any SandboxProfile
+ * @keep_fds: as sandbox_enter()
+ * @n_keep:   as sandbox_enter()
+ * @paths:    the torch profiles' extra trees; borrowed; may be NULL (none);
+ *            SANDBOX_PROFILE_TORCH_BUILD needs paths->write
+ * @report:   as sandbox_enter()
+ *
+ * Return: as sandbox_enter(); -EINVAL for an unknown profile, a torch build
+ * profile without a write tree, or more than SANDBOX_PATHS_MAX entries.
+ */
+int sandbox_enter_paths(SandboxProfile profile, const int *keep_fds, int n_keep,
+                        const SandboxPaths *paths, SandboxReport *report)
+{
         json_t *l;
         int r;
 
@@ -98,7 +139,10 @@ int sandbox_enter(SandboxProfile profile, const int *keep_fds, int n_keep, Sandb
                         sandbox_report_add(l, layer_names[i], false, "disabled (--no-sandbox)");
                 goto out;
         }
-        if (profile != SANDBOX_PROFILE_COMPILE && profile != SANDBOX_PROFILE_GPU) {
+        if (!profile_known(profile) ||
+            (profile == SANDBOX_PROFILE_TORCH_BUILD && (!paths || !paths->write)) ||
+            (paths && (paths->n_read < 0 || paths->n_read > SANDBOX_PATHS_MAX || paths->n_exec < 0 ||
+                       paths->n_exec > SANDBOX_PATHS_MAX))) {
                 r = -EINVAL;
                 goto out;
         }
@@ -121,7 +165,7 @@ int sandbox_enter(SandboxProfile profile, const int *keep_fds, int n_keep, Sandb
         r = sandbox_netns_apply(l);
         if (r < 0)
                 goto out;
-        r = sandbox_proc_apply_uid(profile, l);
+        r = sandbox_proc_apply_uid_paths(profile, paths, l);
         if (r < 0)
                 goto out;
         r = sandbox_proc_apply_pdeathsig(l);
@@ -133,14 +177,14 @@ int sandbox_enter(SandboxProfile profile, const int *keep_fds, int n_keep, Sandb
         r = sandbox_proc_apply_nnp(l);
         if (r < 0)
                 goto out;
-        r = sandbox_landlock_apply(profile, l);
+        r = sandbox_landlock_apply_paths(profile, paths, l);
         if (r < 0)
                 goto out;
         sandbox_report_add(l, "seccomp", false, "not yet locked (sandbox_lock() after warm-up)");
 out:
         if (r < 0)
-                log_error("sandbox: entering the %s profile: %s",
-                          profile == SANDBOX_PROFILE_GPU ? "gpu" : "compile", strerror(-r));
+                log_error("sandbox: entering the %s profile: %s", sandbox_profile_name(profile),
+                          strerror(-r));
         return r;
 }
 
@@ -161,7 +205,7 @@ int sandbox_lock(SandboxProfile profile, SandboxReport *report)
                 sandbox_report_add(report->layers, "seccomp", false, "disabled (--no-sandbox)");
                 goto out;
         }
-        if (profile != SANDBOX_PROFILE_COMPILE && profile != SANDBOX_PROFILE_GPU) {
+        if (!profile_known(profile)) {
                 r = -EINVAL;
                 goto out;
         }

@@ -18,7 +18,28 @@ typedef enum {
         SANDBOX_PROFILE_COMPILE = 0,
         SANDBOX_PROFILE_GPU = 1,
         SANDBOX_PROFILE_NONE = 2,   /* --no-sandbox: for the overhead benchmark only */
+        SANDBOX_PROFILE_TORCH_BUILD = 3, /* kevald-torch --role build: may exec the toolchain,
+                                          * writes only below SandboxPaths.write */
+        SANDBOX_PROFILE_TORCH_RUN = 4,   /* kevald-torch --role run: the GPU, Python's trees
+                                          * read-only, no exec, no new processes */
 } SandboxProfile;
+
+/*
+ * SandboxPaths - the trees a torch profile needs beyond the fixed ones (the
+ * Python installation, the worker's package, the artifact root). Borrowed
+ * by sandbox_enter_paths() for the duration of the call only. Each entry is
+ * an absolute path; missing ones are skipped and counted like the fixed
+ * paths. The compile and GPU profiles ignore it.
+ */
+typedef struct SandboxPaths {
+        const char *const *read;   /* read-only trees */
+        int n_read;
+        const char *const *exec;   /* read-and-execute trees (the build profile only) */
+        int n_exec;
+        const char *write;         /* the one read-write tree (build), or NULL */
+} SandboxPaths;
+
+#define SANDBOX_PATHS_MAX 64   /* entries of SandboxPaths.read, and of .exec */
 
 typedef struct SandboxReport {
         json_t *layers;   /* object: layer name -> {"active": bool, "detail": "..."} */
@@ -39,6 +60,18 @@ typedef struct SandboxReport {
  * docs/SECURITY.md.
  */
 int sandbox_enter(SandboxProfile profile, const int *keep_fds, int n_keep, SandboxReport *report);
+
+/**
+ * sandbox_enter_paths() - sandbox_enter() with the extra trees of a torch
+ * profile (@paths, borrowed, may be NULL: no extra trees). The torch build
+ * profile refuses (-EINVAL) a @paths without a write tree.
+ * Return: as sandbox_enter().
+ */
+int sandbox_enter_paths(SandboxProfile profile, const int *keep_fds, int n_keep,
+                        const SandboxPaths *paths, SandboxReport *report);
+
+/** sandbox_profile_name() - "compile", "gpu", "none", "torch-build", "torch-run" or "?" */
+const char *sandbox_profile_name(SandboxProfile profile);
 
 /**
  * sandbox_lock() - post-init layer: the seccomp allowlist for @profile,

@@ -30,6 +30,22 @@
  * clone, ptrace, kill, mount, unshare, setns or any *at() that writes the
  * file system.
  *
+ * The torch run profile (kevald-torch --role run; the candidate's Python runs
+ * in this process) is an allowlist too: the GPU list, the compile profile's
+ * read-only file calls (torch loads libraries and Python modules lazily),
+ * openat read-only (writing answers EACCES), new threads but no new
+ * processes (clone only with CLONE_THREAD; clone3 answers ENOSYS so glibc
+ * falls back to clone), signals to its own threads only, and the calls
+ * Python's runtime makes (uname, sysinfo, dup, eventfd2, epoll, prctl's
+ * thread names). No exec, fork, socket, ptrace, kill.
+ * The torch build profile must run a toolchain (ninja, nvcc, cicc, ptxas,
+ * g++, ld), whose calls were not measured call by call: it is a denylist,
+ * reported as one. Forbidden there, and in no other profile allowed either:
+ * socket (EACCES for every family but AF_UNIX), ptrace,
+ * process_vm_readv/writev, mount and its family, unshare, setns, bpf,
+ * keyrings, perf_event_open, kernel modules, kexec, reboot, swap,
+ * userfaultfd, io_uring, open_by_handle_at, the clocks' setters, iopl/ioperm.
+ *
  * The filter is loaded with SECCOMP_FILTER_FLAG_TSYNC so threads that the
  * CUDA driver started during warm-up are covered too.
  */
@@ -39,6 +55,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -92,6 +110,37 @@ static const char *const allow_gpu[] = {
         "ioctl", "epoll_wait", "epoll_pwait", "fcntl",
 };
 
+/* Torch run profile: Python's runtime and torch after CUDA init (beyond the
+ * common, GPU and file-reading lists). */
+static const char *const allow_torch_run[] = {
+        "stat", "lstat", "statx", "getcwd", "readlink", "readlinkat", "access", "faccessat",
+        "faccessat2", "getdents64", "statfs", "fstatfs", "uname", "sysinfo", "dup", "dup2",
+        "dup3", "eventfd2", "epoll_create1", "epoll_ctl", "pipe2", "select", "pselect6",
+        "rt_sigaction", "rt_sigtimedwait", "set_tid_address", "getuid", "geteuid", "getgid",
+        "getegid", "getppid", "getpgrp", "sched_setaffinity", "sched_getparam",
+        "sched_getscheduler", "sched_get_priority_max", "sched_get_priority_min", "getpriority",
+        "mincore", "membarrier", "get_mempolicy", "mlock", "munlock", "shmdt", "getresuid",
+        "getresgid", "timerfd_create", "timerfd_settime", "timerfd_gettime", "fadvise64",
+        "times", "getitimer", "mbind", "getcpu", "sched_getattr", "msync",
+};
+
+/* Torch build profile: the denylist (see the opening comment). */
+static const char *const deny_torch_build[] = {
+        "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root",
+        "chroot", "unshare", "setns", "bpf", "keyctl", "add_key", "request_key",
+        "perf_event_open", "init_module", "finit_module", "delete_module", "kexec_load",
+        "kexec_file_load", "reboot", "swapon", "swapoff", "userfaultfd", "io_uring_setup",
+        "io_uring_enter", "io_uring_register", "open_by_handle_at", "name_to_handle_at",
+        "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "iopl", "ioperm",
+        "acct", "quotactl", "syslog", "fanotify_init", "move_mount", "fsopen", "fsmount",
+        "fsconfig", "open_tree", "mount_setattr", "lookup_dcookie", "vhangup", "personality",
+};
+
+static bool is_torch(SandboxProfile profile)
+{
+        return profile == SANDBOX_PROFILE_TORCH_BUILD || profile == SANDBOX_PROFILE_TORCH_RUN;
+}
+
 static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 {
         static const char head[] = "sandbox: seccomp: forbidden system call ";
@@ -115,6 +164,9 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
         /* Forbidden in every profile: with SIGSYS blocked here, the kernel
          * resets it to the default action and ends the process by SIGSYS. */
         syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0);
+        /* The torch build profile allows a unix socket: ptrace (an invalid
+         * request, harmless were it allowed) is trapped by every filter. */
+        syscall(SYS_ptrace, -1L, 0L, 0L, 0L);
         _exit(128 + SIGSYS);
 }
 
@@ -140,9 +192,89 @@ static const scmp_datum_t write_masks[][2] = {
         {O_TRUNC, O_TRUNC},    {O_APPEND, O_APPEND}, {__O_TMPFILE, __O_TMPFILE},
 };
 
+/* The torch build profile's denylist: the filter's default is ALLOW. */
+static int add_torch_build_rules(scmp_filter_ctx ctx, int *ret_count)
+{
+        int r = 0;
+
+        for (size_t i = 0; i < sizeof(deny_torch_build) / sizeof(deny_torch_build[0]) && r == 0; i++) {
+                int nr = seccomp_syscall_resolve_name(deny_torch_build[i]);
+                if (nr == __NR_SCMP_ERROR)
+                        continue;
+                r = seccomp_rule_add(ctx, SCMP_ACT_TRAP, nr, 0);
+                if (r == 0)
+                        (*ret_count)++;
+        }
+        /* No network: every socket but a unix one answers EACCES (the toolchain
+         * makes none; netns and Landlock deny TCP as well). */
+        if (r == 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
+                                     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+        if (r == 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socketpair), 1,
+                                     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+        if (r == 0)
+                (*ret_count)++;
+        return r;
+}
+
+/* The torch run profile asks only O_TMPFILE's own bit (glibc's __O_TMPFILE
+ * carries O_DIRECTORY too, and Python lists folders while it imports). */
+#define TORCH_TMPFILE_BIT 020000000
+#define TORCH_WRITE_FLAGS (O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND | TORCH_TMPFILE_BIT)
+static const scmp_datum_t torch_write_masks[][2] = {
+        {O_ACCMODE, O_WRONLY}, {O_ACCMODE, O_RDWR}, {O_CREAT, O_CREAT},
+        {O_TRUNC, O_TRUNC},    {O_APPEND, O_APPEND}, {TORCH_TMPFILE_BIT, TORCH_TMPFILE_BIT},
+};
+
+/* The torch run profile's additions to the common list. */
+static int add_torch_run_rules(scmp_filter_ctx ctx, int *ret_count)
+{
+        static const int prctl_ok[] = {PR_SET_NAME, PR_GET_NAME, PR_GET_DUMPABLE, PR_SET_VMA,
+                                       PR_GET_NO_NEW_PRIVS, PR_GET_SECCOMP, PR_CAPBSET_READ};
+        int r;
+
+        r = add_list(ctx, allow_gpu, sizeof(allow_gpu) / sizeof(allow_gpu[0]), ret_count);
+        if (r == 0)
+                r = add_list(ctx, allow_torch_run, sizeof(allow_torch_run) / sizeof(allow_torch_run[0]),
+                             ret_count);
+        /* Threads, never processes. */
+        if (r == 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                                     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
+        if (r == 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+        /* Signals to its own threads only (pthread_kill, abort). */
+        if (r == 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
+                                     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
+        for (size_t i = 0; i < sizeof(prctl_ok) / sizeof(prctl_ok[0]) && r == 0; i++)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
+                                     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)prctl_ok[i]));
+        /* getrlimit() is prlimit64(0, any, NULL, &old): reading is allowed. */
+        if (r == 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 2, SCMP_A0(SCMP_CMP_EQ, 0),
+                                     SCMP_A2(SCMP_CMP_EQ, 0));
+        if (r == 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
+                                     SCMP_A2(SCMP_CMP_MASKED_EQ, TORCH_WRITE_FLAGS, 0));
+        for (size_t i = 0; i < sizeof(torch_write_masks) / sizeof(torch_write_masks[0]) && r == 0; i++)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 1,
+                                     SCMP_A2(SCMP_CMP_MASKED_EQ, torch_write_masks[i][0],
+                                             torch_write_masks[i][1]));
+        if (r == 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0);
+        if (r == 0)
+                *ret_count += 6;
+        return r;
+}
+
 static int add_rules(scmp_filter_ctx ctx, SandboxProfile profile, int *ret_count)
 {
         int r;
+
+        if (profile == SANDBOX_PROFILE_TORCH_BUILD)
+                return add_torch_build_rules(ctx, ret_count);
 
         r = add_list(ctx, allow_common, sizeof(allow_common) / sizeof(allow_common[0]), ret_count);
         if (r < 0)
@@ -156,6 +288,8 @@ static int add_rules(scmp_filter_ctx ctx, SandboxProfile profile, int *ret_count
         if (r < 0)
                 return r;
         (*ret_count)++;
+        if (profile == SANDBOX_PROFILE_TORCH_RUN)
+                return add_torch_run_rules(ctx, ret_count);
         if (profile == SANDBOX_PROFILE_GPU) {
                 r = add_list(ctx, allow_gpu, sizeof(allow_gpu) / sizeof(allow_gpu[0]), ret_count);
                 if (r == 0)
@@ -188,7 +322,8 @@ static int add_rules(scmp_filter_ctx ctx, SandboxProfile profile, int *ret_count
  */
 int sandbox_seccomp_apply(SandboxProfile profile, json_t *layers)
 {
-        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
+        scmp_filter_ctx ctx = seccomp_init(profile == SANDBOX_PROFILE_TORCH_BUILD ? SCMP_ACT_ALLOW
+                                                                                 : SCMP_ACT_TRAP);
         struct sigaction sa;
         int count = 0;
         int r;
@@ -215,6 +350,18 @@ int sandbox_seccomp_apply(SandboxProfile profile, json_t *layers)
         if (r < 0)
                 goto out;
         filter_loaded = true;
+        if (is_torch(profile)) {
+                sandbox_report_add(layers, "seccomp", true,
+                                   profile == SANDBOX_PROFILE_TORCH_BUILD
+                                           ? "torch-build denylist: %d rules (ptrace, mount, namespaces, bpf, "
+                                             "keyrings, modules, ...: SIGSYS, logged; sockets but unix: EACCES); "
+                                             "exec and fork allowed for the toolchain; TSYNC"
+                                           : "torch-run allowlist: %d system calls; any other ends the worker "
+                                             "(SIGSYS, logged); threads but no processes, no exec; openat "
+                                             "read-only, opening for writing answers EACCES; TSYNC",
+                                   count);
+                goto out;
+        }
         sandbox_report_add(layers, "seccomp", true,
                            "%s allowlist: %d system calls; any other ends the worker (SIGSYS, logged); %s; TSYNC",
                            profile == SANDBOX_PROFILE_GPU ? "gpu" : "compile", count,

@@ -1,0 +1,140 @@
+"""
+confine - libkevald-confine.so (sandbox/confine.c) through ctypes: the C
+sandbox's layers, the watchdog, and every frame write.
+
+Confine.load() opens the library named by KEVALD_CONFINE_LIB. Without it the
+worker can only run unconfined (--no-sandbox); a Python lock and timer thread
+then stand in for the C watchdog, which is weaker (a candidate spinning in C
+with the interpreter's lock held stops that thread) and is only for tests and
+benchmarks. With the library, the watchdog is a C thread that needs no lock of
+the interpreter. Sandbox failures are returned, never raised: the caller puts
+them in its HELLO and exits (fail closed).
+"""
+import ctypes
+import json
+import os
+import threading
+
+REPORT_BYTES = 64 << 10
+
+
+class Confine:
+    """The sandbox and the frame writer of one worker process."""
+
+    def __init__(self, lib, out_fd):
+        self.lib = lib
+        self.out_fd = out_fd
+        self.layers = {}
+        self._lock = threading.Lock()      # the stand-in's (no library)
+        self._timer = None
+        if lib is not None:
+            lib.kevald_confine_profile.argtypes = [ctypes.c_char_p]
+            lib.kevald_confine_enter.argtypes = [
+                ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+            lib.kevald_confine_lock.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+            lib.kevald_confine_watchdog_start.argtypes = [ctypes.c_int]
+            lib.kevald_confine_watchdog_arm.argtypes = [
+                ctypes.c_char_p, ctypes.c_size_t, ctypes.c_longlong, ctypes.c_int]
+            lib.kevald_confine_send.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t,
+                                                ctypes.c_int]
+
+    @classmethod
+    def load(cls, path, out_fd):
+        """A Confine over the library at @path (None or missing: without one).
+        Returns (confine, error message or None)."""
+        if not path:
+            return cls(None, out_fd), "KEVALD_CONFINE_LIB is not set"
+        try:
+            return cls(ctypes.CDLL(path), out_fd), None
+        except OSError as e:
+            return cls(None, out_fd), f"loading {path!r}: {e}"
+
+    def _report(self, buf):
+        try:
+            self.layers = json.loads(buf.value.decode() or "{}")
+        except ValueError:
+            self.layers = {"confine": {"active": False, "detail": "unreadable layer report"}}
+
+    def enter(self, profile, read=(), execs=(), write=None, keep_fds=()):
+        """Apply the pre-init layers of @profile ("torch-build", "torch-run",
+        "none"). Returns None, or a message naming the failure."""
+        if self.lib is None:
+            return "no confinement library"
+        num = self.lib.kevald_confine_profile(profile.encode())
+        if num < 0:
+            return f"unknown sandbox profile {profile!r}"
+        buf = ctypes.create_string_buffer(REPORT_BYTES)
+        keep = (ctypes.c_int * max(1, len(keep_fds)))(*keep_fds)
+        r = self.lib.kevald_confine_enter(
+            num, "\n".join(read).encode(), "\n".join(execs).encode(),
+            write.encode() if write else None, keep, len(keep_fds), buf, REPORT_BYTES)
+        self._report(buf)
+        self.profile = num
+        if r < 0:
+            return f"sandbox_enter ({profile}): {os.strerror(-r)}"
+        return None
+
+    def lock(self):
+        """Load the profile's system-call filter. Returns None or a message."""
+        if self.lib is None:
+            return "no confinement library"
+        buf = ctypes.create_string_buffer(REPORT_BYTES)
+        r = self.lib.kevald_confine_lock(self.profile, buf, REPORT_BYTES)
+        self._report(buf)
+        if r < 0:
+            return f"sandbox_lock: {os.strerror(-r)}"
+        return None
+
+    def watchdog_start(self):
+        """Start the watchdog thread. Returns None or a message."""
+        if self.lib is None:
+            return None
+        r = self.lib.kevald_confine_watchdog_start(self.out_fd)
+        return None if r >= 0 else f"starting the watchdog: {os.strerror(-r)}"
+
+    def arm(self, frame, deadline_ms, kill_group=False):
+        """Past @deadline_ms from now, write @frame (a job's timeout RESULT)
+        and exit 4; @kill_group also kills the rest of the process group (the
+        build role's compilers) first."""
+        if self.lib is not None:
+            r = self.lib.kevald_confine_watchdog_arm(frame, len(frame), int(deadline_ms),
+                                                     1 if kill_group else 0)
+            if r < 0:
+                raise OSError(-r, "arming the watchdog")
+            return
+        with self._lock:
+            if self._timer:
+                self._timer.cancel()
+            self._timer = threading.Timer(deadline_ms / 1000.0, self._fire, (frame,))
+            self._timer.daemon = True
+            self._timer.name = "kevald-watchdog"
+            self._timer.start()
+
+    def _fire(self, frame):
+        with self._lock:
+            if self._timer is None:
+                return
+            _write_all(self.out_fd, frame)
+            os._exit(4)
+
+    def send(self, frame, disarm=False):
+        """Write one whole frame; @disarm for a job's RESULT (atomically with
+        the write, the watchdog can no longer answer the job)."""
+        if self.lib is not None:
+            r = self.lib.kevald_confine_send(self.out_fd, frame, len(frame), 1 if disarm else 0)
+            if r < 0:
+                raise OSError(-r, "writing a frame")
+            return
+        with self._lock:
+            _write_all(self.out_fd, frame)
+            if disarm and self._timer:
+                self._timer.cancel()
+                self._timer = None
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]

@@ -1,0 +1,447 @@
+"""
+judge - the run role's job: a ModelNew judged against the task's eager Model
+on the GPU, by the protocol kevald-gpu follows (docs/internals.md, "Torch
+worker"). Theory of operation, per JOB:
+
+  load         both sources executed as fresh modules; load_inline / load
+               import the extension the build role built below build_dir
+               (the run role never builds: it may not execute anything);
+  correctness  per shape set (its constants set in both modules first): the
+               models built from the same "init" seed (ModelNew first);
+               correctness_trials trials, each on fresh inputs from its own
+               "check" seed: the candidate runs first, its outputs and
+               inputs are checked, then the reference runs on a fresh copy of
+               the same inputs and the outputs are compared (judge_check);
+               trial 0 also runs the candidate a second time on fresh copies
+               (deterministic: the same bits; different bits that still pass
+               the tolerance are reported, not failed);
+  timing       per shape set, judge_timing.time_shape(), with an even share
+               of the budget (at most half of what is left of the deadline);
+  verdict      the first failure ends the job: incorrect (mismatch,
+               precision, input_mutation, output_device, output_alias,
+               nondeterministic, output_type), runtime_error (a CUDA error, named; an
+               exception of the candidate's code), rejected (no ModelNew, or
+               the candidate replaced a function the judge relies on),
+               internal_error (the reference failed), or correct.
+
+The watchdog (confine.py) is re-armed at each phase with a timeout RESULT
+that names the shape set and phase; past deadline_ms it answers and the
+worker exits 4. A sticky CUDA error (cudaerr.py, or any CUDA error after
+which a probe fails) is answered with "exiting": true, then exit 3.
+
+torch's global switches (TF32, reduced-precision reductions, the float32
+matmul precision, cuDNN's benchmark and deterministic modes) are the
+judge's whenever the reference runs, whatever the candidate set, and are put
+back after the job. The candidate runs in this interpreter. The judge binds the functions it
+uses before any candidate is imported and checks, after each candidate
+call, that no function or class of torch's main namespaces (torch,
+torch.cuda, Tensor, nn, nn.functional, ...) nor of its own modules was
+replaced (rejected, kind "tamper"): the reference would call a replaced
+torch.softmax too. After every job, replaced functions are put back, and a
+worker whose candidate replaced any or left a thread running ends after its
+RESULT ("exiting": true, exit 0), so nothing reaches the next job. The
+sandbox, not these checks, is what confines a candidate that goes further
+(ctypes, the judge's memory; docs/SECURITY.md).
+"""
+import gc
+import os
+import threading
+import time
+
+import torch
+
+from . import build, cudaerr, frames, judge_check, judge_timing, result, seeds, stats
+from .jobspec import parse_run
+from .loop import EXIT_FAILED, EXIT_OK, EXIT_STICKY
+
+_manual_seed, _sync, _device, _is_tensor = torch.manual_seed, torch.cuda.synchronize, torch.device, torch.is_tensor
+_no_grad = torch.no_grad
+
+
+def _watched_owners():
+    """The namespaces whose functions and classes a candidate must not
+    replace: what the judge and the task's reference call, and the judge's
+    own modules."""
+    import torch.nn.functional as F
+    owners = [torch, torch.cuda, torch.cuda.Event, torch.Tensor, torch.nn, torch.nn.Module, F, torch.linalg,
+              torch.fft, torch.special, torch.random, torch.backends.cuda, torch.backends.cudnn, time, os]
+    owners += [judge_check, judge_timing, stats, result, seeds, frames, cudaerr, build]
+    return owners
+
+
+def _snapshot(owners):
+    """(owner, {name: value}) of every callable member of each owner."""
+    snap = []
+    for o in owners:
+        try:
+            members = dict(vars(o))
+        except TypeError:
+            continue
+        snap.append((o, {k: v for k, v in members.items() if callable(v)}))
+    return snap
+
+
+def _changed(snap):
+    """The first "owner.name" of @snap that is no longer the same object, or None.
+    Names added since are not changes (torch imports submodules lazily)."""
+    for o, members in snap:
+        cur = vars(o)
+        for k, v in members.items():
+            if cur.get(k, v) is not v or k not in cur:
+                return f"{getattr(o, '__name__', type(o).__name__)}.{k}"
+    return None
+
+
+def _threads():
+    """Python threads but the stand-in watchdog's (confine.py, without the library)."""
+    return sum(1 for t in threading.enumerate() if t.name != "kevald-watchdog")
+
+
+def _restore(snap):
+    for o, members in snap:
+        cur = vars(o)
+        for k, v in members.items():
+            if cur.get(k, None) is not v:
+                try:
+                    setattr(o, k, v)
+                except (AttributeError, TypeError):
+                    pass
+
+
+# The global switches that change how torch computes (precision, algorithm
+# choice): the reference always runs with the judge's own settings, whatever
+# the candidate set (a candidate that turned TF32 on must not turn it on for
+# the reference it is compared with and timed against).
+_SWITCHES = [("backends.cuda.matmul", "allow_tf32"), ("backends.cuda.matmul", "allow_fp16_reduced_precision_reduction"),
+             ("backends.cuda.matmul", "allow_bf16_reduced_precision_reduction"), ("backends.cudnn", "allow_tf32"),
+             ("backends.cudnn", "benchmark"), ("backends.cudnn", "deterministic"),
+             ("backends.cuda.matmul", "fp32_precision"), ("backends.cudnn", "fp32_precision")]
+
+
+def _switch_owner(path):
+    o = torch
+    for part in path.split("."):
+        o = getattr(o, part, None)
+    return o
+
+
+def _switches():
+    """The current values of _SWITCHES and of the float32 matmul precision
+    (each read that torch refuses, e.g. a legacy switch after the newer
+    fp32_precision API was used, is left out)."""
+    state = {}
+    for path, name in _SWITCHES:
+        try:
+            o = _switch_owner(path)
+            if o is not None and hasattr(o, name):
+                state[(path, name)] = getattr(o, name)
+        except Exception:  # noqa: BLE001
+            pass
+    try:
+        state[("", "float32_matmul_precision")] = torch.get_float32_matmul_precision()
+    except Exception:  # noqa: BLE001
+        pass
+    return state
+
+
+def _set_switches(state):
+    for (path, name), v in state.items():
+        try:
+            if path:
+                setattr(_switch_owner(path), name, v)
+            else:
+                torch.set_float32_matmul_precision(v)
+        except Exception:  # noqa: BLE001 (a switch torch will not take back: the others still are)
+            pass
+
+
+class CandidateError(Exception):
+    """An exception raised by the candidate's code (wrapping it)."""
+
+
+class ReferenceFailure(Exception):
+    """An exception raised by the reference's code (wrapping it)."""
+
+
+def _prebuilt_loader(cpp):
+    """load_inline / load for the run role: import the extension the build
+    role built (build_dir/<name>/<name>.so) without building it."""
+    def load(name, *args, **kwargs):
+        root = os.environ["TORCH_EXTENSIONS_DIR"]
+        folder = os.path.join(root, name)
+        if kwargs.get("is_python_module", True) is False:
+            path = os.path.join(folder, f"{name}.so")
+            if not os.path.isfile(path):
+                raise RuntimeError(f"the extension {name!r} was not built (no {path})")
+            torch.ops.load_library(path)
+            return path
+        if not os.path.isfile(os.path.join(folder, f"{name}.so")):
+            raise RuntimeError(f"the extension {name!r} was not built by the build stage")
+        return cpp._import_module_from_library(name, folder, True)
+    return load
+
+
+class Judge:
+    """The run role's JOB handler."""
+
+    def __init__(self, worker):
+        self.w = worker
+        p = torch.cuda.get_device_properties(0)
+        drv = getattr(torch._C, "_cuda_getDriverVersion", None)
+        self.gpu = {"name": p.name, "cc": f"{p.major}.{p.minor}",
+                    "index": int(os.environ.get("KEVALD_GPU_INDEX", "0") or 0)}
+        if drv:
+            v = int(drv())
+            self.gpu["driver"] = f"cuda {v // 1000}.{v % 1000 // 10}"
+        l2 = int(getattr(p, "L2_cache_size", 0) or 0)
+        self.flush = torch.empty(max(2 * l2, 256 << 20), dtype=torch.uint8, device="cuda")
+        import torch.utils.cpp_extension as cpp
+        self.cpp = cpp
+        self.real_load_inline, self.real_load = cpp.load_inline, cpp.load
+        self.snapshot = _snapshot(_watched_owners())
+        self.threads = _threads()
+        self.switches = _switches()
+
+    # ---- the watchdog's view of where the job is ----
+    def phase(self, shape, phase, trial=None):
+        if (shape, phase) == self.where:
+            return
+        self.where = (shape, phase)
+        left = self.job.deadline_ms - (time.monotonic() - self.t0) * 1000.0
+        frame = frames.pack(frames.RESULT, result.timeout_result(
+            self.job.id, self.job.seed_text, self.job.deadline_ms, self.gpu, shape, phase, []))
+        self.w.confine.arm(frame, max(0.0, left))
+
+    # ---- calls into the two sides ----
+    def tamper_check(self):
+        what = _changed(self.snapshot)
+        if what:
+            self.tampered = True
+            raise judge_check.CheckFail("tamper", f"the candidate replaced {what}, which the judge or the "
+                                        "reference uses")
+
+    def candidate(self, fn):
+        try:
+            out = fn()
+            _sync()
+        except judge_check.CheckFail:
+            raise
+        except BaseException as e:  # noqa: BLE001 (SystemExit, KeyboardInterrupt: the candidate's too)
+            raise CandidateError(e) from e
+        self.tamper_check()
+        return out
+
+    def reference(self, fn):
+        theirs = _switches()
+        _set_switches(self.switches)
+        try:
+            out = fn()
+            _sync()
+        except BaseException as e:  # noqa: BLE001
+            raise ReferenceFailure(e) from e
+        finally:
+            _set_switches(theirs)
+        return out
+
+    def inputs(self, seed):
+        """Fresh inputs of the current shape set from @seed, on the GPU."""
+        _manual_seed(seed)
+        with _device("cuda"):
+            xs = self.ref_mod.get_inputs()
+        return [x.cuda() if _is_tensor(x) else x for x in xs]
+
+    def models(self, si):
+        """(Model, ModelNew) of shape set @si, weights from the same seed, ModelNew built first."""
+        c = self.job.shapes[si]["constants"]
+        self.ref_mod.__dict__.update(c)
+        self.cand_mod.__dict__.update(c)
+        init = self.ref_mod.get_init_inputs()
+        s = seeds.derive(self.job.seed, si, "init", 0)
+        _manual_seed(s)
+        model_new = self.candidate(lambda: self.cand_mod.ModelNew(*init).cuda().eval())
+        _manual_seed(s)
+        model = self.reference(lambda: self.ref_mod.Model(*init).cuda().eval())
+        return model, model_new
+
+    # ---- the job ----
+    def handle(self, job, blob):
+        self.t0 = time.monotonic()
+        self.job = parse_run(job, blob)
+        self.where = None
+        self.busy_ms = 0.0
+        self.shapes_done = []
+        self.tampered = self.judge_failed = False
+        self.phase(None, "load")
+        try:
+            verdict, timing, err, exiting = self.run()
+        except Exception as e:  # noqa: BLE001 (a fault of the judge itself: answered, never silent)
+            self.phases = getattr(self, "phases", {})
+            verdict, timing, exiting = "internal_error", None, True
+            err = result.error("internal", f"the judge failed: {type(e).__name__}: {e}"[:1000])
+            self.judge_failed = True
+        # What a candidate leaves behind must not reach the next job: replaced
+        # functions are put back, and a process that had any, or a thread
+        # more than it started with, ends after this RESULT.
+        _set_switches(self.switches)
+        if self.tampered or _changed(self.snapshot) or _threads() > self.threads:
+            _restore(self.snapshot)
+            self.exit_status = EXIT_FAILED if self.judge_failed else EXIT_STICKY if exiting else EXIT_OK
+            exiting = True
+        else:
+            self.exit_status = EXIT_FAILED if self.judge_failed else EXIT_STICKY
+        t = time.monotonic()
+        self.ref_mod = self.cand_mod = None
+        gc.collect()   # a candidate's reference cycles hold device memory until collected
+        try:
+            torch.cuda.empty_cache()
+        except Exception:  # noqa: BLE001 (a dead context: the worker exits anyway)
+            exiting, self.exit_status = True, EXIT_STICKY
+        self.phases["cleanup"] = (time.monotonic() - t) * 1000.0
+        res = result.assemble(self.job.id, self.job.seed_text, verdict, self.shapes_done, timing, err, self.gpu,
+                              self.phases, (time.monotonic() - self.t0) * 1000.0, self.busy_ms, exiting)
+        self.w.send(frames.RESULT, res, disarm=True)
+        return self.exit_status if exiting else None
+
+    def load(self):
+        cpp = self.cpp
+        os.environ["TORCH_EXTENSIONS_DIR"] = self.job.build_dir
+        loader = _prebuilt_loader(cpp)
+        cpp.load_inline, cpp.load = loader, loader
+        try:
+            self.ref_mod = build.load_module(self.job.reference, f"kevald_reference_{self.job.id}")
+        except BaseException as e:  # noqa: BLE001
+            raise ReferenceFailure(e) from e
+        self.cand_mod = self.candidate(lambda: build.load_module(self.job.candidate, f"kevald_candidate_{self.job.id}"))
+        if build.check_model_new(self.cand_mod) is not None:
+            raise judge_check.CheckFail("no_model_new", "the source defines no class ModelNew(nn.Module)")
+
+    def run(self):
+        """(verdict, timing, error, exiting) of the job; fills self.shapes_done and self.phases."""
+        self.phases = {}
+        mark = time.monotonic()
+        cur = {"shape": None, "phase": "load", "trial": None}
+        try:
+            self.load()
+            self.phases["load"] = (time.monotonic() - mark) * 1000.0
+            mark = time.monotonic()
+            cur["phase"] = "correctness"
+            for si, shape in enumerate(self.job.shapes):
+                cur["shape"] = shape["name"]
+                self.check_shape(si, shape, cur)
+            self.phases["correctness"] = (time.monotonic() - mark) * 1000.0
+            mark = time.monotonic()
+            cur["phase"], cur["trial"] = "timing", None
+            timed = []
+            n = len(self.job.shapes)
+            for si, shape in enumerate(self.job.shapes):
+                cur["shape"] = shape["name"]
+                self.phase(shape["name"], "timing")
+                left = self.job.deadline_ms - (time.monotonic() - self.t0) * 1000.0
+                budget = min(self.job.budget_ms / n, max(0.0, left) / 2.0)
+                model, model_new = self.models(si)
+                timed.append(judge_timing.time_shape(self, si, shape, model, model_new, budget))
+                model = model_new = None
+                self.shapes_done[si]["revalidated"] = True
+            self.phases["timing"] = (time.monotonic() - mark) * 1000.0
+            return "correct", result.timing_json(timed), None, False
+        except judge_check.CheckFail as f:
+            self.phases.setdefault(cur["phase"], (time.monotonic() - mark) * 1000.0)
+            verdict = "rejected" if f.kind in ("tamper", "no_model_new") else "incorrect"
+            fields = dict(f.fields)
+            if cur["phase"] == "timing" and f.kind == "mismatch":
+                fields["phase"] = "revalidation"
+            err = result.error(f.kind, str(f), shape=cur["shape"], **{"phase": cur["phase"], **fields})
+            return verdict, None, err, False
+        except (CandidateError, ReferenceFailure) as w:
+            self.phases.setdefault(cur["phase"], (time.monotonic() - mark) * 1000.0)
+            return self.failure(w, cur)
+
+    def failure(self, wrapped, cur):
+        """The verdict of an exception of either side (CUDA errors named)."""
+        e = wrapped.__cause__ or wrapped
+        text = str(e)
+        named = cudaerr.classify(type(e).__name__, text)
+        where = {"shape": cur["shape"], "phase": cur["phase"], "trial": cur["trial"]}
+        msg = text.strip().splitlines()[0][:1000] if text.strip() else type(e).__name__
+        if named:
+            name, sticky = named
+            if not sticky:
+                try:
+                    torch.zeros(1, device="cuda").add_(1).item()
+                    _sync()
+                except Exception:  # noqa: BLE001 (the context is gone after all)
+                    sticky = True
+            side = "candidate" if isinstance(wrapped, CandidateError) else "reference"
+            err = result.error("cuda", msg, name=name, sticky=sticky, side=side, **where)
+            verdict = "runtime_error"
+            if side == "reference" and name != "CUDA_ERROR_OUT_OF_MEMORY":
+                verdict = "internal_error"
+            return verdict, None, err, sticky
+        if isinstance(wrapped, ReferenceFailure):
+            return "internal_error", None, result.error("internal", f"the reference failed: "
+                                                                    f"{type(e).__name__}: {msg}", **where), False
+        return "runtime_error", None, result.error("python", f"{type(e).__name__}: {msg}",
+                                                   name=type(e).__name__, **where), False
+
+    def check_shape(self, si, shape, cur):
+        entry = result.shape_check(shape["name"])
+        self.shapes_done.append(entry)
+        self.phase(shape["name"], "correctness")
+        model, model_new = self.models(si)
+        worst = {}
+        for t in range(self.job.correctness_trials):
+            cur["trial"] = t
+            seed = seeds.derive(self.job.seed, si, "check", t)
+            xs_c = self.inputs(seed)
+            with _no_grad():
+                out_c = self.candidate(lambda: model_new(*xs_c))
+            outs_c = judge_check.flatten(out_c)
+            judge_check.check_placement(outs_c, xs_c)
+            xs_r = self.inputs(seed)
+            try:
+                judge_check.check_inputs(xs_c, xs_r)
+            except judge_check.CheckFail:
+                entry["inputs_intact"] = False
+                raise
+            entry["inputs_intact"] = True
+            with _no_grad():
+                out_r = self.reference(lambda: model(*xs_r))
+            outs_r = judge_check.flatten(out_r)
+            if len(outs_c) != len(outs_r):
+                raise judge_check.CheckFail("mismatch", f"forward returned {len(outs_c)} outputs, the "
+                                            f"reference returns {len(outs_r)}")
+            failed = None
+            for (name, g), (_, w) in zip(outs_c, outs_r):
+                b = judge_check.compare(name, g, w, shape["atol"], shape["rtol"])
+                old = worst.get(name)
+                if old is None or b["mismatches"] > old["mismatches"] or \
+                        (b["mismatches"] == old["mismatches"] and (b["max_abs"] or 0) > (old["max_abs"] or 0)):
+                    worst[name] = b
+                if b["mismatches"] and failed is None:
+                    failed = b
+            entry["buffers"] = list(worst.values())
+            if failed:
+                raise judge_check.CheckFail(
+                    "mismatch", f"{failed['mismatches']} of {failed['count']} elements of {failed['name']} "
+                    f"differ from the reference (atol {shape['atol']:g}, rtol {shape['rtol']:g})",
+                    buffer=failed["name"], mismatches=failed["mismatches"],
+                    nan_inf_mismatches=failed["nan_inf_mismatches"], count=failed["count"], trial=t)
+            if t == 0:
+                xs_c2 = self.inputs(seed)
+                with _no_grad():
+                    outs_c2 = judge_check.flatten(self.candidate(lambda: model_new(*xs_c2)))
+                entry["deterministic"] = judge_check.same_bits(outs_c, outs_c2)
+                if not entry["deterministic"]:
+                    for (name, g), (_, w) in zip(outs_c2, outs_r):
+                        b = judge_check.compare(name, g, w, shape["atol"], shape["rtol"])
+                        if b["mismatches"]:
+                            raise judge_check.CheckFail(
+                                "nondeterministic", f"a second run on the same inputs differs from the "
+                                f"reference in {b['mismatches']} elements of {name}", buffer=name,
+                                mismatches=b["mismatches"])
+                xs_c2 = outs_c2 = None
+            entry["trials"] = t + 1
+            xs_c = xs_r = out_c = out_r = outs_c = outs_r = None   # free before the next trial's inputs
+        entry["guard_ok"] = None
+        entry["passed"] = True
+        cur["trial"] = None

@@ -1,0 +1,241 @@
+"""
+main - kevald-torch's start-up, in a fixed order (docs/internals.md, "Torch
+worker"):
+
+  1. the frame descriptors: stdin and stdout are duplicated to private
+     descriptors and pointed at /dev/null, so that nothing the candidate
+     prints reaches the protocol;
+  2. the environment of the role (CUDA hidden in the build role; one GPU,
+     KEVALD_GPU_INDEX, visible in the run role; no TF32; no bytecode files);
+  3. libkevald-confine.so: sandbox_enter for the role's profile, while the
+     process still has one thread (before torch is imported), with the
+     Python installation, this package and the artifact root as extra trees;
+     then the C watchdog thread;
+  4. import torch and torch.utils.cpp_extension; the run role initialises
+     CUDA and warms the device (a GEMM, an event, random numbers) so that the
+     driver has opened what it needs, and builds its judge (the L2 flush
+     buffer, the snapshot of torch's functions);
+  5. sandbox_lock: the role's system-call filter;
+  6. HELLO, then the frame loop.
+A failure at any step is a HELLO with "ok": false and "error": {"stage",
+"message"} (stage "config", "sandbox", "import" or "cuda"), then exit 1:
+the worker never runs a job confined less than its profile says.
+"""
+import argparse
+import logging
+import os
+import platform
+import shutil
+import sys
+import sysconfig
+
+from . import frames, loop
+from .confine import Confine
+
+LOG_LEVELS = {"error": logging.ERROR, "warn": logging.WARNING, "warning": logging.WARNING,
+              "info": logging.INFO, "debug": logging.DEBUG}
+PATHS_MAX = 60   # extra trees handed to the sandbox (SANDBOX_PATHS_MAX is 64)
+
+
+def python_trees():
+    """The folders Python and its packages are read from: prefixes, sys.path,
+    the interpreter's own folder, and this package's folder."""
+    cand = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+            os.path.dirname(os.path.realpath(sys.executable)),
+            os.path.dirname(os.path.dirname(os.path.realpath(__file__)))]
+    cand += [p for p in sys.path if p]
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        cand.append(sysconfig.get_path(key))
+    out = []
+    for p in cand:
+        if not p or not os.path.isabs(p) or not os.path.isdir(p):
+            continue
+        p = os.path.realpath(p)
+        if p not in out:
+            out.append(p)
+    return out
+
+
+def exec_trees():
+    """The folders the build role may execute beneath besides the system's:
+    the interpreter's, the scripts folder, ninja's."""
+    cand = [os.path.dirname(os.path.realpath(sys.executable)), sysconfig.get_path("scripts")]
+    ninja = shutil.which("ninja")
+    if ninja:
+        cand.append(os.path.dirname(os.path.realpath(ninja)))
+    out = []
+    for p in cand:
+        if p and os.path.isdir(p) and os.path.realpath(p) not in out:
+            out.append(os.path.realpath(p))
+    return out
+
+
+def arch_of(major, minor):
+    """kevald's arch name of a compute capability: sm_90a for 9.0 (the
+    architecture-specific target, as kevald-gpu names it), else sm_NN."""
+    return f"sm_{major}{minor}" + ("a" if major >= 9 else "")
+
+
+class Worker:
+    """One worker process: its role, frames, sandbox and HELLO."""
+
+    def __init__(self, role, sandbox):
+        self.role = role
+        self.name = "torch-build" if role == "build" else "torch-run"
+        self.sandbox = sandbox
+        self.in_fd = os.dup(0)
+        self.out_fd = os.dup(1)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.close(null)
+        self.confine, self.confine_error = Confine.load(os.environ.get("KEVALD_CONFINE_LIB"), self.out_fd)
+        self.hello = {"role": self.name, "pid": os.getpid(), "ok": False,
+                      "python": platform.python_version(), "torch": None, "cuda": None, "layers": {}}
+        self.ext_root = None
+        self.torch = None
+
+    def send(self, ftype, body, disarm=False):
+        self.confine.send(frames.pack(ftype, body), disarm=disarm)
+
+    def fail(self, stage, message):
+        logging.getLogger("kevald-torch").error("%s: start-up failed (%s): %s", self.name, stage, message)
+        self.hello["ok"] = False
+        self.hello["layers"] = self.confine.layers
+        self.hello["error"] = {"stage": stage, "message": message}
+        try:
+            self.send(frames.HELLO, self.hello)
+        except OSError:
+            pass
+        return loop.EXIT_FAILED
+
+    def setup_env(self):
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+        root = os.environ.get("KEVALD_TORCH_EXT_ROOT", "")
+        if not os.path.isabs(root):
+            return f"KEVALD_TORCH_EXT_ROOT must be an absolute path (it is {root!r})"
+        if self.role == "build":
+            try:
+                os.makedirs(root, exist_ok=True)
+            except OSError as e:
+                return f"creating the artifact root {root!r}: {e}"
+            os.environ["CUDA_VISIBLE_DEVICES"] = ""
+            os.environ["XDG_CACHE_HOME"] = os.path.join(root, ".cache")
+            try:
+                os.setpgid(0, 0)   # its compilers form its group: the watchdog kills them
+            except OSError:
+                pass
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = os.environ.get("KEVALD_GPU_INDEX", "0")
+            os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
+            os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "1")
+        os.environ["TORCH_EXTENSIONS_DIR"] = root
+        self.ext_root = os.path.realpath(root) if os.path.isdir(root) else root
+        # tempfile.gettempdir() probes folders by writing a file in each, which the
+        # sandbox refuses (run role) or confines (build role): name one instead.
+        import tempfile
+        tmp = os.path.join(self.ext_root, "tmp") if self.role == "build" else "/tmp"
+        if self.role == "build":
+            os.makedirs(tmp, exist_ok=True)
+        os.environ["TMPDIR"] = tmp
+        tempfile.tempdir = tmp
+        return None
+
+    def enter(self):
+        profile = f"torch-{self.role}" if self.sandbox else "none"
+        if self.sandbox and self.confine.lib is None:
+            return f"the confinement library: {self.confine_error}"
+        if self.confine.lib is None:
+            self.confine.layers = {"sandbox": {"active": False, "detail": "disabled (--no-sandbox)"}}
+            return None
+        read = python_trees()
+        if self.role == "run":
+            read.append(self.ext_root)
+        err = self.confine.enter(profile, read=read[:PATHS_MAX],
+                                 execs=exec_trees() if self.role == "build" else (),
+                                 write=self.ext_root if self.role == "build" else None,
+                                 keep_fds=(self.in_fd, self.out_fd))
+        return err or self.confine.watchdog_start()
+
+    def warm_cuda(self):
+        torch = self.torch
+        if not torch.cuda.is_available():
+            return f"no CUDA device is visible (KEVALD_GPU_INDEX={os.environ.get('KEVALD_GPU_INDEX', '0')})"
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.cuda.init()
+        torch.cuda.set_device(0)
+        a = torch.randn(256, 256, device="cuda")
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        b = (a @ a).sum()
+        end.record()
+        torch.cuda.synchronize()
+        start.elapsed_time(end)
+        float(b.item())
+        p = torch.cuda.get_device_properties(0)
+        self.hello.update({
+            "device": int(os.environ.get("KEVALD_GPU_INDEX", "0") or 0), "name": p.name,
+            "cc": f"{p.major}.{p.minor}", "arch": arch_of(p.major, p.minor),
+            "sms": p.multi_processor_count, "memory_bytes": p.total_memory,
+            "l2_bytes": getattr(p, "L2_cache_size", 0)})
+        return None
+
+    def start(self):
+        """Steps 2-6; returns the exit status."""
+        err = self.setup_env()
+        if err:
+            return self.fail("config", err)
+        err = self.enter()
+        if err:
+            return self.fail("sandbox", err)
+        try:
+            import torch
+            import torch.utils.cpp_extension  # noqa: F401 (its import may look for tools: before the lock)
+        except Exception as e:  # noqa: BLE001 (any failure to import is reported)
+            return self.fail("import", f"import torch: {type(e).__name__}: {e}")
+        self.torch = torch
+        self.hello["torch"] = torch.__version__
+        self.hello["cuda"] = torch.version.cuda
+        if self.role == "run":
+            try:
+                err = self.warm_cuda()
+            except Exception as e:  # noqa: BLE001
+                err = f"{type(e).__name__}: {e}"
+            if err:
+                return self.fail("cuda", err)
+        try:
+            if self.role == "build":
+                from . import build
+                handler = build.Builder(self).handle
+            else:
+                from . import judge
+                handler = judge.Judge(self).handle
+        except Exception as e:  # noqa: BLE001
+            return self.fail("import" if self.role == "build" else "cuda", f"{type(e).__name__}: {e}")
+        if self.sandbox:
+            err = self.confine.lock()
+            if err:
+                return self.fail("sandbox", err)
+        self.hello["ok"] = True
+        self.hello["layers"] = self.confine.layers
+        try:
+            self.send(frames.HELLO, self.hello)
+        except OSError as e:
+            logging.getLogger("kevald-torch").error("%s: writing HELLO: %s", self.name, e)
+            return loop.EXIT_FAILED
+        return loop.run(self.in_fd, self.name, handler)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="kevald-torch")
+    ap.add_argument("--role", choices=("build", "run"), required=True)
+    ap.add_argument("--no-sandbox", action="store_true",
+                    help="run unconfined (tests and benchmarks only)")
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit:
+        return loop.EXIT_FAILED
+    level = LOG_LEVELS.get(os.environ.get("KEVALD_LOG_LEVEL", "info").lower(), logging.INFO)
+    logging.basicConfig(stream=sys.stderr, level=level, format="kevald-torch: %(message)s")
+    return Worker(args.role, not args.no_sandbox).start()

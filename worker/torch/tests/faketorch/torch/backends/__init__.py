@@ -1,0 +1,1 @@
+from . import cuda, cudnn  # noqa: F401

@@ -1,0 +1,1 @@
+allow_tf32 = False

@@ -1,0 +1,3 @@
+def softmax(x, dim):
+    import torch
+    return torch.softmax(x, dim)

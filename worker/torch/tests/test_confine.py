@@ -1,0 +1,173 @@
+"""
+torchworker-confine: libkevald-confine.so's C ABI loaded with ctypes in a
+child Python, as kevald-torch loads it: after kevald_confine_lock() the run
+profile refuses a socket, exec and fork (SIGSYS, named on stderr) but allows
+threads and reading; the build profile may execute a program and write its
+write tree, not elsewhere, and gets no network socket; the watchdog answers
+with the armed frame and exit status 4 past the deadline, even while Python
+spins, and a send with disarm stops it.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+import helpers
+
+CHILD = textwrap.dedent("""
+    import ctypes, json, os, socket, subprocess, sys, threading, time
+    lib = ctypes.CDLL(sys.argv[1])
+    profile, action, write = sys.argv[2], sys.argv[3], sys.argv[4] or None
+    lib.kevald_confine_profile.argtypes = [ctypes.c_char_p]
+    lib.kevald_confine_enter.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                         ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+    lib.kevald_confine_lock.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+    lib.kevald_confine_watchdog_arm.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_longlong, ctypes.c_int]
+    lib.kevald_confine_send.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int]
+    out = {}
+    def say(**kw):
+        out.update(kw)
+        os.write(1, (json.dumps(out) + "\\n").encode())
+    if action in ("watchdog", "disarm"):
+        assert lib.kevald_confine_watchdog_start(1) == 0
+        assert lib.kevald_confine_watchdog_start(1) < 0      # once only
+        assert lib.kevald_confine_watchdog_arm(b"TIMEOUT-FRAME\\n", 14, 300, 0) == 0
+        if action == "disarm":
+            assert lib.kevald_confine_send(1, b"RESULT-FRAME\\n", 13, 1) == 0
+            time.sleep(0.8)
+            sys.exit(0)
+        t = time.monotonic()
+        while time.monotonic() - t < 10:
+            pass
+        sys.exit(0)
+    num = lib.kevald_confine_profile(profile.encode())
+    assert lib.kevald_confine_profile(b"gpu") < 0
+    buf = ctypes.create_string_buffer(65536)
+    r = lib.kevald_confine_enter(num, ("/usr\\n" + sys.prefix).encode(), b"", write and write.encode(),
+                                 None, 0, buf, 65536)
+    say(enter=r, layers=json.loads(buf.value or b"{}"))
+    if r < 0:
+        sys.exit(10)
+    r = lib.kevald_confine_lock(num, buf, 65536)
+    say(lock=r, layers=json.loads(buf.value or b"{}"))
+    if r < 0:
+        sys.exit(11)
+    def attempt(name, fn):
+        try:
+            fn()
+            say(**{name: "ok"})
+        except OSError as e:
+            say(**{name: e.__class__.__name__})
+    if action == "socket":
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    elif action == "exec":
+        os.execv("/bin/true", ["true"])
+    elif action == "fork":
+        os.fork()
+    elif action == "ptrace":
+        ctypes.CDLL(None).ptrace(0, 0, 0, 0)
+    elif action == "run-ok":
+        th = threading.Thread(target=lambda: say(thread="ok"))
+        th.start(); th.join()
+        attempt("read_usr", lambda: open("/usr/lib/os-release").read())
+        attempt("read_etc_hostname", lambda: open("/etc/hostname").read())
+        attempt("write_tmp", lambda: open("/tmp/kevald-confine-test-denied", "w"))
+    elif action == "build-ok":
+        say(exec=subprocess.run(["/bin/true"]).returncode)
+        attempt("write_tree", lambda: open(os.path.join(write, "obj.o"), "w").write("x"))
+        attempt("write_outside", lambda: open("/tmp/kevald-confine-test-denied", "w"))
+        attempt("socket_inet", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+        attempt("socket_unix", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close())
+    say(done=True)
+""")
+
+
+def child(profile, action, write=""):
+    p = subprocess.run([sys.executable, "-c", CHILD, str(helpers.CONFINE_LIB), profile, action, write],
+                       capture_output=True, timeout=30, env=dict(helpers.LIB_ENV, PATH="/usr/bin:/bin",
+                                                                 KEVALD_PARENT_PID=str(os.getpid())))
+    lines = [ln for ln in p.stdout.decode(errors="replace").splitlines() if ln.startswith("{")]
+    return p.returncode, (json.loads(lines[-1]) if lines else {}), p.stdout.decode(errors="replace"), \
+        p.stderr.decode(errors="replace")
+
+
+LOADS = helpers.lib_loads()
+need_lib = unittest.skipUnless(LOADS, "libkevald-confine.so cannot be loaded into Python here")
+
+
+@need_lib
+class RunProfile(unittest.TestCase):
+    def test_allowed(self):
+        rc, out, _, err = child("torch-run", "run-ok")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual((out["enter"], out["lock"], out["thread"], out["done"]), (0, 0, "ok", True))
+        self.assertEqual(out["write_tmp"], "PermissionError")   # seccomp's EACCES, Landlock's too
+        seccomp = out["layers"]["seccomp"]
+        self.assertTrue(seccomp["active"])
+        self.assertIn("torch-run allowlist", seccomp["detail"])
+        if out["layers"]["landlock"]["active"]:
+            self.assertEqual(out["read_usr"], "ok")
+            self.assertEqual(out["read_etc_hostname"], "PermissionError")
+
+    def test_forbidden_calls_end_the_process(self):
+        for action, nr in (("socket", 41), ("exec", 59), ("fork", None)):
+            with self.subTest(action):
+                rc, out, _, err = child("torch-run", action)
+                self.assertEqual(out.get("lock"), 0, err)
+                self.assertEqual(rc, -signal.SIGSYS, err)
+                self.assertNotIn("done", out)
+                self.assertIn("sandbox: seccomp: forbidden system call", err)
+                if nr:
+                    self.assertIn(f"forbidden system call {nr}:", err)
+
+
+@need_lib
+class BuildProfile(unittest.TestCase):
+    def test_build(self):
+        tree = tempfile.mkdtemp(prefix="kevald-confine-test-")
+        os.chmod(tree, 0o777)
+        rc, out, _, err = child("torch-build", "build-ok", tree)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual((out["exec"], out["write_tree"], out["socket_inet"], out["socket_unix"]),
+                         (0, "ok", "PermissionError", "ok"))
+        self.assertIn("torch-build denylist", out["layers"]["seccomp"]["detail"])
+        if out["layers"]["landlock"]["active"]:
+            self.assertEqual(out["write_outside"], "PermissionError")
+            self.assertIn("writable only beneath " + os.path.realpath(tree), out["layers"]["landlock"]["detail"])
+        self.assertTrue(os.path.exists(os.path.join(tree, "obj.o")))
+
+    def test_ptrace_ends_the_process(self):
+        tree = tempfile.mkdtemp(prefix="kevald-confine-test-")
+        os.chmod(tree, 0o777)
+        rc, out, _, err = child("torch-build", "ptrace", tree)
+        self.assertEqual(rc, -signal.SIGSYS, err)
+        self.assertIn("forbidden system call 101:", err)
+
+    def test_needs_a_write_tree(self):
+        rc, out, _, err = child("torch-build", "build-ok", "")
+        self.assertEqual(rc, 10, err)
+        self.assertEqual(out["enter"], -22)   # -EINVAL
+        rc, out, _, err = child("torch-build", "build-ok", "/nonexistent/tree")
+        self.assertEqual(rc, 10, err)
+        self.assertFalse(out["layers"].get("landlock", {}).get("active", True))
+
+
+@need_lib
+class Watchdog(unittest.TestCase):
+    def test_fires_past_the_deadline(self):
+        rc, _, stdout, err = child("none", "watchdog")
+        self.assertEqual(rc, 4, err)
+        self.assertEqual(stdout, "TIMEOUT-FRAME\n")
+
+    def test_disarmed_by_the_result(self):
+        rc, _, stdout, err = child("none", "disarm")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(stdout, "RESULT-FRAME\n")
+
+
+if __name__ == "__main__":
+    unittest.main()

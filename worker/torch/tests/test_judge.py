@@ -1,0 +1,226 @@
+"""
+torchworker-judge: the real kevald-torch, sandboxed, driven over its pipes as
+the dispatcher drives it, with a stand-in for PyTorch (faketorch/: numpy
+arrays, "cuda" a label; CI has neither PyTorch nor a GPU). What it checks is
+the worker's own logic end to end: start-up and HELLO of both roles, the
+build role's RESULTs, the run role's judge (fresh seeded inputs, candidate
+first, inputs and outputs checked, every timed run revalidated, adaptive
+trials), each verdict and error kind, the RESULT against resultcheck's rules
+and the schema, and the exits: 3 after a sticky CUDA error, 4 from the C
+watchdog past the deadline, 0 after a tamper. Timings mean nothing here.
+Skipped where no python3 has numpy.
+"""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+import helpers
+from kevald_torch import frames
+
+FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "faketorch")
+
+
+def numpy_python():
+    for py in ("/usr/bin/python3", "python3"):
+        try:
+            if subprocess.run([py, "-c", "import numpy"], capture_output=True, timeout=20).returncode == 0:
+                return py
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return None
+
+
+PY = numpy_python()
+
+REF = b"""
+import torch
+import torch.nn as nn
+batch_size = 8
+dim = 32
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+def get_init_inputs():
+    return []
+"""
+
+HEAD = b"import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n    def __init__(self):\n" \
+       b"        super().__init__()\n        self.cache = None\n    def forward(self, x):\n"
+SAMPLES = {
+    "correct": HEAD + b"        e = (x - x.max(dim=1, keepdim=True)).exp()\n        return e / e.sum(dim=1, keepdim=True)\n",
+    "wrong": HEAD + b"        return (x - x.max(dim=1, keepdim=True)).exp()\n",
+    "caching": HEAD + b"        if self.cache is None:\n            self.cache = torch.softmax(x, 1)\n        return self.cache\n",
+    "alias": HEAD + b"        return x.copy_(torch.softmax(x, 1))\n",
+    "mutates": HEAD + b"        y = torch.softmax(x, 1)\n        x.zero_()\n        return y\n",
+    "downcast": HEAD + b"        return torch.softmax(x.half(), 1)\n",
+    "on_cpu": HEAD + b"        return torch.softmax(x, 1).cpu()\n",
+    "raises": HEAD + b"        raise ValueError('not yet')\n",
+    "cuda_fault": HEAD + b"        raise RuntimeError('CUDA error: an illegal memory access was encountered')\n",
+    "tamper": b"import torch\ntorch.cuda.Event.elapsed_time = lambda self, end: 1e-3\n" + HEAD +
+              b"        return torch.softmax(x, 1)\n",
+    # turns a switch on for everyone; the reference must still run with the judge's (the stand-in's
+    # softmax returns garbage when the switch is on)
+    "switch": b"import torch\ntorch.backends.cudnn.allow_tf32 = True\n" + HEAD + b"        return torch.softmax(x, 1)\n",
+    "hang": HEAD + b"        while True:\n            pass\n",
+    "no_model_new": b"import torch\nX = 1\n",
+    # a Tensor subclass that says every element agrees (the stand-in's arrays are .a)
+    "subclass": HEAD + b"        class Liar(torch.Tensor):\n            def __ne__(self, o):\n"
+                       b"                return torch.zeros(*self.shape) != 0\n"
+                       b"        return Liar(x.a * 0, 'cuda')\n",
+}
+
+
+class Driver:
+    def __init__(self, test, role, root, extra=None):
+        env = dict({"KEVALD_TORCH_EXT_ROOT": root, "PYTHONPATH": FAKE, "KEVALD_GPU_INDEX": "0"}, **(extra or {}))
+        self.p = helpers.start(role, env)
+        fr = helpers.read_frame(self.p)
+        test.assertIsNotNone(fr, "no HELLO")
+        self.hello = fr[1]
+
+    def job(self, obj, blob=b""):
+        self.p.stdin.write(frames.pack(frames.JOB, obj, blob))
+        self.p.stdin.flush()
+        fr = helpers.read_frame(self.p)
+        return fr[1] if fr else None
+
+
+def run_job(jid, sample, deadline_ms=20000, shapes=None):
+    src = SAMPLES[sample]
+    return {"id": jid, "kind": "run", "seed": "%016x" % (0x1234 + jid), "mode": "full", "deadline_ms": deadline_ms,
+            "timing": {"budget_ms": 200, "target_precision": 0.5, "min_trials": 4, "max_trials": 12, "warmup": 1},
+            "correctness_trials": 2, "build_dir": "/nonexistent",
+            "sources": {"candidate": {"offset": 0, "size": len(src)},
+                        "reference": {"offset": len(src), "size": len(REF)}},
+            "shapes": shapes or [{"name": "default", "constants": {"batch_size": 8, "dim": 32}, "atol": 1e-4,
+                                  "rtol": 1e-4},
+                                 {"name": "small", "constants": {"batch_size": 3, "dim": 5}, "atol": 1e-4,
+                                  "rtol": 1e-4}]}, src + REF
+
+
+@unittest.skipIf(PY is None, "no python3 with numpy here")
+@unittest.skipUnless(PY and helpers.lib_loads(PY), "libkevald-confine.so cannot be loaded into Python here")
+class FakeJudge(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.root = tempfile.mkdtemp(prefix="kevald-torch-fake-")
+        os.chmod(cls.root, 0o777)
+
+    def start(self, role, extra=None):
+        helpers.PYTHON = PY   # the worker runs on the python that has numpy
+        try:
+            return Driver(self, role, self.root, extra)
+        finally:
+            helpers.PYTHON = None
+
+    def finish(self, d):
+        return helpers.finish(d.p)
+
+    def test_run_role(self):
+        from test_result import resultcheck, schema_errors
+        d = self.start("run")
+        h = d.hello
+        self.assertTrue(h["ok"], h)
+        self.assertEqual((h["role"], h["device"], h["arch"], h["torch"]), ("torch-run", 0, "sm_90a", "0.0-fake"))
+        self.assertTrue(h["layers"]["seccomp"]["active"], h["layers"])
+        self.assertIn("torch-run allowlist", h["layers"]["seccomp"]["detail"])
+        want = {"correct": ("correct", None), "wrong": ("incorrect", "mismatch"),
+                "caching": ("incorrect", "mismatch"), "alias": ("incorrect", "output_alias"),
+                "mutates": ("incorrect", "input_mutation"), "downcast": ("incorrect", "precision"),
+                "on_cpu": ("incorrect", "output_device"), "raises": ("runtime_error", "python"),
+                "no_model_new": ("rejected", "no_model_new"), "subclass": ("incorrect", "output_type"),
+                "switch": ("incorrect", "mismatch")}
+        for i, (name, (verdict, kind)) in enumerate(want.items()):
+            with self.subTest(name):
+                job, blob = run_job(100 + i, name)
+                res = d.job(job, blob)
+                self.assertIsNotNone(res, f"{name}: no RESULT")
+                self.assertEqual(res["id"], 100 + i)
+                self.assertEqual((res["verdict"], (res["error"] or {}).get("kind")), (verdict, kind),
+                                 json.dumps(res)[:600])
+                self.assertNotIn("exiting", res)
+                self.assertEqual(schema_errors(res), [])
+                resultcheck(res, job["deadline_ms"])
+                if name == "correct":
+                    t = res["timing"]
+                    self.assertEqual([s["shape"] for s in t["shapes"]], ["default", "small"])
+                    for s in t["shapes"]:
+                        # at least min_trials to stop on precision; the budget needs 3
+                        self.assertGreaterEqual(s["candidate"]["trials"], 4 if s["stop"] == "precision" else 3)
+                        self.assertEqual(s["runs_checked"], s["candidate"]["trials"] + 1)   # + the warm-up pair
+                        self.assertIn(s["stop"], ("precision", "budget", "max_trials", "too_slow"))
+                    c = res["correctness"]["shapes"]
+                    self.assertTrue(all(x["passed"] and x["inputs_intact"] and x["deterministic"] and
+                                        x["revalidated"] and x["trials"] == 2 for x in c), c)
+                    self.assertEqual(c[0]["buffers"][0]["count"], 8 * 32)
+                    self.assertEqual(set(res["phases_ms"]), {"load", "correctness", "timing", "cleanup"})
+                if name == "caching":   # right on trial 0's inputs, wrong on trial 1's
+                    self.assertEqual(res["error"]["trial"], 1)
+                    self.assertEqual(res["correctness"]["shapes"][0]["buffers"][0]["mismatches"], 8 * 32)
+        # a sticky CUDA error: answered, then the worker exits 3
+        job, blob = run_job(200, "cuda_fault")
+        res = d.job(job, blob)
+        self.assertEqual((res["verdict"], res["error"]["kind"], res["error"]["name"], res["error"]["sticky"]),
+                         ("runtime_error", "cuda", "CUDA_ERROR_ILLEGAL_ADDRESS", True))
+        self.assertIs(res["exiting"], True)
+        rc, err = self.finish(d)
+        self.assertEqual(rc, 3, err)
+
+    def test_tamper_and_timeout(self):
+        d = self.start("run")
+        job, blob = run_job(300, "tamper")
+        res = d.job(job, blob)
+        self.assertEqual((res["verdict"], res["error"]["kind"]), ("rejected", "tamper"), res)
+        self.assertIn("Event.elapsed_time", res["error"]["message"])
+        self.assertIs(res["exiting"], True)
+        rc, err = self.finish(d)
+        self.assertEqual(rc, 0, err)
+        d = self.start("run")
+        job, blob = run_job(301, "hang", deadline_ms=1500)
+        res = d.job(job, blob)
+        self.assertEqual((res["id"], res["verdict"], res["error"]["kind"]), (301, "timeout", "timeout"), res)
+        self.assertEqual((res["error"]["shape"], res["error"]["phase"]), ("default", "correctness"))
+        self.assertIs(res["exiting"], True)
+        rc, err = self.finish(d)
+        self.assertEqual(rc, 4, err)
+
+    def test_no_gpu(self):
+        d = self.start("run", {"FAKETORCH_NO_GPU": "1", "KEVALD_GPU_INDEX": "3"})
+        self.assertEqual((d.hello["ok"], d.hello["error"]["stage"]), (False, "cuda"), d.hello)
+        self.assertIn("KEVALD_GPU_INDEX=3", d.hello["error"]["message"])
+        self.assertEqual(d.hello["torch"], "0.0-fake")
+        rc, err = self.finish(d)
+        self.assertEqual(rc, 1, err)
+
+    def test_build_role(self):
+        d = self.start("build")
+        self.assertTrue(d.hello["ok"], d.hello)
+        self.assertIn("torch-build denylist", d.hello["layers"]["seccomp"]["detail"])
+        cases = [("correct", True, None), ("no_model_new", False, "no_model_new")]
+        for i, (name, ok, error) in enumerate(cases):
+            bd = os.path.join(self.root, name)
+            res = d.job({"id": i, "kind": "build", "deadline_ms": 20000, "build_dir": bd}, SAMPLES[name])
+            self.assertEqual((res["id"], res["ok"], res["error"]), (i, ok, error), res)
+            self.assertTrue(os.path.isdir(os.path.join(bd, "tmp")))
+        bad = b"from torch.utils.cpp_extension import load_inline\next = load_inline('x', '')\n"
+        res = d.job({"id": 7, "kind": "build", "build_dir": os.path.join(self.root, "ext")}, bad)
+        self.assertEqual((res["ok"], res["error"]), (False, "compile"), res)
+        self.assertIn("Error building extension", res["log"])
+        res = d.job({"id": 8, "kind": "build", "build_dir": os.path.join(self.root, "syn")}, b"def (:\n")
+        self.assertEqual((res["ok"], res["error"]), (False, "import"), res)
+        self.assertIn("SyntaxError", res["log"])
+        # a build_dir outside the artifact root is the supervisor's error: exit 2, no RESULT
+        res = d.job({"id": 9, "kind": "build", "build_dir": "/tmp/elsewhere"}, b"")
+        self.assertIsNone(res)
+        rc, err = self.finish(d)
+        self.assertEqual(rc, 2, err)
+
+
+if __name__ == "__main__":
+    unittest.main()
