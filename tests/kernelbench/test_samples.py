@@ -29,7 +29,7 @@ import make_runs  # noqa: E402
 
 SAMPLES = os.path.join(HERE, "samples")
 VERDICT_C = os.path.join(ROOT, "common", "verdict.c")
-KB_INDEX = os.path.join(ROOT, "tasks", "kernelbench", "index.json")
+KB_INDEX = os.environ.get("KEVALD_KB_INDEX", os.path.join(ROOT, "tasks", "kernelbench", "index.json"))
 CUDA_H = os.environ.get("KEVALD_CUDA_HOME", "/usr/local/cuda") + "/include/cuda.h"
 KINDS = ("cuda", "triton", "torch")
 FORMS = ("syntax_error", "no_model_new", "model_new_not_module", "ctor_mismatch")
@@ -129,8 +129,11 @@ class Samples(unittest.TestCase):
                     self.assertRegex(e["error_name"], r"^CUDA_ERROR_[A-Z_]+$")
                 if "form" in e:
                     self.assertIn(e["form"], FORMS)
+                if "timing_check" in e:
+                    self.assertEqual(e["timing_check"], "side_stream")
+                    self.assertEqual(e["expected"], "correct")
                 self.assertTrue(set(e) <= {"name", "task", "kind", "expected", "accept", "error_name", "form",
-                                           "kernelbench", "why"}, sorted(e))
+                                           "timing_check", "kernelbench", "why"}, sorted(e))
 
     def test_coverage(self):
         """The kinds of samples issue 29 asks for are all there."""
@@ -141,8 +144,10 @@ class Samples(unittest.TestCase):
             self.assertTrue([e for e in self.entries if make_runs.level_problem(e["task"])[0] == level
                              and e["expected"] == "correct"], f"no correct level-{level} sample")
         self.assertTrue([e for e in by(kind="cuda", expected="correct") if e["task"].startswith("l2_")])
-        for v in ("incorrect", "runtime_error", "timeout", "compile_error", "rejected", "suspicious"):
+        for v in ("incorrect", "runtime_error", "timeout", "compile_error", "rejected"):
             self.assertTrue(by(expected=v), f"no sample expected {v}")
+        self.assertTrue([e for e in self.entries if "suspicious" in e.get("accept", [])])
+        self.assertTrue(by(timing_check="side_stream"), "no stream-trick sample whose timing is checked")
         self.assertTrue([e for e in self.entries if e.get("error_name") == "CUDA_ERROR_ILLEGAL_ADDRESS"])
 
     def test_no_stray_files(self):

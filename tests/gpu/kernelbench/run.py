@@ -15,7 +15,10 @@ result is flagged suspicious (reward_fields / timing / roofline). A sample
 matches when `got` is its `expected` or one of its `accept`, and, for a
 runtime_error with an `error_name`, when the result's error names that CUDA
 error (CUDA_ERROR_ILLEGAL_ADDRESS and cudaErrorIllegalAddress are the same
-name; PyTorch's message for it counts too). Exit 1 on any mismatch.
+name; PyTorch's message for it counts too). A sample with `timing_check:
+side_stream` that is judged correct must also show a shape set timed to a
+device-wide synchronize (timing.shapes[].clock "device"), so that work left
+on a side stream was counted. Exit 1 on any mismatch.
 
 KernelBench mode (--kernelbench): evaluates the same samples the way
 KernelBench's own src/eval.py eval_kernel_against_ref() does, in-process
@@ -132,17 +135,27 @@ def detail_of(sub, got):
         return " ".join(str(err).split())[:100]
     if got in ("correct", "suspicious"):
         sp = sub.speedup if isinstance(sub.speedup, (int, float)) else (sub.result.speedup if sub.result else None)
-        return f"speedup {sp:.3g}" if isinstance(sp, (int, float)) else ""
+        text = f"speedup {sp:.3g}" if isinstance(sp, (int, float)) else ""
+        return text + (" (device clock)" if device_clock(sub.raw) else "")
     return ""
 
 
-def judge(entry, got, err):
+def device_clock(raw):
+    """Whether a result timed some shape set to a device-wide synchronize (timing.shapes[].clock)."""
+    timing = ((raw or {}).get("result") or {}).get("timing") or {}
+    shapes = timing.get("shapes") if isinstance(timing, dict) else None
+    return any(isinstance(s, dict) and s.get("clock") == "device" for s in shapes or [])
+
+
+def judge(entry, got, err, raw=None):
     """'yes', or 'no' with the reason."""
     ok = got == entry["expected"] or got in entry.get("accept", [])
     if not ok:
         return "no"
     if got == "runtime_error" and entry.get("error_name") and not names_error(err, entry["error_name"]):
         return "no (error name)"
+    if got == "correct" and entry.get("timing_check") == "side_stream" and not device_clock(raw):
+        return "no (side-stream work not timed)"
     return "yes"
 
 
@@ -173,7 +186,7 @@ def run_kevald(args, samples):
                          "raw": sub.raw}
     for e in samples:
         r = out[e["name"]]
-        r["match"] = judge(e, r["got"], r.get("error"))
+        r["match"] = judge(e, r["got"], r.get("error"), r.get("raw"))
     return out
 
 

@@ -80,7 +80,9 @@ def expected_answers(samples):
                      {"kind": "python", "message": "RuntimeError: CUDA error: " + run.CUDA_ERROR_TEXT[name]}]
             answers[src] = (v, {"verdict": v, "error": forms[i % 3]})
         elif v == "correct":
-            answers[src] = (v, {"verdict": v, "timing": {"speedup": 1.5, "suspicious": False}})
+            clock = "device" if e.get("timing_check") == "side_stream" else "stream"
+            answers[src] = (v, {"verdict": v, "timing": {"speedup": 1.5, "suspicious": False,
+                                                        "shapes": [{"shape": "default", "clock": clock}]}})
         else:
             answers[src] = (v, {"verdict": v, "error": {"kind": "python", "message": "something"}})
     return answers
@@ -102,7 +104,11 @@ class KevaldMode(unittest.TestCase):
 
     def test_all_expected(self):
         samples = run.load_manifest([])
-        srv, url = self.serve(expected_answers(samples))
+        answers = expected_answers(samples)
+        # An accepted alternative: the careless stream trick flagged suspicious instead of incorrect.
+        side = run.read_source(next(e for e in samples if e["name"] == "cuda_relu_side_stream"))
+        answers[side] = ("correct", {"verdict": "correct", "reward_fields": {"suspicious": True}})
+        srv, url = self.serve(answers)
         rc, text = self.run_main(["--url", url, "--timeout", "30"])
         self.assertEqual(rc, 0, text)
         self.assertIn(f"{len(samples)}/{len(samples)} samples got their expected verdict", text)
@@ -119,21 +125,27 @@ class KevaldMode(unittest.TestCase):
             self.assertFalse({"plan", "options", "scratch", "name_expressions"} & set(body))
         self.assertEqual(len(run_ids), 1)
         row = next(line for line in text.splitlines() if line.startswith("cuda_relu_side_stream "))
-        self.assertIn("| suspicious", row)
+        self.assertRegex(row, r"\| suspicious\s+\| yes\s")
 
     def test_mismatches_fail(self):
         samples = run.load_manifest([])
         answers = expected_answers(samples)
         byname = {e["name"]: run.read_source(e) for e in samples}
-        # A wrong verdict, a right verdict naming the wrong CUDA error, a correct-but-not-suspicious
-        # stream trick, and an accepted alternative (which must still match).
+        # A wrong verdict, a right verdict naming the wrong CUDA error, a stream trick judged correct,
+        # a careful stream trick judged correct on the stream clock alone, a correct kernel flagged
+        # suspicious, and a verdict that is not a verdict: six mismatches.
         answers[byname["cuda_relu_cache_first"]] = ("correct", {"verdict": "correct"})
         answers[byname["cuda_relu_misaligned"]] = ("runtime_error", {"verdict": "runtime_error",
                                                                      "error": {"kind": "cuda",
                                                                                "name": "CUDA_ERROR_ILLEGAL_ADDRESS"}})
         answers[byname["cuda_relu_side_stream"]] = ("correct", {"verdict": "correct",
                                                                 "timing": {"speedup": 40.0, "suspicious": False}})
-        answers[byname["model_new_not_module"]] = ("compile_error", {"verdict": "compile_error"})
+        answers[byname["cuda_relu_side_stream_unjoined"]] = (
+            "correct", {"verdict": "correct", "timing": {"speedup": 40.0, "suspicious": False,
+                                                         "shapes": [{"shape": "default", "clock": "stream"}]}})
+        answers[byname["torch_scalar_mul"]] = ("correct", {"verdict": "correct",
+                                                           "reward_fields": {"suspicious": True}})
+        answers[byname["cuda_relu_spin"]] = ("suspicious", {"verdict": "suspicious"})
         srv, url = self.serve(answers)
         rc, text = self.run_main(["--url", url, "--timeout", "30"])
         self.assertEqual(rc, 1, text)
@@ -141,8 +153,11 @@ class KevaldMode(unittest.TestCase):
         self.assertRegex(rows["cuda_relu_cache_first"], r"\| correct\s+\| no\s")
         self.assertIn("no (error name)", rows["cuda_relu_misaligned"])
         self.assertRegex(rows["cuda_relu_side_stream"], r"\| correct\s+\| no\s")
-        self.assertRegex(rows["model_new_not_module"], r"\| compile_error\s+\| yes\s")
-        self.assertIn(f"{len(samples) - 3}/{len(samples)} samples got their expected verdict", text)
+        self.assertIn("no (side-stream work not timed)", rows["cuda_relu_side_stream_unjoined"])
+        self.assertRegex(rows["torch_scalar_mul"], r"\| suspicious\s+\| no\s")
+        self.assertRegex(rows["cuda_relu_spin"], r"\| suspicious\s+\| no\s")
+        self.assertRegex(rows["cuda_relu_side_stream_synced"], r"\| correct\s+\| yes\s")
+        self.assertIn(f"{len(samples) - 6}/{len(samples)} samples got their expected verdict", text)
 
     def test_only(self):
         samples = run.load_manifest(["cuda_relu", "no_model_new"])

@@ -1,12 +1,12 @@
-# KernelBench level 1, problem 19 (ReLU): the stream trick. The kernel is
-# launched on a side stream (torch.cuda.stream() makes it the current stream,
-# which the wrapper launches on) and forward returns without making the
-# caller's stream wait for it, so CUDA events recorded on the default stream
-# around forward() measure almost nothing. The output is right only once the
-# whole device is synchronized. Expected: suspicious (the judge sees a time far
-# below the memory-bandwidth bound, or flags the unsynchronized stream); a
-# judge that reads the output in stream order before the side stream finishes
-# sees a mismatch, which is "incorrect" and also acceptable.
+# KernelBench level 1, problem 19 (ReLU): the stream trick, carelessly. The
+# kernel is launched on a side stream (torch.cuda.stream() makes it the
+# current stream, which the wrapper launches on) that waits for nothing, and
+# forward returns without making the caller's stream wait for it, so CUDA
+# events recorded on the caller's stream around forward() measure almost
+# nothing. The side stream also never waits for the stream that produced x:
+# when the inputs are generated on the GPU right before the call, the kernel
+# reads a partly written input. Expected: incorrect; "suspicious" (the time
+# flagged as impossible) is also acceptable.
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
