@@ -40,7 +40,7 @@ for; the manifest's `kernelbench` field is the predicted value).
 
     run.py --url http://127.0.0.1:8080 [--token T]
     run.py --kernelbench [--kb-shape small]
-    run.py --url URL --kernelbench --out results.json
+    run.py --url URL --kernelbench --out results.json --markdown
     run.py ... --only cuda_relu --only triton_softmax
 
 Exit status: 0 all matched, 1 a mismatch (kevald mode), 2 bad usage or no
@@ -200,10 +200,38 @@ def kb_task_entry(task, tasks_dir):
     raise KeyError(task)
 
 
+def kb_prebuild(args, samples, tmp):
+    """KernelBench's build_compile_cache() step of its batch evaluation: import
+    every load_inline sample once, --kb-build-jobs at a time, each with its own
+    TORCH_EXTENSIONS_DIR, so that the evaluation finds the extension built
+    (torch reuses a build whose sources and flags are unchanged)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    code = ("import importlib.util, sys\n"
+            "spec = importlib.util.spec_from_file_location('temp_module', sys.argv[1])\n"
+            "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n")
+
+    def one(e):
+        build = os.path.join(tmp, e["name"])
+        os.makedirs(build, exist_ok=True)
+        env = dict(os.environ, TORCH_EXTENSIONS_DIR=build)
+        try:
+            subprocess.run([sys.executable, "-c", code, sample_path(e)], env=env, timeout=args.kb_timeout,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        except subprocess.TimeoutExpired:
+            pass  # the evaluation tries again and reports it
+
+    todo = [e for e in samples if e["kind"] == "cuda"]
+    if todo and args.kb_build_jobs > 0:
+        with ThreadPoolExecutor(max_workers=args.kb_build_jobs) as ex:
+            list(ex.map(one, todo))
+
+
 def run_kernelbench(args, samples):
     """{sample name: KernelBench-style result}, one child process per sample."""
     results = {}
     with tempfile.TemporaryDirectory(prefix="kb-eval-") as tmp:
+        kb_prebuild(args, samples, tmp)
         for e in samples:
             cmd = [sys.executable, os.path.abspath(__file__), "--kb-child", e["name"], "--kb-tol", str(args.kb_tol),
                    "--kb-trials", str(args.kb_trials), "--kb-perf", str(args.kb_perf), "--tasks-dir", args.tasks_dir,
@@ -366,7 +394,7 @@ def kb_child(args):
 
 # ------------------------------------------------------------------- output
 
-def print_table(samples, kevald_res, kb_res):
+def print_table(samples, kevald_res, kb_res, markdown=False):
     head = ["sample", "task", "expected"]
     if kevald_res is not None:
         head += ["got", "match"]
@@ -389,6 +417,10 @@ def print_table(samples, kevald_res, kb_res):
                 detail.append("kb: " + k["detail"])
         row.append("; ".join(detail))
         rows.append(row)
+    if markdown:
+        for r in [head, ["---"] * len(head)] + rows:
+            print("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |")
+        return
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head) - 1)]
     for r in [head] + rows:
         print(" | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " | " + str(r[-1]))
@@ -407,6 +439,10 @@ def main(argv=None):
     ap.add_argument("--kb-perf", type=int, default=100, help="timed runs")
     ap.add_argument("--kb-timeout", type=float, default=300.0, help="seconds per sample before it counts as timeout")
     ap.add_argument("--kb-shape", help="a shape set of tasks/kernelbench/index.json (default: the module's constants)")
+    ap.add_argument("--kb-build-jobs", type=int, default=os.cpu_count() or 1,
+                    help="parallel load_inline builds before the evaluation, as KernelBench's batch evaluation "
+                         "does (0: build in each evaluation)")
+    ap.add_argument("--markdown", action="store_true", help="print the table as Markdown (for BENCHMARKS.md)")
     ap.add_argument("--tasks-dir", default=TASKS_DIR)
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--only", action="append", default=[], help="run only this sample (repeatable)")
@@ -427,25 +463,36 @@ def main(argv=None):
         if not os.path.exists(os.path.join(args.tasks_dir, "index.json")):
             print(f"run.py: no {args.tasks_dir}/index.json (the KernelBench task family)", file=sys.stderr)
             return 2
+        t0 = time.monotonic()
         kb_res = run_kernelbench(args, samples)
+        kb_wall = time.monotonic() - t0
         if all(r["verdict"] == "skipped" for r in kb_res.values()):
             print("run.py: KernelBench mode needs torch and a CUDA device: " +
                   next(iter(kb_res.values()))["detail"], file=sys.stderr)
             if not args.url:
                 return 77
+    t0 = time.monotonic()
     kevald_res = run_kevald(args, samples) if args.url else None
+    kevald_wall = time.monotonic() - t0
 
-    print_table(samples, kevald_res, kb_res)
+    print_table(samples, kevald_res, kb_res, args.markdown)
     mismatches = [n for n, r in (kevald_res or {}).items() if r["match"] != "yes"]
+    print()
     if kevald_res is not None:
-        print(f"\n{len(samples) - len(mismatches)}/{len(samples)} samples got their expected verdict"
+        print(f"{len(samples) - len(mismatches)}/{len(samples)} samples got their expected verdict"
               + (f"; mismatches: {', '.join(mismatches)}" if mismatches else ""))
+        print(f"kevald: {len(samples)} samples in {kevald_wall:.1f} s, submit to last result "
+              f"({60.0 * len(samples) / max(kevald_wall, 1e-9):.1f} per minute)")
     if kb_res is not None:
         agree = [e["name"] for e in samples if kb_res[e["name"]]["verdict"] == e["kernelbench"]]
-        print(f"KernelBench-style evaluation: {len(agree)}/{len(samples)} as predicted in the manifest")
+        print(f"KernelBench-style evaluation: {len(agree)}/{len(samples)} as predicted in the manifest; "
+              f"{len(samples)} samples in {kb_wall:.1f} s ({60.0 * len(samples) / max(kb_wall, 1e-9):.1f} per minute, "
+              f"builds {args.kb_build_jobs} at a time, then one sample at a time on the GPU)")
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
-            json.dump({"kevald": kevald_res, "kernelbench": kb_res, "samples": samples}, f, indent=1, default=str)
+            json.dump({"kevald": kevald_res, "kernelbench": kb_res, "samples": samples,
+                       "kevald_wall_s": kevald_wall if kevald_res is not None else None,
+                       "kernelbench_wall_s": kb_wall if kb_res is not None else None}, f, indent=1, default=str)
     return 1 if mismatches else 0
 
 

@@ -162,9 +162,14 @@ class KevaldMode(unittest.TestCase):
     def test_only(self):
         samples = run.load_manifest(["cuda_relu", "no_model_new"])
         srv, url = self.serve(expected_answers(samples))
-        rc, text = self.run_main(["--url", url, "--only", "cuda_relu", "--only", "no_model_new"])
+        rc, text = self.run_main(["--url", url, "--only", "cuda_relu", "--only", "no_model_new", "--markdown"])
         self.assertEqual(rc, 0, text)
         self.assertEqual(len(srv.received), 2)
+        lines = text.splitlines()
+        self.assertTrue(lines[0].startswith("| sample | task | expected | got | match |"), lines[0])
+        self.assertTrue(lines[1].startswith("| --- | --- |"), lines[1])
+        self.assertTrue(lines[2].startswith("| cuda_relu | l1_19_relu | correct | correct | yes |"), lines[2])
+        self.assertIn("2 samples in", text)
         with self.assertRaises(SystemExit):
             run.load_manifest(["no_such_sample"])
 
