@@ -238,6 +238,8 @@ def run_kernelbench(args, samples):
                    "--device", str(args.device), "--kb-build", os.path.join(tmp, e["name"])]
             if args.kb_shape:
                 cmd += ["--kb-shape", args.kb_shape]
+            if args.kb_cpu:
+                cmd += ["--kb-cpu"]
             t0 = time.monotonic()
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                     start_new_session=True)
@@ -279,11 +281,22 @@ def kb_child(args):
         import torch
     except ImportError:
         return emit(verdict="skipped", detail="no torch")
-    if not torch.cuda.is_available():
-        return emit(verdict="skipped", detail="no CUDA device")
+    if args.kb_cpu:
+        # Test hook (tests/gpu/kernelbench/test_kb_cpu.py): the same steps on the CPU, for samples
+        # that need no GPU; host clocks instead of CUDA events.
+        device = torch.device("cpu")
+
+        def sync():
+            pass
+    else:
+        if not torch.cuda.is_available():
+            return emit(verdict="skipped", detail="no CUDA device")
+        device = torch.device("cuda", args.device)
+        torch.cuda.set_device(device)
+
+        def sync():
+            torch.cuda.synchronize(device=device)
     task = kb_task_entry(entry["task"], args.tasks_dir)
-    device = torch.device("cuda", args.device)
-    torch.cuda.set_device(device)
     os.makedirs(args.kb_build, exist_ok=True)
     os.environ["TORCH_EXTENSIONS_DIR"] = args.kb_build
     os.environ["TORCH_USE_CUDA_DSA"] = "1"
@@ -315,7 +328,7 @@ def kb_child(args):
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         ModelNew = getattr(module, "ModelNew")
-        torch.cuda.synchronize(device=device)
+        sync()
     except Exception as exc:  # KernelBench: compiled=False
         return emit(verdict="compile_error", detail=f"{ename(exc)}: {short(exc)}")
 
@@ -326,7 +339,7 @@ def kb_child(args):
             assert hasattr(custom, "forward")
             original = original.to(device=device, dtype=torch.float32)
             custom = custom.to(device=device, dtype=torch.float32)
-            torch.cuda.synchronize(device=device)
+            sync()
     except RuntimeError as exc:
         return emit(verdict="runtime_error", detail=f"{ename(exc)}: {short(exc)}")
     except Exception as exc:  # not caught by KernelBench's evaluation
@@ -346,10 +359,10 @@ def kb_child(args):
                 set_seed(seed)
                 model_new = custom.to(device=device, dtype=torch.float32)
                 output = model(*inputs)
-                torch.cuda.synchronize(device=device)
+                sync()
                 try:
                     output_new = model_new(*inputs)
-                    torch.cuda.synchronize(device=device)
+                    sync()
                     if output.shape != output_new.shape:
                         return emit(verdict="incorrect",
                                     detail=f"shape {tuple(output_new.shape)} != {tuple(output.shape)}")
@@ -368,9 +381,14 @@ def kb_child(args):
     def time_events(fn, inputs):
         for _ in range(3):
             fn(*inputs)
-            torch.cuda.synchronize(device=device)
+            sync()
         times = []
         for _ in range(args.kb_perf):
+            if args.kb_cpu:
+                t0 = time.perf_counter()
+                fn(*inputs)
+                times.append((time.perf_counter() - t0) * 1000.0)
+                continue
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             start.record()
@@ -381,7 +399,7 @@ def kb_child(args):
         return sum(times) / len(times)
 
     try:
-        torch.cuda.synchronize(device=device)
+        sync()
         set_seed(42)
         inputs = [to_dev(x) for x in get_inputs()]
         new_ms = time_events(custom, inputs)
@@ -448,6 +466,8 @@ def main(argv=None):
     ap.add_argument("--only", action="append", default=[], help="run only this sample (repeatable)")
     ap.add_argument("--out", help="write every result here as JSON")
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--kb-cpu", action="store_true",
+                    help="test hook: the KernelBench-style steps on the CPU (for samples that need no GPU)")
     ap.add_argument("--kb-child", help=argparse.SUPPRESS)
     ap.add_argument("--kb-build", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
