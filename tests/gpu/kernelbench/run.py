@@ -406,8 +406,9 @@ def kb_child(args):
         ref_ms = time_events(original, inputs)
     except Exception as exc:  # KernelBench keeps the correctness and notes the error
         return emit(verdict="correct", detail=f"timing failed: {ename(exc)}: {short(exc)}")
+    speedup = ref_ms / new_ms if new_ms > 0 else float("inf")
     return emit(verdict="correct", ms=round(new_ms, 4), ref_ms=round(ref_ms, 4),
-                detail=f"{new_ms:.3g} ms, ref {ref_ms:.3g} ms, speedup {ref_ms / new_ms:.3g}")
+                detail=f"{new_ms:.3g} ms, ref {ref_ms:.3g} ms, speedup {speedup:.3g}")
 
 
 # ------------------------------------------------------------------- output
