@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "common/baselines.h"
+#include "common/kbtasks.h"
 #include "common/tasklib.h"
 #include "server/http/waiters.h"
 
@@ -42,6 +43,12 @@ typedef struct DispatchConfig {
         int gpu_workers_per_gpu;    /* worker processes per GPU, one running at a time (0: default 3) */
         int compile_timeout_ms;     /* deadline of one compile (default LIMIT_COMPILE_WALL_MS) */
         const char *dump_dir;       /* `kevald eval --dump`: write reference-side buffers here */
+        const KbIndex *kbtasks;     /* KernelBench tasks; borrowed, immutable; NULL: none */
+        int torch_workers;          /* kevald-torch run workers per GPU; 0: no kevald-torch worker at all */
+        const char *torch_python;   /* the interpreter that runs kevald-torch (default "python3") */
+        int torch_build_timeout_ms; /* deadline of one kernelbench build (0: LIMIT_KB_BUILD_MS_DEFAULT) */
+        const char *torch_ext_dir;  /* the kernelbench build cache's folder (made if missing) */
+        const char *log_level;      /* passed to kevald-torch (KEVALD_LOG_LEVEL) */
         bool has_fixed_seed;        /* `kevald eval --seed`: reproduce a result; never set by serve */
         uint64_t fixed_seed;
 } DispatchConfig;
