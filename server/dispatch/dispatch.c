@@ -79,6 +79,14 @@ static int run_stage(Dispatcher *d, int budget)
         int claimed = 0;
         Worker *w;
 
+        /* Orphans first, each to an idle worker that can run it (a kernelbench job waits for its GPU's
+         * kevald-torch worker, a CUDA one for a kevald-gpu worker). */
+        for (int i = 0; i < d->n_workers && d->orphans && !d->owed && claimed < budget; i++) {
+                w = &d->workers[i];
+                if (w->spec->gpu && w->state == W_IDLE && !w->dying && !gpu_reserved(d, w->index) &&
+                    run_has_orphan_for(d, w) && run_one(d, w) > 0)
+                        claimed++;
+        }
         while (!d->owed && claimed < budget && ((w = idle_worker(d, PROC_GPU)) || (w = idle_worker(d, PROC_TORCH_RUN)))) {
                 if (run_one(d, w) <= 0)
                         break;

@@ -259,6 +259,7 @@ void record_requeue(Dispatcher *d, int64_t id, Stage stage, const char *task);
 
 /* dispatch_worker.c: worker processes: start, frames in and out, exit, kill; which worker is free */
 Worker *idle_worker(Dispatcher *d, ProcRole role);
+bool gpu_reserved(Dispatcher *d, int index);
 void worker_kill(Worker *w, const char *why);
 int worker_send(Worker *w, uint32_t type, json_t *msg, const uint8_t *blob1, size_t len1,
                 const uint8_t *blob2, size_t len2);
@@ -305,6 +306,7 @@ void torch_prune(Dispatcher *d);
 void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result);
 void gpu_invalid(Dispatcher *d, Worker *w, Job *j, const char *why);
 int run_one(Dispatcher *d, Worker *w);
+bool run_has_orphan_for(const Dispatcher *d, const Worker *w);
 void worker_begin_job(Dispatcher *d, Worker *w, Job *j);
 void worker_orphan_queued(Dispatcher *d, Worker *w);
 void run_orphans_release(Dispatcher *d);

@@ -189,6 +189,15 @@ static bool suits(const Worker *w, const Job *j)
         return (j->kb != NULL) == (w->spec->role == PROC_TORCH_RUN);
 }
 
+/* Is an orphan waiting that @w can run? */
+bool run_has_orphan_for(const Dispatcher *d, const Worker *w)
+{
+        for (const Job *j = d->orphans; j; j = j->next)
+                if (suits(w, j))
+                        return true;
+        return false;
+}
+
 /* An idle worker of @w's GPU that can run @j, or NULL. */
 static Worker *sibling_for(Dispatcher *d, const Worker *w, const Job *j)
 {

@@ -477,7 +477,7 @@ void worker_start(Worker *w)
 }
 
 /* Is a worker of GPU @index (kevald-gpu or kevald-torch) running a job, or on its way out after one? */
-static bool gpu_reserved(Dispatcher *d, int index)
+bool gpu_reserved(Dispatcher *d, int index)
 {
         for (int i = 0; i < d->n_workers; i++) {
                 const Worker *w = &d->workers[i];

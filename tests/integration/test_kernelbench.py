@@ -127,7 +127,7 @@ class KbServer:
 
 @pytest.fixture(scope="module")
 def kb(tmp_module):
-    s = KbServer(tmp_module / "kb", args=["--max-attempts", "2", "--job-timeout-s", "3"]).start()
+    s = KbServer(tmp_module / "kb", args=["--max-attempts", "2", "--job-timeout-s", "1"]).start()
     yield s
     assert_stopped_cleanly(s.server)
 
