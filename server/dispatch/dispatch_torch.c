@@ -250,9 +250,11 @@ int torch_run_prepare(Dispatcher *d, Job *j)
         size_t i;
 
         j->kb = kbtasks_get(d->cfg.kbtasks, sj->task);
-        if (!j->kb) {
-                json_t *e = pipeline_error("internal", "task '%s' has no KernelBench entry on this host",
-                                           sj->task ? sj->task : "?");
+        if (!j->kb || !d->torch_ext_root) {
+                json_t *e = !j->kb ? pipeline_error("internal", "task '%s' has no KernelBench entry on this host",
+                                                    sj->task ? sj->task : "?")
+                                   : pipeline_error("internal", "this host runs no kevald-torch workers "
+                                                    "(torch_workers = 0): a fleet's hosts set torch_workers alike");
                 json_t *res = pipeline_result(sj->task, "internal_error", NULL, NULL, e, j->seed);
                 json_decref(e);
                 json_decref(shapes);
