@@ -287,10 +287,13 @@ static int validate_item(HttpRequest *req, json_t *doc, const char *base, Item *
             strcmp(json_string_value(json_object_get(doc, "language")), "kernelbench") == 0) {
                 const KbTask *kb = NULL;
                 /* a host without kevald-torch workers could only queue it forever: say so now */
-                if (api->cfg->torch_workers <= 0)
+                if (api->cfg->torch_workers <= 0) {
+                        /* a configuration, not a moment: a client that retries learns nothing sooner */
+                        http_response_header(req, "Retry-After", "3600");
                         return http_respond_error(req, PROBLEM_UNAVAILABLE, NULL,
                                                   "this server runs no kevald-torch workers (torch_workers = 0): "
                                                   "kernelbench submissions are not taken here");
+                }
                 if (json_is_string(task_v))
                         kb = kbtasks_get(api->kbtasks, json_string_value(task_v));
                 if (kb)

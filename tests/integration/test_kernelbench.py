@@ -341,3 +341,31 @@ def test_history_and_stats_count_them(kb, kbc):
     assert row, tasks
     dash = kbc.get("/v1/dashboard/tasks/l1_23_softmax")
     assert dash.status_code == 200, dash.text
+
+
+def test_answers_match_the_openapi_document(kb, kbc, make_server):
+    from test_openapi import SCHEMA_DIR, Checker, Registry, find_operation  # noqa: F401
+    api = json.loads((SCHEMA_DIR / "openapi.json").read_text())
+    ck = Checker(api, Registry(SCHEMA_DIR), kbc)
+    val = ck.val
+    body_schema = api["paths"]["/v1/submissions"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    for good in (kb_sub(), kb_sub(mode="compile", timing="fast", priority="interactive")):
+        assert not val.errors(good, body_schema, "openapi.json"), val.errors(good, body_schema, "openapi.json")
+    for bad in (kb_sub(plan=[]), {"language": "kernelbench", "source": "class ModelNew: pass"},
+                kb_sub(options=["-O3"]), kb_sub(shapes=["tiny"])):
+        assert val.errors(bad, body_schema, "openapi.json"), f"schema accepts {bad}"
+    sid = ck.check("post", "/v1/submissions", json=kb_sub("s300")).json()["id"]
+    ck.check("post", "/v1/submissions", json=kb_sub(plan=[]))
+    rej = ck.check("post", "/v1/submissions", json=kb_sub(source="x = 1\n"))
+    assert rej.status_code == 202 and rej.json()["verdict"] == "rejected"
+    wait_done(kbc, sid)
+    ck.check("get", f"/v1/submissions/{sid}")
+    (ce,) = kb.run([kb_sub("compile_error")])
+    ck.check("get", f"/v1/submissions/{ce['id']}")
+    for p in ("/v1/tasks", "/v1/tasks?level=1", "/v1/tasks/l1_23_softmax", "/v1/tasks/vadd?language=kernelbench",
+              "/v1/tasks/vadd", "/v1/tasks/rownorm?language=kernelbench", "/v1/tasks/vadd?language=x", "/readyz"):
+        ck.check("get", p)
+    plain = make_server()
+    with plain.client() as c:
+        Checker(api, Registry(SCHEMA_DIR), c).check("post", "/v1/submissions", json=kb_sub())
+    assert not ck.failures, "\n".join(ck.failures)
