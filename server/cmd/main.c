@@ -24,6 +24,7 @@ static const struct {
         { "cancel", cmd_cancel, "cancel a queued submission" },
         { "tasks", cmd_tasks, "list, show and prompt the server's tasks" },
         { "history", cmd_history, "list past submissions" },
+        { "kernelbench", cmd_kernelbench, "score a folder of KernelBench generations (fast_p table)" },
 };
 
 static void usage(FILE *f)

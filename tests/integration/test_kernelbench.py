@@ -369,3 +369,51 @@ def test_answers_match_the_openapi_document(kb, kbc, make_server):
     with plain.client() as c:
         Checker(api, Registry(SCHEMA_DIR), c).check("post", "/v1/submissions", json=kb_sub())
     assert not ck.failures, "\n".join(ck.failures)
+
+
+# ---- kevald kernelbench ----------------------------------------------------------
+
+def test_kevald_kernelbench_scores_a_runs_folder(kb, tmp_path):
+    runs = tmp_path / "runs" / "my_run"
+    runs.mkdir(parents=True)
+    gens = {
+        "level_1_problem_23_sample_0_kernel.py": model_new("s200") + "# KBC_150\n",
+        "level_1_problem_23_sample_1_kernel.py": model_new("incorrect"),   # listed, not scored
+        "level_1_problem_901_sample_0_kernel.py": model_new("incorrect"),  # vadd
+        "level_1_problem_999_sample_0_kernel.py": model_new(),             # no such task
+        "level_2_problem_5_sample_0_kernel.py": model_new(),               # another level
+        "README.txt": "not a generation",
+    }
+    for name, text in gens.items():
+        (runs / name).write_text(text)
+    out = tmp_path / "report.json"
+    p = kb.server.kevald("kernelbench", str(runs), "--level", "1", "--server", kb.server.url, "--out", str(out),
+                         check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "torch eager" in p.stdout and "fast_1.5" in p.stdout and "torch.compile" in p.stdout
+    assert "33.3%" in p.stdout
+    report = json.loads(out.read_text())
+    assert report["run_id"] == "kernelbench-my_run"
+    (lv,) = report["levels"]
+    assert lv["level"] == 1 and lv["problems"] == 3 and lv["problems_with_compile_baseline"] == 1
+    third = pytest.approx(1 / 3)
+    assert lv["fast_p"]["eager"] == {"0": third, "0.5": third, "0.8": third, "1": third, "1.5": third, "2": 0}
+    assert lv["fast_p"]["compile"] == {"0": third, "0.5": third, "0.8": third, "1": third, "1.5": 0, "2": 0}
+    rows = {(r["problem"], r["sample"]): r for r in lv["rows"]}
+    assert len(rows) == 4
+    assert rows[(23, 0)]["verdict"] == "correct" and rows[(23, 0)]["speedup_eager"] == pytest.approx(2.0)
+    assert rows[(23, 0)]["speedup_compile"] == pytest.approx(1.5) and rows[(23, 0)]["scored"]
+    assert rows[(23, 1)]["verdict"] == "incorrect" and not rows[(23, 1)]["scored"]
+    assert rows[(901, 0)]["task"] == "vadd" and rows[(901, 0)]["verdict"] == "incorrect"
+    assert rows[(999, 0)]["task"] is None and rows[(999, 0)]["id"] is None and "no KernelBench task" in rows[(999, 0)]["error"]
+    # the submissions are the run's, in the history
+    with kb.server.client() as c:
+        items = c.get("/v1/submissions", params={"run_id": "kernelbench-my_run"}).json()["items"]
+    assert len(items) == 3
+    # --json prints the same report; a folder without generations is a usage error
+    p = kb.server.kevald("kernelbench", str(runs), "--level", "1", "--server", kb.server.url, "--json", check=False)
+    assert p.returncode == 0 and json.loads(p.stdout)["levels"][0]["problems"] == 3
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    p = kb.server.kevald("kernelbench", str(empty), "--server", kb.server.url, check=False)
+    assert p.returncode == 64 and "no level_<L>_problem_<P>_sample_<S>_kernel.py" in p.stderr

@@ -26,7 +26,8 @@ Markers: `KBV_<marker>` anywhere in the candidate's source.
     ("import"), no_model_new ("no_model_new"), build_timeout ("timeout"),
     build_die (exit 1 without a RESULT); anything else builds: it writes
     BUILD_DIR/fake_ext.so and answers ok.
-  run role: correct (the default; speedup 1.0 on every shape set), s<N> (speedup N/100),
+  run role: correct (the default; speedup 1.0 on every shape set), s<N> (speedup N/100; with
+    KBC_<M> in the source too, timing.speedup_compile M/100: a torch.compile baseline),
     incorrect (a mismatch), runtime_error ("runtime_error", "exiting": "sticky", exit 3),
     timeout ("timeout", "exiting": "timeout", exit 4), run_die (exit 1 without a RESULT),
     hang (no RESULT: the watchdog must kill it).
@@ -145,6 +146,7 @@ class StandIn:
                 "phases_ms": {"correctness": 1.0, "timing": 2.0}}
         speedup = int(mark[1:]) / 100.0 if re.fullmatch(r"s[0-9]+", mark) and int(mark[1:]) > 0 else 1.0
         if mark == "correct" or re.fullmatch(r"s[0-9]+", mark):
+            comp = re.search(r"KBC_([0-9]+)", cand)  # a torch.compile baseline: speedup over it N/100
             base.update(verdict="correct", error=None,
                         correctness={"passed": True, "shapes": [{"shape": n, "passed": True} for n in names]},
                         timing={"speedup": speedup, "shapes": [
@@ -152,6 +154,8 @@ class StandIn:
                              "candidate": {"median_ms": REF_MS / speedup, "trials": 10},
                              "reference": {"median_ms": REF_MS, "trials": 10},
                              "roofline": {"min_ms": None, "suspicious": False}} for n in names]})
+            if comp and int(comp.group(1)) > 0:
+                base["timing"]["speedup_compile"] = int(comp.group(1)) / 100.0
         elif mark == "incorrect":
             base.update(verdict="incorrect", timing=None,
                         correctness={"passed": False, "shapes": [{"shape": names[0], "passed": False}]},
