@@ -225,6 +225,22 @@ int run_one(Dispatcher *d, Worker *w)
         Worker *other;
         int r = 1;
 
+        /* An orphan that waits for the other kind of worker has the GPU next: it goes to this GPU's
+         * idle worker of that kind now, and while it waits nothing is queued behind a busy worker
+         * (prefetch), or a stream of jobs of one kind would keep the GPU from the other for as long
+         * as it lasts. (An idle worker whose GPU has no ready worker of that kind runs its own.) */
+        while (*p && suits(w, *p))
+                p = &(*p)->next;
+        if (*p && (other = w->state == W_IDLE ? sibling_for(d, w, *p) : NULL)) {
+                j = *p;
+                *p = j->next;
+                d->n_orphans--;
+                j->next = NULL;
+                return run_send(d, other, j);
+        }
+        if (*p && w->state != W_IDLE)
+                return 0;
+        p = &d->orphans;
         while (*p && !suits(w, *p))
                 p = &(*p)->next;
         if (*p) {

@@ -417,3 +417,25 @@ def test_kevald_kernelbench_scores_a_runs_folder(kb, tmp_path):
     empty.mkdir()
     p = kb.server.kevald("kernelbench", str(empty), "--server", kb.server.url, check=False)
     assert p.returncode == 64 and "no level_<L>_problem_<P>_sample_<S>_kernel.py" in p.stderr
+
+
+def test_a_stream_of_cuda_jobs_does_not_starve_a_kernelbench_job(kb):
+    """With gpu_prefetch, a busy kevald-gpu worker claims the next job into its pipe; a kernelbench
+    job it claims waits for the GPU's kevald-torch worker, and no CUDA job is queued meanwhile."""
+    cuda = kb.submit([inline_full_sub() for _ in range(40)])["ids"]
+    deadline = time.monotonic() + 20 * SLOW
+    while not any(e["id"] in cuda for e in kb.events("job", log=kb.gpu_log)):
+        assert time.monotonic() < deadline, "no CUDA job started"
+        time.sleep(0.01)
+    (kid,) = kb.submit([kb_sub(priority="interactive")])["ids"]
+    with kb.server.client() as c:
+        done = wait_done(c, kid, timeout=30)
+        assert done["result"]["verdict"] == "correct"
+        for i in cuda:
+            wait_done(c, i, timeout=60)
+    run = {e["id"]: e for e in kb.events("run")}[kid]
+    ends = sorted(e["end"] for e in kb.events("job", log=kb.gpu_log) if e["id"] in cuda)
+    assert len(ends) == 40
+    # it ran while CUDA jobs were still to run: at most a few of them (the ones already in flight) went first
+    after = sum(1 for t in ends if t > run["end"])
+    assert after >= 20, f"the kernelbench job waited behind {40 - after} CUDA jobs"
