@@ -555,18 +555,29 @@ int spec_check_plan(const Task *task, json_t *plan, json_t *scratch, json_t *com
         return 0;
 }
 
-/* Does @src define `class ModelNew` at the start of a line (followed by "(" or ":")? */
+/*
+ * Does @src define `class ModelNew` on a line of its own: indentation,
+ * "class", blanks, "ModelNew", blanks, then "(" or ":"? (A comment or a
+ * string that only mentions it does not count; one in a string that begins
+ * a line would: the worker's import is the real check.)
+ */
 static bool has_model_new(const char *src)
 {
-        static const char want[] = "class ModelNew";
-
-        for (const char *p = src; (p = strstr(p, want)); p += sizeof(want) - 1) {
-                const char *q = p + sizeof(want) - 1;
-                if (p != src && p[-1] != '\n')
+        for (const char *line = src; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+                const char *p = line;
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (strncmp(p, "class", 5) != 0 || (p[5] != ' ' && p[5] != '\t'))
                         continue;
-                while (*q == ' ' || *q == '\t')
-                        q++;
-                if (*q == '(' || *q == ':')
+                p += 5;
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (strncmp(p, "ModelNew", 8) != 0)
+                        continue;
+                p += 8;
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (*p == '(' || *p == ':')
                         return true;
         }
         return false;
@@ -645,7 +656,7 @@ int spec_submission_validate_kernelbench(json_t *doc, const struct KbTask *kb, j
                 goto candidate;
         }
         if (!has_model_new(source)) {
-                r = jsonutil_fail(err, "/source", "the source defines no 'class ModelNew' at the start of a line: "
+                r = jsonutil_fail(err, "/source", "the source defines no 'class ModelNew' on a line of its own: "
                                   "a kernelbench submission is a module with class ModelNew(nn.Module), whose "
                                   "__init__ takes the task's get_init_inputs() and forward its get_inputs()");
                 goto candidate;
