@@ -216,6 +216,8 @@ static void on_tick(uv_timer_t *t)
                          ORPHAN_WAIT_MS / 1000);
                 run_orphans_release(d);
         }
+        /* kernelbench jobs whose kevald-torch pool cannot start end rather than wait. */
+        torch_check_pools(d);
         /* Store writes the store refused: before the heartbeat, which renews their leases. */
         if (d->owed && now >= d->owed_retry_ms)
                 record_owed_retry(d);

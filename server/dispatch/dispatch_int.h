@@ -113,6 +113,7 @@ typedef struct Worker {
         uint64_t restart_at_ms;
         double busy_s;
         char label[32];
+        char start_error[256];  /* the last HELLO "ok": false's error ("stage: message"), or "" */
 } Worker;
 
 struct CompileReq {
@@ -298,6 +299,7 @@ int torch_run_prepare(Dispatcher *d, Job *j);
 int torch_run_send(Worker *w, Job *j);
 Artifact *torch_artifact_by_hex(Dispatcher *d, const char *hex);
 void torch_prune(Dispatcher *d);
+void torch_check_pools(Dispatcher *d);
 
 /*
  * dispatch_run.c: the run stage: claiming a compiled job, sending it to a GPU worker (prefetch and

@@ -373,3 +373,92 @@ void torch_prune(Dispatcher *d)
         }
         free(list);
 }
+
+/*
+ * Is every kevald-torch worker of @role failing to start (failures_to_degrade
+ * consecutive failed starts each, none ready)? @why gets the start-up error
+ * one of them last reported in a HELLO (Worker.start_error).
+ */
+static bool pool_failed(Dispatcher *d, ProcRole role, char *why, size_t why_len)
+{
+        int n = 0;
+
+        snprintf(why, why_len, "no reason given");
+        for (int i = 0; i < d->n_workers; i++) {
+                const Worker *w = &d->workers[i];
+                if (w->spec->role != role)
+                        continue;
+                if (w->state == W_IDLE || w->state == W_BUSY || w->failures < w->spec->failures_to_degrade)
+                        return false;
+                if (w->start_error[0])
+                        snprintf(why, why_len, "%s", w->start_error);
+                n++;
+        }
+        return n > 0;
+}
+
+/*
+ * A kevald-torch pool that cannot start (no PyTorch, no GPU, the sandbox)
+ * would leave its jobs waiting for as long as it fails: while every build
+ * worker has failed its starts, the builds waiting for one (and the jobs
+ * waiting for a build worker's HELLO) end as internal_error, naming the
+ * worker's own start-up error; while every run worker has, so do the
+ * kernelbench jobs waiting as orphans for one. Called from the tick.
+ */
+void torch_check_pools(Dispatcher *d)
+{
+        char why[400], log[600];
+        json_t *res;
+
+        if (d->cfg.torch_workers <= 0)
+                return;
+        if (pool_failed(d, PROC_TORCH_BUILD, why, sizeof(why))) {
+                snprintf(log, sizeof(log), "no kevald-torch build worker could start (an infrastructure fault, not "
+                         "the source's): %s", why);
+                for (bool again = true; again;) {
+                        again = false;
+                        for (Job *j = d->jobs; j; j = j->next)
+                                if (j->wait_torch) {
+                                        log_warn("dispatch: job %" PRId64 ": %s", j->sj->id, log);
+                                        job_finish(d, j, "internal_error", pipeline_error("internal", "%s", log));
+                                        again = true;
+                                        break;
+                                }
+                }
+                for (bool again = true; again;) {
+                        again = false;
+                        for (CompileReq *req = d->compiles; req; req = req->next)
+                                if (!req->in_flight && strcmp(req->language, "kernelbench") == 0) {
+                                        res = json_pack("{s:b, s:s, s:s, s:s, s:f, s:s, s:s}", "ok", 0, "error",
+                                                        "internal", "log", log, "arch", d->arch, "compile_ms", 0.0,
+                                                        "torch", d->torch_version);
+                                        compile_done(d, req, res, NULL, 0, false);
+                                        json_decref(res);
+                                        again = true;
+                                        break;
+                                }
+                }
+        }
+        if (d->orphans && pool_failed(d, PROC_TORCH_RUN, why, sizeof(why))) {
+                Job **p = &d->orphans;
+                snprintf(log, sizeof(log), "no kevald-torch run worker could start (an infrastructure fault, not "
+                         "the kernel's): %s", why);
+                while (*p) {
+                        Job *j = *p;
+                        json_t *e;
+                        if (!j->kb) {
+                                p = &j->next;
+                                continue;
+                        }
+                        *p = j->next;
+                        d->n_orphans--;
+                        e = pipeline_error("internal", "%s", log);
+                        res = pipeline_result(job_task_name(j), "internal_error",
+                                              json_object_get(j->sj->compile, "candidate"), NULL, e, j->seed);
+                        json_decref(e);
+                        record_finish(d, j->sj, "internal_error", res);
+                        job_free(j);
+                }
+                d->status_dirty = true;
+        }
+}

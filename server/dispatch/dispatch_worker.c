@@ -221,6 +221,9 @@ static void worker_on_frame(Worker *w, Frame *f)
                         char *e = json_dumps(json_object_get(msg, "error"), JSON_COMPACT);
                         log_error("dispatch: %s worker %d failed to start: %s", w->spec->name, w->index,
                                   e ? e : "no reason given");
+                        snprintf(w->start_error, sizeof(w->start_error), "%s: %s",
+                                 jsonutil_str(json_object_get(msg, "error"), "stage", "start-up"),
+                                 jsonutil_str(json_object_get(msg, "error"), "message", "no reason given"));
                         free(e);
                         w->hello = json_incref(msg); /* its layers still show in /readyz */
                         worker_kill(w, "start-up failed");

@@ -439,3 +439,32 @@ def test_a_stream_of_cuda_jobs_does_not_starve_a_kernelbench_job(kb):
     # it ran while CUDA jobs were still to run: at most a few of them (the ones already in flight) went first
     after = sum(1 for t in ends if t > run["end"])
     assert after >= 20, f"the kernelbench job waited behind {40 - after} CUDA jobs"
+
+
+@pytest.mark.parametrize("role", ["build", "run"])
+def test_a_torch_pool_that_cannot_start_ends_its_jobs(tmp_path, role):
+    """kevald-torch without PyTorch says so in its HELLO and exits 1: once every worker of a pool has
+    failed its starts (5 each, with backoff), the kernelbench jobs waiting for that pool end as
+    internal_error naming the worker's error rather than wait; CUDA work goes on."""
+    s = KbServer(tmp_path / "nt", torch_knobs={"hello_fail": role})
+    s.server.start()
+    try:
+        s.server.wait_ready()
+        with s.server.client() as c:
+            r = c.post("/v1/submissions", json=kb_sub())
+            assert r.status_code == 202, r.text
+            done = wait_done(c, r.json()["id"], timeout=40)
+            body = c.get("/readyz").json()
+            cuda = wait_done(c, c.post("/v1/submissions", json=inline_full_sub()).json()["id"], timeout=30)
+        assert done["result"]["verdict"] == "internal_error"
+        msg = done["result"]["error"]["message"]
+        assert f"no kevald-torch {role} worker could start" in msg and "import: fake: no torch" in msg
+        assert cuda["result"]["verdict"] == "correct"
+        if role == "build":
+            assert body["torch"]["build"]["failed"] == 1 and body["torch"]["torch"] is None
+            assert all(e["ev"] != "build" for e in s.events())
+        else:
+            assert body["torch"]["run"][0]["state"] == "failed" and body["torch"]["torch"] == "2.9.0+fake"
+            assert done["result"]["compile"]["ok"] is True and not s.events("run")
+    finally:
+        assert_stopped_cleanly(s.server)

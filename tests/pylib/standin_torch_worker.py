@@ -19,7 +19,8 @@ object a line, O_APPEND):
   {"ev": "exit", "pid", "code"}, {"ev": "eof"|"shutdown", "pid"}
 
 Knobs (fake_torch.json): work_s (0.05) seconds each JOB takes; torch ("2.9.0+fake")
-the version the build HELLO says; hello_fail (false): HELLO "ok": false and exit 1.
+the version the build HELLO says; hello_fail (false): HELLO "ok": false and exit 1 (true: both roles;
+"build" or "run": that role only).
 
 Markers: `KBV_<marker>` anywhere in the candidate's source.
   build role: compile_error (error "compile", a compiler's log), import_error
@@ -174,7 +175,8 @@ class StandIn:
     def main(self):
         self.log(ev="hello", role=self.role, argv=sys.argv[1:],
                  env={k: v for k, v in os.environ.items() if k.startswith("KEVALD_") or k == "CUDA_VISIBLE_DEVICES"})
-        if self.knobs["hello_fail"]:
+        fail = self.knobs["hello_fail"]
+        if fail is True or fail == self.role:
             frames.write(self.out_fd, frames.HELLO, {"role": "torch-" + self.role, "pid": self.pid, "ok": False,
                                                      "error": {"stage": "import", "message": "fake: no torch"}})
             self.exit(1)
