@@ -239,6 +239,8 @@ def test_run_verdicts_and_the_run_job(kb):
     assert {"kind", "seed", "timing", "correctness_trials", "build_dir", "sources"} <= set(first["job_keys"])
     assert first["build_dir"].startswith(str(kb.ext.resolve()) + "/")
     assert [s["name"] for s in runs[done[4]["id"]]["shapes"]] == ["default", "tiny"]
+    # vadd is also a C task: its kernelbench result stays out of the C task's reference times
+    assert done[4]["result"].get("task_inline") is True and "task_inline" not in done[0]["result"]
 
 
 @pytest.mark.parametrize("marker, verdict, kind", [
@@ -331,7 +333,7 @@ def test_readyz_shows_the_torch_workers(kb):
 
 
 def test_history_and_stats_count_them(kb, kbc):
-    n = len(kb.run([kb_sub("s200"), kb_sub("incorrect")]))
+    n = len(kb.run([kb_sub("s200"), kb_sub("incorrect"), kb_sub(source="x = 1\n")]))
     items = kbc.get("/v1/submissions", params={"task": "l1_23_softmax", "limit": 1000}).json()["items"]
     verdicts = [i.get("verdict") for i in items]
     assert verdicts.count("correct") >= 2 and verdicts.count("incorrect") >= 1 and len(items) >= n
@@ -341,6 +343,12 @@ def test_history_and_stats_count_them(kb, kbc):
     assert row, tasks
     dash = kbc.get("/v1/dashboard/tasks/l1_23_softmax")
     assert dash.status_code == 200, dash.text
+    d = dash.json()
+    assert d["summary"]["submissions"] == row["submissions"] >= n and d["summary"]["correct"] == row["correct"]
+    assert {v["verdict"] for v in d["verdicts"]} >= {"correct", "incorrect", "rejected"}
+    assert {r["shape"] for r in d["reference_times"]} == {"default", "small", "tiny"}
+    vadd = kbc.get("/v1/dashboard/tasks/vadd").json()
+    assert not vadd["reference_times"]  # no kevald-gpu job of the C task ran: the kernelbench ones are left out
 
 
 def test_answers_match_the_openapi_document(kb, kbc, make_server):
