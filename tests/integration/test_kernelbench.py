@@ -294,6 +294,20 @@ def test_a_worker_that_dies(kb):
     assert "failed on this source on every attempt" in bdead["result"]["error"]["message"]
 
 
+@pytest.mark.parametrize("marker", ["wrong_id", "forged_speedup"])
+def test_a_run_result_is_checked(kb, marker):
+    """A kevald-torch RESULT goes through the GPU RESULT's checks: one that names another job, or
+    states a speedup its medians do not back, kills the worker; after max_attempts (2) the job is an
+    internal_error, never the RESULT's verdict."""
+    (d,) = kb.run([kb_sub(marker)])
+    assert d["result"]["verdict"] == "internal_error", d["result"]
+    assert "RESULT was invalid on every attempt" in d["result"]["error"]["message"]
+    assert sum(1 for e in kb.events("run") if e["id"] == d["id"]) == 2
+    assert "sent an invalid RESULT" in kb.server.log_text()
+    (ok,) = kb.run([kb_sub()])
+    assert ok["result"]["verdict"] == "correct"
+
+
 def test_a_hung_run_is_a_timeout(kb):
     (h,) = kb.run([kb_sub("hang")], timeout=30)
     assert h["result"]["verdict"] == "timeout"

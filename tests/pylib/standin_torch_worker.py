@@ -31,7 +31,8 @@ Markers: `KBV_<marker>` anywhere in the candidate's source.
     KBC_<M> in the source too, timing.speedup_compile M/100: a torch.compile baseline),
     incorrect (a mismatch), runtime_error ("runtime_error", "exiting": "sticky", exit 3),
     timeout ("timeout", "exiting": "timeout", exit 4), run_die (exit 1 without a RESULT),
-    hang (no RESULT: the watchdog must kill it).
+    hang (no RESULT: the watchdog must kill it), wrong_id (a RESULT naming another job) and
+    forged_speedup (a speedup of 1e308 over equal medians): the supervisor must believe neither.
 """
 import json
 import os
@@ -168,6 +169,16 @@ class StandIn:
         elif mark == "timeout":
             base.update(verdict="timeout", timing=None, exiting="timeout",
                         error={"kind": "timeout", "message": "fake: the forward pass did not finish"})
+        elif mark == "wrong_id":  # a RESULT for another job: the supervisor must kill us
+            base.update(id=(job.get("id") or 0) + 1000000, verdict="correct", error=None,
+                        correctness={"passed": True, "shapes": [{"shape": n, "passed": True} for n in names]},
+                        timing={"speedup": 1.0, "shapes": []})
+        elif mark == "forged_speedup":  # a speedup its own medians (1 ms and 1 ms) do not back
+            base.update(verdict="correct", error=None,
+                        correctness={"passed": True, "shapes": [{"shape": n, "passed": True} for n in names]},
+                        timing={"speedup": 1e308, "shapes": [
+                            {"shape": n, "speedup": 1e308, "stop": "precision", "candidate": {"median_ms": 1.0},
+                             "reference": {"median_ms": 1.0}} for n in names]})
         else:
             base.update(verdict="internal_error", error={"kind": "internal", "message": f"fake: marker {mark!r}"})
         return base
