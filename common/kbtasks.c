@@ -6,7 +6,8 @@
  * given, else starts "l<level>_<problem number>_"; no name twice; a module
  * path is relative, without "..", ends ".py" and names a readable file of at
  * most LIMIT_KB_MODULE_BYTES; 1..LIMIT_TASK_SHAPES_MAX shape sets, the
- * first "default", each with 1..LIMIT_KB_CONSTANTS_MAX numeric constants.
+ * first "default", each with 1..LIMIT_KB_CONSTANTS_MAX constants (numbers,
+ * booleans, Python expressions as strings, arrays of numbers: constant_ok()).
  */
 #include "common/kbtasks.h"
 
@@ -109,6 +110,34 @@ static bool safe_module_path(const char *p)
         return true;
 }
 
+static bool number_ok(const json_t *v)
+{
+        return json_is_number(v) && isfinite(json_number_value(v));
+}
+
+/*
+ * A module-level constant as problems.json gives it: a number, a boolean
+ * (bias=False), a Python expression over the others ("2048 * 2",
+ * "(out_channels, 1, 1)") or a list of numbers (kernel_size [3, 5, 7]).
+ */
+static bool constant_ok(const json_t *v)
+{
+        size_t i;
+        json_t *x;
+
+        if (number_ok(v) || json_is_boolean(v))
+                return true;
+        if (json_is_string(v))
+                return json_string_length(v) >= 1 && json_string_length(v) <= LIMIT_KB_CONSTANT_BYTES &&
+                       !memchr(json_string_value(v), '\n', json_string_length(v));
+        if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > LIMIT_KB_CONSTANT_ITEMS)
+                return false;
+        json_array_foreach(v, i, x)
+                if (!number_ok(x))
+                        return false;
+        return true;
+}
+
 /* The shape sets of entry @ptr: 1..LIMIT_TASK_SHAPES_MAX, distinct names, "default" first. */
 static int check_shapes(json_t *shapes, const char *ptr, SpecError *err)
 {
@@ -141,9 +170,11 @@ static int check_shapes(json_t *shapes, const char *ptr, SpecError *err)
                         jsonutil_ptr_key(pk, pc, k);
                         if (!jsonutil_is_name(k))
                                 return jsonutil_fail(err, pk, "'%.100s' is not a Python identifier", k);
-                        if (!json_is_number(v) || !isfinite(json_number_value(v)))
-                                return jsonutil_fail(err, pk, "constant '%.100s' must be a finite number, not %s", k,
-                                                     jsonutil_type_name(v));
+                        if (!constant_ok(v))
+                                return jsonutil_fail(err, pk, "constant '%.100s' must be a finite number, a boolean, "
+                                                     "a Python expression (a string of 1 to %d bytes) or an array "
+                                                     "of 1 to %d numbers, not this %s", k, LIMIT_KB_CONSTANT_BYTES,
+                                                     LIMIT_KB_CONSTANT_ITEMS, jsonutil_type_name(v));
                 }
         }
         return 0;

@@ -59,6 +59,8 @@
 #define LIMIT_KB_TASKS_MAX 4096                /* entries of the index */
 #define LIMIT_KB_MODULE_BYTES (256u << 10)     /* one reference module (.py) */
 #define LIMIT_KB_CONSTANTS_MAX 32              /* module-level constants of one shape set */
+#define LIMIT_KB_CONSTANT_BYTES 256            /* one constant given as a Python expression ("2048 * 2") */
+#define LIMIT_KB_CONSTANT_ITEMS 8              /* one constant given as a list (kernel_size [3, 5, 7]) */
 #define LIMIT_KB_BUILD_MS_DEFAULT 300000       /* torch_build_timeout_s: one load_inline build */
 #define LIMIT_KB_BUILD_LOG_BYTES (64u << 10)   /* a build RESULT's log */
 #define LIMIT_TORCH_EXT_BYTES_DEFAULT (16ull << 30) /* <data dir>/torch-ext, pruned oldest first */

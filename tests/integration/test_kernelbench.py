@@ -171,14 +171,23 @@ def test_task_check_validates_the_index(kb, tmp_path):
     bad = tmp_path / "tasks"
     shutil.copytree(kb.tasks, bad)
     idx = json.loads((bad / "kernelbench" / "index.json").read_text())
+    softmax = dict(idx["tasks"][1])
     idx["tasks"][1]["module"] = "level1/missing.py"
     idx["tasks"].append(dict(idx["tasks"][0]))               # vadd twice
     idx["tasks"].append({**idx["tasks"][0], "name": "Bad-Name", "c_task": None})
     idx["tasks"].append({**idx["tasks"][0], "name": "l1_24_x", "c_task": None, "problem": "24_X",
                          "shapes": [{"name": "default", "constants": {}}]})
+    # problems.json's constants: numbers, booleans, Python expressions, lists of numbers
+    idx["tasks"].append({**softmax, "name": "l1_25_conv", "problem": "25_Conv",
+                         "shapes": [{"name": "default", "constants": {"N": "2048 * 2", "bias": False,
+                                                                      "kernel_size": [3, 5, 7], "k": 1.5}}]})
+    idx["tasks"].append({**softmax, "name": "l1_26_conv", "problem": "26_Conv",
+                         "shapes": [{"name": "default", "constants": {"x": {"a": 1}}}]})
     (bad / "kernelbench" / "index.json").write_text(json.dumps(idx))
     p = kb.server.kevald("task", "check", "--tasks", str(bad), check=False)
     assert p.returncode == 1
+    assert "OK   l1_25_conv" in p.stdout
+    assert "/tasks/6/shapes/0/constants/x: constant 'x' must be a finite number" in p.stdout
     assert "/tasks/1/module: module 'level1/missing.py'" in p.stdout
     assert "/tasks/2/name: task 'vadd' is in the index twice" in p.stdout
     assert "/tasks/3/name: 'Bad-Name' is not a task name" in p.stdout
