@@ -5,7 +5,9 @@
  * dispatcher's thread, so no state below needs a lock except the status
  * snapshot that other threads read. The loop owns:
  *
- *   workers[]   one Worker per child process (compile ×K, GPU ×W per GPU),
+ *   workers[]   one Worker per child process (compile ×K, GPU ×W per GPU;
+ *               with torch_workers T > 0 also kevald-torch build ×K and
+ *               kevald-torch run ×T per GPU, sharing the GPU's slot),
  *               each with a pipe pair, a FrameDecoder and at most one
  *               outstanding request (a busy GPU worker also holds its next
  *               job in its pipe with gpu_prefetch: `queued`, run_send()). A worker is STARTING until its HELLO,
@@ -58,6 +60,8 @@
  *   dispatch_compile.c  the compile stage: artifacts, compile requests, claiming
  *   dispatch_run.c      the run stage: a compiled job to a GPU worker, prefetch,
  *                       orphans, the fault grace, GPU RESULTs
+ *   dispatch_torch.c    kernelbench jobs: the build stage and its cache folder,
+ *                       the kevald-torch run JOB, pools that cannot start
  *   dispatch_record.c   finishing: store writes of outcomes, owed writes, counters
  *   dispatch_status.c   GPU clocks and the status snapshot
  */
@@ -87,7 +91,8 @@ static int run_stage(Dispatcher *d, int budget)
                     run_has_orphan_for(d, w) && run_one(d, w) > 0)
                         claimed++;
         }
-        while (!d->owed && claimed < budget && ((w = idle_worker(d, PROC_GPU)) || (w = idle_worker(d, PROC_TORCH_RUN)))) {
+        while (!d->owed && claimed < budget &&
+               ((w = idle_worker(d, PROC_GPU)) || (w = idle_worker(d, PROC_TORCH_RUN)))) {
                 if (run_one(d, w) <= 0)
                         break;
                 claimed++;

@@ -3,7 +3,8 @@
  * jobs queued -> compiling -> compiled -> running -> done, feeds the compile
  * and GPU workers (started from the process table, server/dispatch/proctab.h) over
  * frames, keeps the compile cache, runs the lease reaper and wakes long-poll
- * waiters when a job is done. Owned by the lead; server/dispatch/dispatch.c.
+ * waiters when a job is done; kernelbench jobs go to the kevald-torch
+ * workers (dispatch_torch.c). Owned by the lead; server/dispatch/dispatch.c.
  */
 #pragma once
 
@@ -64,7 +65,10 @@ void dispatch_free(Dispatcher *d);
  * {"compile_workers": {"configured": n, "ready": n, "busy": n, "restarts": n, "failed": n},
  *  "gpus": [{"index": 0, "name": ..., "state": "ready|busy|starting|restarting|failed", "restarts": n,
  *            "busy_s": x, "workers": n, "workers_ready": n}],   (one entry per GPU)
- *  "layers": {"compile": {...}, "gpu": {...}},
+ *  "layers": {"compile": {...}, "gpu": {...}, "torch-build": {...}, "torch-run": {...}},
+ *  "torch": {"workers_per_gpu": n, "torch": "2.9.0" or null, "build": {"configured", "ready", "busy",
+ *            "restarts", "failed", "workers": [...]}, "run": [{"gpu", "state", "restarts", "busy_s",
+ *            and the worker's HELLO fields}]},
  *  "counters": {"jobs_done": n, "cache_hits": n, "cache_misses": n, "verdicts": {...}},
  *  "ready": bool, "reason": "..."}
  */

@@ -120,6 +120,7 @@ void compile_req_free(CompileReq *req)
         free(req);
 }
 
+static void job_artifact_ready(Dispatcher *d, Job *j, Slot slot, Artifact *a);
 
 /* Deliver a compile outcome to every job waiting for it. */
 void compile_done(Dispatcher *d, CompileReq *req, json_t *result, const uint8_t *cubin, size_t len,
@@ -284,7 +285,7 @@ int compile_request(Dispatcher *d, Job *j, Slot slot, const uint8_t key[32], con
 
 static void job_compiled(Dispatcher *d, Job *j);
 
-void job_artifact_ready(Dispatcher *d, Job *j, Slot slot, Artifact *a)
+static void job_artifact_ready(Dispatcher *d, Job *j, Slot slot, Artifact *a)
 {
         j->art[slot] = a;
         if (--j->pending == 0)

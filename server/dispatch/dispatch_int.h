@@ -278,7 +278,6 @@ void compile_req_fault(Dispatcher *d, CompileReq *req, const char *why);
 void compile_req_free(CompileReq *req);
 int compile_request(Dispatcher *d, Job *j, Slot slot, const uint8_t key[32], const char *language, json_t *options,
                     json_t *names, const char *source, bool fence);
-void job_artifact_ready(Dispatcher *d, Job *j, Slot slot, Artifact *a);
 Artifact *artifact_new(const uint8_t key[32], json_t *compile, const uint8_t *cubin, size_t len, int cache_hit);
 void compile_req_hung(Dispatcher *d, CompileReq *req, double limit_s);
 void job_begin_compile(Dispatcher *d, Job *j);
