@@ -101,8 +101,11 @@ int api_tasks_get(HttpRequest *req)
                 return http_respond_error(req, PROBLEM_INVALID, "/query/language",
                                           "language is kernelbench (the task's KernelBench document) or absent");
         /* the KernelBench document: asked for, or the only one there is */
-        if (k && (lang || !tasklib_get(api->tasks, name)))
-                return http_respond_json(req, 200, kb_document(k));
+        if (k && (lang || !tasklib_get(api->tasks, name))) {
+                json_t *doc = kb_document(k);
+                return doc ? http_respond_json(req, 200, doc)
+                           : http_respond_error(req, PROBLEM_INTERNAL, NULL, "out of memory");
+        }
         if (lang)
                 return http_respond_error(req, PROBLEM_NOT_FOUND, NULL, "task '%.256s' takes no kernelbench "
                                           "submissions", name ? name : "");
