@@ -17,7 +17,8 @@
  * all), for p in 0, 0.5, 0.8, 1, 1.5, 2; against torch eager (the task's
  * reference Model, timed by the worker beside the candidate: timing.speedup)
  * and against torch.compile where the result carries that baseline
- * (timing.speedup_compile). The scored sample of a problem is sample 0, or
+ * (timing.speedup_compile), or with --published-h100 against the task's
+ * published H100 torch.compile time. The scored sample of a problem is sample 0, or
  * its lowest sample id; every sample is evaluated and listed. A problem the
  * server has no task for counts as not correct.
  */
@@ -46,6 +47,7 @@ typedef struct Gen {
         int level, problem, sample;
         char file[NAME_MAX + 1];
         const char *task;      /* borrowed from the task map, or NULL */
+        double h100_compile_ms; /* the task's published H100 torch.compile time, or 0 */
         long long id;          /* the submission, 0 when not submitted */
         json_t *sub;           /* the finished submission, new reference */
 } Gen;
@@ -53,13 +55,16 @@ typedef struct Gen {
 static void usage(FILE *f)
 {
         fprintf(f, "usage: kevald kernelbench RUNS_DIR [--level N] [--server URL] [--token T] [--out FILE] [--json]\n"
-                   "                          [--timeout S]\n"
+                   "                          [--timeout S] [--published-h100]\n"
                    "Score KernelBench generations (RUNS_DIR/level_<L>_problem_<P>_sample_<S>_kernel.py) through the\n"
                    "server and print the fast_p table over torch eager and torch.compile.\n"
                    "  --level N      only level N's generations\n"
                    "  --out FILE     also write the JSON report (per-problem rows) to FILE\n"
                    "  --json         print the JSON report instead of the table\n"
                    "  --timeout S    seconds to wait for each submission (default: no limit)\n"
+                   "  --published-h100  where a result measured no torch.compile baseline, compare the candidate's\n"
+                   "                 median at KernelBench's sizes with the task's published H100 torch.compile\n"
+                   "                 time (meaningful on an H100 only)\n"
                    "%s"
                    "exit status: 0 scored, 64 usage error, 69 server unreachable, 70 server error.\n",
                 cli_common_usage_text);
@@ -127,7 +132,8 @@ static int task_map(const Cli *c, int level, json_t *map)
                         char key[32];
                         snprintf(key, sizeof(key), "%d/%d", lv, num);
                         if (num > 0)
-                                json_object_set_new(map, key, json_string(name));
+                                json_object_set_new(map, key, json_pack("{s:s, s:O?}", "name", name, "compile_ms",
+                                                                        json_object_get(kbd, "h100_torch_compile_ms")));
                 }
                 json_decref(doc);
         }
@@ -191,8 +197,30 @@ static double speedup_of(json_t *sub, const char *key)
         return json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v) : 0;
 }
 
-/* The report of one level: rows, n, and fast_p over eager and torch.compile. */
-static json_t *level_report(const Gen *gens, size_t n, int level)
+/* The candidate's median on shape set "default" (KernelBench's sizes) of a correct result, or 0. */
+static double default_median_ms(json_t *sub)
+{
+        json_t *res = json_object_get(sub, "result"), *s;
+        size_t i;
+
+        if (strcmp(jsonutil_str(res, "verdict", ""), "correct") != 0)
+                return 0;
+        json_array_foreach(json_object_get(json_object_get(res, "timing"), "shapes"), i, s) {
+                json_t *m = json_object_get(json_object_get(s, "candidate"), "median_ms");
+                if (!strcmp(jsonutil_str(s, "shape", ""), "default") && json_is_number(m) && json_number_value(m) > 0)
+                        return json_number_value(m);
+        }
+        return 0;
+}
+
+/*
+ * The report of one level: rows, n, and fast_p over eager and torch.compile.
+ * With @published, a correct sample whose result measured no torch.compile
+ * baseline is compared with the task's published H100 torch.compile time at
+ * KernelBench's sizes (its median on shape set "default"), as KernelBench's
+ * own analysis compares with its published baselines of the hardware chosen.
+ */
+static json_t *level_report(const Gen *gens, size_t n, int level, bool published)
 {
         json_t *rows = json_array(), *eager = json_object(), *comp = json_object();
         size_t problems = 0, hits_e[N_FAST] = { 0 }, hits_c[N_FAST] = { 0 }, with_compile = 0;
@@ -201,6 +229,7 @@ static json_t *level_report(const Gen *gens, size_t n, int level)
         for (size_t i = 0; i < n; i++) {
                 const Gen *g = &gens[i];
                 json_t *res = json_object_get(g->sub, "result"), *row;
+                const char *src;
                 bool scored;
                 double se, sc;
                 if (g->level != level)
@@ -209,6 +238,11 @@ static json_t *level_report(const Gen *gens, size_t n, int level)
                 scored = i == 0 || gens[i - 1].level != g->level || gens[i - 1].problem != g->problem;
                 se = g->sub ? speedup_of(g->sub, "speedup") : -1;
                 sc = g->sub ? speedup_of(g->sub, "speedup_compile") : -1;
+                src = sc > 0 ? "measured" : NULL;
+                if (sc == 0 && published && g->h100_compile_ms > 0 && default_median_ms(g->sub) > 0) {
+                        sc = g->h100_compile_ms / default_median_ms(g->sub);
+                        src = "published-h100";
+                }
                 row = json_pack("{s:i, s:i, s:i, s:s, s:s?, s:b}", "level", g->level, "problem", g->problem, "sample",
                                 g->sample, "file", g->file, "task", g->task, "scored", scored);
                 json_object_set_new(row, "id", g->id ? json_integer(g->id) : json_null());
@@ -216,6 +250,7 @@ static json_t *level_report(const Gen *gens, size_t n, int level)
                                                         : json_null());
                 json_object_set_new(row, "speedup_eager", se > 0 ? json_real(se) : json_null());
                 json_object_set_new(row, "speedup_compile", sc > 0 ? json_real(sc) : json_null());
+                json_object_set_new(row, "compile_baseline", src ? json_string(src) : json_null());
                 if (!g->task)
                         json_object_set_new(row, "error", json_string("the server has no KernelBench task for this "
                                                                       "level and problem"));
@@ -302,11 +337,12 @@ static void print_table(json_t *report)
  */
 int cmd_kernelbench(int argc, char **argv)
 {
-        enum { O_SERVER = 256, O_TOKEN, O_OUT, O_JSON, O_LEVEL, O_TIMEOUT, O_HELP };
+        enum { O_SERVER = 256, O_TOKEN, O_OUT, O_JSON, O_LEVEL, O_TIMEOUT, O_PUBLISHED, O_HELP };
         static const struct option longopts[] = {
                 { "server", required_argument, NULL, O_SERVER }, { "token", required_argument, NULL, O_TOKEN },
                 { "out", required_argument, NULL, O_OUT },       { "json", no_argument, NULL, O_JSON },
                 { "level", required_argument, NULL, O_LEVEL },   { "timeout", required_argument, NULL, O_TIMEOUT },
+                { "published-h100", no_argument, NULL, O_PUBLISHED },
                 { "help", no_argument, NULL, O_HELP },           { NULL, 0, NULL, 0 },
         };
         Cli c = { .name = "kernelbench" };
@@ -316,6 +352,7 @@ int cmd_kernelbench(int argc, char **argv)
         Gen *gens = NULL;
         size_t n = 0, cap = 0;
         int level = 0, opt, rc;
+        bool published = false;
         char run_id[LIMIT_TAG_STRING_BYTES + 1], *end;
         DIR *d = NULL;
         struct dirent *e;
@@ -326,6 +363,7 @@ int cmd_kernelbench(int argc, char **argv)
                 case O_TOKEN: token = optarg; break;
                 case O_OUT: out = optarg; break;
                 case O_JSON: c.json = true; break;
+                case O_PUBLISHED: published = true; break;
                 case O_LEVEL:
                         level = (int)strtol(optarg, &end, 10);
                         if (*end || level < 1 || level > 4) {
@@ -385,7 +423,8 @@ int cmd_kernelbench(int argc, char **argv)
         for (size_t i = 0; i < n; i++) {
                 char key[32];
                 snprintf(key, sizeof(key), "%d/%d", gens[i].level, gens[i].problem);
-                gens[i].task = json_string_value(json_object_get(map, key));
+                gens[i].task = json_string_value(json_object_get(json_object_get(map, key), "name"));
+                gens[i].h100_compile_ms = json_number_value(json_object_get(json_object_get(map, key), "compile_ms"));
         }
         {
                 /* the run's folder name (KernelBench's run_name) tags every submission */
@@ -404,7 +443,7 @@ int cmd_kernelbench(int argc, char **argv)
                         goto out;
         for (size_t i = 0; i < n; i++)
                 if (i == 0 || gens[i].level != gens[i - 1].level)
-                        json_array_append_new(levels, level_report(gens, n, gens[i].level));
+                        json_array_append_new(levels, level_report(gens, n, gens[i].level, published));
         report = json_pack("{s:s, s:s, s:O}", "runs_dir", dir, "run_id", run_id, "levels", levels);
         if (out && json_dump_file(report, out, JSON_INDENT(2)) != 0) {
                 fprintf(stderr, "kevald kernelbench: cannot write '%s'\n", out);

@@ -441,6 +441,24 @@ def test_kevald_kernelbench_scores_a_runs_folder(kb, tmp_path):
     with kb.server.client() as c:
         items = c.get("/v1/submissions", params={"run_id": "kernelbench-my_run"}).json()["items"]
     assert len(items) == 3
+    assert rows[(23, 0)]["compile_baseline"] == "measured" and rows[(901, 0)]["compile_baseline"] is None
+    # --published-h100: where no result measured torch.compile, the task's published H100 time against
+    # the candidate's median at KernelBench's sizes (vadd: 0.03 ms / (0.5 ms / 2))
+    runs2 = tmp_path / "runs2"
+    runs2.mkdir()
+    (runs2 / "level_1_problem_901_sample_0_kernel.py").write_text(model_new("s200"))
+    (runs2 / "level_1_problem_23_sample_0_kernel.py").write_text(model_new("s300"))  # softmax: none published
+    for flag, want in (([], None), (["--published-h100"], 0.12)):
+        p = kb.server.kevald("kernelbench", str(runs2), "--server", kb.server.url, "--json", *flag, check=False)
+        assert p.returncode == 0, p.stderr
+        (lv2,) = json.loads(p.stdout)["levels"]
+        r2 = {r["problem"]: r for r in lv2["rows"]}
+        assert r2[901]["speedup_eager"] == pytest.approx(2.0) and r2[23]["speedup_compile"] is None
+        if want is None:
+            assert r2[901]["speedup_compile"] is None and lv2["fast_p"]["compile"] is None
+        else:
+            assert r2[901]["speedup_compile"] == pytest.approx(want) and r2[901]["compile_baseline"] == "published-h100"
+            assert lv2["fast_p"]["compile"]["0"] == pytest.approx(0.5) and lv2["fast_p"]["compile"]["0.5"] == 0
     # --json prints the same report; a folder without generations is a usage error
     p = kb.server.kevald("kernelbench", str(runs), "--level", "1", "--server", kb.server.url, "--json", check=False)
     assert p.returncode == 0 and json.loads(p.stdout)["levels"][0]["problems"] == 3
