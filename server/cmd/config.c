@@ -122,7 +122,7 @@ static const KeyDef keys[] = {
             "kevald-torch build workers too. 0: kernelbench submissions are refused (503)"),
         STR("torch_python", torch_python, "python3",
             "the Python interpreter (with PyTorch) that runs <libexec>/kevald-torch"),
-        NUM("torch_build_timeout_s", torch_build_timeout_s, "300", 1, 3600,
+        NUM("torch_build_timeout_s", torch_build_timeout_s, "300", 1, 600,
             "wall-clock limit of one kernelbench build (the ModelNew module's import, load_inline's compile)"),
         STR("torch_ext_dir", torch_ext_dir, NULL,
             "the kernelbench build cache (one folder per source, torch version and arch); "

@@ -202,7 +202,8 @@ void torch_job_built(Dispatcher *d, Job *j)
         job_free(j);
 }
 
-/* The build JOB of @req (a kernelbench compile request); a new object, its folder made. */
+/* The build JOB of @req (a kernelbench compile request; "arch" the GPUs', for which load_inline
+ * builds: part of the key); a new object, its folder made. */
 json_t *torch_build_msg(Dispatcher *d, const CompileReq *req)
 {
         char dir[PATH_MAX];
@@ -210,8 +211,8 @@ json_t *torch_build_msg(Dispatcher *d, const CompileReq *req)
         build_dir_of(d, req->key, dir);
         if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                 log_warn("dispatch: cannot make the build folder '%s': %s", dir, strerror(errno));
-        return json_pack("{s:I, s:s, s:i, s:s}", "id", (json_int_t)d->compiles_sent + 1, "kind", "build",
-                         "deadline_ms", d->cfg.torch_build_timeout_ms, "build_dir", dir);
+        return json_pack("{s:I, s:s, s:i, s:s, s:s}", "id", (json_int_t)d->compiles_sent + 1, "kind", "build",
+                         "deadline_ms", d->cfg.torch_build_timeout_ms, "build_dir", dir, "arch", req->arch);
 }
 
 /*

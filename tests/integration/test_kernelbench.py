@@ -275,6 +275,9 @@ def test_compile_mode_and_the_build_cache(kb):
     (b,) = kb.run([kb_sub(salt=salt)])
     assert b["result"]["verdict"] == "correct" and b["result"]["compile"]["cache_hit"] is True
     keys = [e["key"] for e in kb.events("build")]
+    build = next(e for e in kb.events("build") if e["id"] is not None and e["key"] == Path(
+        {e["id"]: e for e in kb.events("run")}[b["id"]]["build_dir"]).name)
+    assert build["arch"] == "sm_90a" and build["deadline_ms"] == 300000
     run = {e["id"]: e for e in kb.events("run")}[b["id"]]
     key = Path(run["build_dir"]).name
     assert keys.count(key) == 1, "an identical source was built again"

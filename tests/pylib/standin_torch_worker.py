@@ -13,7 +13,7 @@ knobs in LIBEXEC/fake_torch.json; it logs to LIBEXEC/fake_torch.log (one JSON
 object a line, O_APPEND):
 
   {"ev": "hello", "pid", "role", "argv", "env": {the KEVALD_* variables and CUDA_VISIBLE_DEVICES}}
-  {"ev": "build", "pid", "id", "build_dir", "key", "marker", "deadline_ms", "t"} on a build JOB
+  {"ev": "build", "pid", "id", "build_dir", "key", "marker", "deadline_ms", "arch", "t"} on a build JOB
   {"ev": "run", "pid", "id", "gpu", "marker", "build_dir", "built", "blob_ok", "shapes",
    "start", "end", "deadline_ms", "job_keys"} on a run JOB, before its RESULT
   {"ev": "exit", "pid", "code"}, {"ev": "eof"|"shutdown", "pid"}
@@ -108,7 +108,7 @@ class StandIn:
         mark = marker(src)
         bdir = job.get("build_dir") or ""
         self.log(ev="build", id=job.get("id"), build_dir=bdir, key=os.path.basename(bdir), marker=mark,
-                 deadline_ms=job.get("deadline_ms"), t=time.monotonic())
+                 deadline_ms=job.get("deadline_ms"), arch=job.get("arch"), t=time.monotonic())
         time.sleep(float(self.knobs["work_s"]))
         if mark == "build_die":
             self.exit(1)
