@@ -63,6 +63,7 @@
 #define LIMIT_KB_CONSTANT_ITEMS 8              /* one constant given as a list (kernel_size [3, 5, 7]) */
 #define LIMIT_KB_BUILD_MS_DEFAULT 300000       /* torch_build_timeout_s: one load_inline build */
 #define LIMIT_KB_BUILD_LOG_BYTES (64u << 10)   /* a build RESULT's log */
+#define LIMIT_KB_DEADLINE_MS_MAX 600000        /* a kevald-torch JOB's deadline_ms (the worker refuses more) */
 #define LIMIT_TORCH_EXT_BYTES_DEFAULT (16ull << 30) /* <data dir>/torch-ext, pruned oldest first */
 #define LIMIT_KB_RUNS_FILES_MAX 100000         /* `kevald kernelbench`: generations read from RUNS_DIR */
 

@@ -247,6 +247,7 @@ int torch_run_prepare(Dispatcher *d, Job *j)
         const char *cand = request_source(j);
         size_t n_cand = strlen(cand), n_ref;
         char seedhex[17], dir[PATH_MAX];
+        double deadline;
         json_t *shapes = json_array(), *s;
         size_t i;
 
@@ -274,10 +275,12 @@ int torch_run_prepare(Dispatcher *d, Job *j)
                                                         "constants", json_object_get(s, "constants"), "atol",
                                                         j->kb->atol, "rtol", j->kb->rtol));
         snprintf(seedhex, sizeof(seedhex), "%016" PRIx64, j->seed);
+        deadline = d->cfg.job_timeout_s * 1000 < LIMIT_KB_DEADLINE_MS_MAX ? d->cfg.job_timeout_s * 1000
+                                                                           : LIMIT_KB_DEADLINE_MS_MAX;
         build_dir_of(d, j->art[SLOT_CAND]->key, dir);
         j->gjob = json_pack("{s:I, s:s, s:s, s:s, s:I, s:O, s:i, s:s, s:{s:{s:i, s:I}, s:{s:I, s:I}}, s:o}", "id",
                             (json_int_t)sj->id, "kind", "run", "seed", seedhex, "mode", "full", "deadline_ms",
-                            (json_int_t)(d->cfg.job_timeout_s * 1000), "timing",
+                            (json_int_t)deadline, "timing",
                             json_object_get(sj->request, "timing"), "correctness_trials", KB_CORRECTNESS_TRIALS,
                             "build_dir", dir, "sources", "candidate", "offset", 0, "size", (json_int_t)n_cand,
                             "reference", "offset", (json_int_t)n_cand, "size", (json_int_t)n_ref, "shapes", shapes);

@@ -247,6 +247,7 @@ def test_run_verdicts_and_the_run_job(kb):
                                   "rtol": 1e-4}
     assert {"kind", "seed", "timing", "correctness_trials", "build_dir", "sources"} <= set(first["job_keys"])
     assert first["build_dir"].startswith(str(kb.ext.resolve()) + "/")
+    assert first["deadline_ms"] == 1000  # job_timeout_s (1 here), at most LIMIT_KB_DEADLINE_MS_MAX
     assert [s["name"] for s in runs[done[4]["id"]]["shapes"]] == ["default", "tiny"]
     # vadd is also a C task: its kernelbench result stays out of the C task's reference times
     assert done[4]["result"].get("task_inline") is True and "task_inline" not in done[0]["result"]
