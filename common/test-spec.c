@@ -1245,7 +1245,8 @@ static void test_kernelbench_submissions(void)
         CHECK(kb_validate("{\"task\": \"l1_23_softmax\", \"language\": \"kernelbench\", \"source\": "
                           "\"import torch\\nclass ModelNew(torch.nn.Module):\\n    pass\\n\", \"timing\": \"fast\"}",
                           &kb, &norm, &err) == 0);
-        CHECK(!strcmp(jsonutil_str(norm, "language", ""), "kernelbench") && !strcmp(jsonutil_str(norm, "mode", ""), "full"));
+        CHECK(!strcmp(jsonutil_str(norm, "language", ""), "kernelbench") &&
+              !strcmp(jsonutil_str(norm, "mode", ""), "full"));
         CHECK(json_integer_value(json_object_get(json_object_get(norm, "timing"), "budget_ms")) == 300);
         CHECK(!json_object_get(norm, "plan") && !json_object_get(norm, "options"));
         json_decref(norm);
@@ -1257,14 +1258,16 @@ static void test_kernelbench_submissions(void)
         CHECK(kb_validate("{\"task\": \"l1_23_softmax\", \"language\": \"kernelbench\", \"source\": \"class ModelNew: "
                           "pass\", \"plan\": []}", &kb, &norm, &err) == SPEC_E_INVALID && !strcmp(err.pointer, "/plan"));
         CHECK(kb_validate("{\"task\": \"l1_23_softmax\", \"language\": \"kernelbench\", \"source\": \"class ModelNew: "
-                          "pass\", \"mode\": \"x\"}", &kb, &norm, &err) == SPEC_E_INVALID && !strcmp(err.pointer, "/mode"));
+                          "pass\", \"mode\": \"x\"}", &kb, &norm, &err) == SPEC_E_INVALID &&
+              !strcmp(err.pointer, "/mode"));
         CHECK(kb_validate("{\"task\": \"l1_23_softmax\", \"language\": \"cuda\", \"source\": \"class ModelNew: pass\"}",
                           &kb, &norm, &err) == SPEC_E_INVALID && !strcmp(err.pointer, "/language"));
         /* the candidate */
         CHECK(kb_validate("{\"task\": \"l1_23_softmax\", \"language\": \"kernelbench\", \"source\": \"class Model: "
                           "pass\\n# class ModelNew(nn.Module)\\n\"}", &kb, &norm, &err) == SPEC_E_CANDIDATE &&
               !strcmp(err.pointer, "/source") && strstr(err.message, "class ModelNew"));
-        CHECK(json_is_string(json_object_get(norm, "source")) && !strcmp(jsonutil_str(norm, "task", ""), "l1_23_softmax"));
+        CHECK(json_is_string(json_object_get(norm, "source")) &&
+              !strcmp(jsonutil_str(norm, "task", ""), "l1_23_softmax"));
         json_decref(norm);
         CHECK(kb_validate("{\"task\": \"l1_23_softmax\", \"language\": \"kernelbench\", \"source\": \"\"}", &kb, &norm,
                           &err) == SPEC_E_CANDIDATE && !strcmp(err.pointer, "/source"));

@@ -320,7 +320,8 @@ static void print_table(json_t *report)
                         const char *vd = json_is_string(json_object_get(r, "verdict"))
                                                  ? json_string_value(json_object_get(r, "verdict"))
                                                  : "no task";
-                        json_object_set_new(verdicts, vd, json_integer(json_integer_value(json_object_get(verdicts, vd)) + 1));
+                        json_int_t seen = json_integer_value(json_object_get(verdicts, vd));
+                        json_object_set_new(verdicts, vd, json_integer(seen + 1));
                 }
                 printf("  verdicts:");
                 json_object_foreach(verdicts, k, v)
@@ -400,7 +401,8 @@ int cmd_kernelbench(int argc, char **argv)
                 if (!parse_name(e->d_name, &g) || (level > 0 && g.level != level))
                         continue;
                 if (n >= LIMIT_KB_RUNS_FILES_MAX) {
-                        rc = cli_usage_error(&c, "RUNS_DIR holds more generations than LIMIT_KB_RUNS_FILES_MAX%s", NULL);
+                        rc = cli_usage_error(&c, "RUNS_DIR holds more generations than LIMIT_KB_RUNS_FILES_MAX%s",
+                                             NULL);
                         goto out;
                 }
                 if (n == cap) {

@@ -46,7 +46,8 @@ int main(void)
         proctab_env_free(env);
         /* kevald-torch: the run role is pinned like a GPU worker, without the kevald-gpu settings */
         CHECK(proctab_env_torch(PROC_TORCH_RUN, 2, "debug", "/lx", "/ext", &env) == 0);
-        CHECK(has(env, "CUDA_VISIBLE_DEVICES=2") && has(env, "KEVALD_GPU_INDEX=0") && has(env, "KEVALD_LOG_LEVEL=debug"));
+        CHECK(has(env, "CUDA_VISIBLE_DEVICES=2") && has(env, "KEVALD_GPU_INDEX=0") &&
+              has(env, "KEVALD_LOG_LEVEL=debug"));
         CHECK(has(env, "KEVALD_TORCH_EXT_ROOT=/ext") && has(env, "KEVALD_CONFINE_LIB=/lx/libkevald-confine.so"));
         CHECK(!has_name(env, "KEVALD_DEVMEM_POOL_BYTES") && !has_name(env, "KEVALD_TEST_SECRET"));
         proctab_env_free(env);
