@@ -31,7 +31,7 @@ static void usage(FILE *f)
 {
         fprintf(f, "usage: kevald COMMAND [ARGS...]   (kevald COMMAND --help for its options)\n\ncommands:\n");
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-                fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+                fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].help);
 }
 
 /**
