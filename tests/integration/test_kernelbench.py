@@ -521,3 +521,17 @@ def test_a_torch_pool_that_cannot_start_ends_its_jobs(tmp_path, role):
             assert done["result"]["compile"]["ok"] is True and not s.events("run")
     finally:
         assert_stopped_cleanly(s.server)
+
+
+def test_a_build_whose_folder_is_gone_is_built_again(kb):
+    """A build cache entry counts only while its folder exists (the prune removes the least recently
+    used folders): the same source is built again, into the same folder."""
+    salt = os.urandom(8).hex()
+    (a,) = kb.run([kb_sub(salt=salt, mode="compile")])
+    key = kb.events("build")[-1]["key"]  # its build: the last one (one build worker, nothing else queued)
+    assert kb.events("build")[-1]["marker"] == "correct" and (kb.ext / key / "fake_ext.so").exists()
+    shutil.rmtree(kb.ext / key)
+    (b,) = kb.run([kb_sub(salt=salt)])
+    assert b["result"]["verdict"] == "correct" and b["result"]["compile"]["cache_hit"] is False
+    assert [e["key"] for e in kb.events("build")].count(key) == 2
+    assert {e["id"]: e for e in kb.events("run")}[b["id"]]["built"]
