@@ -54,6 +54,19 @@
 #define LIMIT_TASK_BYTES_MAX (24ull << 30)     /* all task buffers of one shape set */
 #define LIMIT_TASK_TEXT_BYTES (64u << 10)      /* description, notes */
 
+/* KernelBench tasks (common/kbtasks.c) and submissions (language "kernelbench") */
+#define LIMIT_KB_INDEX_BYTES (8u << 20)        /* tasks/kernelbench/index.json */
+#define LIMIT_KB_TASKS_MAX 4096                /* entries of the index */
+#define LIMIT_KB_MODULE_BYTES (256u << 10)     /* one reference module (.py) */
+#define LIMIT_KB_CONSTANTS_MAX 32              /* module-level constants of one shape set */
+#define LIMIT_KB_CONSTANT_BYTES 256            /* one constant given as a Python expression ("2048 * 2") */
+#define LIMIT_KB_CONSTANT_ITEMS 8              /* one constant given as a list (kernel_size [3, 5, 7]) */
+#define LIMIT_KB_BUILD_MS_DEFAULT 300000       /* torch_build_timeout_s: one load_inline build */
+#define LIMIT_KB_BUILD_LOG_BYTES (64u << 10)   /* a build RESULT's log */
+#define LIMIT_KB_DEADLINE_MS_MAX 600000        /* a kevald-torch JOB's deadline_ms (the worker refuses more) */
+#define LIMIT_TORCH_EXT_BYTES_DEFAULT (16ull << 30) /* <data dir>/torch-ext, pruned oldest first */
+#define LIMIT_KB_RUNS_FILES_MAX 100000         /* `kevald kernelbench`: generations read from RUNS_DIR */
+
 /* Compile worker */
 #define LIMIT_COMPILE_WALL_MS 30000
 #define LIMIT_COMPILE_CPU_S 60

@@ -68,6 +68,17 @@ char *spec_task_prompt_triton(const Task *task);
  */
 int spec_submission_validate(json_t *doc, const Task *task, json_t **ret_norm, SpecError *err);
 
+struct KbTask;
+/**
+ * spec_submission_validate_kernelbench() - check a `language: "kernelbench"` submission
+ * @doc: borrowed; @kb: its KernelBench task (common/kbtasks.h), borrowed, NULL when the named
+ * task has none; @ret_norm and @err as spec_submission_validate().
+ * Return: 0, SPEC_E_INVALID (the envelope, an unknown task, a field of another format),
+ * SPEC_E_CANDIDATE (the source: missing, empty, too large, no class ModelNew), or -errno.
+ */
+int spec_submission_validate_kernelbench(json_t *doc, const struct KbTask *kb, json_t **ret_norm,
+                                         SpecError *err);
+
 /**
  * spec_check_plan() - check a plan against the compiled kernels
  * @task:    borrowed

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/jsonutil.h"
+#include "common/kbtasks.h"
 #include "common/spec_internal.h"
 
 #define TIMING_BUDGET_MS_DEFAULT 2000
@@ -552,4 +553,134 @@ int spec_check_plan(const Task *task, json_t *plan, json_t *scratch, json_t *com
                 }
         }
         return 0;
+}
+
+/*
+ * Does @src define `class ModelNew` on a line of its own: indentation,
+ * "class", blanks, "ModelNew", blanks, then "(" or ":"? (A comment or a
+ * string that only mentions it does not count; one in a string that begins
+ * a line would: the worker's import is the real check.)
+ */
+static bool has_model_new(const char *src)
+{
+        for (const char *line = src; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+                const char *p = line;
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (strncmp(p, "class", 5) != 0 || (p[5] != ' ' && p[5] != '\t'))
+                        continue;
+                p += 5;
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (strncmp(p, "ModelNew", 8) != 0)
+                        continue;
+                p += 8;
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (*p == '(' || *p == ':')
+                        return true;
+        }
+        return false;
+}
+
+/**
+ * spec_submission_validate_kernelbench() - check a `language: "kernelbench"` submission
+ * @doc:      the submission object; borrowed
+ * @kb:       the KernelBench task it names (common/kbtasks.h); borrowed; NULL
+ *            when the task has no KernelBench entry (a fault at /task)
+ * @ret_norm: as spec_submission_validate(): on 0 a new normalized object
+ *            {task, language, mode, priority, timing, tags, source}; on
+ *            SPEC_E_CANDIDATE a new object with the envelope normalized and
+ *            the source as given (or its size under "omitted")
+ * @err:      filled on SPEC_E_INVALID and SPEC_E_CANDIDATE
+ *
+ * The envelope: task (required: an inline task_spec cannot carry a Python
+ * module), language, mode, priority, timing, tags; plan, scratch, options,
+ * name_expressions, frontend and shapes belong to the CUDA and PTX formats
+ * and are a fault of the request here (SPEC_E_INVALID). The candidate: the
+ * source, a non-empty string of at most LIMIT_SOURCE_BYTES that defines
+ * `class ModelNew` (SPEC_E_CANDIDATE otherwise).
+ *
+ * Return: 0, SPEC_E_INVALID, SPEC_E_CANDIDATE, or a negative errno.
+ */
+int spec_submission_validate_kernelbench(json_t *doc, const struct KbTask *kb, json_t **ret_norm, SpecError *err)
+{
+        static const char *const fields[] = { "task", "language", "source", "mode", "timing", "priority", "tags",
+                                              "plan", "scratch", "options", "name_expressions", "frontend",
+                                              "shapes", "task_spec", NULL };
+        static const char *const other_format[] = { "task_spec", "plan", "scratch", "options", "name_expressions",
+                                                    "frontend", "shapes", NULL };
+        static const char *const kb_language[] = { "kernelbench", NULL };
+        const char *name = NULL, *source = NULL;
+        json_t *norm = NULL, *timing = NULL, *tags = NULL, *src;
+        int lang = 0, mode = 0, prio = 0, r;
+
+        if (!json_is_object(doc)) {
+                r = jsonutil_fail(err, "", "a submission must be a JSON object");
+                goto out;
+        }
+        if ((r = jsonutil_check_fields(doc, "", fields, err)))
+                goto out;
+        for (const char *const *f = other_format; *f; f++)
+                if (json_object_get(doc, *f)) {
+                        char p[JSONUTIL_PTR_BYTES];
+                        jsonutil_ptr_key(p, "", *f);
+                        r = jsonutil_fail(err, p, "'%s' is not part of a kernelbench submission (the source is a "
+                                          "whole ModelNew module; the task's shapes are all judged)", *f);
+                        goto out;
+                }
+        if ((r = jsonutil_get_string(doc, "", "task", true, LIMIT_NAME_BYTES, &name, err)) ||
+            (r = jsonutil_get_enum(doc, "", "language", true, kb_language, &lang, err)) ||
+            (r = jsonutil_get_enum(doc, "", "mode", false, modes, &mode, err)) ||
+            (r = jsonutil_get_enum(doc, "", "priority", false, priorities, &prio, err)))
+                goto out;
+        if (!kb || strcmp(name, kb->name) != 0) {
+                r = jsonutil_fail(err, "/task", "task '%.100s' takes no kernelbench submissions; GET /v1/tasks "
+                                  "lists those that do (\"kernelbench\": true)", name);
+                goto out;
+        }
+        if ((r = parse_timing(doc, &timing, err)) || (r = parse_tags(doc, &tags, err)))
+                goto out;
+        norm = json_pack("{s:s, s:s, s:s, s:s, s:O, s:O}", "task", kb->name, "language", "kernelbench", "mode",
+                         modes[mode], "priority", priorities[prio], "timing", timing, "tags", tags);
+        if (!norm) {
+                r = -ENOMEM;
+                goto out;
+        }
+        /* ---- the candidate ---- */
+        src = json_object_get(doc, "source");
+        if ((r = jsonutil_get_string(doc, "", "source", true, LIMIT_SOURCE_BYTES, &source, err)))
+                goto candidate;
+        if (!source[0]) {
+                r = jsonutil_fail(err, "/source", "'source' is empty");
+                goto candidate;
+        }
+        if (!has_model_new(source)) {
+                r = jsonutil_fail(err, "/source", "the source defines no 'class ModelNew' on a line of its own: "
+                                  "a kernelbench submission is a module with class ModelNew(nn.Module), whose "
+                                  "__init__ takes the task's get_init_inputs() and forward its get_inputs()");
+                goto candidate;
+        }
+        if (json_object_set(norm, "source", src)) {
+                r = -ENOMEM;
+                goto out;
+        }
+        *ret_norm = norm;
+        norm = NULL;
+        r = 0;
+        goto out;
+candidate:
+        if (r == SPEC_E_INVALID) {
+                r = keep_candidate(doc, norm);
+                if (r == 0) {
+                        *ret_norm = norm;
+                        norm = NULL;
+                        r = SPEC_E_CANDIDATE;
+                }
+        }
+out:
+        json_decref(norm);
+        json_decref(timing);
+        json_decref(tags);
+        return r;
 }

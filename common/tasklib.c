@@ -6,7 +6,8 @@
  *
  * Files: every `*.json` under the folder (recursively, symlinks not
  * followed, hidden entries skipped) is a task, except `*.plan.json`
- * (example plans kept beside tasks) and the top-level `baselines/` folder
+ * (example plans kept beside tasks), the top-level `kernelbench/` folder (its
+ * index, common/kbtasks.c) and the top-level `baselines/` folder
  * (measured PyTorch times per GPU model, common/baselines.c). A task's `name` must equal its file
  * name without `.json`, and names are unique; `source_file` paths are
  * relative to the task file's folder. A file that fails is skipped and
@@ -23,6 +24,7 @@
 #include "common/log.h"
 #include "common/spec.h"
 #include "common/tasklib.h"
+#include "common/kbtasks.h"
 
 #define TASKLIB_FILES_MAX 100000
 #define TASKLIB_DEPTH_MAX 16
@@ -68,7 +70,8 @@ static int walk(const char *dir, int depth, PathList *out)
                 if (lstat(path, &st) != 0)
                         continue;
                 if (S_ISDIR(st.st_mode)) {
-                        if (depth == 0 && strcmp(e->d_name, TASKLIB_BASELINES_DIR) == 0)
+                        if (depth == 0 && (strcmp(e->d_name, TASKLIB_BASELINES_DIR) == 0 ||
+                                           strcmp(e->d_name, KBTASKS_DIR) == 0))
                                 continue;
                         if ((r = walk(path, depth + 1, out)) < 0 && r != -EACCES)
                                 break;

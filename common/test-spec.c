@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/jsonutil.h"
+#include "common/kbtasks.h"
 #include "common/limits.h"
 #include "common/spec.h"
 #include "common/spec_internal.h"
@@ -1082,7 +1083,7 @@ static void test_schemas(void)
                                                 "rejected", "internal_error", "cancelled", NULL };
         static const char *const scalar_types[] = { "i32", "u32", "i64", "u64", "f32", "f64",
                                                     NULL };
-        static const char *const langs[] = { "cuda", "ptx", NULL };
+        static const char *const langs[] = { "cuda", "ptx", "kernelbench", NULL };
         static const char *const modes[] = { "full", "compile", NULL };
         static const char *const prios[] = { "bulk", "interactive", NULL };
         static const char *const libraries[] = { "gemm", NULL };
@@ -1222,6 +1223,66 @@ static void test_triton_abi(void)
         spec_task_free(task);
 }
 
+/* language "kernelbench": the envelope's faults are SPEC_E_INVALID, the source's SPEC_E_CANDIDATE */
+static int kb_validate(const char *json, const KbTask *kb, json_t **ret_norm, SpecError *err)
+{
+        json_t *doc = json_loads(json, 0, NULL);
+        int r;
+
+        *ret_norm = NULL;
+        memset(err, 0, sizeof(*err));
+        r = spec_submission_validate_kernelbench(doc, kb, ret_norm, err);
+        json_decref(doc);
+        return r;
+}
+
+static void test_kernelbench_submissions(void)
+{
+        KbTask kb = { .name = "l1_23_softmax" };
+        json_t *norm;
+        SpecError err;
+
+        CHECK(kb_validate("{\"task\": \"l1_23_softmax\", \"language\": \"kernelbench\", \"source\": "
+                          "\"import torch\\nclass ModelNew(torch.nn.Module):\\n    pass\\n\", \"timing\": \"fast\"}",
+                          &kb, &norm, &err) == 0);
+        CHECK(!strcmp(jsonutil_str(norm, "language", ""), "kernelbench") &&
+              !strcmp(jsonutil_str(norm, "mode", ""), "full"));
+        CHECK(json_integer_value(json_object_get(json_object_get(norm, "timing"), "budget_ms")) == 300);
+        CHECK(!json_object_get(norm, "plan") && !json_object_get(norm, "options"));
+        json_decref(norm);
+        /* the envelope */
+        CHECK(kb_validate("{\"task\": \"other\", \"language\": \"kernelbench\", \"source\": \"class ModelNew: pass\"}",
+                          NULL, &norm, &err) == SPEC_E_INVALID && !strcmp(err.pointer, "/task"));
+        CHECK(kb_validate("{\"language\": \"kernelbench\", \"source\": \"class ModelNew: pass\"}", &kb, &norm,
+                          &err) == SPEC_E_INVALID && !strcmp(err.pointer, "/task"));
+        CHECK(kb_validate("{\"task\": \"l1_23_softmax\", \"language\": \"kernelbench\", \"source\": \"class ModelNew: "
+                          "pass\", \"plan\": []}", &kb, &norm, &err) == SPEC_E_INVALID && !strcmp(err.pointer, "/plan"));
+        CHECK(kb_validate("{\"task\": \"l1_23_softmax\", \"language\": \"kernelbench\", \"source\": \"class ModelNew: "
+                          "pass\", \"mode\": \"x\"}", &kb, &norm, &err) == SPEC_E_INVALID &&
+              !strcmp(err.pointer, "/mode"));
+        CHECK(kb_validate("{\"task\": \"l1_23_softmax\", \"language\": \"cuda\", \"source\": \"class ModelNew: pass\"}",
+                          &kb, &norm, &err) == SPEC_E_INVALID && !strcmp(err.pointer, "/language"));
+        /* the candidate */
+        CHECK(kb_validate("{\"task\": \"l1_23_softmax\", \"language\": \"kernelbench\", \"source\": \"class Model: "
+                          "pass\\n# class ModelNew(nn.Module)\\n\"}", &kb, &norm, &err) == SPEC_E_CANDIDATE &&
+              !strcmp(err.pointer, "/source") && strstr(err.message, "class ModelNew"));
+        CHECK(json_is_string(json_object_get(norm, "source")) &&
+              !strcmp(jsonutil_str(norm, "task", ""), "l1_23_softmax"));
+        json_decref(norm);
+        CHECK(kb_validate("{\"task\": \"l1_23_softmax\", \"language\": \"kernelbench\", \"source\": \"\"}", &kb, &norm,
+                          &err) == SPEC_E_CANDIDATE && !strcmp(err.pointer, "/source"));
+        json_decref(norm);
+        CHECK(kb_validate("{\"task\": \"l1_23_softmax\", \"language\": \"kernelbench\", \"source\": 7}", &kb, &norm,
+                          &err) == SPEC_E_CANDIDATE && !strcmp(err.pointer, "/source"));
+        json_decref(norm);
+        CHECK(kb_validate("{\"task\": \"l1_23_softmax\", \"language\": \"kernelbench\", \"source\": \"x\\nclass  "
+                          "ModelNew :\\n  pass\"}", &kb, &norm, &err) == 0); /* blanks between the words */
+        json_decref(norm);
+        CHECK(kb_validate("{\"task\": \"l1_23_softmax\", \"language\": \"kernelbench\", \"source\": \"x = 1  # class "
+                          "ModelNew(\\nclass ModelNewer(object):\\n  pass\"}", &kb, &norm, &err) == SPEC_E_CANDIDATE);
+        json_decref(norm);
+}
+
 int main(void)
 {
         const char *src = getenv("KEVALD_SOURCE_ROOT");
@@ -1238,6 +1299,7 @@ int main(void)
         test_schemas();
         test_mutations();
         test_triton_abi();
+        test_kernelbench_submissions();
         if (failures) {
                 fprintf(stderr, "%d failure(s)\n", failures);
                 return 1;

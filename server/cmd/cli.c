@@ -30,6 +30,7 @@
 #include "common/limits.h"
 #include "common/readfile.h"
 #include "common/verdict.h"
+#include "server/cmd/cli.h"
 #include "server/cmd/cli_summary.h"
 #include "server/cmd/commands.h"
 #include "server/cmd/httpclient.h"
@@ -48,31 +49,23 @@ static const char exit_usage_text[] =
         "  69 server unreachable, 70 server error (4xx/5xx; the problem detail is printed),\n"
         "  75 still pending (not done when the wait ended).\n";
 
-static const char common_usage_text[] =
+const char cli_common_usage_text[] =
         "  --server URL   the kevald server (default: $KEVALD_URL, else " CLI_DEFAULT_URL ")\n"
         "  --token TOKEN  bearer token (default: $KEVALD_TOKEN)\n"
         "  $KEVALD_HTTP_TIMEOUT  seconds one request may take (default 30; a long poll adds its wait)\n";
 
-typedef struct Cli {
-        const char *name;               /* the subcommand, for messages */
-        const char *server;
-        HttpClientUrl url;
-        char *auth;                     /* "Authorization: Bearer ..." or NULL */
-        bool json;
-        int timeout_ms;                 /* one ordinary request (a long poll adds its wait) */
-} Cli;
 
 enum { OPT_SERVER = 256, OPT_TOKEN, OPT_JSON, OPT_HELP, OPT_TASK, OPT_PLAN, OPT_MODE, OPT_OPTION, OPT_TIMING,
        OPT_WAIT, OPT_PRIORITY, OPT_TIMEOUT, OPT_LEVEL, OPT_CATEGORY, OPT_VERDICT, OPT_STATE, OPT_RUN_ID,
        OPT_LIMIT, OPT_LABEL, OPT_RUN_TAG, OPT_FRONTEND, OPT_LANGUAGE };
 
-static void cli_free(Cli *c)
+void cli_free(Cli *c)
 {
         free(c->auth);
         c->auth = NULL;
 }
 
-static int usage_error(const Cli *c, const char *msg, const char *arg)
+int cli_usage_error(const Cli *c, const char *msg, const char *arg)
 {
         fprintf(stderr, "kevald %s: ", c->name);
         fprintf(stderr, msg, arg ? arg : "");
@@ -81,7 +74,7 @@ static int usage_error(const Cli *c, const char *msg, const char *arg)
 }
 
 /* Resolve the server URL and token (flags, then environment, then defaults). */
-static int cli_setup(Cli *c, const char *server, const char *token)
+int cli_setup(Cli *c, const char *server, const char *token)
 {
         if (!server || !*server)
                 server = getenv("KEVALD_URL");
@@ -89,7 +82,7 @@ static int cli_setup(Cli *c, const char *server, const char *token)
                 server = CLI_DEFAULT_URL;
         c->server = server;
         if (httpclient_parse_url(server, &c->url) != 0)
-                return usage_error(c, "bad server URL '%s': use http://HOST[:PORT] (no TLS: put a proxy in front)",
+                return cli_usage_error(c, "bad server URL '%s': use http://HOST[:PORT] (no TLS: put a proxy in front)",
                                    server);
         c->timeout_ms = CLI_TIMEOUT_MS_DEFAULT;
         if (getenv("KEVALD_HTTP_TIMEOUT") && *getenv("KEVALD_HTTP_TIMEOUT")) {
@@ -98,14 +91,14 @@ static int cli_setup(Cli *c, const char *server, const char *token)
                 double d = strtod(v, &end);
 
                 if (end == v || *end || !(d >= 0.001 && d <= 3600))
-                        return usage_error(c, "KEVALD_HTTP_TIMEOUT must be seconds from 0.001 to 3600, not '%s'", v);
+                        return cli_usage_error(c, "KEVALD_HTTP_TIMEOUT must be seconds from 0.001 to 3600, not '%s'", v);
                 c->timeout_ms = (int)ceil(d * 1000);
         }
         if (!token || !*token)
                 token = getenv("KEVALD_TOKEN");
         if (token && *token) {
                 if (strlen(token) > 512 || strpbrk(token, "\r\n"))
-                        return usage_error(c, "the token is not a valid bearer token%s", NULL);
+                        return cli_usage_error(c, "the token is not a valid bearer token%s", NULL);
                 if (asprintf(&c->auth, "Authorization: Bearer %s", token) < 0) {
                         c->auth = NULL;
                         return CLI_EXIT_SOFTWARE;
@@ -181,7 +174,7 @@ static void print_problem(const Cli *c, const HttpClientResponse *r)
  * then *ret_text, a new string, if asked for) are set.
  * Return: 0, CLI_EXIT_UNAVAILABLE or CLI_EXIT_SOFTWARE (message printed).
  */
-static int call(const Cli *c, const char *method, const char *target, json_t *body, bool idem, int timeout_ms,
+int cli_call(const Cli *c, const char *method, const char *target, json_t *body, bool idem, int timeout_ms,
                 int also_ok, int *ret_status, json_t **ret_json, char **ret_text)
 {
         const char *headers[5];
@@ -301,7 +294,7 @@ static double mono_s(void)
  * with the state and elapsed time goes to stderr and is cleared at the end.
  * Return: 0 or the exit status of a failed call.
  */
-static int wait_done(const Cli *c, long long id, double timeout_s, json_t **ret_sub)
+int cli_wait_done(const Cli *c, long long id, double timeout_s, json_t **ret_sub)
 {
         static const char spin[] = "|/-\\";
         bool tty = isatty(STDERR_FILENO), drew = false;
@@ -318,7 +311,7 @@ static int wait_done(const Cli *c, long long id, double timeout_s, json_t **ret_
                 snprintf(target, sizeof(target), "/v1/submissions/%lld?wait=%.3f", id, w);
                 json_decref(sub);
                 sub = NULL;
-                rc = call(c, "GET", target, NULL, false, (int)(w * 1000) + c->timeout_ms, 0, &status, &sub, NULL);
+                rc = cli_call(c, "GET", target, NULL, false, (int)(w * 1000) + c->timeout_ms, 0, &status, &sub, NULL);
                 if (rc)
                         break;
                 if (!json_is_object(sub)) {
@@ -367,7 +360,7 @@ static int parse_id(const Cli *c, const char *v, long long *ret)
         errno = 0;
         id = strtoll(v, &end, 10);
         if (errno || end == v || *end || id < 1)
-                return usage_error(c, "'%s' is not a submission id", v);
+                return cli_usage_error(c, "'%s' is not a submission id", v);
         *ret = id;
         return 0;
 }
@@ -394,7 +387,7 @@ static void submit_usage(FILE *f)
                 "  --wait[=S]     wait for the result (at most S seconds; no limit without =S)\n"
                 "  --json         print the server's JSON instead of a summary\n"
                 "%s\n%s",
-                LIMIT_FRONTEND_BYTES, common_usage_text, exit_usage_text);
+                LIMIT_FRONTEND_BYTES, cli_common_usage_text, exit_usage_text);
 }
 
 static int read_file(const Cli *c, const char *path, size_t max, char **ret, size_t *ret_len)
@@ -463,7 +456,7 @@ static int add_example_plan(const Cli *c, json_t *sub, const char *task)
         fputs("/v1/tasks/", q);
         pct_put(q, task);
         fclose(q);
-        rc = call(c, "GET", tt, NULL, false, c->timeout_ms, 0, &status, &doc, NULL);
+        rc = cli_call(c, "GET", tt, NULL, false, c->timeout_ms, 0, &status, &doc, NULL);
         free(tt);
         if (rc)
                 return rc;
@@ -502,7 +495,7 @@ static int post_and_report(const Cli *c, json_t *sub, double wait_s)
                 snprintf(target, sizeof(target), "/v1/submissions?wait=%.3f",
                          wait_s < 0 ? (double)CLI_POLL_SLICE_S : fmin(wait_s, CLI_POLL_SLICE_S));
         t0 = mono_s();
-        rc = call(c, "POST", target, sub, true,
+        rc = cli_call(c, "POST", target, sub, true,
                   wait_s == -2 ? c->timeout_ms : c->timeout_ms + CLI_POLL_SLICE_S * 1000, 0, &status, &ans, NULL);
         if (rc)
                 goto out;
@@ -514,7 +507,7 @@ static int post_and_report(const Cli *c, json_t *sub, double wait_s)
         }
         if (wait_s == -2 && !strcmp(str(ans, "state"), "done")) {
                 /* Rejected at acceptance: the verdict is known now; report it as a wait would. */
-                rc = wait_done(c, id, 0, &done);
+                rc = cli_wait_done(c, id, 0, &done);
                 if (rc == 0)
                         rc = report(c, done);
                 goto out;
@@ -531,7 +524,7 @@ static int post_and_report(const Cli *c, json_t *sub, double wait_s)
                 rc = report(c, ans);
                 goto out;
         }
-        rc = wait_done(c, id, wait_s < 0 ? -1 : fmax(0, wait_s - (mono_s() - t0)), &done);
+        rc = cli_wait_done(c, id, wait_s < 0 ? -1 : fmax(0, wait_s - (mono_s() - t0)), &done);
         if (rc)
                 goto out;
         rc = report(c, done);
@@ -577,7 +570,7 @@ int cmd_submit(int argc, char **argv)
                 case OPT_MODE: mode = optarg; break;
                 case OPT_OPTION:
                         if (json_array_size(options) >= LIMIT_OPTIONS_MAX) {
-                                rc = usage_error(&c, "too many --option (the server takes at most 32)%s", NULL);
+                                rc = cli_usage_error(&c, "too many --option (the server takes at most 32)%s", NULL);
                                 goto out;
                         }
                         json_array_append_new(options, json_string(optarg));
@@ -597,32 +590,32 @@ int cmd_submit(int argc, char **argv)
                         rc = 0;
                         goto out;
                 default:
-                        rc = usage_error(&c, "bad option%s", NULL);
+                        rc = cli_usage_error(&c, "bad option%s", NULL);
                         goto out;
                 }
         }
         if (optind != argc - 1) {
-                rc = usage_error(&c, "give exactly one source file%s", NULL);
+                rc = cli_usage_error(&c, "give exactly one source file%s", NULL);
                 goto out;
         }
         file = argv[optind];
         if (mode && strcmp(mode, "compile") && strcmp(mode, "full")) {
-                rc = usage_error(&c, "--mode must be compile or full, not '%s'", mode);
+                rc = cli_usage_error(&c, "--mode must be compile or full, not '%s'", mode);
                 goto out;
         }
         if (timing && strcmp(timing, "fast") && strcmp(timing, "precise")) {
-                rc = usage_error(&c, "--timing must be fast or precise, not '%s'", timing);
+                rc = cli_usage_error(&c, "--timing must be fast or precise, not '%s'", timing);
                 goto out;
         }
         if (priority && strcmp(priority, "interactive") && strcmp(priority, "bulk")) {
-                rc = usage_error(&c, "--priority must be interactive or bulk, not '%s'", priority);
+                rc = cli_usage_error(&c, "--priority must be interactive or bulk, not '%s'", priority);
                 goto out;
         }
         if (frontend && (!*frontend || strlen(frontend) > LIMIT_FRONTEND_BYTES)) {
                 char msg[96];
 
                 snprintf(msg, sizeof(msg), "--frontend takes a name of 1 to %d bytes, not '%%s'", LIMIT_FRONTEND_BYTES);
-                rc = usage_error(&c, msg, frontend);
+                rc = cli_usage_error(&c, msg, frontend);
                 goto out;
         }
         if ((rc = cli_setup(&c, server, token)) != 0)
@@ -630,12 +623,12 @@ int cmd_submit(int argc, char **argv)
         if ((rc = read_file(&c, file, LIMIT_SOURCE_BYTES, &src, &src_len)) != 0)
                 goto out;
         if (src_len == 0) {
-                rc = usage_error(&c, "'%s' is empty", file);
+                rc = cli_usage_error(&c, "'%s' is empty", file);
                 goto out;
         }
         json_object_set_new(sub, "source", json_stringn(src, src_len));
         if (!json_object_get(sub, "source")) {
-                rc = usage_error(&c, "'%s' is not UTF-8 text", file);
+                rc = cli_usage_error(&c, "'%s' is not UTF-8 text", file);
                 goto out;
         }
         if (strlen(file) > 4 && !strcmp(file + strlen(file) - 4, ".ptx"))
@@ -647,12 +640,12 @@ int cmd_submit(int argc, char **argv)
                 const char *lang = json_string_value(json_object_get(sub, "language"));
 
                 if (!lang || strcmp(lang, "ptx")) {
-                        rc = usage_error(&c, "--frontend goes with PTX: a .ptx file, or \"language\": \"ptx\" "
+                        rc = cli_usage_error(&c, "--frontend goes with PTX: a .ptx file, or \"language\": \"ptx\" "
                                          "in the --plan file%s", NULL);
                         goto out;
                 }
                 if (json_object_set_new(sub, "frontend", json_string(frontend))) {
-                        rc = usage_error(&c, "--frontend '%s' is not UTF-8 text", frontend);
+                        rc = cli_usage_error(&c, "--frontend '%s' is not UTF-8 text", frontend);
                         goto out;
                 }
         }
@@ -665,7 +658,7 @@ int cmd_submit(int argc, char **argv)
                 mode = task || json_object_get(sub, "task_spec") ? "full" : "compile";
         json_object_set_new(sub, "mode", json_string(mode));
         if (!strcmp(mode, "full") && !task && !json_object_get(sub, "task_spec")) {
-                rc = usage_error(&c, "--mode full needs --task NAME (or a task_spec in the --plan file)%s", NULL);
+                rc = cli_usage_error(&c, "--mode full needs --task NAME (or a task_spec in the --plan file)%s", NULL);
                 goto out;
         }
         if (task && !json_object_get(sub, "plan") && (rc = add_example_plan(&c, sub, task)) != 0)
@@ -721,7 +714,7 @@ static void id_usage(FILE *f, const char *name)
                 fprintf(f, "usage: kevald cancel ID [--json] [--server URL] [--token TOKEN]\n\n"
                            "Cancel submission ID before it runs: queued, or compiled and waiting for a GPU\n"
                            "(one compiling, running or done answers 409: exit 70).\n");
-        fprintf(f, "%s\n%s", common_usage_text, exit_usage_text);
+        fprintf(f, "%s\n%s", cli_common_usage_text, exit_usage_text);
 }
 
 /* status, wait and cancel share their options; @name picks the action. */
@@ -731,7 +724,7 @@ static int id_command(const char *name, int argc, char **argv)
         const char *server = NULL, *token = NULL;
         double timeout_s = -1;
         json_t *sub = NULL;
-        long long id;
+        long long id = 0;
         int opt, rc, status;
 
         while ((opt = getopt_long(argc, argv, "h", id_longopts, NULL)) != -1) {
@@ -741,7 +734,7 @@ static int id_command(const char *name, int argc, char **argv)
                 case OPT_JSON: c.json = true; break;
                 case OPT_TIMEOUT:
                         if (strcmp(name, "wait") != 0) {
-                                rc = usage_error(&c, "--timeout applies to wait only%s", NULL);
+                                rc = cli_usage_error(&c, "--timeout applies to wait only%s", NULL);
                                 goto out;
                         }
                         if ((rc = parse_seconds(&c, "--timeout", optarg, &timeout_s)) != 0)
@@ -753,23 +746,23 @@ static int id_command(const char *name, int argc, char **argv)
                         rc = 0;
                         goto out;
                 default:
-                        rc = usage_error(&c, "bad option%s", NULL);
+                        rc = cli_usage_error(&c, "bad option%s", NULL);
                         goto out;
                 }
         }
         if (optind != argc - 1) {
-                rc = usage_error(&c, "give one submission id%s", NULL);
+                rc = cli_usage_error(&c, "give one submission id%s", NULL);
                 goto out;
         }
         if ((rc = parse_id(&c, argv[optind], &id)) != 0 || (rc = cli_setup(&c, server, token)) != 0)
                 goto out;
         if (!strcmp(name, "wait")) {
-                rc = wait_done(&c, id, timeout_s, &sub);
+                rc = cli_wait_done(&c, id, timeout_s, &sub);
         } else {
                 char target[64];
 
                 snprintf(target, sizeof(target), "/v1/submissions/%lld", id);
-                rc = call(&c, !strcmp(name, "cancel") ? "DELETE" : "GET", target, NULL, false, c.timeout_ms, 0,
+                rc = cli_call(&c, !strcmp(name, "cancel") ? "DELETE" : "GET", target, NULL, false, c.timeout_ms, 0,
                           &status, &sub, NULL);
         }
         if (rc)
@@ -863,7 +856,7 @@ int cmd_tasks(int argc, char **argv)
                         rc = 0;
                         goto out;
                 default:
-                        rc = usage_error(&c, "bad option%s", NULL);
+                        rc = cli_usage_error(&c, "bad option%s", NULL);
                         goto out;
                 }
         }
@@ -871,16 +864,16 @@ int cmd_tasks(int argc, char **argv)
                 action = argv[optind++];
         if (!strcmp(action, "show") || !strcmp(action, "prompt")) {
                 if (optind != argc - 1 || level || category) {
-                        rc = usage_error(&c, "tasks %s takes one task NAME", action);
+                        rc = cli_usage_error(&c, "tasks %s takes one task NAME", action);
                         goto out;
                 }
                 name = argv[optind];
         } else if (strcmp(action, "list") != 0 || optind != argc) {
-                rc = usage_error(&c, "unknown action '%s': list, show NAME or prompt NAME", action);
+                rc = cli_usage_error(&c, "unknown action '%s': list, show NAME or prompt NAME", action);
                 goto out;
         }
         if (language && strcmp(action, "prompt")) {
-                rc = usage_error(&c, "--language goes with 'tasks prompt'%s", NULL);
+                rc = cli_usage_error(&c, "--language goes with 'tasks prompt'%s", NULL);
                 goto out;
         }
         if ((rc = cli_setup(&c, server, token)) != 0)
@@ -902,7 +895,7 @@ int cmd_tasks(int argc, char **argv)
         query_add(q, &first, "language", language);     /* the server checks it: 422 at /query/language */
         fclose(q);
         q = NULL;
-        rc = call(&c, "GET", target, NULL, false, c.timeout_ms, 0, &status, &doc, action[0] == 'p' ? &text : NULL);
+        rc = cli_call(&c, "GET", target, NULL, false, c.timeout_ms, 0, &status, &doc, action[0] == 'p' ? &text : NULL);
         if (rc)
                 goto out;
         if (action[0] == 'p') {
@@ -980,7 +973,7 @@ int cmd_history(int argc, char **argv)
                         errno = 0;
                         limit = strtoll(optarg, &end, 10);
                         if (errno || end == optarg || *end || limit < 1 || limit > CLI_HISTORY_MAX) {
-                                rc = usage_error(&c, "--limit must be 1 to 100000, not '%s'", optarg);
+                                rc = cli_usage_error(&c, "--limit must be 1 to 100000, not '%s'", optarg);
                                 goto out;
                         }
                         break;
@@ -991,12 +984,12 @@ int cmd_history(int argc, char **argv)
                         rc = 0;
                         goto out;
                 default:
-                        rc = usage_error(&c, "bad option%s", NULL);
+                        rc = cli_usage_error(&c, "bad option%s", NULL);
                         goto out;
                 }
         }
         if (optind != argc) {
-                rc = usage_error(&c, "unexpected argument '%s'", argv[optind]);
+                rc = cli_usage_error(&c, "unexpected argument '%s'", argv[optind]);
                 goto out;
         }
         if ((rc = cli_setup(&c, server, token)) != 0)
@@ -1026,7 +1019,7 @@ int cmd_history(int argc, char **argv)
                 fclose(q);
                 json_decref(doc);
                 doc = NULL;
-                rc = call(&c, "GET", target, NULL, false, c.timeout_ms, 0, &status, &doc, NULL);
+                rc = cli_call(&c, "GET", target, NULL, false, c.timeout_ms, 0, &status, &doc, NULL);
                 free(target);
                 if (rc)
                         goto out;

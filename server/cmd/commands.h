@@ -17,6 +17,7 @@ int cmd_wait(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_tasks(int argc, char **argv);
 int cmd_history(int argc, char **argv);
+int cmd_kernelbench(int argc, char **argv); /* server/cmd/kernelbench.c */
 
 /*
  * Exit status of the commands that end in a verdict (submit, wait, status,

@@ -116,6 +116,17 @@ static const KeyDef keys[] = {
         INT("gpu_workers_per_gpu", gpu_workers_per_gpu, "3", 1, 8,
             "GPU worker processes per GPU, one running a job at a time; the others stand by warm, "
             "so a restart after a sticky error or a timeout costs no GPU time"),
+        INT("torch_workers", torch_workers, "0", 0, 8,
+            "kevald-torch run workers per GPU (language \"kernelbench\"; docs/kernelbench.md), one running at "
+            "a time and sharing the GPU with the kevald-gpu workers; with more than 0, compile_workers "
+            "kevald-torch build workers too. 0: kernelbench submissions are refused (503)"),
+        STR("torch_python", torch_python, "python3",
+            "the Python interpreter (with PyTorch) that runs <libexec>/kevald-torch"),
+        NUM("torch_build_timeout_s", torch_build_timeout_s, "300", 1, 600,
+            "wall-clock limit of one kernelbench build (the ModelNew module's import, load_inline's compile)"),
+        STR("torch_ext_dir", torch_ext_dir, NULL,
+            "the kernelbench build cache (one folder per source, torch version and arch); "
+            "unset: torch-ext beside a SQLite store, ./torch-ext with PostgreSQL"),
         NUM("auth_cache_s", auth_cache_s, "1", 0, 60,
             "how long a token lookup is cached (a revoke takes effect within this)"),
 };

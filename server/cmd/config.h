@@ -61,6 +61,10 @@ typedef struct Config {
         int64_t gpu_workers_per_gpu;
         int64_t compile_nice;
         double auth_cache_s;
+        int64_t torch_workers;     /* kevald-torch run workers per GPU; 0: no kernelbench */
+        char *torch_python;
+        double torch_build_timeout_s;
+        char *torch_ext_dir;       /* NULL: beside the store (serve.c) */
 } Config;
 
 /* Description of one setting, for docs and tests. */

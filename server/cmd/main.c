@@ -24,13 +24,14 @@ static const struct {
         { "cancel", cmd_cancel, "cancel a queued submission" },
         { "tasks", cmd_tasks, "list, show and prompt the server's tasks" },
         { "history", cmd_history, "list past submissions" },
+        { "kernelbench", cmd_kernelbench, "score a folder of KernelBench generations (fast_p table)" },
 };
 
 static void usage(FILE *f)
 {
         fprintf(f, "usage: kevald COMMAND [ARGS...]   (kevald COMMAND --help for its options)\n\ncommands:\n");
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-                fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+                fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].help);
 }
 
 /**

@@ -25,6 +25,8 @@
 
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/jsonutil.h"
+#include "common/kbtasks.h"
 #include "common/tasklib.h"
 #include "server/http/api.h"
 #include "server/cmd/commands.h"
@@ -153,6 +155,10 @@ static void dispatch_config(const Config *cfg, TaskLib *lib, Baselines *baseline
         dc->no_fence = !cfg->fence;
         dc->no_prefetch = !cfg->gpu_prefetch;
         dc->compile_nice = (int)cfg->compile_nice;
+        dc->torch_workers = (int)cfg->torch_workers;
+        dc->torch_python = cfg->torch_python;
+        dc->torch_build_timeout_ms = (int)(cfg->torch_build_timeout_s * 1000);
+        dc->log_level = cfg->log_level;
 }
 
 /* The HTTP server's settings from @cfg, serving @api (borrowed) on @host:@port. */
@@ -231,6 +237,8 @@ int cmd_serve(int argc, char **argv)
         HttpServerConfig hc = { 0 };
         DispatchConfig dc = { 0 };
         TaskLib *lib = NULL;
+        KbIndex *kb = NULL;
+        char *ext_dir = NULL;
         Baselines *baselines = NULL;
         json_t *task_errors = NULL;
         char host[256];
@@ -268,6 +276,19 @@ int cmd_serve(int argc, char **argv)
         if (json_array_size(task_errors) > 0)
                 log_warn("serve: %zu task file(s) skipped (see above)", json_array_size(task_errors));
         log_info("serve: %zu tasks from '%s'", tasklib_count(lib), tasks_dir);
+        json_decref(task_errors);
+        task_errors = NULL;
+        r = kbtasks_load(tasks_dir, &kb, &task_errors);
+        if (r < 0) {
+                log_error("serve: cannot load the KernelBench index of '%s': %s", tasks_dir, strerror(-r));
+                goto out;
+        }
+        for (size_t i = 0; i < json_array_size(task_errors); i++)
+                log_warn("serve: %s: %s: %s (entry skipped)", jsonutil_str(json_array_get(task_errors, i), "file", ""),
+                         jsonutil_str(json_array_get(task_errors, i), "pointer", ""),
+                         jsonutil_str(json_array_get(task_errors, i), "message", ""));
+        if (kbtasks_count(kb))
+                log_info("serve: %zu KernelBench tasks", kbtasks_count(kb));
         r = baselines_load(tasks_dir, lib, &baselines, NULL);
         if (r < 0) {
                 log_error("serve: cannot load the baselines of '%s': %s", tasks_dir, strerror(-r));
@@ -280,8 +301,18 @@ int cmd_serve(int argc, char **argv)
         }
         api.cfg = &cfg;
         api.tasks = lib;
+        api.kbtasks = kb;
 
         dispatch_config(&cfg, lib, baselines, api.waiters, &dc);
+        dc.kbtasks = kb;
+        /* the kernelbench build cache: beside a SQLite store unless set */
+        if (cfg.torch_ext_dir) {
+                dc.torch_ext_dir = cfg.torch_ext_dir;
+        } else if (strncmp(cfg.db, "postgresql:", 11) != 0 && strchr(cfg.db, '/')) {
+                if (asprintf(&ext_dir, "%.*s/torch-ext", (int)(strrchr(cfg.db, '/') - cfg.db), cfg.db) < 0)
+                        ext_dir = NULL;
+                dc.torch_ext_dir = ext_dir;
+        }
         r = dispatch_start(&dc, &api.dispatcher);
         if (r != 0) {
                 log_error("serve: cannot start the dispatcher: %s", r < 0 ? strerror(-r) : "see above");
@@ -346,6 +377,8 @@ out:
         if (api.pool)
                 storepool_close(api.pool);
         tasklib_free(lib);
+        kbtasks_free(kb);
+        free(ext_dir);
         baselines_free(baselines);
         json_decref(task_errors);
         if (rc == 0)

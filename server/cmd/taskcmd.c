@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "common/spec.h"
+#include "common/kbtasks.h"
 #include "common/tasklib.h"
 #include "server/cmd/commands.h"
 #include "server/cmd/paths.h"
@@ -78,6 +79,55 @@ static void print_fail(const char *file, const char *pointer, const char *messag
         printf("FAIL %s: %s: %s\n", file, pointer && pointer[0] ? pointer : "(document)", message);
 }
 
+/*
+ * The KernelBench index of library @dir (common/kbtasks.h), if it has one:
+ * each entry's rules, and its c_task against the library @lib (a C task of
+ * that name exists; an entry without c_task is not named as a C task).
+ */
+static void check_kbtasks(const char *dir, const TaskLib *lib, size_t *ok, size_t *failed)
+{
+        KbIndex *kb = NULL;
+        json_t *errors = NULL, *e;
+        char file[4096], ptr[64], msg[600];
+        size_t i;
+        int r = kbtasks_load(dir, &kb, &errors);
+
+        snprintf(file, sizeof(file), "%s/%s", dir, KBTASKS_INDEX_PATH);
+        if (r < 0) {
+                print_fail(file, "", strerror(-r));
+                (*failed)++;
+                return;
+        }
+        for (i = 0; i < kbtasks_count(kb); i++) {
+                const KbTask *k = kbtasks_at(kb, i);
+                bool has_c = tasklib_get(lib, k->name) != NULL;
+                snprintf(ptr, sizeof(ptr), "/tasks/%zu/c_task", i);
+                if (k->c_task && !has_c) {
+                        snprintf(msg, sizeof(msg), "c_task '%s' is not a task of the library", k->c_task);
+                        print_fail(file, ptr, msg);
+                        (*failed)++;
+                } else if (!k->c_task && has_c) {
+                        snprintf(msg, sizeof(msg), "'%s' is the name of a C task of the library: c_task names it",
+                                 k->name);
+                        print_fail(file, ptr, msg);
+                        (*failed)++;
+                } else {
+                        printf("OK   %s (%s: KernelBench level %d problem %s, %zu shape set%s)\n", k->name, file,
+                               k->level, k->problem_name, json_array_size(k->shapes),
+                               json_array_size(k->shapes) == 1 ? "" : "s");
+                        (*ok)++;
+                }
+        }
+        json_array_foreach(errors, i, e) {
+                print_fail(json_string_value(json_object_get(e, "file")),
+                           json_string_value(json_object_get(e, "pointer")),
+                           json_string_value(json_object_get(e, "message")));
+                (*failed)++;
+        }
+        json_decref(errors);
+        kbtasks_free(kb);
+}
+
 static int check_dir(const char *dir, size_t *ok, size_t *failed)
 {
         TaskLib *lib = NULL;
@@ -102,6 +152,7 @@ static int check_dir(const char *dir, size_t *ok, size_t *failed)
                            json_string_value(json_object_get(e, "message")));
                 (*failed)++;
         }
+        check_kbtasks(dir, lib, ok, failed);
         json_decref(errors);
         tasklib_free(lib);
         return 0;

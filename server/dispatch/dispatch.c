@@ -5,7 +5,9 @@
  * dispatcher's thread, so no state below needs a lock except the status
  * snapshot that other threads read. The loop owns:
  *
- *   workers[]   one Worker per child process (compile ×K, GPU ×W per GPU),
+ *   workers[]   one Worker per child process (compile ×K, GPU ×W per GPU;
+ *               with torch_workers T > 0 also kevald-torch build ×K and
+ *               kevald-torch run ×T per GPU, sharing the GPU's slot),
  *               each with a pipe pair, a FrameDecoder and at most one
  *               outstanding request (a busy GPU worker also holds its next
  *               job in its pipe with gpu_prefetch: `queued`, run_send()). A worker is STARTING until its HELLO,
@@ -58,6 +60,8 @@
  *   dispatch_compile.c  the compile stage: artifacts, compile requests, claiming
  *   dispatch_run.c      the run stage: a compiled job to a GPU worker, prefetch,
  *                       orphans, the fault grace, GPU RESULTs
+ *   dispatch_torch.c    kernelbench jobs: the build stage and its cache folder,
+ *                       the kevald-torch run JOB, pools that cannot start
  *   dispatch_record.c   finishing: store writes of outcomes, owed writes, counters
  *   dispatch_status.c   GPU clocks and the status snapshot
  */
@@ -79,7 +83,16 @@ static int run_stage(Dispatcher *d, int budget)
         int claimed = 0;
         Worker *w;
 
-        while (!d->owed && claimed < budget && (w = idle_worker(d, PROC_GPU))) {
+        /* Orphans first, each to an idle worker that can run it (a kernelbench job waits for its GPU's
+         * kevald-torch worker, a CUDA one for a kevald-gpu worker). */
+        for (int i = 0; i < d->n_workers && d->orphans && !d->owed && claimed < budget; i++) {
+                w = &d->workers[i];
+                if (w->spec->gpu && w->state == W_IDLE && !w->dying && !gpu_reserved(d, w->index) &&
+                    run_has_orphan_for(d, w) && run_one(d, w) > 0)
+                        claimed++;
+        }
+        while (!d->owed && claimed < budget &&
+               ((w = idle_worker(d, PROC_GPU)) || (w = idle_worker(d, PROC_TORCH_RUN)))) {
                 if (run_one(d, w) <= 0)
                         break;
                 claimed++;
@@ -208,6 +221,8 @@ static void on_tick(uv_timer_t *t)
                          ORPHAN_WAIT_MS / 1000);
                 run_orphans_release(d);
         }
+        /* kernelbench jobs whose kevald-torch pool cannot start end rather than wait. */
+        torch_check_pools(d);
         /* Store writes the store refused: before the heartbeat, which renews their leases. */
         if (d->owed && now >= d->owed_retry_ms)
                 record_owed_retry(d);
@@ -243,6 +258,7 @@ static void on_tick(uv_timer_t *t)
                 if (store_cache_prune(d->store, LIMIT_COMPILE_CACHE_BYTES_DEFAULT, NULL) < 0 ||
                     store_prune_idempotency(d->store, 86400, NULL) < 0)
                         log_warn("dispatch: pruning the compile cache or idempotency keys failed");
+                torch_prune(d); /* the kernelbench build folders, least recently used first */
         }
         if (d->stopping && (all_quiet(d) || now >= d->stop_deadline_ms)) {
                 shutdown_now(d);
@@ -383,7 +399,7 @@ static int parse_gpus(const char *spec, int *ret, int max)
 int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
 {
         Dispatcher *d = calloc(1, sizeof(*d));
-        int gpus[MAX_WORKERS], n_gpus, n_compile, r;
+        int gpus[MAX_WORKERS], n_gpus, n_compile, per_gpu, r;
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         double renew_s;
 
@@ -426,14 +442,37 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         store_lease_plan(d->cfg.lease_s, d->owner, &renew_s); /* lease_s > 0 (above): cannot fail */
         d->lease_renew_ms = (uint64_t)(renew_s * 1000);
 
-        n_gpus = parse_gpus(cfg->gpus, gpus, MAX_WORKERS / 2 / d->cfg.gpu_workers_per_gpu);
+        if (d->cfg.torch_workers < 0)
+                d->cfg.torch_workers = 0;
+        if (d->cfg.torch_workers > 8)
+                d->cfg.torch_workers = 8;
+        if (d->cfg.torch_build_timeout_ms <= 0)
+                d->cfg.torch_build_timeout_ms = LIMIT_KB_BUILD_MS_DEFAULT;
+        if (!d->cfg.torch_python)
+                d->cfg.torch_python = "python3";
+        per_gpu = d->cfg.gpu_workers_per_gpu + d->cfg.torch_workers;
+        n_gpus = parse_gpus(cfg->gpus, gpus, MAX_WORKERS / 2 / per_gpu);
         if (n_gpus < 0) {
                 r = -EINVAL;
                 goto fail;
         }
         n_compile = cfg->compile_workers > 0 ? cfg->compile_workers : (int)(cores > 0 ? cores : 1);
-        if (n_compile > MAX_WORKERS - n_gpus * d->cfg.gpu_workers_per_gpu)
-                n_compile = MAX_WORKERS - n_gpus * d->cfg.gpu_workers_per_gpu;
+        /* with kevald-torch, as many build workers as compile workers */
+        if (n_compile > (MAX_WORKERS - n_gpus * per_gpu) / (d->cfg.torch_workers > 0 ? 2 : 1))
+                n_compile = (MAX_WORKERS - n_gpus * per_gpu) / (d->cfg.torch_workers > 0 ? 2 : 1);
+        if (d->cfg.torch_workers > 0) {
+                const char *root = d->cfg.torch_ext_dir ? d->cfg.torch_ext_dir : "torch-ext";
+                if (mkdir(root, 0755) < 0 && errno != EEXIST) {
+                        r = -errno;
+                        log_error("dispatch: cannot make the kernelbench build cache '%s': %s", root, strerror(errno));
+                        goto fail;
+                }
+                d->torch_ext_root = realpath(root, NULL);
+                if (!d->torch_ext_root) {
+                        r = -errno;
+                        goto fail;
+                }
+        }
         r = store_open(cfg->db_path, &d->store);
         if (r != 0) {
                 r = r < 0 ? r : -EIO;
@@ -463,16 +502,26 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         for (int i = 0; i < n_gpus; i++) {
                 d->clocks[d->n_clocks++] = (GpuClock){ .index = gpus[i], .state = GPU_T_NO_WORKER,
                                                        .since_ns = uv_hrtime() };
-                for (int k = 0; k < d->cfg.gpu_workers_per_gpu; k++) {
+                for (int k = 0; k < per_gpu; k++) {
                         Worker *w = &d->workers[d->n_workers++];
                         w->d = d;
-                        w->spec = proctab_get(PROC_GPU);
+                        w->spec = proctab_get(k < d->cfg.gpu_workers_per_gpu ? PROC_GPU : PROC_TORCH_RUN);
                         w->index = gpus[i];
                 }
+        }
+        for (int i = 0; d->cfg.torch_workers > 0 && i < n_compile; i++) {
+                Worker *w = &d->workers[d->n_workers++];
+                w->d = d;
+                w->spec = proctab_get(PROC_TORCH_BUILD);
+                w->index = i;
+                d->n_torch_build++;
         }
         log_info("dispatch: %d compile worker(s), %d GPU(s) with %d worker(s) each%s", n_compile, n_gpus,
                  d->cfg.gpu_workers_per_gpu,
                  n_gpus == 0 ? " (no GPU: compile-only submissions complete, full evaluations wait)" : "");
+        if (d->cfg.torch_workers > 0)
+                log_info("dispatch: kevald-torch: %d build worker(s), %d run worker(s) per GPU, build cache '%s'",
+                         d->n_torch_build, d->cfg.torch_workers, d->torch_ext_root);
         for (int i = 0; i < d->n_workers; i++)
                 worker_start(&d->workers[i]);
         status_rebuild(d);
@@ -487,6 +536,7 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         return 0;
 fail:
         store_close(d->store);
+        free(d->torch_ext_root);
         free(d->libexec_dir);
         free(d->arch);
         json_decref(d->verdicts);
@@ -535,6 +585,7 @@ void dispatch_free(Dispatcher *d)
         json_decref(d->status);
         json_decref(d->verdicts);
         pthread_mutex_destroy(&d->status_lock);
+        free(d->torch_ext_root);
         free(d->libexec_dir);
         free(d->arch);
         free(d);

@@ -3,7 +3,8 @@
  * jobs queued -> compiling -> compiled -> running -> done, feeds the compile
  * and GPU workers (started from the process table, server/dispatch/proctab.h) over
  * frames, keeps the compile cache, runs the lease reaper and wakes long-poll
- * waiters when a job is done. Owned by the lead; server/dispatch/dispatch.c.
+ * waiters when a job is done; kernelbench jobs go to the kevald-torch
+ * workers (dispatch_torch.c). Owned by the lead; server/dispatch/dispatch.c.
  */
 #pragma once
 
@@ -12,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/baselines.h"
+#include "common/kbtasks.h"
 #include "common/tasklib.h"
 #include "server/http/waiters.h"
 
@@ -42,6 +44,12 @@ typedef struct DispatchConfig {
         int gpu_workers_per_gpu;    /* worker processes per GPU, one running at a time (0: default 3) */
         int compile_timeout_ms;     /* deadline of one compile (default LIMIT_COMPILE_WALL_MS) */
         const char *dump_dir;       /* `kevald eval --dump`: write reference-side buffers here */
+        const KbIndex *kbtasks;     /* KernelBench tasks; borrowed, immutable; NULL: none */
+        int torch_workers;          /* kevald-torch run workers per GPU; 0: no kevald-torch worker at all */
+        const char *torch_python;   /* the interpreter that runs kevald-torch (default "python3") */
+        int torch_build_timeout_ms; /* deadline of one kernelbench build (0: LIMIT_KB_BUILD_MS_DEFAULT) */
+        const char *torch_ext_dir;  /* the kernelbench build cache's folder (made if missing) */
+        const char *log_level;      /* passed to kevald-torch (KEVALD_LOG_LEVEL) */
         bool has_fixed_seed;        /* `kevald eval --seed`: reproduce a result; never set by serve */
         uint64_t fixed_seed;
 } DispatchConfig;
@@ -57,7 +65,10 @@ void dispatch_free(Dispatcher *d);
  * {"compile_workers": {"configured": n, "ready": n, "busy": n, "restarts": n, "failed": n},
  *  "gpus": [{"index": 0, "name": ..., "state": "ready|busy|starting|restarting|failed", "restarts": n,
  *            "busy_s": x, "workers": n, "workers_ready": n}],   (one entry per GPU)
- *  "layers": {"compile": {...}, "gpu": {...}},
+ *  "layers": {"compile": {...}, "gpu": {...}, "torch-build": {...}, "torch-run": {...}},
+ *  "torch": {"workers_per_gpu": n, "torch": "2.9.0" or null, "build": {"configured", "ready", "busy",
+ *            "restarts", "failed", "workers": [...]}, "run": [{"gpu", "state", "restarts", "busy_s",
+ *            and the worker's HELLO fields}]},
  *  "counters": {"jobs_done": n, "cache_hits": n, "cache_misses": n, "verdicts": {...}},
  *  "ready": bool, "reason": "..."}
  */

@@ -36,8 +36,7 @@ static void artifact_split(Artifact *a)
         }
 }
 
-static Artifact *artifact_new(const uint8_t key[32], json_t *compile, const uint8_t *cubin, size_t len,
-                              int cache_hit)
+Artifact *artifact_new(const uint8_t key[32], json_t *compile, const uint8_t *cubin, size_t len, int cache_hit)
 {
         Artifact *a = calloc(1, sizeof(*a));
 
@@ -236,16 +235,28 @@ static int job_need(Dispatcher *d, Job *j, Slot slot, const char *language, json
         bool compile_only = j->sj->mode && !strcmp(j->sj->mode, "compile");
         bool fence = slot == SLOT_CAND && !d->cfg.no_fence && (!compile_only || d->n_clocks > 0);
         uint8_t key[32];
-        size_t len = strlen(source);
-        CompileReq *req;
 
-        pipeline_cache_key(language, d->arch, d->nvrtc, fence, options, names, source, len, key);
+        pipeline_cache_key(language, d->arch, d->nvrtc, fence, options, names, source, strlen(source), key);
         j->art[slot] = artifact_lookup(d, key, slot == SLOT_REF);
         if (j->art[slot]) {
                 d->cache_hits++;
                 return 0;
         }
         d->cache_misses++;
+        return compile_request(d, j, slot, key, language, options, names, source, fence);
+}
+
+/*
+ * Make @j wait in @slot for the artifact of @key: join the request of that
+ * key in flight or queued (coalescing), or queue a new one (oldest first).
+ * Return: 0, or -ENOMEM.
+ */
+int compile_request(Dispatcher *d, Job *j, Slot slot, const uint8_t key[32], const char *language, json_t *options,
+                    json_t *names, const char *source, bool fence)
+{
+        size_t len = strlen(source);
+        CompileReq *req;
+
         for (req = d->compiles; req; req = req->next)
                 if (memcmp(req->key, key, 32) == 0)
                         return compile_req_wait(req, j, slot);
@@ -295,6 +306,10 @@ static void job_compiled(Dispatcher *d, Job *j)
 
         if (!j->art[SLOT_CAND]) {
                 job_finish(d, j, "internal_error", pipeline_error("internal", "out of memory"));
+                return;
+        }
+        if (j->kb) {
+                torch_job_built(d, j);
                 return;
         }
         if (!json_is_true(json_object_get(cand, "ok"))) {
@@ -391,6 +406,10 @@ void job_begin_compile(Dispatcher *d, Job *j)
         j->next = d->jobs;
         d->jobs = j;
         d->n_jobs++;
+        if (strcmp(lang, "kernelbench") == 0) {
+                torch_job_begin(d, j);
+                return;
+        }
         if (job_resolve_task(d, j) != 0) {
                 job_finish(d, j, "internal_error", pipeline_error("internal", "task '%s' is no longer available",
                                                                   j->sj->task ? j->sj->task : "(inline)"));
@@ -426,15 +445,17 @@ void send_compiles(Dispatcher *d)
         for (CompileReq *req = d->compiles; req; req = req->next) {
                 Worker *w;
                 json_t *msg;
+                bool torch = strcmp(req->language, "kernelbench") == 0;
                 if (req->in_flight)
                         continue;
-                w = idle_worker(d, PROC_COMPILE);
+                w = idle_worker(d, torch ? PROC_TORCH_BUILD : PROC_COMPILE);
                 if (!w)
-                        return;
-                msg = json_pack("{s:I, s:s, s:s, s:O, s:O, s:i, s:b}", "id", (json_int_t)d->compiles_sent + 1,
-                                "language", req->language, "arch", req->arch, "options", req->options,
-                                "name_expressions", req->name_expressions, "deadline_ms", d->cfg.compile_timeout_ms,
-                                "fence", req->fence);
+                        continue; /* the other kind of worker may be free for a later request */
+                msg = torch ? torch_build_msg(d, req)
+                            : json_pack("{s:I, s:s, s:s, s:O, s:O, s:i, s:b}", "id", (json_int_t)d->compiles_sent + 1,
+                                        "language", req->language, "arch", req->arch, "options", req->options,
+                                        "name_expressions", req->name_expressions, "deadline_ms",
+                                        d->cfg.compile_timeout_ms, "fence", req->fence);
                 if (!msg || worker_send(w, FRAME_JOB, msg, (const uint8_t *)req->source, req->source_len, NULL, 0) < 0) {
                         json_decref(msg);
                         worker_kill(w, "could not send a job");
@@ -447,7 +468,8 @@ void send_compiles(Dispatcher *d)
                 w->state = W_BUSY;
                 w->result_seen = false;
                 w->sent_at_ms = now_ms(d);
-                w->deadline_ms = w->sent_at_ms + (uint64_t)d->cfg.compile_timeout_ms + WATCHDOG_GRACE_MS;
+                w->deadline_ms = w->sent_at_ms + (uint64_t)(torch ? d->cfg.torch_build_timeout_ms
+                                                                   : d->cfg.compile_timeout_ms) + WATCHDOG_GRACE_MS;
                 d->status_dirty = true;
         }
 }

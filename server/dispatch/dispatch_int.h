@@ -37,7 +37,7 @@
 #include "server/dispatch/resultcheck.h"
 #include "server/store/store.h"
 
-#define MAX_WORKERS 128
+#define MAX_WORKERS 256
 #define EXIT_GRACE_MS 10000            /* a GPU worker that said it exits, killed past this */
 #define COMPILE_BACKLOG_PER_WORKER 8   /* compile-stage jobs held in memory per worker */
 #define PUMP_BATCH 32                  /* compile-stage claims per loop turn before yielding */
@@ -113,6 +113,7 @@ typedef struct Worker {
         uint64_t restart_at_ms;
         double busy_s;
         char label[32];
+        char start_error[256];  /* the last HELLO "ok": false's error ("stage: message"), or "" */
 } Worker;
 
 struct CompileReq {
@@ -143,6 +144,8 @@ struct Job {
         uint64_t claimed_ms;
         json_t *gjob;           /* run stage: the JOB sent to a GPU worker (kept to send it again) */
         uint64_t orphaned_ms;   /* when it became an orphan (worker_orphan_queued()) */
+        const KbTask *kb;       /* a kernelbench job: its task (cfg.kbtasks); else NULL */
+        bool wait_torch;        /* a kernelbench build waits for a build worker's HELLO (its torch version) */
 };
 
 /*
@@ -180,6 +183,9 @@ struct Dispatcher {
         char owner[STORE_LEASE_OWNER_BYTES]; /* this process's leases' owner (store_lease_plan()) */
         uint64_t lease_renew_ms;             /* ... renewed this often (store_lease_plan()) */
         char nvrtc[32];
+        char torch_version[64]; /* a kevald-torch build worker's HELLO "torch": part of the build cache key */
+        char *torch_ext_root;   /* absolute: the kernelbench build cache */
+        int n_torch_build;      /* kevald-torch build workers (0 with torch_workers 0) */
         long max_shared_optin;
 
         Worker workers[MAX_WORKERS];
@@ -254,6 +260,7 @@ void record_requeue(Dispatcher *d, int64_t id, Stage stage, const char *task);
 
 /* dispatch_worker.c: worker processes: start, frames in and out, exit, kill; which worker is free */
 Worker *idle_worker(Dispatcher *d, ProcRole role);
+bool gpu_reserved(Dispatcher *d, int index);
 void worker_kill(Worker *w, const char *why);
 int worker_send(Worker *w, uint32_t type, json_t *msg, const uint8_t *blob1, size_t len1,
                 const uint8_t *blob2, size_t len2);
@@ -269,11 +276,29 @@ void compile_done(Dispatcher *d, CompileReq *req, json_t *result, const uint8_t 
                   bool cacheable);
 void compile_req_fault(Dispatcher *d, CompileReq *req, const char *why);
 void compile_req_free(CompileReq *req);
+int compile_request(Dispatcher *d, Job *j, Slot slot, const uint8_t key[32], const char *language, json_t *options,
+                    json_t *names, const char *source, bool fence);
+Artifact *artifact_new(const uint8_t key[32], json_t *compile, const uint8_t *cubin, size_t len, int cache_hit);
 void compile_req_hung(Dispatcher *d, CompileReq *req, double limit_s);
 void job_begin_compile(Dispatcher *d, Job *j);
 Job *job_new(Dispatcher *d, StoreJob *sj);
 int job_resolve_task(Dispatcher *d, Job *j);
 void send_compiles(Dispatcher *d);
+
+/*
+ * dispatch_torch.c: kernelbench jobs (kevald-torch): the build stage (cache key, build folders,
+ * build requests and RESULTs), the run JOB, and pruning the build cache
+ */
+void torch_job_begin(Dispatcher *d, Job *j);
+void torch_job_built(Dispatcher *d, Job *j);
+void torch_workers_ready(Dispatcher *d);
+json_t *torch_build_msg(Dispatcher *d, const CompileReq *req);
+json_t *torch_build_result(Dispatcher *d, json_t *msg);
+int torch_run_prepare(Dispatcher *d, Job *j);
+int torch_run_send(Worker *w, Job *j);
+Artifact *torch_artifact_by_hex(Dispatcher *d, const char *hex);
+void torch_prune(Dispatcher *d);
+void torch_check_pools(Dispatcher *d);
 
 /*
  * dispatch_run.c: the run stage: claiming a compiled job, sending it to a GPU worker (prefetch and
@@ -282,6 +307,7 @@ void send_compiles(Dispatcher *d);
 void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result);
 void gpu_invalid(Dispatcher *d, Worker *w, Job *j, const char *why);
 int run_one(Dispatcher *d, Worker *w);
+bool run_has_orphan_for(const Dispatcher *d, const Worker *w);
 void worker_begin_job(Dispatcher *d, Worker *w, Job *j);
 void worker_orphan_queued(Dispatcher *d, Worker *w);
 void run_orphans_release(Dispatcher *d);

@@ -9,7 +9,7 @@
 
 const char *job_task_name(const Job *j)
 {
-        return j->task ? spec_task_name(j->task) : NULL;
+        return j->task ? spec_task_name(j->task) : j->kb ? j->kb->name : NULL;
 }
 
 void record_count_verdict(Dispatcher *d, const char *verdict)

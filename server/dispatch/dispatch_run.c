@@ -31,6 +31,17 @@ static int run_claim(Dispatcher *d, Job **ret_job)
                 store_job_free(sj);
                 return -ENOMEM;
         }
+        if (strcmp(jsonutil_str(sj->request, "language", ""), "kernelbench") == 0) {
+                r = torch_run_prepare(d, j);
+                if (r <= 0) {
+                        if (r < 0)
+                                record_requeue(d, sj->id, STAGE_RUN, sj->task);
+                        job_free(j);
+                        return r < 0 ? r : 1;
+                }
+                *ret_job = j;
+                return 1;
+        }
         if (job_resolve_task(d, j) != 0 || !j->task) {
                 json_t *e = pipeline_error("internal", "task '%s' is no longer available",
                                            sj->task ? sj->task : "(inline)");
@@ -111,8 +122,9 @@ static int run_send(Dispatcher *d, Worker *w, Job *j)
 
         /* the grace as of now: an orphan sent again after a late fault gets the raised one */
         json_object_set_new(j->gjob, "fault_grace_ms", json_integer(d->fault_grace_now));
-        r = worker_send(w, FRAME_JOB, j->gjob, j->art[SLOT_CAND]->cubin, j->art[SLOT_CAND]->cubin_len,
-                        j->art[SLOT_REF]->cubin, j->art[SLOT_REF]->plain_len);
+        r = j->kb ? torch_run_send(w, j)
+                  : worker_send(w, FRAME_JOB, j->gjob, j->art[SLOT_CAND]->cubin, j->art[SLOT_CAND]->cubin_len,
+                                j->art[SLOT_REF]->cubin, j->art[SLOT_REF]->plain_len);
         if (r < 0) {
                 log_warn("dispatch: job %" PRId64 ": sending it to GPU worker %d failed: %s; back to the queue",
                          j->sj->id, w->index, strerror(-r));
@@ -171,24 +183,89 @@ void run_orphans_release(Dispatcher *d)
         d->status_dirty = true;
 }
 
+/* Can worker @w run @j: a kernelbench job on a kevald-torch run worker, any other on a kevald-gpu one? */
+static bool suits(const Worker *w, const Job *j)
+{
+        return (j->kb != NULL) == (w->spec->role == PROC_TORCH_RUN);
+}
+
+/* Is an orphan waiting that @w can run? */
+bool run_has_orphan_for(const Dispatcher *d, const Worker *w)
+{
+        for (const Job *j = d->orphans; j; j = j->next)
+                if (suits(w, j))
+                        return true;
+        return false;
+}
+
+/* An idle worker of @w's GPU that can run @j, or NULL. */
+static Worker *sibling_for(Dispatcher *d, const Worker *w, const Job *j)
+{
+        for (int i = 0; i < d->n_workers; i++) {
+                Worker *s = &d->workers[i];
+                if (s != w && s->spec->gpu && s->index == w->index && s->state == W_IDLE && !s->dying && suits(s, j))
+                        return s;
+        }
+        return NULL;
+}
+
 /*
- * Give GPU worker @w a job: an orphan first, else the next compiled one of
- * the store. With @w busy this is its next job (prefetch). Return: 1 a job
- * was sent or ended here, 0 nothing to do, <0 error.
+ * Give GPU worker @w (kevald-gpu or kevald-torch run) a job: the oldest
+ * orphan it can run first, else the next compiled one of the store. With @w
+ * busy this is its next job (prefetch). The run queue holds both kinds of
+ * job: one that @w cannot run goes to an idle worker of the other kind on
+ * the same GPU (the GPU is free when @w is idle), or else waits as an
+ * orphan for one (given back to the store after ORPHAN_WAIT_MS).
+ * Return: 1 a job was sent or ended here, 0 nothing to do (or a claimed job
+ * now waits as an orphan), <0 error.
  */
 int run_one(Dispatcher *d, Worker *w)
 {
-        Job *j = d->orphans;
+        Job *j = NULL, **p = &d->orphans;
+        Worker *other;
         int r = 1;
 
-        if (j) {
-                d->orphans = j->next;
+        /* An orphan that waits for the other kind of worker has the GPU next: it goes to this GPU's
+         * idle worker of that kind now, and while it waits nothing is queued behind a busy worker
+         * (prefetch), or a stream of jobs of one kind would keep the GPU from the other for as long
+         * as it lasts. (An idle worker whose GPU has no ready worker of that kind runs its own.) */
+        while (*p && suits(w, *p))
+                p = &(*p)->next;
+        if (*p && (other = w->state == W_IDLE ? sibling_for(d, w, *p) : NULL)) {
+                j = *p;
+                *p = j->next;
+                d->n_orphans--;
+                j->next = NULL;
+                return run_send(d, other, j);
+        }
+        if (*p && w->state != W_IDLE)
+                return 0;
+        p = &d->orphans;
+        while (*p && !suits(w, *p))
+                p = &(*p)->next;
+        if (*p) {
+                j = *p;
+                *p = j->next;
                 d->n_orphans--;
                 j->next = NULL;
         } else {
                 r = run_claim(d, &j);
         }
-        return r > 0 && j ? run_send(d, w, j) : r;
+        if (r <= 0 || !j)
+                return r;
+        if (suits(w, j))
+                return run_send(d, w, j);
+        other = w->state == W_IDLE ? sibling_for(d, w, j) : NULL;
+        if (other)
+                return run_send(d, other, j);
+        j->next = NULL;
+        j->orphaned_ms = now_ms(d);
+        for (p = &d->orphans; *p; p = &(*p)->next)
+                ;
+        *p = j;
+        d->n_orphans++;
+        d->status_dirty = true;
+        return 0;
 }
 
 /*
@@ -272,12 +349,17 @@ void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result)
         /* the worker sees its GPU as device 0 (CUDA_VISIBLE_DEVICES): say which one of the host it was */
         if (json_is_object(json_object_get(result, "gpu")))
                 json_object_set_new(json_object_get(result, "gpu"), "index", json_integer(w->index));
-        /* an inline task_spec's name is no proof it is the library's task: no baselines */
+        /* an inline task_spec's name is no proof it is the library's task: no baselines; the C task's
+         * baselines time another program than a kernelbench job's reference (the Python module) */
         res = pipeline_result_measured(job_task_name(j), verdict, json_object_get(j->sj->compile, "candidate"), result,
-                                       NULL, j->seed, j->own_task ? NULL : d->cfg.baselines);
+                                       NULL, j->seed, j->own_task || j->kb ? NULL : d->cfg.baselines);
         /* A task sent inline (task_spec) names itself: its name is no proof that it is the library's
          * task of that name, so what is recorded per library task (reference times) leaves it out. */
         if (res && j->own_task)
+                json_object_set_new(res, "task_inline", json_true());
+        /* ...and so does a kernelbench result on a task the library also has as a C task: its reference
+         * is the PyTorch module at KernelBench's shapes, not the C reference the task's records time. */
+        if (res && j->kb && d->cfg.tasks && tasklib_get(d->cfg.tasks, j->kb->name))
                 json_object_set_new(res, "task_inline", json_true());
         record_finish(d, j->sj, verdict, res);
         job_free(j);

@@ -27,7 +27,7 @@ static int gpu_time_state(Dispatcher *d, int index)
 
         for (int i = 0; i < d->n_workers; i++) {
                 const Worker *w = &d->workers[i];
-                if (w->spec->role != PROC_GPU || w->index != index || w->state == W_STOPPED)
+                if (!w->spec->gpu || w->index != index || w->state == W_STOPPED)
                         continue;
                 /* a job, or a hung one's worker on its way out; not a standby or a
                  * start-up that is being killed (that is time without a worker) */
@@ -115,6 +115,46 @@ static void gpu_status_add(json_t *gpus, const Worker *w)
                                                               w->state == W_EXITING)));
 }
 
+/* What /readyz says of a kevald-torch worker: its state and its HELLO's fields. */
+static json_t *torch_worker_status(const Worker *w)
+{
+        static const char *const fields[] = { "role", "pid", "ok", "device", "name", "arch", "torch", "cuda",
+                                              "python", "error", NULL };
+        json_t *o = json_pack("{s:i, s:s, s:i, s:f}", w->spec->role == PROC_TORCH_RUN ? "gpu" : "slot", w->index,
+                              "state", worker_state_name(w), "restarts", w->restarts, "busy_s", w->busy_s);
+
+        for (const char *const *f = fields; o && *f; f++) {
+                json_t *v = json_object_get(w->hello, *f);
+                if (v)
+                        json_object_set(o, *f, v);
+        }
+        return o;
+}
+
+/* The kevald-torch pools: {"configured", "torch", "build": {...counts, "workers"}, "run": [...]} */
+static json_t *torch_status(Dispatcher *d)
+{
+        json_t *build = json_array(), *run = json_array();
+        int ready = 0, busy = 0, restarts = 0, failed = 0;
+
+        for (int i = 0; i < d->n_workers; i++) {
+                const Worker *w = &d->workers[i];
+                if (w->spec->role == PROC_TORCH_RUN) {
+                        json_array_append_new(run, torch_worker_status(w));
+                } else if (w->spec->role == PROC_TORCH_BUILD) {
+                        ready += w->state == W_IDLE || w->state == W_BUSY;
+                        busy += w->state == W_BUSY;
+                        restarts += w->restarts;
+                        failed += strcmp(worker_state_name(w), "failed") == 0;
+                        json_array_append_new(build, torch_worker_status(w));
+                }
+        }
+        return json_pack("{s:i, s:s?, s:{s:i, s:i, s:i, s:i, s:i, s:o}, s:o}", "workers_per_gpu",
+                         d->cfg.torch_workers, "torch", d->torch_version[0] ? d->torch_version : NULL, "build",
+                         "configured", d->n_torch_build, "ready", ready, "busy", busy, "restarts", restarts, "failed",
+                         failed, "workers", build, "run", run);
+}
+
 void status_rebuild(Dispatcher *d)
 {
         json_t *st = json_object(), *gpus = json_array(), *layers = json_object();
@@ -132,7 +172,7 @@ void status_rebuild(Dispatcher *d)
                         c_busy += w->state == W_BUSY;
                         c_restarts += w->restarts;
                         c_failed += strcmp(worker_state_name(w), "failed") == 0;
-                } else {
+                } else if (w->spec->role == PROC_GPU) {
                         gpu_status_add(gpus, w);
                 }
         }
@@ -147,6 +187,7 @@ void status_rebuild(Dispatcher *d)
         json_object_set_new(st, "gpus", gpus);
         json_object_set_new(st, "gpu_ready", json_integer(g_ready));
         json_object_set_new(st, "fault_grace_ms", json_integer(d->fault_grace_now));
+        json_object_set_new(st, "torch", torch_status(d));
         json_object_set_new(st, "layers", layers);
         json_object_set_new(st, "counters",
                             json_pack("{s:I, s:I, s:I, s:I, s:o}", "jobs_done", (json_int_t)d->jobs_done,
@@ -157,7 +198,7 @@ void status_rebuild(Dispatcher *d)
         json_object_set_new(st, "reason",
                             json_string(d->stopping ? "shutting down"
                                         : c_ready == 0 ? "no compile worker is ready"
-                                        : (d->n_workers - d->n_compile) == 0
+                                        : d->n_clocks == 0
                                                 ? "no GPU on this host: compile-only submissions complete, full evaluations wait"
                                         : g_ready == 0 ? "no GPU worker is ready yet: full evaluations wait"
                                                        : "ok"));

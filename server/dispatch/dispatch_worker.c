@@ -221,6 +221,9 @@ static void worker_on_frame(Worker *w, Frame *f)
                         char *e = json_dumps(json_object_get(msg, "error"), JSON_COMPACT);
                         log_error("dispatch: %s worker %d failed to start: %s", w->spec->name, w->index,
                                   e ? e : "no reason given");
+                        snprintf(w->start_error, sizeof(w->start_error), "%s: %s",
+                                 jsonutil_str(json_object_get(msg, "error"), "stage", "start-up"),
+                                 jsonutil_str(json_object_get(msg, "error"), "message", "no reason given"));
                         free(e);
                         w->hello = json_incref(msg); /* its layers still show in /readyz */
                         worker_kill(w, "start-up failed");
@@ -233,7 +236,12 @@ static void worker_on_frame(Worker *w, Frame *f)
                         const char *v = json_string_value(json_object_get(msg, "nvrtc"));
                         if (v)
                                 snprintf(d->nvrtc, sizeof(d->nvrtc), "%s", v);
-                } else {
+                } else if (w->spec->role == PROC_TORCH_BUILD) {
+                        /* the torch version is part of the build cache's key: builds wait for it */
+                        const char *v = json_string_value(json_object_get(msg, "torch"));
+                        snprintf(d->torch_version, sizeof(d->torch_version), "%s", v ? v : "unknown");
+                        torch_workers_ready(d);
+                } else if (w->spec->role == PROC_GPU) {
                         const char *arch = json_string_value(json_object_get(msg, "arch"));
                         json_t *so = json_object_get(msg, "max_shared_optin");
                         if (arch && strcmp(arch, d->arch) != 0) {
@@ -245,8 +253,7 @@ static void worker_on_frame(Worker *w, Frame *f)
                                 d->max_shared_optin = (long)json_integer_value(so);
                 }
                 log_info("dispatch: %s worker %d ready (pid %d)%s%s", w->spec->name, w->index, w->proc.pid,
-                         w->spec->role == PROC_GPU ? ": " : "",
-                         w->spec->role == PROC_GPU ? jsonutil_str(msg, "name", "?") : "");
+                         w->spec->gpu ? ": " : "", w->spec->gpu ? jsonutil_str(msg, "name", "?") : "");
                 {
                         char *layers = json_dumps(json_object_get(msg, "layers"), JSON_COMPACT);
                         log_info("dispatch: %s worker sandbox layers: %s", w->spec->name, layers ? layers : "none reported");
@@ -273,8 +280,11 @@ static void worker_on_frame(Worker *w, Frame *f)
                                  " in flight", json_integer_value(json_object_get(msg, "id")), w->job->sj->id);
                 else
                         why[0] = '\0';
-                if (why[0] || (w->req ? resultcheck_compile(msg, f->blob, f->blob_len, w->req->arch, why) != 0
-                                      : resultcheck_gpu(msg, (double)d->cfg.job_timeout_s * 1000.0, why) != 0)) {
+                if (why[0] ||
+                    (w->req ? (w->spec->role == PROC_TORCH_BUILD
+                                       ? resultcheck_torch_build(msg, f->blob_len, why)
+                                       : resultcheck_compile(msg, f->blob, f->blob_len, w->req->arch, why)) != 0
+                            : resultcheck_gpu(msg, (double)d->cfg.job_timeout_s * 1000.0, why) != 0)) {
                         if (w->job) {
                                 Job *j = w->job;
                                 w->job = NULL;
@@ -310,7 +320,19 @@ static void worker_on_frame(Worker *w, Frame *f)
                         w->req = NULL;
                         req->in_flight = false;
                         d->compile_answers++;
-                        compile_done(d, req, msg, f->blob, f->blob_len, !err || strcmp(err, "compile") == 0);
+                        if (w->spec->role == PROC_TORCH_BUILD) {
+                                /* a build's fault is the source's (and the torch version's): cached */
+                                json_t *c = torch_build_result(d, msg);
+                                bool cacheable = !err || strcmp(err, "compile") == 0 || strcmp(err, "import") == 0 ||
+                                                 strcmp(err, "no_model_new") == 0;
+                                if (c)
+                                        compile_done(d, req, c, NULL, 0, cacheable);
+                                else
+                                        compile_req_fault(d, req, "out of memory");
+                                json_decref(c);
+                        } else {
+                                compile_done(d, req, msg, f->blob, f->blob_len, !err || strcmp(err, "compile") == 0);
+                        }
                 } else if (w->job) {
                         /* Keep the GPU busy. The job queued behind this one
                          * (prefetch) is already running in the worker; an idle
@@ -379,16 +401,28 @@ void worker_start(Worker *w)
 {
         Dispatcher *d = w->d;
         char path[PATH_MAX], **env = NULL;
-        char *args[3];
+        char *args[7];
+        int n = 0;
         uv_process_options_t opt = { 0 };
         uv_stdio_container_t stdio[3];
         int r;
 
         snprintf(path, sizeof(path), "%s/%s", d->libexec_dir, w->spec->executable);
-        args[0] = path;
-        args[1] = d->cfg.sandbox ? NULL : "--no-sandbox";
-        args[2] = NULL;
-        if (proctab_env(w->spec->role, w->index, &env) < 0)
+        if (w->spec->role_arg) {
+                /* kevald-torch: <torch_python> <libexec>/kevald-torch --role build|run */
+                args[n++] = (char *)d->cfg.torch_python;
+                args[n++] = path;
+                args[n++] = "--role";
+                args[n++] = (char *)w->spec->role_arg;
+        } else {
+                args[n++] = path;
+        }
+        if (!d->cfg.sandbox)
+                args[n++] = "--no-sandbox";
+        args[n] = NULL;
+        if ((w->spec->role_arg ? proctab_env_torch(w->spec->role, w->index, d->cfg.log_level, d->libexec_dir,
+                                                   d->torch_ext_root, &env)
+                               : proctab_env(w->spec->role, w->index, &env)) < 0)
                 return;
         uv_pipe_init(&d->loop, &w->to_child, 0);
         uv_pipe_init(&d->loop, &w->from_child, 0);
@@ -399,7 +433,7 @@ void worker_start(Worker *w)
         stdio[1].data.stream = (uv_stream_t *)&w->from_child;
         stdio[2].flags = UV_INHERIT_FD;
         stdio[2].data.fd = 2;
-        opt.file = path;
+        opt.file = args[0];
         opt.args = args;
         opt.env = env;
         opt.cwd = "/";
@@ -413,7 +447,7 @@ void worker_start(Worker *w)
         r = uv_spawn(&d->loop, &w->proc, &opt);
         proctab_env_free(env);
         if (r < 0) {
-                log_error("dispatch: starting %s failed: %s", path, uv_strerror(r));
+                log_error("dispatch: starting %s failed: %s", args[0], uv_strerror(r));
                 d->status_dirty = true;
                 w->failures++;
                 w->state = W_STOPPED;
@@ -440,17 +474,17 @@ void worker_start(Worker *w)
         }
         w->state = W_STARTING;
         w->sent_at_ms = now_ms(d);
-        w->deadline_ms = w->sent_at_ms + (w->spec->role == PROC_GPU ? 60000 : 30000);
+        w->deadline_ms = w->sent_at_ms + (uint64_t)(w->spec->hello_s * 1000);
         uv_read_start((uv_stream_t *)&w->from_child, on_alloc, on_read);
         d->status_dirty = true;
 }
 
-/* Is a worker of GPU @index running a job, or on its way out after one? */
-static bool gpu_reserved(Dispatcher *d, int index)
+/* Is a worker of GPU @index (kevald-gpu or kevald-torch) running a job, or on its way out after one? */
+bool gpu_reserved(Dispatcher *d, int index)
 {
         for (int i = 0; i < d->n_workers; i++) {
                 const Worker *w = &d->workers[i];
-                if (w->spec->role == PROC_GPU && w->index == index && w->state != W_STOPPED &&
+                if (w->spec->gpu && w->index == index && w->state != W_STOPPED &&
                     (w->state == W_BUSY || (w->state == W_EXITING && w->holds_gpu) || w->dying))
                         return true;
         }
@@ -463,7 +497,7 @@ Worker *idle_worker(Dispatcher *d, ProcRole role)
         for (int i = 0; i < d->n_workers; i++) {
                 Worker *w = &d->workers[i];
                 if (w->spec->role == role && w->state == W_IDLE && !w->dying &&
-                    (role != PROC_GPU || !gpu_reserved(d, w->index)))
+                    (!w->spec->gpu || !gpu_reserved(d, w->index)))
                         return w;
         }
         return NULL;

@@ -73,7 +73,7 @@ uint64_t pipeline_seed(const uint8_t secret[32], int64_t id, int attempt)
 json_t *pipeline_compile_section(json_t *compile_result, int cache_hit)
 {
         static const char *const keep[] = { "ok", "compile_ms", "arch", "nvrtc", "log",
-                                            "log_truncated", "kernels", "lowered_names", "error" };
+                                            "log_truncated", "kernels", "lowered_names", "error", "torch" };
         json_t *out = json_object();
 
         for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {

@@ -16,10 +16,18 @@
 static const ProcSpec proc_table[PROC_ROLE_MAX] = {
         [PROC_COMPILE] = { .role = PROC_COMPILE, .name = "compile", .executable = "kevald-compile",
                            .profile = "compile", .backoff_min_s = 0.05, .backoff_max_s = 30,
-                           .failures_to_degrade = 5, .sticky_restart = false },
+                           .failures_to_degrade = 5, .sticky_restart = false, .hello_s = 30 },
         [PROC_GPU] = { .role = PROC_GPU, .name = "gpu", .executable = "kevald-gpu", .profile = "gpu",
                        .backoff_min_s = 0.05, .backoff_max_s = 60, .failures_to_degrade = 5,
-                       .sticky_restart = true },
+                       .sticky_restart = true, .gpu = true, .hello_s = 60 },
+        [PROC_TORCH_BUILD] = { .role = PROC_TORCH_BUILD, .name = "torch-build", .executable = "kevald-torch",
+                               .profile = "torch-build", .backoff_min_s = 0.5, .backoff_max_s = 60,
+                               .failures_to_degrade = 5, .sticky_restart = false, .role_arg = "build",
+                               .hello_s = 120 },
+        [PROC_TORCH_RUN] = { .role = PROC_TORCH_RUN, .name = "torch-run", .executable = "kevald-torch",
+                             .profile = "torch-run", .backoff_min_s = 0.5, .backoff_max_s = 60,
+                             .failures_to_degrade = 5, .sticky_restart = true, .gpu = true, .role_arg = "run",
+                             .hello_s = 120 },
 };
 
 const ProcSpec *proctab_get(ProcRole role)
@@ -55,7 +63,7 @@ int proctab_env(ProcRole role, int gpu_index, char ***ret_env)
                 goto fail;
         if (ld && asprintf(&env[n++], "LD_LIBRARY_PATH=%s", ld) < 0)
                 goto fail;
-        if (role == PROC_GPU) {
+        if (role == PROC_GPU || role == PROC_TORCH_RUN) {
                 if (asprintf(&env[n++], "CUDA_DEVICE_ORDER=PCI_BUS_ID") < 0)
                         goto fail;
                 if (asprintf(&env[n++], "CUDA_VISIBLE_DEVICES=%d", gpu_index) < 0)
@@ -63,6 +71,8 @@ int proctab_env(ProcRole role, int gpu_index, char ***ret_env)
                 /* Pinned through CUDA_VISIBLE_DEVICES, the worker's device is 0. */
                 if (asprintf(&env[n++], "KEVALD_GPU_INDEX=0") < 0)
                         goto fail;
+        }
+        if (role == PROC_GPU) {
                 /* The worker's device-memory budget (worker/gpu/devmem.h), for operators and benchmarks. */
                 if (budget && asprintf(&env[n++], "KEVALD_DEVMEM_POOL_BYTES=%s", budget) < 0)
                         goto fail;
@@ -74,6 +84,39 @@ int proctab_env(ProcRole role, int gpu_index, char ***ret_env)
         return 0;
 fail:
         env[n > 0 ? n - 1 : 0] = NULL;
+        proctab_env_free(env);
+        return -ENOMEM;
+}
+
+int proctab_env_torch(ProcRole role, int gpu_index, const char *log_level, const char *libexec,
+                      const char *ext_root, char ***ret_env)
+{
+        char **env = NULL, **grown;
+        size_t n = 0;
+        int r = proctab_env(role, gpu_index, &env);
+
+        if (r < 0)
+                return r;
+        while (env[n])
+                n++;
+        grown = realloc(env, (n + 4) * sizeof(*env));
+        if (!grown)
+                goto fail;
+        env = grown;
+        env[n] = NULL;
+        if (asprintf(&env[n], "KEVALD_LOG_LEVEL=%s", log_level ? log_level : "info") < 0)
+                goto fail;
+        env[++n] = NULL;
+        if (asprintf(&env[n], "KEVALD_TORCH_EXT_ROOT=%s", ext_root ? ext_root : "") < 0)
+                goto fail;
+        env[++n] = NULL;
+        if (asprintf(&env[n], "KEVALD_CONFINE_LIB=%s/libkevald-confine.so", libexec ? libexec : ".") < 0)
+                goto fail;
+        env[++n] = NULL;
+        *ret_env = env;
+        return 0;
+fail:
+        env[n] = NULL;
         proctab_env_free(env);
         return -ENOMEM;
 }

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/limits.h"
 #include "worker/cubin.h"
 
 /* No plan execution is timed under 100 ns: one CUDA event pair alone costs more. */
@@ -371,5 +372,68 @@ int resultcheck_gpu(json_t *result, double deadline_ms, char why[RESULTCHECK_WHY
         if (fabs(json_number_value(ts) - geo) > SPEEDUP_REL_TOL * geo)
                 return bad(why, "/timing/speedup is not the geometric mean of the shape sets' medians' ratios (%g)",
                            geo);
+        return 0;
+}
+
+static const char *const torch_errors[] = { "compile", "import", "no_model_new", "timeout", "internal", NULL };
+
+static bool torch_error_ok(const json_t *e, bool ok)
+{
+        if (none(e))
+                return true;
+        if (ok || !json_is_string(e))
+                return false;
+        for (const char *const *p = torch_errors; *p; p++)
+                if (strcmp(*p, json_string_value(e)) == 0)
+                        return true;
+        return false;
+}
+
+/**
+ * resultcheck_torch_build() - check a kevald-torch build RESULT (docs/internals.md "kevald-torch")
+ * @result:   the RESULT JSON; borrowed
+ * @blob_len: bytes of the frame's blob: a build RESULT carries none
+ * @why:      on failure, the reason
+ * Rules: ok a boolean; error null, or with ok false one of compile, import,
+ * no_model_new, timeout, internal; log a string of at most
+ * LIMIT_KB_BUILD_LOG_BYTES; wall_ms finite and non-negative.
+ * Return: 0 or RESULTCHECK_E_INVALID.
+ */
+int resultcheck_torch_build(json_t *result, size_t blob_len, char why[RESULTCHECK_WHY_BYTES])
+{
+        json_t *ok = json_object_get(result, "ok"), *log = json_object_get(result, "log");
+
+        if (blob_len)
+                return bad(why, "a build RESULT carries no blob (%zu bytes)", blob_len);
+        if (!json_is_boolean(ok))
+                return bad(why, "/ok is not a boolean");
+        if (!torch_error_ok(json_object_get(result, "error"), json_is_true(ok)))
+                return bad(why, "/error is not null or one of compile, import, no_model_new, timeout (with ok "
+                                "false)");
+        if (log && !json_is_string(log))
+                return bad(why, "/log is not a string");
+        if (json_string_length(log) > LIMIT_KB_BUILD_LOG_BYTES)
+                return bad(why, "/log is longer than %u bytes", LIMIT_KB_BUILD_LOG_BYTES);
+        if (!finite_nonneg(json_object_get(result, "wall_ms")))
+                return bad(why, "/wall_ms is not a finite non-negative number");
+        return 0;
+}
+
+/**
+ * resultcheck_torch_compile() - check a kernelbench build as the compile cache keeps it
+ * (torch_build_result(): ok, error, log, compile_ms, arch, torch)
+ * Return: 0 or RESULTCHECK_E_INVALID.
+ */
+int resultcheck_torch_compile(json_t *compile, char why[RESULTCHECK_WHY_BYTES])
+{
+        json_t *ok = json_object_get(compile, "ok");
+
+        if (!json_is_object(compile) || !json_is_boolean(ok))
+                return bad(why, "/ok is not a boolean");
+        if (!torch_error_ok(json_object_get(compile, "error"), json_is_true(ok)))
+                return bad(why, "/error is not a build error");
+        if (!json_is_string(json_object_get(compile, "log")) || !json_is_string(json_object_get(compile, "torch")) ||
+            !finite_nonneg(json_object_get(compile, "compile_ms")))
+                return bad(why, "/log, /torch or /compile_ms is missing or of the wrong type");
         return 0;
 }

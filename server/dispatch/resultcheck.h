@@ -21,3 +21,7 @@ enum {
 int resultcheck_compile(json_t *result, const uint8_t *blob, size_t blob_len, const char *arch,
                         char why[RESULTCHECK_WHY_BYTES]);
 int resultcheck_gpu(json_t *result, double deadline_ms, char why[RESULTCHECK_WHY_BYTES]);
+/* kevald-torch's build RESULT (no blob; ok, error, log, wall_ms), and a build as the compile cache
+ * keeps it (dispatch_torch.c); a run RESULT is checked by resultcheck_gpu(). 0 or RESULTCHECK_E_INVALID. */
+int resultcheck_torch_build(json_t *result, size_t blob_len, char why[RESULTCHECK_WHY_BYTES]);
+int resultcheck_torch_compile(json_t *compile, char why[RESULTCHECK_WHY_BYTES]);

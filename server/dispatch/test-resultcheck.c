@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "common/testcheck.h"
+#include "common/limits.h"
 #include "server/dispatch/resultcheck.h"
 #include "worker/cubin.h"
 
@@ -221,9 +222,50 @@ static void test_compile_cubin(const char *path, const char *arch)
         free(cubin);
 }
 
+/* kevald-torch's build RESULT (docs/internals.md, the kevald-torch worker) */
+static int torch(const char *json, size_t blob_len)
+{
+        json_t *res = json_loads(json, 0, NULL);
+        int r = resultcheck_torch_build(res, blob_len, why);
+
+        json_decref(res);
+        return r;
+}
+
+static void test_torch_build(void)
+{
+        char *big = malloc(LIMIT_KB_BUILD_LOG_BYTES + 64);
+        json_t *res;
+
+        CHECK(torch("{\"id\": 1, \"ok\": true, \"error\": null, \"log\": \"\", \"wall_ms\": 5}", 0) == 0);
+        CHECK(torch("{\"ok\": false, \"error\": \"compile\", \"log\": \"x\", \"wall_ms\": 0}", 0) == 0);
+        CHECK(torch("{\"ok\": false, \"error\": \"no_model_new\", \"wall_ms\": 1.5}", 0) == 0);
+        CHECK(torch("{\"ok\": true, \"error\": \"compile\", \"wall_ms\": 1}", 0) == RESULTCHECK_E_INVALID);
+        CHECK(torch("{\"ok\": false, \"error\": \"segfault\", \"wall_ms\": 1}", 0) == RESULTCHECK_E_INVALID);
+        CHECK(torch("{\"ok\": 1, \"wall_ms\": 1}", 0) == RESULTCHECK_E_INVALID && strstr(why, "/ok"));
+        CHECK(torch("{\"ok\": true, \"wall_ms\": -1}", 0) == RESULTCHECK_E_INVALID && strstr(why, "/wall_ms"));
+        CHECK(torch("{\"ok\": true, \"log\": 3, \"wall_ms\": 1}", 0) == RESULTCHECK_E_INVALID);
+        CHECK(torch("{\"ok\": true, \"wall_ms\": 1}", 16) == RESULTCHECK_E_INVALID && strstr(why, "blob"));
+        if (big) {
+                memset(big, 'x', LIMIT_KB_BUILD_LOG_BYTES + 1);
+                big[LIMIT_KB_BUILD_LOG_BYTES + 1] = '\0';
+                res = json_pack("{s:b, s:s, s:i}", "ok", 1, "log", big, "wall_ms", 1);
+                CHECK(resultcheck_torch_build(res, 0, why) == RESULTCHECK_E_INVALID && strstr(why, "/log"));
+                json_decref(res);
+                free(big);
+        }
+        /* the cache's form: torch_build_result() keeps torch and compile_ms */
+        res = json_pack("{s:b, s:n, s:s, s:f, s:s}", "ok", 1, "error", "log", "", "compile_ms", 3.0, "torch", "2.9");
+        CHECK(resultcheck_torch_compile(res, why) == 0);
+        json_object_del(res, "torch");
+        CHECK(resultcheck_torch_compile(res, why) == RESULTCHECK_E_INVALID);
+        json_decref(res);
+}
+
 int main(int argc, char **argv)
 {
         test_gpu();
+        test_torch_build();
         test_compile_without_cubin();
         if (argc >= 3)
                 test_compile_cubin(argv[1], argv[2]);

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/kbtasks.h"
 #include "common/tasklib.h"
 #include "server/http/auth.h"
 #include "server/cmd/config.h"
@@ -26,6 +27,7 @@
 typedef struct Api {
         const Config *cfg;
         const TaskLib *tasks;
+        const KbIndex *kbtasks;     /* KernelBench tasks (language "kernelbench"); may be NULL */
         StorePool *pool;            /* reads, cancels, token lookups */
         Ingest *ingest;             /* acceptance (group commit) */
         Dispatcher *dispatcher;     /* may be NULL (tests) */

@@ -311,6 +311,8 @@ int api_ops_readyz(HttpRequest *req)
                 json_object_set_new(out, "compile_workers", json_pack("{s:i, s:i}", "configured", 0, "ready", 0));
         if (out && !json_object_get(out, "gpus"))
                 json_object_set_new(out, "gpus", json_array());
+        if (out && json_object_get(ds, "torch")) /* the kevald-torch pools (docs/kernelbench.md) */
+                json_object_set(out, "torch", json_object_get(ds, "torch"));
         if (out && json_is_integer(json_object_get(ds, "fault_grace_ms"))) /* the grace jobs get now (it adapts) */
                 json_object_set(out, "fault_grace_ms", json_object_get(ds, "fault_grace_ms"));
         if (out && reason)

@@ -283,6 +283,24 @@ static int validate_item(HttpRequest *req, json_t *doc, const char *base, Item *
         }
         task_v = json_object_get(doc, "task");
         spec_v = json_object_get(doc, "task_spec");
+        if (json_is_string(json_object_get(doc, "language")) &&
+            strcmp(json_string_value(json_object_get(doc, "language")), "kernelbench") == 0) {
+                const KbTask *kb = NULL;
+                /* a host without kevald-torch workers could only queue it forever: say so now */
+                if (api->cfg->torch_workers <= 0) {
+                        /* a configuration, not a moment: a client that retries learns nothing sooner */
+                        http_response_header(req, "Retry-After", "3600");
+                        return http_respond_error(req, PROBLEM_UNAVAILABLE, NULL,
+                                                  "this server runs no kevald-torch workers (torch_workers = 0): "
+                                                  "kernelbench submissions are not taken here");
+                }
+                if (json_is_string(task_v))
+                        kb = kbtasks_get(api->kbtasks, json_string_value(task_v));
+                if (kb)
+                        it->task_name = kb->name;
+                r = spec_submission_validate_kernelbench(doc, kb, &it->norm, &err);
+                goto validated;
+        }
         if (task_v && spec_v) {
                 snprintf(ptr, sizeof(ptr), "%s/task_spec", base);
                 return http_respond_error(req, PROBLEM_INVALID, ptr, "give either task or task_spec, not both");
@@ -313,6 +331,7 @@ static int validate_item(HttpRequest *req, json_t *doc, const char *base, Item *
         if (task)
                 it->task_name = spec_task_name(task);
         r = spec_submission_validate(doc, task, &it->norm, &err);
+validated:
         if (r == SPEC_E_CANDIDATE) {
                 it->rejected = pipeline_rejected(it->task_name, err.message, err.pointer);
                 /* as record_finish() does for a finished job: the front end that made the PTX */

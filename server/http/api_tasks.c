@@ -1,6 +1,10 @@
 /*
  * api_tasks - GET /v1/tasks, /v1/tasks/{name} and /v1/tasks/{name}/prompt,
- * served from the task library loaded at start-up (immutable, so no locks).
+ * served from the task library and the KernelBench index loaded at start-up
+ * (immutable, so no locks). Every summary says the languages its task
+ * takes ("kernelbench" where the index has the task); a task only the index
+ * has (no C task) is listed after the library's and served as its
+ * KernelBench document (docs/kernelbench.md).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -37,6 +41,23 @@ int api_tasks_list(HttpRequest *req)
         items = tasklib_list(api->tasks, (int)level, cat);
         if (!items)
                 return http_respond_error(req, PROBLEM_INTERNAL, NULL, "cannot list the tasks");
+        {
+                size_t i;
+                json_t *it;
+                json_array_foreach(items, i, it) {
+                        bool kb = kbtasks_get(api->kbtasks, json_string_value(json_object_get(it, "name"))) != NULL;
+                        json_object_set_new(it, "languages", kb ? json_pack("[s, s, s]", "cuda", "ptx", "kernelbench")
+                                                                : json_pack("[s, s]", "cuda", "ptx"));
+                }
+        }
+        for (size_t i = 0; i < kbtasks_count(api->kbtasks) && !cat; i++) {
+                const KbTask *k = kbtasks_at(api->kbtasks, i);
+                if (tasklib_get(api->tasks, k->name) || (level > 0 && k->level != level))
+                        continue;
+                json_array_append_new(items, json_pack("{s:s, s:s, s:i, s:[s]}", "name", k->name, "title",
+                                                       k->problem_name, "level", k->level, "languages",
+                                                       "kernelbench"));
+        }
         return http_respond_json(req, 200, json_pack("{s:I, s:o}", "count", (json_int_t)json_array_size(items),
                                                      "items", items));
 }
@@ -53,17 +74,41 @@ static const Task *find(HttpRequest *req)
         return t;
 }
 
+/* The KernelBench document of @k: {"name", "languages": ["kernelbench"], "kernelbench": {...}}. */
+static json_t *kb_document(const KbTask *k)
+{
+        return json_pack("{s:s, s:[s], s:o}", "name", k->name, "languages", "kernelbench", "kernelbench",
+                         kbtasks_json(k));
+}
+
 /**
- * api_tasks_get() - GET /v1/tasks/{name}: the task document as served
+ * api_tasks_get() - GET /v1/tasks/{name}[?language=kernelbench]: the task document as served, or its
+ * KernelBench document (with ?language=kernelbench, or for a task only the KernelBench index has)
  * Return: HTTP_DONE.
  */
 int api_tasks_get(HttpRequest *req)
 {
-        static const char *const known_q[] = { NULL };
+        static const char *const known_q[] = { "language", NULL };
+        Api *api = http_request_app(req);
+        const char *lang = http_request_query(req, "language");
+        const char *name = http_request_param(req, 0);
+        const KbTask *k = name ? kbtasks_get(api->kbtasks, name) : NULL;
         const Task *t;
 
         if (api_check_query(req, known_q))
                 return HTTP_DONE;
+        if (lang && strcmp(lang, "kernelbench") != 0)
+                return http_respond_error(req, PROBLEM_INVALID, "/query/language",
+                                          "language is kernelbench (the task's KernelBench document) or absent");
+        /* the KernelBench document: asked for, or the only one there is */
+        if (k && (lang || !tasklib_get(api->tasks, name))) {
+                json_t *doc = kb_document(k);
+                return doc ? http_respond_json(req, 200, doc)
+                           : http_respond_error(req, PROBLEM_INTERNAL, NULL, "out of memory");
+        }
+        if (lang)
+                return http_respond_error(req, PROBLEM_NOT_FOUND, NULL, "task '%.256s' takes no kernelbench "
+                                          "submissions", name ? name : "");
         t = find(req);
         if (!t)
                 return HTTP_DONE;

@@ -1,0 +1,468 @@
+/*
+ * dispatch_torch - kernelbench jobs (language "kernelbench",
+ * docs/kernelbench.md): the build stage, the run JOB, the build cache.
+ *
+ * A kernelbench job goes through the same stages as a CUDA one, with
+ * kevald-torch workers in place of kevald-compile and kevald-gpu:
+ *
+ *   compile stage  the ModelNew module is built (imported with CUDA hidden,
+ *                  load_inline's extension compiled) by a build worker into
+ *                  its build folder <torch_ext_root>/<key>/, where key =
+ *                  sha256(source, torch version, arch); the torch version is
+ *                  the build workers' HELLO's, so a job claimed before the
+ *                  first HELLO waits (wait_torch) until one comes. A build
+ *                  RESULT is a compile request's answer like any other
+ *                  (coalesced by key, retried, watchdog), cached in the
+ *                  store's compile cache without a CUBIN; an entry counts
+ *                  only while its folder exists.
+ *   run stage      a run worker of a GPU (sharing the GPU's slot with the
+ *                  kevald-gpu workers: one job on a GPU at a time) gets the
+ *                  task's shape sets, the build folder and both sources (the
+ *                  candidate, then the task's reference module) in the blob;
+ *                  its RESULT is a GPU RESULT (resultcheck_gpu(),
+ *                  gpu_done()).
+ *
+ * The build cache's folder is bounded (LIMIT_TORCH_EXT_BYTES_DEFAULT): the
+ * least recently used build folders go first (torch_prune(), from the
+ * tick, as the compile cache is pruned); a cache hit touches its folder.
+ *
+ * Part of the dispatcher: see dispatch.c for the theory of operation and
+ * dispatch_int.h for what its files share.
+ */
+#include "server/dispatch/dispatch_int.h"
+
+#include <dirent.h>
+#include <ftw.h>
+#include <sys/time.h>
+
+#define KB_CORRECTNESS_TRIALS 5 /* KernelBench's num_correct_trials */
+
+static const char *request_source(const Job *j)
+{
+        const char *s = json_string_value(json_object_get(j->sj->request, "source"));
+
+        return s ? s : "";
+}
+
+static void torch_key(Dispatcher *d, const char *source, uint8_t key[32])
+{
+        Sha256 s;
+
+        sha256_init(&s);
+        sha256_update(&s, "kevald-torch-build\0", 19);
+        sha256_update(&s, source, strlen(source) + 1);
+        sha256_update(&s, d->torch_version, strlen(d->torch_version) + 1);
+        sha256_update(&s, d->arch, strlen(d->arch) + 1);
+        sha256_final(&s, key);
+}
+
+static void build_dir_of(Dispatcher *d, const uint8_t key[32], char out[PATH_MAX])
+{
+        char hex[65];
+
+        hex_encode(key, 32, hex);
+        snprintf(out, PATH_MAX, "%s/%s", d->torch_ext_root, hex);
+}
+
+/*
+ * A checked build RESULT from the store's compile cache whose build folder
+ * still exists (touched: the prune keeps recently used ones); NULL on a miss.
+ */
+static Artifact *torch_lookup(Dispatcher *d, const uint8_t key[32])
+{
+        char why[RESULTCHECK_WHY_BYTES], dir[PATH_MAX];
+        json_t *compile = NULL;
+        uint8_t *blob = NULL;
+        size_t len = 0;
+        Artifact *a = NULL;
+        struct stat st;
+
+        if (store_cache_get(d->store, key, &compile, &blob, &len) != 0)
+                return NULL;
+        build_dir_of(d, key, dir);
+        if (len != 0 || resultcheck_torch_compile(compile, why) != 0) {
+                log_warn("dispatch: ignoring a kernelbench build cache entry that fails its checks: %s",
+                         len ? "it holds a blob" : why);
+                goto out;
+        }
+        if (json_is_true(json_object_get(compile, "ok")) && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))
+                goto out; /* pruned: build again */
+        utimes(dir, NULL);
+        a = artifact_new(key, compile, NULL, 0, 1);
+out:
+        json_decref(compile);
+        free(blob);
+        return a;
+}
+
+/* Get @j's build: from the cache, or a build request (coalesced). */
+static void torch_job_need(Dispatcher *d, Job *j)
+{
+        const char *src = request_source(j);
+        uint8_t key[32];
+        int r;
+
+        j->wait_torch = false;
+        torch_key(d, src, key);
+        j->art[SLOT_CAND] = torch_lookup(d, key);
+        if (j->art[SLOT_CAND]) {
+                d->cache_hits++;
+                torch_job_built(d, j);
+                return;
+        }
+        d->cache_misses++;
+        r = compile_request(d, j, SLOT_CAND, key, "kernelbench", NULL, NULL, src, false);
+        if (r < 0) {
+                log_error("dispatch: job %" PRId64 ": %s; back to the queue", j->sj->id, strerror(-r));
+                record_requeue(d, j->sj->id, STAGE_COMPILE, j->sj->task);
+                job_unlink(d, j);
+                job_free(j);
+        }
+}
+
+/* Start the compile stage of a claimed kernelbench job (linked into d->jobs). */
+void torch_job_begin(Dispatcher *d, Job *j)
+{
+        j->kb = kbtasks_get(d->cfg.kbtasks, j->sj->task);
+        if (!j->kb) {
+                job_finish(d, j, "internal_error", pipeline_error("internal", "task '%s' has no KernelBench entry "
+                                                                  "on this host", j->sj->task ? j->sj->task : "?"));
+                return;
+        }
+        if (d->n_torch_build == 0) {
+                job_finish(d, j, "internal_error", pipeline_error("internal", "this host runs no kevald-torch "
+                                                                  "workers (torch_workers = 0): a fleet's hosts "
+                                                                  "set torch_workers alike"));
+                return;
+        }
+        if (!d->torch_version[0]) {
+                j->wait_torch = true; /* torch_workers_ready() goes on with it */
+                return;
+        }
+        torch_job_need(d, j);
+}
+
+/* A build worker said HELLO: jobs that waited for the torch version go on. */
+void torch_workers_ready(Dispatcher *d)
+{
+        bool again = true;
+
+        /* torch_job_need() may end and unlink a job: restart the walk after each */
+        while (again) {
+                again = false;
+                for (Job *j = d->jobs; j; j = j->next)
+                        if (j->wait_torch) {
+                                torch_job_need(d, j);
+                                again = true;
+                                break;
+                        }
+        }
+}
+
+/* The build is in (a RESULT, or the cache): decide what happens to the job. */
+void torch_job_built(Dispatcher *d, Job *j)
+{
+        json_t *cand = j->art[SLOT_CAND]->compile, *section;
+        const char *e = json_string_value(json_object_get(cand, "error"));
+        const char *log = jsonutil_str(cand, "log", "");
+        char hex[65];
+
+        if (!json_is_true(json_object_get(cand, "ok"))) {
+                if (e && strcmp(e, "no_model_new") == 0) {
+                        json_t *err = pipeline_error("submission", "the module's ModelNew is not a torch.nn.Module "
+                                                     "subclass (or is missing after import)");
+                        json_object_set_new(err, "pointer", json_string("/source"));
+                        job_finish(d, j, "rejected", err);
+                } else if (e && (strcmp(e, "compile") == 0 || strcmp(e, "import") == 0)) {
+                        job_finish(d, j, "compile_error",
+                                   pipeline_error("compile", "%s", strcmp(e, "compile") == 0
+                                                  ? "the module's extension did not build (load_inline)"
+                                                  : "importing the ModelNew module failed"));
+                } else if (e && strcmp(e, "timeout") == 0) {
+                        bool hung = strstr(log, "stopped answering") != NULL;
+                        job_finish(d, j, "compile_error", pipeline_error("compile", "the build exceeded the time "
+                                                                         "limit%s%s", hung ? ": " : "",
+                                                                         hung ? log : ""));
+                } else {
+                        job_finish(d, j, "internal_error", pipeline_error("internal", "%s",
+                                                                          log[0] ? log : "build worker failure"));
+                }
+                return;
+        }
+        if (strcmp(j->sj->mode, "full") != 0) {
+                job_finish(d, j, "compiled", NULL);
+                return;
+        }
+        section = json_object();
+        json_object_set_new(section, "candidate", compile_section_of(j, SLOT_CAND));
+        hex_encode(j->art[SLOT_CAND]->key, 32, hex);
+        json_object_set_new(section, "candidate_key", json_string(hex));
+        record_owe(d, OWE_COMPILED, j->sj->id, STAGE_COMPILE, NULL, 0, section, j->sj->task);
+        job_unlink(d, j);
+        job_free(j);
+}
+
+/* The build JOB of @req (a kernelbench compile request; "arch" the GPUs', for which load_inline
+ * builds: part of the key); a new object, its folder made. */
+json_t *torch_build_msg(Dispatcher *d, const CompileReq *req)
+{
+        char dir[PATH_MAX];
+
+        build_dir_of(d, req->key, dir);
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                log_warn("dispatch: cannot make the build folder '%s': %s", dir, strerror(errno));
+        return json_pack("{s:I, s:s, s:i, s:s, s:s}", "id", (json_int_t)d->compiles_sent + 1, "kind", "build",
+                         "deadline_ms", d->cfg.torch_build_timeout_ms, "build_dir", dir, "arch", req->arch);
+}
+
+/*
+ * A checked build RESULT as the compile section stores it: ok, error, log
+ * (with log_truncated), compile_ms (its wall_ms), arch and torch. A new object.
+ */
+json_t *torch_build_result(Dispatcher *d, json_t *msg)
+{
+        json_t *e = json_object_get(msg, "error");
+        json_t *out = json_pack("{s:O, s:O, s:s, s:b, s:f, s:s, s:s}", "ok", json_object_get(msg, "ok"), "error",
+                                e ? e : json_null(), "log", jsonutil_str(msg, "log", ""), "log_truncated",
+                                json_is_true(json_object_get(msg, "log_truncated")), "compile_ms",
+                                json_number_value(json_object_get(msg, "wall_ms")), "arch", d->arch, "torch",
+                                d->torch_version);
+        return out;
+}
+
+Artifact *torch_artifact_by_hex(Dispatcher *d, const char *hex)
+{
+        uint8_t key[32];
+
+        return hex && hex_decode(hex, key, sizeof(key)) == 0 ? torch_lookup(d, key) : NULL;
+}
+
+/*
+ * The run JOB of claimed kernelbench job @j (j->gjob). Return: 1 ready to
+ * send, 0 the job ended or went back to the compile stage here, <0 error.
+ */
+int torch_run_prepare(Dispatcher *d, Job *j)
+{
+        StoreJob *sj = j->sj;
+        const char *cand = request_source(j);
+        size_t n_cand = strlen(cand), n_ref;
+        char seedhex[17], dir[PATH_MAX];
+        double deadline;
+        json_t *shapes = json_array(), *s;
+        size_t i;
+
+        j->kb = kbtasks_get(d->cfg.kbtasks, sj->task);
+        if (!j->kb || !d->torch_ext_root) {
+                json_t *e = !j->kb ? pipeline_error("internal", "task '%s' has no KernelBench entry on this host",
+                                                    sj->task ? sj->task : "?")
+                                   : pipeline_error("internal", "this host runs no kevald-torch workers "
+                                                    "(torch_workers = 0): a fleet's hosts set torch_workers alike");
+                json_t *res = pipeline_result(sj->task, "internal_error", NULL, NULL, e, j->seed);
+                json_decref(e);
+                json_decref(shapes);
+                record_finish(d, sj, "internal_error", res);
+                return 0;
+        }
+        j->art[SLOT_CAND] = torch_artifact_by_hex(d, json_string_value(json_object_get(sj->compile, "candidate_key")));
+        if (!j->art[SLOT_CAND] || !json_is_true(json_object_get(j->art[SLOT_CAND]->compile, "ok"))) {
+                json_decref(shapes);
+                record_requeue(d, sj->id, STAGE_COMPILE, sj->task); /* the build folder was pruned: build again */
+                return 0;
+        }
+        n_ref = strlen(j->kb->source);
+        json_array_foreach(j->kb->shapes, i, s)
+                json_array_append_new(shapes, json_pack("{s:O, s:O, s:f, s:f}", "name", json_object_get(s, "name"),
+                                                        "constants", json_object_get(s, "constants"), "atol",
+                                                        j->kb->atol, "rtol", j->kb->rtol));
+        snprintf(seedhex, sizeof(seedhex), "%016" PRIx64, j->seed);
+        deadline = d->cfg.job_timeout_s * 1000 < LIMIT_KB_DEADLINE_MS_MAX ? d->cfg.job_timeout_s * 1000
+                                                                           : LIMIT_KB_DEADLINE_MS_MAX;
+        build_dir_of(d, j->art[SLOT_CAND]->key, dir);
+        j->gjob = json_pack("{s:I, s:s, s:s, s:s, s:I, s:O, s:i, s:s, s:{s:{s:i, s:I}, s:{s:I, s:I}}, s:o}", "id",
+                            (json_int_t)sj->id, "kind", "run", "seed", seedhex, "mode", "full", "deadline_ms",
+                            (json_int_t)deadline, "timing",
+                            json_object_get(sj->request, "timing"), "correctness_trials", KB_CORRECTNESS_TRIALS,
+                            "build_dir", dir, "sources", "candidate", "offset", 0, "size", (json_int_t)n_cand,
+                            "reference", "offset", (json_int_t)n_cand, "size", (json_int_t)n_ref, "shapes", shapes);
+        return j->gjob ? 1 : -ENOMEM;
+}
+
+/* Send @j's run JOB to kevald-torch run worker @w: its blob is the candidate's source, then the reference's. */
+int torch_run_send(Worker *w, Job *j)
+{
+        const char *cand = request_source(j);
+
+        return worker_send(w, FRAME_JOB, j->gjob, (const uint8_t *)cand, strlen(cand),
+                           (const uint8_t *)j->kb->source, strlen(j->kb->source));
+}
+
+/* ---- the build cache's folder -------------------------------------------------- */
+
+static uint64_t tree_bytes;
+
+static int add_size(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        (void)path, (void)flag, (void)ftw;
+        tree_bytes += (uint64_t)st->st_size;
+        return 0;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        (void)st, (void)flag, (void)ftw;
+        remove(path);
+        return 0;
+}
+
+typedef struct ExtDir {
+        char name[65];
+        time_t mtime;
+        uint64_t bytes;
+} ExtDir;
+
+static int by_age(const void *a, const void *b)
+{
+        time_t x = ((const ExtDir *)a)->mtime, y = ((const ExtDir *)b)->mtime;
+
+        return x < y ? -1 : x > y;
+}
+
+/*
+ * Bound the build cache's folder to LIMIT_TORCH_EXT_BYTES_DEFAULT: the least
+ * recently used build folders (by their mtime: a cache hit touches it) are
+ * removed until the rest fit. A folder a queued or running build writes to
+ * is never the oldest for long; a job whose folder goes is built again
+ * (torch_run_prepare()).
+ */
+void torch_prune(Dispatcher *d)
+{
+        DIR *dir = d->torch_ext_root ? opendir(d->torch_ext_root) : NULL;
+        ExtDir *list = NULL;
+        size_t n = 0, cap = 0;
+        uint64_t total = 0;
+        struct dirent *e;
+
+        if (!dir)
+                return;
+        while ((e = readdir(dir))) {
+                char path[PATH_MAX];
+                struct stat st;
+                if (strlen(e->d_name) != 64)
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s", d->torch_ext_root, e->d_name);
+                if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                if (n == cap) {
+                        ExtDir *g = realloc(list, (cap = cap ? cap * 2 : 64) * sizeof(*g));
+                        if (!g)
+                                break;
+                        list = g;
+                }
+                tree_bytes = 0;
+                nftw(path, add_size, 16, FTW_PHYS);
+                snprintf(list[n].name, sizeof(list[n].name), "%s", e->d_name);
+                list[n].mtime = st.st_mtime;
+                list[n].bytes = tree_bytes;
+                total += tree_bytes;
+                n++;
+        }
+        closedir(dir);
+        qsort(list, n, sizeof(*list), by_age);
+        for (size_t i = 0; i < n && total > LIMIT_TORCH_EXT_BYTES_DEFAULT; i++) {
+                char path[PATH_MAX];
+                snprintf(path, sizeof(path), "%s/%s", d->torch_ext_root, list[i].name);
+                nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+                total -= list[i].bytes;
+                log_info("dispatch: kernelbench build cache: removed '%s' (least recently used)", list[i].name);
+        }
+        free(list);
+}
+
+/*
+ * Is every kevald-torch worker of @role failing to start (failures_to_degrade
+ * consecutive failed starts each, none ready)? @why gets the start-up error
+ * one of them last reported in a HELLO (Worker.start_error).
+ */
+static bool pool_failed(Dispatcher *d, ProcRole role, char *why, size_t why_len)
+{
+        int n = 0;
+
+        snprintf(why, why_len, "no reason given");
+        for (int i = 0; i < d->n_workers; i++) {
+                const Worker *w = &d->workers[i];
+                if (w->spec->role != role)
+                        continue;
+                if (w->state == W_IDLE || w->state == W_BUSY || w->failures < w->spec->failures_to_degrade)
+                        return false;
+                if (w->start_error[0])
+                        snprintf(why, why_len, "%s", w->start_error);
+                n++;
+        }
+        return n > 0;
+}
+
+/*
+ * A kevald-torch pool that cannot start (no PyTorch, no GPU, the sandbox)
+ * would leave its jobs waiting for as long as it fails: while every build
+ * worker has failed its starts, the builds waiting for one (and the jobs
+ * waiting for a build worker's HELLO) end as internal_error, naming the
+ * worker's own start-up error; while every run worker has, so do the
+ * kernelbench jobs waiting as orphans for one. Called from the tick.
+ */
+void torch_check_pools(Dispatcher *d)
+{
+        char why[400], log[600];
+        json_t *res;
+
+        if (d->cfg.torch_workers <= 0)
+                return;
+        if (pool_failed(d, PROC_TORCH_BUILD, why, sizeof(why))) {
+                snprintf(log, sizeof(log), "no kevald-torch build worker could start (an infrastructure fault, not "
+                         "the source's): %s", why);
+                for (bool again = true; again;) {
+                        again = false;
+                        for (Job *j = d->jobs; j; j = j->next)
+                                if (j->wait_torch) {
+                                        log_warn("dispatch: job %" PRId64 ": %s", j->sj->id, log);
+                                        job_finish(d, j, "internal_error", pipeline_error("internal", "%s", log));
+                                        again = true;
+                                        break;
+                                }
+                }
+                for (bool again = true; again;) {
+                        again = false;
+                        for (CompileReq *req = d->compiles; req; req = req->next)
+                                if (!req->in_flight && strcmp(req->language, "kernelbench") == 0) {
+                                        res = json_pack("{s:b, s:s, s:s, s:s, s:f, s:s, s:s}", "ok", 0, "error",
+                                                        "internal", "log", log, "arch", d->arch, "compile_ms", 0.0,
+                                                        "torch", d->torch_version);
+                                        compile_done(d, req, res, NULL, 0, false);
+                                        json_decref(res);
+                                        again = true;
+                                        break;
+                                }
+                }
+        }
+        if (d->orphans && pool_failed(d, PROC_TORCH_RUN, why, sizeof(why))) {
+                Job **p = &d->orphans;
+                snprintf(log, sizeof(log), "no kevald-torch run worker could start (an infrastructure fault, not "
+                         "the kernel's): %s", why);
+                while (*p) {
+                        Job *j = *p;
+                        json_t *e;
+                        if (!j->kb) {
+                                p = &j->next;
+                                continue;
+                        }
+                        *p = j->next;
+                        d->n_orphans--;
+                        e = pipeline_error("internal", "%s", log);
+                        res = pipeline_result(job_task_name(j), "internal_error",
+                                              json_object_get(j->sj->compile, "candidate"), NULL, e, j->seed);
+                        json_decref(e);
+                        record_finish(d, j->sj, "internal_error", res);
+                        job_free(j);
+                }
+                d->status_dirty = true;
+        }
+}
