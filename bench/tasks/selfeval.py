@@ -119,7 +119,7 @@ def main():
     names = parse_names(args.names)
     subs, meta, skipped = [], [], []
     for path in sorted(glob.glob(os.path.join(args.tasks, "**", "*.json"), recursive=True)):
-        if path.endswith(".plan.json"):
+        if path.endswith(".plan.json") or os.path.relpath(path, args.tasks).split(os.sep)[0] in ("baselines", "kernelbench"):
             continue
         doc = json.load(open(path))
         if "buffers" not in doc or args.only not in doc["name"]:

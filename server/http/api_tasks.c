@@ -14,6 +14,31 @@
 #include "common/tasklib.h"
 #include "server/http/api.h"
 
+static int cmp_item_name(const void *a, const void *b)
+{
+        return tasklib_name_cmp(json_string_value(json_object_get(*(json_t *const *)a, "name")),
+                                json_string_value(json_object_get(*(json_t *const *)b, "name")));
+}
+
+/* Sort the summaries of @items by name in the library's natural order: the
+ * KernelBench-only tasks among the library's, not after them. */
+static int sort_by_name(json_t *items)
+{
+        size_t n = json_array_size(items), i;
+        json_t **v = n ? malloc(n * sizeof(*v)) : NULL;
+
+        if (n && !v)
+                return -ENOMEM;
+        for (i = 0; i < n; i++)
+                v[i] = json_incref(json_array_get(items, i));
+        qsort(v, n, sizeof(*v), cmp_item_name);
+        json_array_clear(items);
+        for (i = 0; i < n; i++)
+                json_array_append_new(items, v[i]);
+        free(v);
+        return 0;
+}
+
 /**
  * api_tasks_list() - GET /v1/tasks?level=&category=
  * Return: HTTP_DONE.
@@ -57,6 +82,10 @@ int api_tasks_list(HttpRequest *req)
                 json_array_append_new(items, json_pack("{s:s, s:s, s:i, s:[s]}", "name", k->name, "title",
                                                        k->problem_name, "level", k->level, "languages",
                                                        "kernelbench"));
+        }
+        if (sort_by_name(items) != 0) {
+                json_decref(items);
+                return http_respond_error(req, PROBLEM_INTERNAL, NULL, "cannot list the tasks");
         }
         return http_respond_json(req, 200, json_pack("{s:I, s:o}", "count", (json_int_t)json_array_size(items),
                                                      "items", items));
@@ -149,3 +178,4 @@ int api_tasks_prompt(HttpRequest *req)
         free(text);
         return r;
 }
+

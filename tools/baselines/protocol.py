@@ -170,8 +170,12 @@ def summary(doc):
     return {"entries": n, "eager": e, "compile": c}
 
 
+NOT_TASK_DIRS = ("baselines", "kernelbench")   # top-level folders of the library that hold no task
+
+
 def is_task_file(root, path):
     """Whether @path, a *.json under the task library @root, is a task: not an
-    example plan (*.plan.json) nor in the library's top-level baselines/ folder."""
+    example plan (*.plan.json) nor in the library's top-level baselines/ or kernelbench/ folder
+    (PyTorch baselines; the KernelBench-format family and its index)."""
     rel = os.path.relpath(path, root).split(os.sep)
-    return path.endswith(".json") and not path.endswith(".plan.json") and rel[0] != "baselines"
+    return path.endswith(".json") and not path.endswith(".plan.json") and rel[0] not in NOT_TASK_DIRS

@@ -49,8 +49,8 @@ def load_tasks(tasks_dir=None):
     tasks = {}
     root = tasks_dir or os.path.join(ROOT, "tasks")
     for p in sorted(glob.glob(os.path.join(root, "**", "*.json"), recursive=True)):
-        if os.path.relpath(p, root).split(os.sep)[0] == "baselines" or p.endswith(".plan.json"):
-            continue   # the library's baseline files (tools/baselines), example plans
+        if os.path.relpath(p, root).split(os.sep)[0] in ("baselines", "kernelbench") or p.endswith(".plan.json"):
+            continue   # the library's baseline files (tools/baselines), the KernelBench family, example plans
         with open(p) as f:
             t = json.load(f)
         t["_dir"] = os.path.dirname(p)

@@ -183,7 +183,7 @@ def main():
     rest = [a for a in args if not a.startswith("--") and a != only]
     root = rest[0] if rest else os.path.join(os.path.dirname(__file__), "..", "..", "tasks")
     paths = sorted(p for p in glob.glob(os.path.join(root, "**", "*.json"), recursive=True)
-                   if os.path.relpath(p, root).split(os.sep)[0] != "baselines")   # not tasks (tools/baselines)
+                   if os.path.relpath(p, root).split(os.sep)[0] not in ("baselines", "kernelbench"))   # not tasks
     bad = 0
     count = 0
     for p in paths:

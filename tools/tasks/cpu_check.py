@@ -338,7 +338,8 @@ def main():
     if "--max-elems" in args:
         maxel = int(args[args.index("--max-elems") + 1])
     paths = sorted(p for p in glob.glob(os.path.join(ROOT, "tasks", "**", "*.json"), recursive=True)
-                   if os.sep + "baselines" + os.sep not in p)   # baseline files are not tasks
+                   if os.path.relpath(p, os.path.join(ROOT, "tasks")).split(os.sep)[0]
+                   not in ("baselines", "kernelbench"))   # baselines and the KernelBench family are not tasks
     nbad = 0
     for p in paths:
         if only and only not in p:

@@ -356,8 +356,8 @@ def main():
     a = ap.parse_args()
     tasks = []
     for p in glob.glob(os.path.join(a.tasks, "**", "*.json"), recursive=True):
-        if os.path.relpath(p, a.tasks).split(os.sep)[0] == "baselines":
-            continue   # baseline files (tools/baselines), not tasks
+        if os.path.relpath(p, a.tasks).split(os.sep)[0] in ("baselines", "kernelbench"):
+            continue   # baseline files (tools/baselines), the KernelBench family: not tasks
         with open(p) as f:
             tasks.append(json.load(f))
     tasks.sort(key=lambda t: (t.get("level", 1), problem_num(t["name"])))

@@ -48,7 +48,7 @@ def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "tasks")
     n = bad = 0
     for p in sorted(glob.glob(os.path.join(root, "**", "*.json"), recursive=True)):
-        if os.path.relpath(p, root).split(os.sep)[0] == "baselines" or p.endswith(".plan.json"):
+        if os.path.relpath(p, root).split(os.sep)[0] in ("baselines", "kernelbench") or p.endswith(".plan.json"):
             continue
         with open(p) as f:
             t = json.load(f)
