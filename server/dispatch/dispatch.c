@@ -196,6 +196,53 @@ static int jobs_held(Dispatcher *d)
         return n;
 }
 
+/* Whether this dispatcher holds job @id (the places jobs_held() counts). */
+static bool holds(Dispatcher *d, int64_t id)
+{
+        for (Job *j = d->jobs; j; j = j->next)
+                if (j->sj->id == id)
+                        return true;
+        for (Job *j = d->orphans; j; j = j->next)
+                if (j->sj->id == id)
+                        return true;
+        for (Owed *o = d->owed; o; o = o->next)
+                if (o->id == id)
+                        return true;
+        for (int i = 0; i < d->n_workers; i++) {
+                const Worker *w = &d->workers[i];
+                if ((w->job && w->job->sj->id == id) || (w->queued && w->queued->sj->id == id))
+                        return true;
+        }
+        return false;
+}
+
+/*
+ * The heartbeat renewed more leases than this dispatcher holds: a job is
+ * leased to this process that nothing here will finish, and the heartbeat
+ * would keep it leased for as long as the process lives. It happens when a
+ * claim's answer is lost (PostgreSQL committed it, then the connection was
+ * cut before the row came back). Put every such job back in its queue.
+ * Claims happen on this loop only, so every job claimed so far is held.
+ */
+static void leases_reconcile(Dispatcher *d)
+{
+        json_t *leases = NULL, *l;
+        size_t i;
+
+        if (store_leases_of(d->store, d->owner, &leases) != 0)
+                return;
+        json_array_foreach(leases, i, l) {
+                int64_t id = json_integer_value(json_object_get(l, "id"));
+                Stage stage = strcmp(jsonutil_str(l, "state", ""), "running") == 0 ? STAGE_RUN : STAGE_COMPILE;
+                if (holds(d, id))
+                        continue;
+                int r = store_requeue(d->store, id, d->owner, stage);
+                log_warn("dispatch: job %" PRId64 ": leased to this process but held by nobody here (a claim whose "
+                         "answer was lost): %s", id, r == 0 ? "back in its queue" : r < 0 ? strerror(-r) : "moot");
+        }
+        json_decref(leases);
+}
+
 static void on_tick(uv_timer_t *t)
 {
         Dispatcher *d = t->data;
@@ -231,9 +278,8 @@ static void on_tick(uv_timer_t *t)
                 int extended = 0, held = jobs_held(d);
                 if (store_heartbeat_owner(d->store, d->owner, d->cfg.lease_s, &extended) < 0)
                         log_warn("dispatch: renewing leases failed");
-                else if (extended > held) /* a lease nobody here holds would never expire: a bug */
-                        log_error("dispatch: renewed %d lease(s) but holds %d job(s): a claimed job was dropped",
-                                  extended, held);
+                else if (extended > held) /* a lease nobody here holds would never expire */
+                        leases_reconcile(d);
                 d->last_heartbeat_ms = now;
         }
         /* The reaper: leases of dead supervisors (other hosts, or a crash). */

@@ -177,6 +177,7 @@ int store_requeue(Store *store, int64_t id, const char *owner, Stage stage);
 int store_reap_collect(Store *store, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
                        size_t *ret_n_failed);
 int store_requeue_all_leases(Store *store);   /* at start-up: every lease of a dead supervisor */
+int store_leases_of(Store *store, const char *owner, json_t **ret_leases);
 int store_cancel(Store *store, int64_t id, int64_t token_id);
 
 /* Reads. */

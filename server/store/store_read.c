@@ -329,6 +329,47 @@ int store_queue_depth(Store *store, int64_t *ret_queued, int64_t *ret_compiled, 
         return r;
 }
 
+/**
+ * store_leases_of() - the jobs leased to @owner (compiling or running), by id, at most 1000
+ * @store:      open store; borrowed
+ * @owner:      the lease owner (store_lease_plan())
+ * @ret_leases: on success, a new array of {"id": n, "state": "compiling"|"running"}
+ * Return: 0 or a negative errno.
+ *
+ * For the dispatcher's check that it holds every job it renews: a claim
+ * whose answer was lost (the connection cut after PostgreSQL committed it)
+ * leaves a job leased to this process that nothing here will run.
+ */
+int store_leases_of(Store *store, const char *owner, json_t **ret_leases)
+{
+        StoreVal a[] = { SV_TEXT(owner) };
+        json_t *list = json_array();
+        StoreRow row;
+        int r;
+
+        if (!list)
+                return -ENOMEM;
+        r = store->ops->query(store->be, STORE_Q_LEASES_OF, NULL, a, SV_N(a), &row);
+        if (r < 0)
+                goto out;
+        while ((r = row.ops->step(&row)) > 0) {
+                const char *state = row.ops->text(&row, 1, NULL);
+                if (json_array_append_new(list, json_pack("{sIss}", "id", (json_int_t)row.ops->i64(&row, 0),
+                                                          "state", state ? state : "")) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+        }
+        row.ops->done(&row);
+        if (r == 0) {
+                *ret_leases = list;
+                list = NULL;
+        }
+out:
+        json_decref(list);
+        return r;
+}
+
 /* ---- views and dashboards ----------------------------------------------- */
 
 /**

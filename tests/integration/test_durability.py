@@ -240,6 +240,39 @@ def test_full_disk_strands_no_acknowledged_job(tmp_path):
     assert rc == 0, f"exit {rc}:\n{s.log_tail()}"
 
 
+@pytest.mark.skipif(PG_STORE, reason="writes the SQLite file beside the server (the fleet suite restarts PostgreSQL)")
+def test_lease_held_by_nobody_goes_back_to_its_queue(tmp_path):
+    """A job leased to this process that the dispatcher does not hold (what a claim whose answer was
+    lost leaves: PostgreSQL committed it, then the connection was cut) is put back in its queue at
+    the next heartbeat; before, the heartbeat renewed it for as long as the process lived."""
+    import sqlite3
+    s = Server(tmp_path / "ghost", ["--host-id", "ghosthost", "--lease-s", "3"]).start()
+    s.wait_ready()
+    try:
+        with s.client() as c:
+            sid = accepted(c.post("/v1/submissions", json=full_sub(c)))
+            got = wait_states(c, [sid], {"compiled"}, timeout=60)   # no GPU here: it waits for one
+            assert got[sid]["state"] == "compiled", got
+            owner = f"ghosthost/kevald-{s.proc.pid}"
+            db = sqlite3.connect(str(s.db), timeout=30)
+            with db:
+                n = db.execute("UPDATE submissions SET state = 'running', lease_owner = ?, lease_expires = ? "
+                               "WHERE id = ? AND state = 'compiled'", (owner, time.time() + 3600, sid)).rowcount
+            assert n == 1
+            deadline = time.monotonic() + 20 * SLOW
+            while True:
+                state, lease = db.execute("SELECT state, lease_owner FROM submissions WHERE id = ?", (sid,)).fetchone()
+                if state == "compiled" and lease is None:
+                    break
+                assert time.monotonic() < deadline, (state, lease, s.log_tail())
+                time.sleep(0.1)
+            db.close()
+        assert f"job {sid}: leased to this process but held by nobody here" in s.log_text()
+    finally:
+        rc = s.stop()
+    assert rc == 0, f"exit {rc}:\n{s.log_tail()}"
+
+
 # ---- kevald store copy ---------------------------------------------------------
 
 @pytest.mark.skipif(not PG_STORE, reason="store copy needs a PostgreSQL target (the -pg variant)")
