@@ -433,7 +433,7 @@ void torch_check_pools(Dispatcher *d)
                         again = false;
                         for (CompileReq *req = d->compiles; req; req = req->next)
                                 if (!req->in_flight && strcmp(req->language, "kernelbench") == 0) {
-                                        res = json_pack("{s:b, s:s, s:s, s:s, s:f, s:s, s:s}", "ok", 0, "error",
+                                        res = json_pack("{s:b, s:s, s:s, s:s, s:f, s:s}", "ok", 0, "error",
                                                         "internal", "log", log, "arch", d->arch, "compile_ms", 0.0,
                                                         "torch", d->torch_version);
                                         compile_done(d, req, res, NULL, 0, false);

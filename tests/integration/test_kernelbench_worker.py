@@ -290,3 +290,18 @@ def test_kevald_kernelbench_scores_a_runs_folder(kbw, tmp_path):
     with kbw.server.client() as c:
         items = c.get("/v1/submissions", params={"run_id": "kernelbench-kbw_run"}).json()["items"]
     assert sorted(i["verdict"] for i in items) == ["correct", "incorrect"]
+
+
+def test_sources_that_kill_the_build_worker_end_as_internal_error(kbw):
+    """A module that ends its build worker at import (os._exit) counts as the worker's failure, without a
+    RESULT: after 5 in a row the build pool counts as failed, and the builds still queued end as
+    internal_error naming it (dispatch_torch.c, torch_check_pools()) rather than crash the server.
+    Last in this file: the pool then waits out its backoff."""
+    die = "import os\nos._exit(1)\n# {salt}\n\n\nclass ModelNew:\n    pass\n"
+    subs = [{"task": "vadd", "language": "kernelbench", "source": die.format(salt=os.urandom(8).hex())}
+            for _ in range(6)]
+    done = kbw.run(subs, timeout=60)
+    assert [d["result"]["verdict"] for d in done] == ["internal_error"] * 6, [d["result"] for d in done]
+    msgs = [d["result"]["error"]["message"] for d in done]
+    assert any("no kevald-torch build worker could start" in m for m in msgs), msgs
+    assert kbw.server.proc.poll() is None, "kevald died"
