@@ -122,7 +122,7 @@ def sub(kind, salt=None, **extra):
 class RealTorchServer:
     """`kevald serve --torch-workers 1` over the real kevald-torch on faketorch."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, args=()):
         self.dir = Path(workdir)
         self.libexec = self.dir / "libexec"
         self.libexec.mkdir(parents=True)
@@ -146,7 +146,7 @@ class RealTorchServer:
         self.server = Server(self.dir / "srv", [
             "--libexec", str(self.libexec), "--gpus", "0", "--gpu-workers-per-gpu", "1", "--torch-workers", "1",
             "--torch-python", str(self.python), "--tasks", str(self.tasks), "--torch-ext-dir", str(self.ext),
-            "--job-timeout-s", str(JOB_TIMEOUT_S), "--max-attempts", "1"])
+            "--job-timeout-s", str(JOB_TIMEOUT_S), "--max-attempts", "1", *args])
 
     def start(self):
         self.server.start()
@@ -302,6 +302,20 @@ def test_kevald_kernelbench_scores_a_runs_folder(kbw, tmp_path):
     with kbw.server.client() as c:
         items = c.get("/v1/submissions", params={"run_id": "kernelbench-kbw_run"}).json()["items"]
     assert sorted(i["verdict"] for i in items) == ["correct", "incorrect"]
+
+
+def test_without_the_sandbox(tmp_path):
+    """sandbox = false: the server adds --no-sandbox after --role, the worker runs unconfined, says so in
+    its layers, and judges as before."""
+    s = RealTorchServer(tmp_path / "nosb", ["--sandbox=false"]).start()
+    try:
+        body = s.readyz()
+        for role in ("torch-build", "torch-run"):
+            assert body["layers"][role]["seccomp"] == {"active": False, "detail": "disabled (--no-sandbox)"}, body
+        done = s.run([sub("correct"), sub("incorrect")])
+        assert [d["result"]["verdict"] for d in done] == ["correct", "incorrect"]
+    finally:
+        assert_stopped_cleanly(s.server)
 
 
 def test_sources_that_kill_the_build_worker_end_as_internal_error(kbw):
