@@ -304,6 +304,18 @@ def test_kevald_kernelbench_scores_a_runs_folder(kbw, tmp_path):
     assert sorted(i["verdict"] for i in items) == ["correct", "incorrect"]
 
 
+def test_real_results_match_the_openapi_document(kbw):
+    from test_openapi import SCHEMA_DIR, Checker, Registry
+    api = json.loads((SCHEMA_DIR / "openapi.json").read_text())
+    done = kbw.run([sub("correct"), sub("incorrect"), sub("raises"), sub("syntax"), sub("not_a_module")])
+    with kbw.server.client() as c:
+        ck = Checker(api, Registry(SCHEMA_DIR), c)
+        for d in done:
+            ck.check("get", f"/v1/submissions/{d['id']}")
+        ck.check("get", "/readyz")
+    assert not ck.failures, "\n".join(ck.failures)
+
+
 def test_without_the_sandbox(tmp_path):
     """sandbox = false: the server adds --no-sandbox after --role, the worker runs unconfined, says so in
     its layers, and judges as before."""
