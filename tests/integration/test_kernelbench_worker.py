@@ -20,8 +20,13 @@ What must hold, for ModelNew sources in plain PyTorch against the fixture task v
     worker's watchdog, exit 4), and the next job still runs;
   * every result is stored (GET /v1/submissions/{id}), listed in the history, and the build
     of an identical source is a cache hit that the run worker can still use;
-  * /readyz shows the real workers' HELLOs (roles, torch, the stand-in GPU, their sandbox);
-  * `kevald kernelbench` scores a runs/ folder of such files through the server.
+  * /readyz shows the real workers' HELLOs (roles, torch, the stand-in GPU, their sandbox; run as
+    root, the artifact root is given to nobody and the build worker drops root too), and the
+    stored results and /readyz match the OpenAPI document;
+  * `kevald kernelbench` scores a runs/ folder of such files through the server;
+  * with sandbox = false the workers get --no-sandbox and judge the same;
+  * sources that kill the build worker at import end as internal_error once the build pool
+    counts as failed, and the server lives on.
 Exit 77 (skipped) only where no python3 with numpy can load libkevald-confine.so.
 """
 import json
