@@ -17,7 +17,8 @@ What must hold, for ModelNew sources in plain PyTorch against the fixture task v
     error is `runtime_error` (kind cuda), after which the run worker exits 3 and is replaced;
     no ModelNew subclass is `rejected` at /source; a syntax error and a failed load_inline are
     `compile_error` with the worker's log; a forward that never returns is `timeout` (the
-    worker's watchdog, exit 4), and the next job still runs;
+    worker's watchdog, exit 4), and the next job still runs; an aliased, downcast or cached output
+    is `incorrect` with the judge's kind, a replaced clock `rejected` (tamper);
   * every result is stored (GET /v1/submissions/{id}), listed in the history, and the build
     of an identical source is a cache hit that the run worker can still use;
   * /readyz shows the real workers' HELLOs (roles, torch, the stand-in GPU, their sandbox; run as
@@ -106,6 +107,9 @@ BODIES = {
     "cuda_fault": "        raise RuntimeError('CUDA error: an illegal memory access was encountered')\n",
     "syntax": "        return (a + b\n",
     "hang": "        while True:\n            pass\n",
+    "alias": "        return a.add_(b)\n",
+    "downcast": "        return (a + b).half()\n",
+    "caching": "        if not hasattr(self, 'c'):\n            self.c = a + b\n        return self.c\n",
 }
 
 
@@ -113,6 +117,9 @@ def source(kind, salt=None):
     salt = salt or os.urandom(8).hex()
     if kind == "not_a_module":
         return f"import torch\n# {salt}\n\n\nclass ModelNew:\n    pass\n"
+    if kind == "tamper":   # the judge's clock replaced
+        return ("import torch\ntorch.cuda.Event.elapsed_time = lambda self, end: 1e-3\n" +
+                HEAD.format(salt=salt) + BODIES["correct"])
     if kind == "load_inline":
         return (f"import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n# {salt}\n"
                 "ext = load_inline(name='vadd_ext', cpp_sources='', cuda_sources='__global__ void k() {}')\n\n\n"
@@ -244,6 +251,16 @@ def test_verdicts_of_plain_pytorch_modules(kbw):
     assert syn["error"] == "import" and "SyntaxError" in syn["log"], syn
     li = res["load_inline"]["compile"]
     assert li["error"] == "compile" and "Error building extension 'vadd_ext'" in li["log"], li
+
+
+def test_the_judges_exploit_checks(kbw):
+    """What the worker names (judge_check.py) reaches the stored result: an output that aliases an
+    input, a downcast output, a result cached from the first call, the judge's clock replaced."""
+    kinds = {"alias": ("incorrect", "output_alias"), "downcast": ("incorrect", "precision"),
+             "caching": ("incorrect", "mismatch"), "tamper": ("rejected", "tamper")}
+    done = kbw.run([sub(k) for k in kinds])
+    got = {k: (d["result"]["verdict"], d["result"]["error"]["kind"]) for k, d in zip(kinds, done)}
+    assert got == kinds, [d["result"] for d in done]
 
 
 def test_results_are_stored_and_listed(kbw):
