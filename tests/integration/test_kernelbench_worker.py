@@ -221,7 +221,9 @@ def test_readyz_shows_the_real_workers(kbw):
 
 def test_verdicts_of_plain_pytorch_modules(kbw):
     kinds = ["correct", "incorrect", "raises", "not_a_module", "syntax", "load_inline", "correct_scaled"]
-    done = kbw.run([sub(k) for k in kinds])
+    # "fast" times the first shape set only (timing.shapes "first", the default); the second asks for all
+    all_shapes = {"budget_ms": 300, "target_precision": 0.05, "shapes": "all"}
+    done = kbw.run([sub(k, timing=all_shapes) if k == "correct_scaled" else sub(k) for k in kinds])
     res = {k: d["result"] for k, d in zip(kinds, done)}
     assert {k: r["verdict"] for k, r in res.items()} == {
         "correct": "correct", "incorrect": "incorrect", "raises": "runtime_error", "not_a_module": "rejected",
@@ -232,7 +234,9 @@ def test_verdicts_of_plain_pytorch_modules(kbw):
         assert [s["shape"] for s in r["correctness"]["shapes"]] == ["default", "tiny"]
         assert all(s["passed"] and s["trials"] == 5 and s["inputs_intact"] for s in r["correctness"]["shapes"])
         shapes = r["timing"]["shapes"]
-        assert [s["shape"] for s in shapes] == ["default", "tiny"]
+        assert [s["shape"] for s in shapes] == (["default", "tiny"] if k == "correct_scaled" else ["default"])
+        assert [s["revalidated"] for s in r["correctness"]["shapes"]] == (
+            [True, True] if k == "correct_scaled" else [True, None]), r["correctness"]["shapes"]
         assert all(s["candidate"]["median_ms"] > 0 and s["reference"]["median_ms"] > 0 and s["runs_checked"] > 0
                    for s in shapes), shapes
         assert r["timing"]["speedup"] > 0 and r["reward_fields"]["correct"] is True
