@@ -115,6 +115,8 @@ BODIES = {
 
 def source(kind, salt=None):
     salt = salt or os.urandom(8).hex()
+    if kind == "no_model_new":   # refused by the server before any worker sees it
+        return f"import torch\n# {salt}\nX = 1\n"
     if kind == "not_a_module":
         return f"import torch\n# {salt}\n\n\nclass ModelNew:\n    pass\n"
     if kind == "tamper":   # the judge's clock replaced
@@ -220,14 +222,16 @@ def test_readyz_shows_the_real_workers(kbw):
 
 
 def test_verdicts_of_plain_pytorch_modules(kbw):
-    kinds = ["correct", "incorrect", "raises", "not_a_module", "syntax", "load_inline", "correct_scaled"]
+    kinds = ["correct", "incorrect", "raises", "not_a_module", "syntax", "load_inline", "correct_scaled",
+             "no_model_new"]
     # "fast" times the first shape set only (timing.shapes "first", the default); the second asks for all
     all_shapes = {"budget_ms": 300, "target_precision": 0.05, "shapes": "all"}
     done = kbw.run([sub(k, timing=all_shapes) if k == "correct_scaled" else sub(k) for k in kinds])
     res = {k: d["result"] for k, d in zip(kinds, done)}
     assert {k: r["verdict"] for k, r in res.items()} == {
         "correct": "correct", "incorrect": "incorrect", "raises": "runtime_error", "not_a_module": "rejected",
-        "syntax": "compile_error", "load_inline": "compile_error", "correct_scaled": "correct"}, res
+        "syntax": "compile_error", "load_inline": "compile_error", "correct_scaled": "correct",
+        "no_model_new": "rejected"}, res
     for k in ("correct", "correct_scaled"):
         r = res[k]
         assert r["task"] == "vadd" and r["compile"]["ok"] and r["compile"]["torch"] == "0.0-fake", r
@@ -251,6 +255,9 @@ def test_verdicts_of_plain_pytorch_modules(kbw):
     rej = res["not_a_module"]
     assert rej["error"]["kind"] == "submission" and rej["error"]["pointer"] == "/source"
     assert rej["compile"]["error"] == "no_model_new"
+    none = res["no_model_new"]
+    assert none["error"]["pointer"] == "/source" and "class ModelNew" in none["error"]["message"], none
+    assert "compile" not in none   # never built
     syn = res["syntax"]["compile"]
     assert syn["error"] == "import" and "SyntaxError" in syn["log"], syn
     li = res["load_inline"]["compile"]
