@@ -203,14 +203,21 @@ void torch_job_built(Dispatcher *d, Job *j)
 }
 
 /* The build JOB of @req (a kernelbench compile request; "arch" the GPUs', for which load_inline
- * builds: part of the key); a new object, its folder made. */
+ * builds: part of the key); a new object, its folder made. The folder belongs to the artifact root's
+ * owner: a build worker started as root drops to nobody when nobody owns the root (sandbox/proc.c), and
+ * must then be able to write the folder made here. */
 json_t *torch_build_msg(Dispatcher *d, const CompileReq *req)
 {
         char dir[PATH_MAX];
+        struct stat root;
 
         build_dir_of(d, req->key, dir);
         if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                 log_warn("dispatch: cannot make the build folder '%s': %s", dir, strerror(errno));
+        else if (stat(d->torch_ext_root, &root) == 0 && root.st_uid != geteuid() &&
+                 chown(dir, root.st_uid, root.st_gid) < 0)
+                log_warn("dispatch: cannot give the build folder '%s' to uid %u: %s", dir, (unsigned)root.st_uid,
+                         strerror(errno));
         return json_pack("{s:I, s:s, s:i, s:s, s:s}", "id", (json_int_t)d->compiles_sent + 1, "kind", "build",
                          "deadline_ms", d->cfg.torch_build_timeout_ms, "build_dir", dir, "arch", req->arch);
 }
@@ -433,7 +440,7 @@ void torch_check_pools(Dispatcher *d)
                         again = false;
                         for (CompileReq *req = d->compiles; req; req = req->next)
                                 if (!req->in_flight && strcmp(req->language, "kernelbench") == 0) {
-                                        res = json_pack("{s:b, s:s, s:s, s:s, s:f, s:s, s:s}", "ok", 0, "error",
+                                        res = json_pack("{s:b, s:s, s:s, s:s, s:f, s:s}", "ok", 0, "error",
                                                         "internal", "log", log, "arch", d->arch, "compile_ms", 0.0,
                                                         "torch", d->torch_version);
                                         compile_done(d, req, res, NULL, 0, false);

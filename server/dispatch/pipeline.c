@@ -397,6 +397,10 @@ static char *feedback_text(const char *verdict, json_t *result)
                 else
                         r = asprintf(&text, "Incorrect (%s)%s%s%s: %s", kind ? kind : "mismatch", shape ? " on shape set '" : "",
                                      shape ? shape : "", shape ? "'" : "", msg ? msg : "outputs differ from the reference");
+        } else if (strcmp(verdict, "runtime_error") == 0 && !json_is_integer(json_object_get(error, "launch"))) {
+                /* kevald-torch's: a forward pass, no launch or kernel of a plan to name */
+                r = asprintf(&text, "Runtime error %s, shape set '%s', %s phase: %s", jsonutil_str(error, "name", "?"),
+                             jsonutil_str(error, "shape", "?"), jsonutil_str(error, "phase", "?"), msg ? msg : "");
         } else if (strcmp(verdict, "runtime_error") == 0) {
                 r = asprintf(&text, "Runtime error %s in launch %" JSON_INTEGER_FORMAT " (kernel '%s'), shape set '%s', %s phase: %s",
                              jsonutil_str(error, "name", "?"),

@@ -2,7 +2,7 @@
 jobspec - the run JOB, checked and bounded before anything runs (no torch):
 
   {"id", "kind": "run", "seed": "<hex>", "mode": "full", "deadline_ms",
-   "timing": {"budget_ms", "target_precision", "min_trials", "max_trials", "warmup"},
+   "timing": {"budget_ms", "target_precision", "min_trials", "max_trials", "warmup", "shapes"},
    "correctness_trials", "build_dir",
    "sources": {"candidate": {"offset", "size"}, "reference": {"offset", "size"}},
    "shapes": [{"name", "constants": {...}, "atol", "rtol"}]}
@@ -95,6 +95,12 @@ def parse_run(job, blob):
     if r.max_trials < r.min_trials:
         raise BadJob("timing.max_trials < timing.min_trials")
     r.warmup = _num(t, "warmup", TIMING_DEFAULT["warmup"], 0, WARMUP_MAX, True)
+    # as kevald-gpu: "first" times the first shape set only (the submission's default), "all" (or
+    # absent) every one; correctness covers every shape set either way
+    which = t.get("shapes", "all")
+    if which not in ("first", "all"):
+        raise BadJob("timing.shapes is not \"first\" or \"all\"")
+    r.time_first_only = which == "first"
     r.correctness_trials = _num(job, "correctness_trials", 3, 1, LIMIT_CORRECTNESS_TRIALS_MAX, True)
     bd = job.get("build_dir")
     if not isinstance(bd, str) or not os.path.isabs(bd) or "\0" in bd:

@@ -15,7 +15,8 @@ worker"). Theory of operation, per JOB:
                trial 0 also runs the candidate a second time on fresh copies
                (deterministic: the same bits; different bits that still pass
                the tolerance are reported, not failed);
-  timing       per shape set, judge_timing.time_shape(), with an even share
+  timing       per timed shape set (the first with timing.shapes "first",
+               else each), judge_timing.time_shape(), with an even share
                of the budget (at most half of what is left of the deadline);
   verdict      the first failure ends the job: incorrect (mismatch,
                precision, input_mutation, output_device, output_alias,
@@ -332,8 +333,8 @@ class Judge:
             mark = time.monotonic()
             cur["phase"], cur["trial"] = "timing", None
             timed = []
-            n = len(self.job.shapes)
-            for si, shape in enumerate(self.job.shapes):
+            n = 1 if self.job.time_first_only else len(self.job.shapes)
+            for si, shape in enumerate(self.job.shapes[:n]):
                 cur["shape"] = shape["name"]
                 self.phase(shape["name"], "timing")
                 left = self.job.deadline_ms - (time.monotonic() - self.t0) * 1000.0

@@ -70,6 +70,22 @@ def exec_trees():
     return out
 
 
+def run_devices(visible, index):
+    """CUDA_VISIBLE_DEVICES for the run role: the device @index (KEVALD_GPU_INDEX) names among those
+    @visible (the CUDA_VISIBLE_DEVICES it was started with) leaves visible, so that it is device 0 here.
+    kevald serve pins each run worker as it pins kevald-gpu: CUDA_VISIBLE_DEVICES=<its GPU>,
+    KEVALD_GPU_INDEX=0. Without CUDA_VISIBLE_DEVICES, @index itself. None when @index names no
+    visible device."""
+    try:
+        i = int(index or 0)
+    except ValueError:
+        return None
+    if visible is None:
+        return str(i) if i >= 0 else None
+    items = [x.strip() for x in visible.split(",") if x.strip()]
+    return items[i] if 0 <= i < len(items) else None
+
+
 def arch_of(major, minor):
     """kevald's arch name of a compute capability: sm_90a for 9.0 (the
     architecture-specific target, as kevald-gpu names it), else sm_NN."""
@@ -126,7 +142,11 @@ class Worker:
             except OSError:
                 pass
         else:
-            os.environ["CUDA_VISIBLE_DEVICES"] = os.environ.get("KEVALD_GPU_INDEX", "0")
+            dev = run_devices(os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("KEVALD_GPU_INDEX", "0"))
+            if dev is None:
+                return (f"KEVALD_GPU_INDEX={os.environ.get('KEVALD_GPU_INDEX')!r} names no device of "
+                        f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r}")
+            os.environ["CUDA_VISIBLE_DEVICES"] = dev
             os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
             os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "1")
         os.environ["TORCH_EXTENSIONS_DIR"] = root

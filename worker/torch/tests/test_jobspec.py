@@ -32,6 +32,16 @@ class RunJob(unittest.TestCase):
         self.assertEqual((r.min_trials, r.max_trials, r.warmup, r.correctness_trials), (6, 1000, 3, 3))
         self.assertEqual(r.shapes[0]["constants"], {"batch_size": 16, "dim": 64})
 
+    def test_timed_shape_sets(self):
+        """timing.shapes as kevald-gpu reads it: "first" (what the server sends by default) times the
+        first shape set only, "all" or none every one; anything else is a malformed JOB."""
+        base = job()["timing"]
+        for which, first in (("first", True), ("all", False), (None, False)):
+            t = dict(base, shapes=which) if which else base
+            self.assertIs(jobspec.parse_run(job(timing=t), BLOB).time_first_only, first, which)
+        with self.assertRaises(BadJob):
+            jobspec.parse_run(job(timing=dict(base, shapes="last")), BLOB)
+
     def test_defaults(self):
         j = job()
         del j["timing"], j["correctness_trials"]

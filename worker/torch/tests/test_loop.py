@@ -124,6 +124,20 @@ class HelloWithoutTorch(unittest.TestCase):
         if hello["layers"]["landlock"]["active"]:
             self.assertIn("torch-run profile", hello["layers"]["landlock"]["detail"])
 
+    def test_run_role_keeps_the_supervisors_gpu(self):
+        """kevald serve pins a run worker as kevald-gpu: CUDA_VISIBLE_DEVICES=<its GPU>, KEVALD_GPU_INDEX=0
+        (an index among the visible devices); overwriting CUDA_VISIBLE_DEVICES with KEVALD_GPU_INDEX put
+        every GPU's run worker on GPU 0."""
+        from kevald_torch.main import run_devices
+        self.assertEqual(run_devices("3", "0"), "3")
+        self.assertEqual(run_devices("2,5", "1"), "5")
+        self.assertEqual(run_devices(None, "2"), "2")   # not pinned (tests/gpu/torch/drive.py): the index
+        for visible, index in (("3", "1"), ("", "0"), (None, "x"), (None, "-1")):
+            self.assertIsNone(run_devices(visible, index), (visible, index))
+        rc, hello, err = self.hello("run", {"CUDA_VISIBLE_DEVICES": "3", "KEVALD_GPU_INDEX": "1"})
+        self.assertEqual((rc, hello["error"]["stage"]), (1, "config"), hello)
+        self.assertIn("KEVALD_GPU_INDEX='1' names no device of CUDA_VISIBLE_DEVICES='3'", hello["error"]["message"])
+
     def test_fails_closed_without_the_confinement_library(self):
         rc, hello, err = self.hello("run", {"KEVALD_CONFINE_LIB": None})
         self.assertEqual((rc, hello["ok"], hello["error"]["stage"]), (1, False, "sandbox"))

@@ -1,0 +1,378 @@
+"""
+KernelBench submissions through the real `kevald serve` and the real kevald-torch, end to end
+(issue 29): the server's side (tests/integration/test_kernelbench.py, with a stand-in worker)
+and the worker's side (worker/torch/tests, without the server) meet here. CI has neither PyTorch
+nor a GPU, so the worker imports the numpy stand-in for torch (worker/torch/tests/faketorch):
+the server runs `<torch_python> <libexec>/kevald-torch --role build|run` with its scrubbed
+environment, so torch_python is a small wrapper that puts faketorch on PYTHONPATH (and, in a
+sanitized tree, preloads the sanitizer runtimes libkevald-confine.so needs) before it execs a
+python3 that has numpy. The workers run sandboxed, as the server starts them by default; the
+GPU (index 0) is the stand-in's label. kevald-gpu is the usual stand-in (it judges no
+kernelbench job; the GPU's slot is shared with it).
+
+What must hold, for ModelNew sources in plain PyTorch against the fixture task vadd
+(tests/fixtures/kernelbench, shape sets default and tiny):
+  * verdicts: a correct module is `correct` with a timing per shape set; a wrong one is
+    `incorrect` (mismatch); an exception in forward is `runtime_error` (kind python); a CUDA
+    error is `runtime_error` (kind cuda), after which the run worker exits 3 and is replaced;
+    no ModelNew subclass is `rejected` at /source; a syntax error and a failed load_inline are
+    `compile_error` with the worker's log; a forward that never returns is `timeout` (the
+    worker's watchdog, exit 4), and the next job still runs; an aliased, downcast or cached output
+    is `incorrect` with the judge's kind, a replaced clock `rejected` (tamper);
+  * every result is stored (GET /v1/submissions/{id}), listed in the history, and the build
+    of an identical source is a cache hit that the run worker can still use;
+  * /readyz shows the real workers' HELLOs (roles, torch, the stand-in GPU, their sandbox; run as
+    root, the artifact root is given to nobody and the build worker drops root too), and the
+    stored results and /readyz match the OpenAPI document;
+  * `kevald kernelbench` scores a runs/ folder of such files through the server;
+  * with sandbox = false the workers get --no-sandbox and judge the same;
+  * sources that kill the build worker at import end as internal_error once the build pool
+    counts as failed, and the server lives on.
+Exit 77 (skipped) only where no python3 with numpy can load libkevald-confine.so.
+"""
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURE_TASKS, LIBEXEC, SLOW, SOURCE_ROOT, Server, assert_stopped_cleanly, wait_done
+
+FAKETORCH = SOURCE_ROOT / "worker" / "torch" / "tests" / "faketorch"
+KB_FIXTURES = SOURCE_ROOT / "tests" / "fixtures" / "kernelbench"
+sys.path.insert(0, str(SOURCE_ROOT / "worker" / "torch" / "tests"))
+sys.path.insert(0, str(SOURCE_ROOT / "tests" / "pylib"))
+import standin_gpu_worker as standin_gpu  # noqa: E402
+
+
+def numpy_python():
+    for py in ("/usr/bin/python3", shutil.which("python3")):
+        try:
+            if py and subprocess.run([py, "-c", "import numpy"], capture_output=True, timeout=30).returncode == 0:
+                return py
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return None
+
+
+def why_not():
+    """Why the stand-in cannot serve here, or None."""
+    if not (LIBEXEC / "kevald-torch").exists() or not (LIBEXEC / "libkevald-confine.so").exists():
+        return f"no kevald-torch and libkevald-confine.so in {LIBEXEC} (build first)"
+    py = numpy_python()
+    if py is None:
+        return "no python3 with numpy for the faketorch stand-in"
+    import helpers  # worker/torch/tests: the library's sanitizer environment, loading it
+    if not helpers.lib_loads(py):
+        return f"{py} cannot load libkevald-confine.so"
+    return None
+
+
+REASON = why_not()
+if not REASON:
+    import helpers  # noqa: E402
+
+PY = numpy_python()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def faketorch_serves():
+    """meson's skip (exit status 77) where the stand-in cannot serve; pytest.exit() from a test, not at
+    import (there pytest 7 reports it as a collection error)."""
+    if REASON:
+        pytest.exit(f"SKIP: {REASON}", returncode=77)
+JOB_TIMEOUT_S = 6   # the run JOB's deadline_ms: what the hanging module costs
+
+HEAD = """import torch
+import torch.nn as nn
+# {salt}
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+"""
+BODIES = {
+    "correct": "        return a + b\n",
+    "correct_scaled": "        return (a * 2.0 + b * 2.0) * 0.5\n",
+    "incorrect": "        return a - b\n",
+    "raises": "        raise ValueError('not implemented yet')\n",
+    "cuda_fault": "        raise RuntimeError('CUDA error: an illegal memory access was encountered')\n",
+    "syntax": "        return (a + b\n",
+    "hang": "        while True:\n            pass\n",
+    "alias": "        return a.add_(b)\n",
+    "downcast": "        return (a + b).half()\n",
+    "caching": "        if not hasattr(self, 'c'):\n            self.c = a + b\n        return self.c\n",
+}
+
+
+def source(kind, salt=None):
+    salt = salt or os.urandom(8).hex()
+    if kind == "no_model_new":   # refused by the server before any worker sees it
+        return f"import torch\n# {salt}\nX = 1\n"
+    if kind == "not_a_module":
+        return f"import torch\n# {salt}\n\n\nclass ModelNew:\n    pass\n"
+    if kind == "tamper":   # the judge's clock replaced
+        return ("import torch\ntorch.cuda.Event.elapsed_time = lambda self, end: 1e-3\n" +
+                HEAD.format(salt=salt) + BODIES["correct"])
+    if kind == "load_inline":
+        return (f"import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n# {salt}\n"
+                "ext = load_inline(name='vadd_ext', cpp_sources='', cuda_sources='__global__ void k() {}')\n\n\n"
+                "class ModelNew(nn.Module):\n    def forward(self, a, b):\n        return a + b\n")
+    return HEAD.format(salt=salt) + BODIES[kind]
+
+
+def sub(kind, salt=None, **extra):
+    return dict({"task": "vadd", "language": "kernelbench", "source": source(kind, salt), "timing": "fast"}, **extra)
+
+
+class RealTorchServer:
+    """`kevald serve --torch-workers 1` over the real kevald-torch on faketorch."""
+
+    def __init__(self, workdir, args=()):
+        self.dir = Path(workdir)
+        self.libexec = self.dir / "libexec"
+        self.libexec.mkdir(parents=True)
+        for name in ("kevald-compile", "kevald-torch", "libkevald-confine.so"):
+            os.symlink(LIBEXEC / name, self.libexec / name)   # kevald-torch finds its package by realpath
+        standin_gpu.install(self.libexec, {"work_s": 0.02})
+        self.python = self.dir / "torch-python"
+        env = dict(helpers.LIB_ENV, PYTHONPATH=str(FAKETORCH))
+        self.python.write_text("#!/bin/sh\n" + "".join(f"export {k}='{v}'\n" for k, v in env.items()) +
+                               f"exec {PY} \"$@\"\n")
+        self.python.chmod(self.python.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        self.tasks = self.dir / "tasks"
+        shutil.copytree(FIXTURE_TASKS, self.tasks)
+        shutil.copytree(KB_FIXTURES, self.tasks / "kernelbench")
+        self.ext = self.dir / "ext"
+        self.ext.mkdir()
+        if os.geteuid() == 0:   # the artifact root given to nobody, as the build profile's uid layer asks
+            for d in (self.dir.parent, self.dir):   # and the way to it
+                os.chmod(d, 0o755)
+            os.chown(self.ext, 65534, 65534)
+        self.server = Server(self.dir / "srv", [
+            "--libexec", str(self.libexec), "--gpus", "0", "--gpu-workers-per-gpu", "1", "--torch-workers", "1",
+            "--torch-python", str(self.python), "--tasks", str(self.tasks), "--torch-ext-dir", str(self.ext),
+            "--job-timeout-s", str(JOB_TIMEOUT_S), "--max-attempts", "1", *args])
+
+    def start(self):
+        self.server.start()
+        self.server.wait_ready()
+        self.wait_torch_ready()
+        return self
+
+    def readyz(self):
+        with self.server.client() as c:
+            return c.get("/readyz").json()
+
+    def wait_torch_ready(self, timeout=60.0):
+        import time
+        deadline = time.monotonic() + timeout * SLOW
+        body = None
+        while time.monotonic() < deadline:
+            body = self.readyz()
+            t = body.get("torch") or {}
+            run = t.get("run") or []
+            if (t.get("build") or {}).get("ready", 0) >= 1 and run and all(w["state"] == "ready" for w in run):
+                return body
+            time.sleep(0.05)
+        pytest.fail(f"kevald-torch workers not ready: {json.dumps(body)[:3000]}\n{self.server.log_tail()}")
+
+    def run(self, subs, timeout=60.0):
+        with self.server.client() as c:
+            r = c.post("/v1/submissions", json={"submissions": subs})
+            assert r.status_code == 202, r.text
+            return [wait_done(c, i, timeout=timeout) for i in r.json()["ids"]]
+
+    def run_pids(self):
+        return [w.get("pid") for w in self.readyz()["torch"]["run"]]
+
+
+@pytest.fixture(scope="module")
+def kbw(tmp_module):
+    s = RealTorchServer(tmp_module / "kbw").start()
+    yield s
+    assert_stopped_cleanly(s.server)
+
+
+def test_readyz_shows_the_real_workers(kbw):
+    body = kbw.readyz()
+    t = body["torch"]
+    assert t["torch"] == "0.0-fake"                      # the build HELLO's torch: part of the build key
+    assert t["build"]["workers"][0]["role"] == "torch-build"
+    (run,) = t["run"]
+    assert run["role"] == "torch-run" and run["gpu"] == 0 and run["name"] == "Fake GPU (numpy)", run
+    # sandboxed as the server starts them: the library's layers, not a stand-in's or --no-sandbox's
+    for role in ("torch-build", "torch-run"):
+        layers = body["layers"][role]
+        assert "sandbox" not in layers, layers
+        assert layers["seccomp"]["active"] and layers["landlock"]["active"] == body["layers"]["compile"][
+            "landlock"]["active"], layers
+        assert role + " " in layers["seccomp"]["detail"]
+    if os.geteuid() == 0:
+        # the build worker drops root: nobody may write the artifact root (and the folders the server makes in it)
+        assert body["layers"]["torch-build"]["uid"]["active"], body["layers"]["torch-build"]["uid"]
+
+
+def test_verdicts_of_plain_pytorch_modules(kbw):
+    kinds = ["correct", "incorrect", "raises", "not_a_module", "syntax", "load_inline", "correct_scaled",
+             "no_model_new"]
+    # "fast" times the first shape set only (timing.shapes "first", the default); the second asks for all
+    all_shapes = {"budget_ms": 300, "target_precision": 0.05, "shapes": "all"}
+    done = kbw.run([sub(k, timing=all_shapes) if k == "correct_scaled" else sub(k) for k in kinds])
+    res = {k: d["result"] for k, d in zip(kinds, done)}
+    assert {k: r["verdict"] for k, r in res.items()} == {
+        "correct": "correct", "incorrect": "incorrect", "raises": "runtime_error", "not_a_module": "rejected",
+        "syntax": "compile_error", "load_inline": "compile_error", "correct_scaled": "correct",
+        "no_model_new": "rejected"}, res
+    for k in ("correct", "correct_scaled"):
+        r = res[k]
+        assert r["task"] == "vadd" and r["compile"]["ok"] and r["compile"]["torch"] == "0.0-fake", r
+        assert [s["shape"] for s in r["correctness"]["shapes"]] == ["default", "tiny"]
+        assert all(s["passed"] and s["trials"] == 5 and s["inputs_intact"] for s in r["correctness"]["shapes"])
+        shapes = r["timing"]["shapes"]
+        assert [s["shape"] for s in shapes] == (["default", "tiny"] if k == "correct_scaled" else ["default"])
+        assert [s["revalidated"] for s in r["correctness"]["shapes"]] == (
+            [True, True] if k == "correct_scaled" else [True, None]), r["correctness"]["shapes"]
+        assert all(s["candidate"]["median_ms"] > 0 and s["reference"]["median_ms"] > 0 and s["runs_checked"] > 0
+                   for s in shapes), shapes
+        assert r["timing"]["speedup"] > 0 and r["reward_fields"]["correct"] is True
+        assert r["gpu"]["name"] == "Fake GPU (numpy)" and r["task_inline"] is True
+    inc = res["incorrect"]
+    assert inc["error"]["kind"] == "mismatch" and inc["error"]["shape"] == "default", inc["error"]
+    assert inc["correctness"]["shapes"][0]["buffers"][0]["mismatches"] > 0
+    assert "first mismatch" in inc["feedback"]
+    err = res["raises"]["error"]
+    assert err["kind"] == "python" and err["name"] == "ValueError" and "not implemented yet" in err["message"], err
+    assert "kernel '" not in res["raises"]["feedback"] and "ValueError" in res["raises"]["feedback"]
+    rej = res["not_a_module"]
+    assert rej["error"]["kind"] == "submission" and rej["error"]["pointer"] == "/source"
+    assert rej["compile"]["error"] == "no_model_new"
+    none = res["no_model_new"]
+    assert none["error"]["pointer"] == "/source" and "class ModelNew" in none["error"]["message"], none
+    assert "compile" not in none   # never built
+    syn = res["syntax"]["compile"]
+    assert syn["error"] == "import" and "SyntaxError" in syn["log"], syn
+    li = res["load_inline"]["compile"]
+    assert li["error"] == "compile" and "Error building extension 'vadd_ext'" in li["log"], li
+
+
+def test_the_judges_exploit_checks(kbw):
+    """What the worker names (judge_check.py) reaches the stored result: an output that aliases an
+    input, a downcast output, a result cached from the first call, the judge's clock replaced."""
+    kinds = {"alias": ("incorrect", "output_alias"), "downcast": ("incorrect", "precision"),
+             "caching": ("incorrect", "mismatch"), "tamper": ("rejected", "tamper")}
+    done = kbw.run([sub(k) for k in kinds])
+    got = {k: (d["result"]["verdict"], d["result"]["error"]["kind"]) for k, d in zip(kinds, done)}
+    assert got == kinds, [d["result"] for d in done]
+
+
+def test_results_are_stored_and_listed(kbw):
+    salt = os.urandom(8).hex()
+    done = kbw.run([sub("correct", salt=salt, tags={"run_id": "kbw-history"}),
+                    sub("incorrect", tags={"run_id": "kbw-history"})])
+    # the same source again: its build is a cache hit, and the run worker finds what the build left
+    (again,) = kbw.run([sub("correct", salt=salt, tags={"run_id": "kbw-history"})])
+    assert again["result"]["verdict"] == "correct" and again["result"]["compile"]["cache_hit"] is True
+    assert done[0]["result"]["compile"]["cache_hit"] is False
+    with kbw.server.client() as c:
+        for d in done + [again]:
+            stored = c.get(f"/v1/submissions/{d['id']}").json()
+            assert stored["state"] == "done" and stored["result"]["verdict"] == d["result"]["verdict"]
+            assert stored["result"]["seed"] == d["result"]["seed"]
+        items = c.get("/v1/submissions", params={"run_id": "kbw-history", "limit": 100}).json()["items"]
+        assert sorted((i["id"], i["verdict"]) for i in items) == sorted(
+            (d["id"], d["result"]["verdict"]) for d in done + [again])
+        listed = {i["id"] for i in c.get("/v1/submissions", params={"task": "vadd", "limit": 1000}).json()["items"]}
+        assert {d["id"] for d in done + [again]} <= listed
+
+
+def test_a_cuda_fault_and_a_hang_end_the_worker_and_the_next_job_runs(kbw):
+    before = kbw.run_pids()
+    (fault,) = kbw.run([sub("cuda_fault")])
+    r = fault["result"]
+    assert r["verdict"] == "runtime_error" and r["error"]["kind"] == "cuda", r
+    assert r["error"]["name"] == "CUDA_ERROR_ILLEGAL_ADDRESS", r["error"]
+    (ok,) = kbw.run([sub("correct")])
+    assert ok["result"]["verdict"] == "correct"
+    after_fault = kbw.run_pids()
+    assert after_fault != before, "the run worker was not replaced after a sticky CUDA error"
+    (hang,) = kbw.run([sub("hang")], timeout=JOB_TIMEOUT_S * 4 + 30)
+    h = hang["result"]
+    assert h["verdict"] == "timeout" and h["error"]["kind"] == "timeout", h
+    assert f"{JOB_TIMEOUT_S * 1000} ms deadline" in h["error"]["message"]   # the worker's own watchdog answered
+    (ok2,) = kbw.run([sub("correct")])
+    assert ok2["result"]["verdict"] == "correct"
+    assert kbw.run_pids() != after_fault
+    log = kbw.server.log_text()
+    assert re.search(r"torch-run worker 0 \(pid \d+\) exited: status 3, signal 0", log), log[-3000:]
+    assert re.search(r"torch-run worker 0 \(pid \d+\) exited: status 4, signal 0", log), log[-3000:]
+
+
+def test_kevald_kernelbench_scores_a_runs_folder(kbw, tmp_path):
+    runs = tmp_path / "runs" / "kbw_run"
+    runs.mkdir(parents=True)
+    (runs / "level_1_problem_901_sample_0_kernel.py").write_text(source("correct"))
+    (runs / "level_1_problem_901_sample_1_kernel.py").write_text(source("incorrect"))
+    out = tmp_path / "report.json"
+    p = kbw.server.kevald("kernelbench", str(runs), "--server", kbw.server.url, "--out", str(out),
+                          "--timeout", "120", check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "level 1: 1 problems, 2 generations" in p.stdout, p.stdout
+    assert "verdicts: correct 1 incorrect 1" in p.stdout, p.stdout
+    (lv,) = json.loads(out.read_text())["levels"]
+    rows = {r["sample"]: r for r in lv["rows"]}
+    assert rows[0]["task"] == "vadd" and rows[0]["verdict"] == "correct" and rows[0]["scored"]
+    assert rows[0]["speedup_eager"] > 0 and rows[1]["verdict"] == "incorrect" and not rows[1]["scored"]
+    assert lv["fast_p"]["eager"]["0"] == 1.0
+    with kbw.server.client() as c:
+        items = c.get("/v1/submissions", params={"run_id": "kernelbench-kbw_run"}).json()["items"]
+    assert sorted(i["verdict"] for i in items) == ["correct", "incorrect"]
+
+
+def test_real_results_match_the_openapi_document(kbw):
+    from test_openapi import SCHEMA_DIR, Checker, Registry
+    api = json.loads((SCHEMA_DIR / "openapi.json").read_text())
+    done = kbw.run([sub("correct"), sub("incorrect"), sub("raises"), sub("syntax"), sub("not_a_module")])
+    with kbw.server.client() as c:
+        ck = Checker(api, Registry(SCHEMA_DIR), c)
+        for d in done:
+            ck.check("get", f"/v1/submissions/{d['id']}")
+        ck.check("get", "/readyz")
+    assert not ck.failures, "\n".join(ck.failures)
+
+
+def test_without_the_sandbox(tmp_path):
+    """sandbox = false: the server adds --no-sandbox after --role, the worker runs unconfined, says so in
+    its layers, and judges as before."""
+    s = RealTorchServer(tmp_path / "nosb", ["--sandbox=false"]).start()
+    try:
+        body = s.readyz()
+        for role in ("torch-build", "torch-run"):
+            assert body["layers"][role]["seccomp"] == {"active": False, "detail": "disabled (--no-sandbox)"}, body
+        done = s.run([sub("correct"), sub("incorrect")])
+        assert [d["result"]["verdict"] for d in done] == ["correct", "incorrect"]
+    finally:
+        assert_stopped_cleanly(s.server)
+
+
+def test_sources_that_kill_the_build_worker_end_as_internal_error(kbw):
+    """A module that ends its build worker at import (os._exit) counts as the worker's failure, without a
+    RESULT: after 5 in a row the build pool counts as failed, and the builds still queued end as
+    internal_error naming it (dispatch_torch.c, torch_check_pools()) rather than crash the server.
+    Last in this file: the pool then waits out its backoff."""
+    die = "import os\nos._exit(1)\n# {salt}\n\n\nclass ModelNew:\n    pass\n"
+    subs = [{"task": "vadd", "language": "kernelbench", "source": die.format(salt=os.urandom(8).hex())}
+            for _ in range(6)]
+    done = kbw.run(subs, timeout=60)
+    assert [d["result"]["verdict"] for d in done] == ["internal_error"] * 6, [d["result"] for d in done]
+    msgs = [d["result"]["error"]["message"] for d in done]
+    assert any("no kevald-torch build worker could start" in m for m in msgs), msgs
+    assert kbw.server.proc.poll() is None, "kevald died"
