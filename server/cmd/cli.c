@@ -534,6 +534,25 @@ out:
         return rc;
 }
 
+/* The values of `kevald submit`'s enumerated options: 0, or the usage error's exit status. */
+static int submit_check_values(const Cli *c, const char *mode, const char *timing, const char *priority,
+                               const char *frontend)
+{
+        if (mode && strcmp(mode, "compile") && strcmp(mode, "full"))
+                return cli_usage_error(c, "--mode must be compile or full, not '%s'", mode);
+        if (timing && strcmp(timing, "fast") && strcmp(timing, "precise"))
+                return cli_usage_error(c, "--timing must be fast or precise, not '%s'", timing);
+        if (priority && strcmp(priority, "interactive") && strcmp(priority, "bulk"))
+                return cli_usage_error(c, "--priority must be interactive or bulk, not '%s'", priority);
+        if (frontend && (!*frontend || strlen(frontend) > LIMIT_FRONTEND_BYTES)) {
+                char msg[96];
+
+                snprintf(msg, sizeof(msg), "--frontend takes a name of 1 to %d bytes, not '%%s'", LIMIT_FRONTEND_BYTES);
+                return cli_usage_error(c, msg, frontend);
+        }
+        return 0;
+}
+
 /**
  * cmd_submit() - `kevald submit FILE [options]`
  * @argv: argv[0] is "submit"
@@ -599,25 +618,8 @@ int cmd_submit(int argc, char **argv)
                 goto out;
         }
         file = argv[optind];
-        if (mode && strcmp(mode, "compile") && strcmp(mode, "full")) {
-                rc = cli_usage_error(&c, "--mode must be compile or full, not '%s'", mode);
+        if ((rc = submit_check_values(&c, mode, timing, priority, frontend)) != 0)
                 goto out;
-        }
-        if (timing && strcmp(timing, "fast") && strcmp(timing, "precise")) {
-                rc = cli_usage_error(&c, "--timing must be fast or precise, not '%s'", timing);
-                goto out;
-        }
-        if (priority && strcmp(priority, "interactive") && strcmp(priority, "bulk")) {
-                rc = cli_usage_error(&c, "--priority must be interactive or bulk, not '%s'", priority);
-                goto out;
-        }
-        if (frontend && (!*frontend || strlen(frontend) > LIMIT_FRONTEND_BYTES)) {
-                char msg[96];
-
-                snprintf(msg, sizeof(msg), "--frontend takes a name of 1 to %d bytes, not '%%s'", LIMIT_FRONTEND_BYTES);
-                rc = cli_usage_error(&c, msg, frontend);
-                goto out;
-        }
         if ((rc = cli_setup(&c, server, token)) != 0)
                 goto out;
         if ((rc = read_file(&c, file, LIMIT_SOURCE_BYTES, &src, &src_len)) != 0)

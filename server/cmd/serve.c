@@ -221,6 +221,56 @@ static int open_api(Api *api, const Config *cfg, bool auth_on, long threads)
         return 0;
 }
 
+/*
+ * The task library of @tasks_dir, its KernelBench index and its baselines,
+ * each logged. Return: 0, or a negative errno (logged) when one cannot be
+ * read at all; a task file or an index entry that is wrong is skipped.
+ */
+static int load_library(const char *tasks_dir, TaskLib **ret_lib, KbIndex **ret_kb, Baselines **ret_baselines)
+{
+        json_t *errors = NULL;
+        int r = tasklib_load(tasks_dir, ret_lib, &errors);
+
+        if (r < 0) {
+                log_error("serve: cannot load the task library '%s': %s", tasks_dir, strerror(-r));
+                return r;
+        }
+        if (json_array_size(errors) > 0)
+                log_warn("serve: %zu task file(s) skipped (see above)", json_array_size(errors));
+        log_info("serve: %zu tasks from '%s'", tasklib_count(*ret_lib), tasks_dir);
+        json_decref(errors);
+        errors = NULL;
+        r = kbtasks_load(tasks_dir, ret_kb, &errors);
+        if (r < 0) {
+                log_error("serve: cannot load the KernelBench index of '%s': %s", tasks_dir, strerror(-r));
+                return r;
+        }
+        for (size_t i = 0; i < json_array_size(errors); i++)
+                log_warn("serve: %s: %s: %s (entry skipped)", jsonutil_str(json_array_get(errors, i), "file", ""),
+                         jsonutil_str(json_array_get(errors, i), "pointer", ""),
+                         jsonutil_str(json_array_get(errors, i), "message", ""));
+        json_decref(errors);
+        if (kbtasks_count(*ret_kb))
+                log_info("serve: %zu KernelBench tasks", kbtasks_count(*ret_kb));
+        r = baselines_load(tasks_dir, *ret_lib, ret_baselines, NULL);
+        if (r < 0)
+                log_error("serve: cannot load the baselines of '%s': %s", tasks_dir, strerror(-r));
+        return r < 0 ? r : 0;
+}
+
+/* "<the SQLite store's folder>/@name" (new), or NULL for PostgreSQL, a store in the working
+ * folder, or no memory. */
+static char *beside_store(const char *db, const char *name)
+{
+        char *path = NULL;
+
+        if (strncmp(db, "postgresql:", 11) == 0 || !strchr(db, '/'))
+                return NULL;
+        if (asprintf(&path, "%.*s/%s", (int)(strrchr(db, '/') - db), db, name) < 0)
+                return NULL;
+        return path;
+}
+
 /**
  * cmd_serve() - `kevald serve [flags]`
  * @argv: argv[0] is "serve"
@@ -240,7 +290,6 @@ int cmd_serve(int argc, char **argv)
         KbIndex *kb = NULL;
         char *ext_dir = NULL;
         Baselines *baselines = NULL;
-        json_t *task_errors = NULL;
         char host[256];
         const char *tasks_dir;
         sigset_t sigs;
@@ -268,32 +317,8 @@ int cmd_serve(int argc, char **argv)
         signal(SIGPIPE, SIG_IGN);
 
         tasks_dir = cfg.tasks ? cfg.tasks : paths_default_tasks_dir();
-        r = tasklib_load(tasks_dir, &lib, &task_errors);
-        if (r < 0) {
-                log_error("serve: cannot load the task library '%s': %s", tasks_dir, strerror(-r));
+        if (load_library(tasks_dir, &lib, &kb, &baselines) != 0)
                 goto out;
-        }
-        if (json_array_size(task_errors) > 0)
-                log_warn("serve: %zu task file(s) skipped (see above)", json_array_size(task_errors));
-        log_info("serve: %zu tasks from '%s'", tasklib_count(lib), tasks_dir);
-        json_decref(task_errors);
-        task_errors = NULL;
-        r = kbtasks_load(tasks_dir, &kb, &task_errors);
-        if (r < 0) {
-                log_error("serve: cannot load the KernelBench index of '%s': %s", tasks_dir, strerror(-r));
-                goto out;
-        }
-        for (size_t i = 0; i < json_array_size(task_errors); i++)
-                log_warn("serve: %s: %s: %s (entry skipped)", jsonutil_str(json_array_get(task_errors, i), "file", ""),
-                         jsonutil_str(json_array_get(task_errors, i), "pointer", ""),
-                         jsonutil_str(json_array_get(task_errors, i), "message", ""));
-        if (kbtasks_count(kb))
-                log_info("serve: %zu KernelBench tasks", kbtasks_count(kb));
-        r = baselines_load(tasks_dir, lib, &baselines, NULL);
-        if (r < 0) {
-                log_error("serve: cannot load the baselines of '%s': %s", tasks_dir, strerror(-r));
-                goto out;
-        }
 
         if ((r = open_api(&api, &cfg, auth_on, threads)) != 0) {
                 rc = r;
@@ -306,13 +331,10 @@ int cmd_serve(int argc, char **argv)
         dispatch_config(&cfg, lib, baselines, api.waiters, &dc);
         dc.kbtasks = kb;
         /* the kernelbench build cache: beside a SQLite store unless set */
-        if (cfg.torch_ext_dir) {
+        if (cfg.torch_ext_dir)
                 dc.torch_ext_dir = cfg.torch_ext_dir;
-        } else if (strncmp(cfg.db, "postgresql:", 11) != 0 && strchr(cfg.db, '/')) {
-                if (asprintf(&ext_dir, "%.*s/torch-ext", (int)(strrchr(cfg.db, '/') - cfg.db), cfg.db) < 0)
-                        ext_dir = NULL;
-                dc.torch_ext_dir = ext_dir;
-        }
+        else
+                dc.torch_ext_dir = ext_dir = beside_store(cfg.db, "torch-ext");
         r = dispatch_start(&dc, &api.dispatcher);
         if (r != 0) {
                 log_error("serve: cannot start the dispatcher: %s", r < 0 ? strerror(-r) : "see above");
@@ -380,7 +402,6 @@ out:
         kbtasks_free(kb);
         free(ext_dir);
         baselines_free(baselines);
-        json_decref(task_errors);
         if (rc == 0)
                 log_info("serve: stopped");
         config_free(&cfg);

@@ -198,10 +198,163 @@ static void dump_chunk(Dispatcher *d, json_t *info, const uint8_t *blob, size_t 
                 fclose(f);
 }
 
-static void worker_on_frame(Worker *w, Frame *f)
+/* A worker's HELLO: ready (the facts the dispatcher keeps from it), or start-up failed. */
+static void on_hello(Worker *w, json_t *msg)
+{
+        Dispatcher *d = w->d;
+
+        if (w->state != W_STARTING) {
+                w->malformed = true;
+                worker_kill(w, "sent HELLO twice");
+                return;
+        }
+        if (json_is_false(json_object_get(msg, "ok"))) {
+                char *e = json_dumps(json_object_get(msg, "error"), JSON_COMPACT);
+                log_error("dispatch: %s worker %d failed to start: %s", w->spec->name, w->index,
+                          e ? e : "no reason given");
+                snprintf(w->start_error, sizeof(w->start_error), "%s: %s",
+                         jsonutil_str(json_object_get(msg, "error"), "stage", "start-up"),
+                         jsonutil_str(json_object_get(msg, "error"), "message", "no reason given"));
+                free(e);
+                w->hello = json_incref(msg); /* its layers still show in /readyz */
+                worker_kill(w, "start-up failed");
+                d->status_dirty = true;
+                return;
+        }
+        w->hello = json_incref(msg);
+        w->state = W_IDLE;
+        if (w->spec->role == PROC_COMPILE) {
+                const char *v = json_string_value(json_object_get(msg, "nvrtc"));
+                if (v)
+                        snprintf(d->nvrtc, sizeof(d->nvrtc), "%s", v);
+        } else if (w->spec->role == PROC_TORCH_BUILD) {
+                /* the torch version is part of the build cache's key: builds wait for it */
+                const char *v = json_string_value(json_object_get(msg, "torch"));
+                snprintf(d->torch_version, sizeof(d->torch_version), "%s", v ? v : "unknown");
+                torch_workers_ready(d);
+        } else if (w->spec->role == PROC_GPU) {
+                const char *arch = json_string_value(json_object_get(msg, "arch"));
+                json_t *so = json_object_get(msg, "max_shared_optin");
+                if (arch && strcmp(arch, d->arch) != 0) {
+                        log_info("dispatch: GPU %d is %s: compiling for it", w->index, arch);
+                        free(d->arch);
+                        d->arch = strdup(arch);
+                }
+                if (json_is_integer(so))
+                        d->max_shared_optin = (long)json_integer_value(so);
+        }
+        log_info("dispatch: %s worker %d ready (pid %d)%s%s", w->spec->name, w->index, w->proc.pid,
+                 w->spec->gpu ? ": " : "", w->spec->gpu ? jsonutil_str(msg, "name", "?") : "");
+        {
+                char *layers = json_dumps(json_object_get(msg, "layers"), JSON_COMPACT);
+                log_info("dispatch: %s worker sandbox layers: %s", w->spec->name, layers ? layers : "none reported");
+                free(layers);
+        }
+        d->status_dirty = true;
+}
+
+/* A worker's RESULT: checked before anything in it is believed, then the
+ * compile request or the GPU job it answers is done. */
+static void on_result(Worker *w, json_t *msg, Frame *f)
 {
         Dispatcher *d = w->d;
         char why[RESULTCHECK_WHY_BYTES];
+
+        if (w->state != W_BUSY) {
+                w->malformed = true;
+                worker_kill(w, "sent a RESULT without a job");
+                return;
+        }
+        /* Nothing a worker says is believed before it is checked: an invalid
+         * RESULT is the worker's fault (killed; the request counts an attempt). */
+        /* ...and a GPU RESULT must answer the job in flight (with a job
+         * queued behind it, two are in the worker's pipe) */
+        if (w->job && json_integer_value(json_object_get(msg, "id")) != w->job->sj->id)
+                snprintf(why, sizeof(why), "it answers job %" JSON_INTEGER_FORMAT ", not job %" PRId64
+                         " in flight", json_integer_value(json_object_get(msg, "id")), w->job->sj->id);
+        else
+                why[0] = '\0';
+        if (why[0] ||
+            (w->req ? (w->spec->role == PROC_TORCH_BUILD
+                               ? resultcheck_torch_build(msg, f->blob_len, why)
+                               : resultcheck_compile(msg, f->blob, f->blob_len, w->req->arch, why)) != 0
+                    : resultcheck_gpu(msg, (double)d->cfg.job_timeout_s * 1000.0, why) != 0)) {
+                if (w->job) {
+                        Job *j = w->job;
+                        w->job = NULL;
+                        gpu_invalid(d, w, j, why);
+                } else {
+                        CompileReq *req = w->req;
+                        w->req = NULL;
+                        req->in_flight = false;
+                        w->malformed = true;
+                        worker_kill(w, "sent an invalid compile RESULT");
+                        log_warn("dispatch: compile worker %d's RESULT: %s", w->index, why);
+                        compile_req_fault(d, req, why);
+                }
+                d->status_dirty = true;
+                return;
+        }
+        w->result_seen = true;
+        w->failures = 0;
+        w->state = W_IDLE;
+        w->busy_s += (double)(now_ms(d) - w->sent_at_ms) / 1000.0;
+        if (w->job && (json_is_true(json_object_get(msg, "exiting")) ||
+                       json_is_string(json_object_get(msg, "exiting")))) {
+                w->state = W_EXITING;
+                w->deadline_ms = now_ms(d) + EXIT_GRACE_MS;
+                /* after a sticky fault the context is dead and nothing of
+                 * it runs: the standby may start at once; otherwise (a
+                 * spinning kernel) the GPU waits for the process to go */
+                w->holds_gpu = strcmp(jsonutil_str(msg, "exiting", ""), "sticky") != 0;
+        }
+        if (w->req) {
+                CompileReq *req = w->req;
+                const char *err = json_string_value(json_object_get(msg, "error"));
+                w->req = NULL;
+                req->in_flight = false;
+                d->compile_answers++;
+                if (w->spec->role == PROC_TORCH_BUILD) {
+                        /* a build's fault is the source's (and the torch version's): cached */
+                        json_t *c = torch_build_result(d, msg);
+                        bool cacheable = !err || strcmp(err, "compile") == 0 || strcmp(err, "import") == 0 ||
+                                         strcmp(err, "no_model_new") == 0;
+                        if (c)
+                                compile_done(d, req, c, NULL, 0, cacheable);
+                        else
+                                compile_req_fault(d, req, "out of memory");
+                        json_decref(c);
+                } else {
+                        compile_done(d, req, msg, f->blob, f->blob_len, !err || strcmp(err, "compile") == 0);
+                }
+        } else if (w->job) {
+                /* Keep the GPU busy. The job queued behind this one
+                 * (prefetch) is already running in the worker; an idle
+                 * worker is handed its next job before the result is
+                 * written and waiters woken. An exiting worker runs
+                 * nothing more: its queued job goes to the next worker,
+                 * on a standby of the same GPU once the process is gone. */
+                Job *done = w->job;
+                bool valid = verdict_from_gpu(json_string_value(json_object_get(msg, "verdict")));
+                w->job = NULL;
+                if (w->state == W_EXITING) {
+                        worker_orphan_queued(d, w);
+                } else if (w->queued && valid) {
+                        Job *next = w->queued;
+                        w->queued = NULL;
+                        worker_begin_job(d, w, next);
+                }
+                if (!d->stopping && !d->owed && valid &&
+                    (w->state == W_IDLE || (w->state == W_BUSY && !w->queued && !d->cfg.no_prefetch)))
+                        run_one(d, w);
+                gpu_done(d, w, done, msg);
+        }
+        d->status_dirty = true;
+}
+
+static void worker_on_frame(Worker *w, Frame *f)
+{
+        Dispatcher *d = w->d;
         json_error_t jerr;
         json_t *msg = json_loadb(f->json, f->json_len, 0, &jerr);
 
@@ -212,150 +365,14 @@ static void worker_on_frame(Worker *w, Frame *f)
         }
         switch (f->type) {
         case FRAME_HELLO:
-                if (w->state != W_STARTING) {
-                        w->malformed = true;
-                        worker_kill(w, "sent HELLO twice");
-                        break;
-                }
-                if (json_is_false(json_object_get(msg, "ok"))) {
-                        char *e = json_dumps(json_object_get(msg, "error"), JSON_COMPACT);
-                        log_error("dispatch: %s worker %d failed to start: %s", w->spec->name, w->index,
-                                  e ? e : "no reason given");
-                        snprintf(w->start_error, sizeof(w->start_error), "%s: %s",
-                                 jsonutil_str(json_object_get(msg, "error"), "stage", "start-up"),
-                                 jsonutil_str(json_object_get(msg, "error"), "message", "no reason given"));
-                        free(e);
-                        w->hello = json_incref(msg); /* its layers still show in /readyz */
-                        worker_kill(w, "start-up failed");
-                        d->status_dirty = true;
-                        break;
-                }
-                w->hello = json_incref(msg);
-                w->state = W_IDLE;
-                if (w->spec->role == PROC_COMPILE) {
-                        const char *v = json_string_value(json_object_get(msg, "nvrtc"));
-                        if (v)
-                                snprintf(d->nvrtc, sizeof(d->nvrtc), "%s", v);
-                } else if (w->spec->role == PROC_TORCH_BUILD) {
-                        /* the torch version is part of the build cache's key: builds wait for it */
-                        const char *v = json_string_value(json_object_get(msg, "torch"));
-                        snprintf(d->torch_version, sizeof(d->torch_version), "%s", v ? v : "unknown");
-                        torch_workers_ready(d);
-                } else if (w->spec->role == PROC_GPU) {
-                        const char *arch = json_string_value(json_object_get(msg, "arch"));
-                        json_t *so = json_object_get(msg, "max_shared_optin");
-                        if (arch && strcmp(arch, d->arch) != 0) {
-                                log_info("dispatch: GPU %d is %s: compiling for it", w->index, arch);
-                                free(d->arch);
-                                d->arch = strdup(arch);
-                        }
-                        if (json_is_integer(so))
-                                d->max_shared_optin = (long)json_integer_value(so);
-                }
-                log_info("dispatch: %s worker %d ready (pid %d)%s%s", w->spec->name, w->index, w->proc.pid,
-                         w->spec->gpu ? ": " : "", w->spec->gpu ? jsonutil_str(msg, "name", "?") : "");
-                {
-                        char *layers = json_dumps(json_object_get(msg, "layers"), JSON_COMPACT);
-                        log_info("dispatch: %s worker sandbox layers: %s", w->spec->name, layers ? layers : "none reported");
-                        free(layers);
-                }
-                d->status_dirty = true;
+                on_hello(w, msg);
                 break;
         case FRAME_PROGRESS:
                 if (json_object_get(msg, "dump") && d->cfg.dump_dir && w->job)
                         dump_chunk(d, json_object_get(msg, "dump"), f->blob, f->blob_len);
                 break;
         case FRAME_RESULT:
-                if (w->state != W_BUSY) {
-                        w->malformed = true;
-                        worker_kill(w, "sent a RESULT without a job");
-                        break;
-                }
-                /* Nothing a worker says is believed before it is checked: an invalid
-                 * RESULT is the worker's fault (killed; the request counts an attempt). */
-                /* ...and a GPU RESULT must answer the job in flight (with a job
-                 * queued behind it, two are in the worker's pipe) */
-                if (w->job && json_integer_value(json_object_get(msg, "id")) != w->job->sj->id)
-                        snprintf(why, sizeof(why), "it answers job %" JSON_INTEGER_FORMAT ", not job %" PRId64
-                                 " in flight", json_integer_value(json_object_get(msg, "id")), w->job->sj->id);
-                else
-                        why[0] = '\0';
-                if (why[0] ||
-                    (w->req ? (w->spec->role == PROC_TORCH_BUILD
-                                       ? resultcheck_torch_build(msg, f->blob_len, why)
-                                       : resultcheck_compile(msg, f->blob, f->blob_len, w->req->arch, why)) != 0
-                            : resultcheck_gpu(msg, (double)d->cfg.job_timeout_s * 1000.0, why) != 0)) {
-                        if (w->job) {
-                                Job *j = w->job;
-                                w->job = NULL;
-                                gpu_invalid(d, w, j, why);
-                        } else {
-                                CompileReq *req = w->req;
-                                w->req = NULL;
-                                req->in_flight = false;
-                                w->malformed = true;
-                                worker_kill(w, "sent an invalid compile RESULT");
-                                log_warn("dispatch: compile worker %d's RESULT: %s", w->index, why);
-                                compile_req_fault(d, req, why);
-                        }
-                        d->status_dirty = true;
-                        break;
-                }
-                w->result_seen = true;
-                w->failures = 0;
-                w->state = W_IDLE;
-                w->busy_s += (double)(now_ms(d) - w->sent_at_ms) / 1000.0;
-                if (w->job && (json_is_true(json_object_get(msg, "exiting")) ||
-                               json_is_string(json_object_get(msg, "exiting")))) {
-                        w->state = W_EXITING;
-                        w->deadline_ms = now_ms(d) + EXIT_GRACE_MS;
-                        /* after a sticky fault the context is dead and nothing of
-                         * it runs: the standby may start at once; otherwise (a
-                         * spinning kernel) the GPU waits for the process to go */
-                        w->holds_gpu = strcmp(jsonutil_str(msg, "exiting", ""), "sticky") != 0;
-                }
-                if (w->req) {
-                        CompileReq *req = w->req;
-                        const char *err = json_string_value(json_object_get(msg, "error"));
-                        w->req = NULL;
-                        req->in_flight = false;
-                        d->compile_answers++;
-                        if (w->spec->role == PROC_TORCH_BUILD) {
-                                /* a build's fault is the source's (and the torch version's): cached */
-                                json_t *c = torch_build_result(d, msg);
-                                bool cacheable = !err || strcmp(err, "compile") == 0 || strcmp(err, "import") == 0 ||
-                                                 strcmp(err, "no_model_new") == 0;
-                                if (c)
-                                        compile_done(d, req, c, NULL, 0, cacheable);
-                                else
-                                        compile_req_fault(d, req, "out of memory");
-                                json_decref(c);
-                        } else {
-                                compile_done(d, req, msg, f->blob, f->blob_len, !err || strcmp(err, "compile") == 0);
-                        }
-                } else if (w->job) {
-                        /* Keep the GPU busy. The job queued behind this one
-                         * (prefetch) is already running in the worker; an idle
-                         * worker is handed its next job before the result is
-                         * written and waiters woken. An exiting worker runs
-                         * nothing more: its queued job goes to the next worker,
-                         * on a standby of the same GPU once the process is gone. */
-                        Job *done = w->job;
-                        bool valid = verdict_from_gpu(json_string_value(json_object_get(msg, "verdict")));
-                        w->job = NULL;
-                        if (w->state == W_EXITING) {
-                                worker_orphan_queued(d, w);
-                        } else if (w->queued && valid) {
-                                Job *next = w->queued;
-                                w->queued = NULL;
-                                worker_begin_job(d, w, next);
-                        }
-                        if (!d->stopping && !d->owed && valid &&
-                            (w->state == W_IDLE || (w->state == W_BUSY && !w->queued && !d->cfg.no_prefetch)))
-                                run_one(d, w);
-                        gpu_done(d, w, done, msg);
-                }
-                d->status_dirty = true;
+                on_result(w, msg, f);
                 break;
         default:
                 w->malformed = true;
