@@ -358,7 +358,7 @@ static bool nobody_may_read(const char *path, char *why, size_t size)
                         bool ok = (st.st_mode & need) == need ||
                                   (st.st_uid == SANDBOX_NOBODY_UID && ((st.st_mode >> 6) & need) == need);
                         if (!ok) {
-                                snprintf(why, size, "nobody may not read \"%s\" (on the way to \"%s\": owner %u, "
+                                snprintf(why, size, "nobody may not read \"%.80s\" (on the way to \"%.80s\": owner %u, "
                                          "mode %o)", buf, path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
                                 return false;
                         }
