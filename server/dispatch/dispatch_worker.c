@@ -299,14 +299,17 @@ static void on_result(Worker *w, json_t *msg, Frame *f)
         w->failures = 0;
         w->state = W_IDLE;
         w->busy_s += (double)(now_ms(d) - w->sent_at_ms) / 1000.0;
-        if (w->job && (json_is_true(json_object_get(msg, "exiting")) ||
-                       json_is_string(json_object_get(msg, "exiting")))) {
+        /* A GPU worker, or a kevald-torch build worker (one JOB per process:
+         * it exits after every RESULT), that says it exits gets nothing more;
+         * its exit after a RESULT is no failure (on_exit_cb: no backoff). */
+        if ((w->job || w->spec->role == PROC_TORCH_BUILD) && (json_is_true(json_object_get(msg, "exiting")) ||
+                                                             json_is_string(json_object_get(msg, "exiting")))) {
                 w->state = W_EXITING;
                 w->deadline_ms = now_ms(d) + EXIT_GRACE_MS;
                 /* after a sticky fault the context is dead and nothing of
                  * it runs: the standby may start at once; otherwise (a
                  * spinning kernel) the GPU waits for the process to go */
-                w->holds_gpu = strcmp(jsonutil_str(msg, "exiting", ""), "sticky") != 0;
+                w->holds_gpu = w->spec->gpu && strcmp(jsonutil_str(msg, "exiting", ""), "sticky") != 0;
         }
         if (w->req) {
                 CompileReq *req = w->req;

@@ -192,7 +192,8 @@ class RealTorchServer:
             return [wait_done(c, i, timeout=timeout) for i in r.json()["ids"]]
 
     def run_pids(self):
-        return [w.get("pid") for w in self.readyz()["torch"]["run"]]
+        """The run workers' pids once they are ready (each restarts after every job)."""
+        return [w.get("pid") for w in self.wait_torch_ready()["torch"]["run"]]
 
 
 @pytest.fixture(scope="module")
@@ -361,6 +362,66 @@ def test_without_the_sandbox(tmp_path):
         assert [d["result"]["verdict"] for d in done] == ["correct", "incorrect"]
     finally:
         assert_stopped_cleanly(s.server)
+
+
+# Issue 29: one job per kevald-torch process. What a candidate changes in the interpreter (a patched
+# inherited Tensor method, torch.utils.cpp_extension, a global switch) must not reach the next job.
+PATCH_GT = ("import torch\n"   # inherited (torch._C.TensorBase's): setting it adds a name to Tensor
+            "torch.Tensor.__gt__ = lambda self, other: self.__ne__(self)\n")   # every element "not greater"
+PATCH_BUILD = ("import torch.utils.cpp_extension as cpp\n"
+               "cpp.load_inline = cpp.load = lambda *args, **kwargs: None\n")   # every later build "succeeds"
+
+
+def worker_pids(log, role, since=0):
+    """The pids of @role's workers that said they were ready, in the server's log past offset @since."""
+    return [int(p) for p in re.findall(rf"{role} worker \d+ ready \(pid (\d+)\)", log[since:])]
+
+
+def test_a_patch_to_an_inherited_tensor_method_does_not_reach_the_next_job(kbw):
+    """The candidate's import sets torch.Tensor.__gt__ (a name Tensor inherits: not a replaced
+    function, so not rejected), which the judge's comparison uses: the next submitter's wrong
+    module must still be incorrect, its mismatches counted."""
+    (patched,) = kbw.run([dict(sub("correct"), source=PATCH_GT + source("correct"))])
+    assert patched["result"]["verdict"] in ("correct", "incorrect"), patched["result"]
+    (wrong,) = kbw.run([sub("incorrect")])
+    r = wrong["result"]
+    assert r["verdict"] == "incorrect" and r["error"]["kind"] == "mismatch", r
+    assert r["correctness"]["shapes"][0]["buffers"][0]["mismatches"] > 0, r["correctness"]
+
+
+def test_a_patched_cpp_extension_does_not_reach_the_next_build(kbw):
+    """A module that replaces torch.utils.cpp_extension.load_inline at import: the next source's
+    load_inline still builds (and fails, in the stand-in that has no compilers)."""
+    (patched,) = kbw.run([dict(sub("correct"), source=PATCH_BUILD + source("correct"))])
+    assert patched["result"]["compile"]["ok"], patched["result"]
+    (li,) = kbw.run([sub("load_inline")])
+    c = li["result"]["compile"]
+    assert li["result"]["verdict"] == "compile_error", li["result"]
+    assert c["error"] == "compile" and "Error building extension 'vadd_ext'" in c["log"], c
+
+
+def test_every_job_gets_a_fresh_worker_and_a_restart_is_no_failure(kbw):
+    """Both roles exit 0 after each JOB (the run RESULT says "exiting": true) and the dispatcher
+    starts a fresh process at once: several jobs in a row all complete, each run on a run worker
+    with a new pid, each built by a build worker with a new pid, and no exit counts as a failure
+    (no backoff, no pool marked failed)."""
+    since = len(kbw.server.log_text())
+    n = 4
+    done = kbw.run([sub("correct") if i % 2 == 0 else sub("incorrect") for i in range(n)])
+    assert [d["result"]["verdict"] for d in done] == ["correct", "incorrect"] * (n // 2), [d["result"] for d in done]
+    kbw.wait_torch_ready()
+    log = kbw.server.log_text()
+    exits = re.findall(r"torch-run worker 0 \(pid (\d+)\) exited: status (\d+), signal (\d+)", log[since:])
+    assert len(exits) >= n and all(s == "0" and g == "0" for _, s, g in exits), exits
+    assert len({p for p, _, _ in exits}) == len(exits), exits     # a new process for every job
+    run_ready = worker_pids(log, "torch-run", since)
+    assert len(run_ready) >= n and len(set(run_ready)) == len(run_ready), run_ready
+    built = re.findall(r"torch-build worker \d+ \(pid (\d+)\) exited: status 0, signal 0", log[since:])
+    assert len(built) >= n and len(set(built)) == len(built), built
+    assert not re.search(r"restarting torch-(run|build) worker", log[since:]), log[since:][-3000:]
+    body = kbw.readyz()
+    assert body["torch"]["run"][0]["pid"] not in [int(p) for p, _, _ in exits]
+    assert all(w["state"] != "failed" for w in body["torch"]["build"]["workers"]), body["torch"]
 
 
 def test_sources_that_kill_the_build_worker_end_as_internal_error(kbw):

@@ -22,11 +22,11 @@ echo "== host: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheade
 "$py" -c 'import sys, torch; print("== python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' || { echo "FAIL: no torch in $py"; exit 1; }
 command -v ninja >/dev/null || "$py" -c 'import ninja' 2>/dev/null || echo "== note: no ninja on PATH (load_inline needs it)"
 
-# The calls a run worker makes after its HELLO, measured unsandboxed (strace), against the
-# torch-run allowlist: what the profile would trap, all at once rather than one SIGSYS at a time.
+# The calls a run worker makes after its HELLO, measured unsandboxed (strace; -A: one worker per
+# job, each appends its trace), against the torch-run allowlist: what the profile would trap, all at once rather than one SIGSYS at a time.
 if [ "${KEVALD_TORCH_SKIP_STRACE:-0}" != 1 ] && command -v strace >/dev/null; then
     echo "== measuring the run role's system calls (unsandboxed, strace)"
-    KEVALD_TORCH_WRAP_RUN="strace -f -qq -o $OUT/strace-run.txt" "$py" "$here/drive.py" --python "$py" \
+    KEVALD_TORCH_WRAP_RUN="strace -f -qq -A -o $OUT/strace-run.txt" "$py" "$here/drive.py" --python "$py" \
         --no-sandbox --out "$OUT/strace" --ext-root /tmp/kevald-torch-ext-strace \
         --only correct_cuda,plain_torch,linear_relu_fused,stream_trick \
         > "$OUT/strace.stdout" 2> "$OUT/strace.stderr"

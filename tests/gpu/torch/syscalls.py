@@ -28,18 +28,25 @@ def allowlist():
 
 def main(path):
     lines = Path(path).read_text(errors="replace").splitlines()
-    start = next((i for i, ln in enumerate(lines) if 'write(' in ln and '"KVF1\\1' in ln), None)
-    if start is None:
+    # one worker per job (strace -A appends each): count from each HELLO to the next worker's execve
+    seen, counting, hellos = {}, False, 0
+    for ln in lines:
+        if 'write(' in ln and '"KVF1\\1' in ln:
+            counting, hellos = True, hellos + 1
+            continue
+        if re.match(r"^\d+\s+execve\(", ln) and '"--role", "run"' in ln:   # the next worker starts
+            counting = False
+            continue
+        m = re.match(r"^\d+\s+([a-z0-9_]+)\(", ln) or re.match(r"^\d+\s+<\.\.\. ([a-z0-9_]+) resumed>", ln)
+        if m and counting:
+            seen[m.group(1)] = seen.get(m.group(1), 0) + 1
+    if not hellos:
         print("no HELLO write found in", path)
         return 1
-    seen = {}
-    for ln in lines[start + 1:]:
-        m = re.match(r"^\d+\s+([a-z0-9_]+)\(", ln) or re.match(r"^\d+\s+<\.\.\. ([a-z0-9_]+) resumed>", ln)
-        if m:
-            seen[m.group(1)] = seen.get(m.group(1), 0) + 1
     allowed = allowlist()
     missing = sorted(n for n in seen if n not in allowed and n not in CONDITIONAL)
-    print(f"after HELLO: {len(seen)} distinct system calls; allowed {len(allowed)} + {len(CONDITIONAL)} conditional")
+    print(f"after HELLO ({hellos} workers): {len(seen)} distinct system calls; allowed {len(allowed)} + "
+          f"{len(CONDITIONAL)} conditional")
     for n in sorted(seen):
         tag = "MISSING" if n in missing else ("cond" if n in CONDITIONAL else "ok")
         print(f"  {tag:7s} {n:24s} {seen[n]:8d}" + (f"   ({CONDITIONAL[n]})" if n in CONDITIONAL else ""))

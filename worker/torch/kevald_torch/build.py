@@ -11,8 +11,14 @@ else sm_90a.
 
 RESULT: {"id", "ok", "error": null | "compile" | "import" | "no_model_new" |
 "timeout", "log": the build's and the module's output, trimmed to
-LOG_BYTES, "log_truncated", "wall_ms"}. The watchdog answers "timeout" past
-deadline_ms and kills the compilers with the worker (exit 4).
+LOG_BYTES, "log_truncated", "wall_ms", "exiting": true}. The watchdog
+answers "timeout" past deadline_ms and kills the compilers with the worker
+(exit 4).
+
+One JOB per process (issue 29): a module may patch what every later build
+would use (torch.utils.cpp_extension, torch itself, sys.modules), so after
+its RESULT ("exiting": true) the worker exits 0 and the dispatcher starts a
+fresh one.
 """
 import os
 import subprocess
@@ -22,7 +28,7 @@ import time
 import types
 
 from . import frames
-from .loop import BadJob, job_id
+from .loop import EXIT_OK, BadJob, job_id
 
 LOG_BYTES = 64 << 10
 DEADLINE_MS_MAX = 600000       # a build JOB's deadline_ms is at most this
@@ -99,12 +105,13 @@ class Builder:
         jid, deadline_ms, build_dir, arches = parse_build(job, self.w.ext_root)
         timeout = {"id": jid, "ok": False, "error": "timeout",
                    "log": f"the build exceeded its {deadline_ms / 1000:g} s limit", "log_truncated": False,
-                   "wall_ms": deadline_ms}
+                   "wall_ms": deadline_ms, "exiting": True}
         self.w.confine.arm(frames.pack(frames.RESULT, timeout), deadline_ms, kill_group=True)
         result = self.build(jid, blob, build_dir, arches)
         result["wall_ms"] = (time.monotonic() - t0) * 1000.0
+        result["exiting"] = True
         self.w.send(frames.RESULT, result, disarm=True)
-        return None
+        return EXIT_OK   # one JOB per process: what the module patched ends with it
 
     def build(self, jid, blob, build_dir, arches):
         if len(blob) > SOURCE_BYTES_MAX:

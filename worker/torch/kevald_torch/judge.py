@@ -32,21 +32,22 @@ which a probe fails) is answered with "exiting": true, then exit 3.
 
 torch's global switches (TF32, reduced-precision reductions, the float32
 matmul precision, cuDNN's benchmark and deterministic modes) are the
-judge's whenever the reference runs, whatever the candidate set, and are put
-back after the job. The candidate runs in this interpreter. The judge binds the functions it
+judge's whenever the reference runs, whatever the candidate set. The
+candidate runs in this interpreter. The judge binds the functions it
 uses before any candidate is imported and checks, after each candidate
 call, that no function or class of torch's main namespaces (torch,
 torch.cuda, Tensor, nn, nn.functional, ...) nor of its own modules was
 replaced (rejected, kind "tamper"): the reference would call a replaced
-torch.softmax too. After every job, replaced functions are put back, and a
-worker whose candidate replaced any or left a thread running ends after its
-RESULT ("exiting": true, exit 0), so nothing reaches the next job. The
-sandbox, not these checks, is what confines a candidate that goes further
-(ctypes, the judge's memory; docs/SECURITY.md).
+torch.softmax too. These checks cover this job only: what a candidate
+changes in the interpreter (an inherited Tensor method, a TorchFunctionMode
+or dispatch mode, a global switch, the default dtype or device) cannot all
+be found and put back, so every RESULT says "exiting": true and the worker
+exits after it (0; 3 after a sticky error, 1 if the judge failed): one JOB
+per process (issue 29), nothing reaches the next job. The sandbox, not
+these checks, is what confines a candidate that goes further (ctypes, the
+judge's memory; docs/SECURITY.md).
 """
-import gc
 import os
-import threading
 import time
 
 import torch
@@ -91,22 +92,6 @@ def _changed(snap):
             if cur.get(k, v) is not v or k not in cur:
                 return f"{getattr(o, '__name__', type(o).__name__)}.{k}"
     return None
-
-
-def _threads():
-    """Python threads but the stand-in watchdog's (confine.py, without the library)."""
-    return sum(1 for t in threading.enumerate() if t.name != "kevald-watchdog")
-
-
-def _restore(snap):
-    for o, members in snap:
-        cur = vars(o)
-        for k, v in members.items():
-            if cur.get(k, None) is not v:
-                try:
-                    setattr(o, k, v)
-                except (AttributeError, TypeError):
-                    pass
 
 
 # The global switches that change how torch computes (precision, algorithm
@@ -200,7 +185,6 @@ class Judge:
         self.cpp = cpp
         self.real_load_inline, self.real_load = cpp.load_inline, cpp.load
         self.snapshot = _snapshot(_watched_owners())
-        self.threads = _threads()
         self.switches = _switches()
 
     # ---- the watchdog's view of where the job is ----
@@ -280,28 +264,19 @@ class Judge:
             verdict, timing, exiting = "internal_error", None, True
             err = result.error("internal", f"the judge failed: {type(e).__name__}: {e}"[:1000])
             self.judge_failed = True
-        # What a candidate leaves behind must not reach the next job: replaced
-        # functions are put back, and a process that had any, or a thread
-        # more than it started with, ends after this RESULT.
-        _set_switches(self.switches)
-        if self.tampered or _changed(self.snapshot) or _threads() > self.threads:
-            _restore(self.snapshot)
-            self.exit_status = EXIT_FAILED if self.judge_failed else EXIT_STICKY if exiting else EXIT_OK
-            exiting = True
-        else:
-            self.exit_status = EXIT_FAILED if self.judge_failed else EXIT_STICKY
+        # What a candidate leaves behind must not reach the next job (issue 29):
+        # patched classes, modes and global switches cannot all be put back, so
+        # the worker answers one JOB and exits (0; 3 after a sticky CUDA error,
+        # 1 if the judge itself failed), and the dispatcher starts a fresh one.
+        self.exit_status = EXIT_FAILED if self.judge_failed else EXIT_STICKY if exiting else EXIT_OK
+        exiting = True
         t = time.monotonic()
         self.ref_mod = self.cand_mod = None
-        gc.collect()   # a candidate's reference cycles hold device memory until collected
-        try:
-            torch.cuda.empty_cache()
-        except Exception:  # noqa: BLE001 (a dead context: the worker exits anyway)
-            exiting, self.exit_status = True, EXIT_STICKY
         self.phases["cleanup"] = (time.monotonic() - t) * 1000.0
         res = result.assemble(self.job.id, self.job.seed_text, verdict, self.shapes_done, timing, err, self.gpu,
                               self.phases, (time.monotonic() - self.t0) * 1000.0, self.busy_ms, exiting)
         self.w.send(frames.RESULT, res, disarm=True)
-        return self.exit_status if exiting else None
+        return self.exit_status
 
     def load(self):
         cpp = self.cpp

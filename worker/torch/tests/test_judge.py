@@ -7,7 +7,7 @@ build role's RESULTs, the run role's judge (fresh seeded inputs, candidate
 first, inputs and outputs checked, every timed run revalidated, adaptive
 trials), each verdict and error kind, the RESULT against resultcheck's rules
 and the schema, and the exits: 3 after a sticky CUDA error, 4 from the C
-watchdog past the deadline, 0 after a tamper. Timings mean nothing here.
+watchdog past the deadline, 0 after every other JOB (one JOB per process). Timings mean nothing here.
 Skipped where no python3 has numpy.
 """
 import json
@@ -122,6 +122,18 @@ class FakeJudge(unittest.TestCase):
     def finish(self, d):
         return helpers.finish(d.p)
 
+    def one_job(self, role, job, blob, status=0):
+        """The RESULT of @job on a fresh worker of @role, which must say "exiting": true and then
+        exit @status without reading another JOB (one JOB per process, issue 29)."""
+        d = self.start(role)
+        self.assertTrue(d.hello["ok"], d.hello)
+        res = d.job(job, blob)
+        self.assertIsNotNone(res, f"job {job['id']}: no RESULT")
+        self.assertIs(res["exiting"], True, res)
+        rc, err = self.finish(d)
+        self.assertEqual(rc, status, err)
+        return res, d.hello["pid"]
+
     def test_run_role(self):
         from test_result import resultcheck, schema_errors
         d = self.start("run")
@@ -130,6 +142,9 @@ class FakeJudge(unittest.TestCase):
         self.assertEqual((h["role"], h["device"], h["arch"], h["torch"]), ("torch-run", 0, "sm_90a", "0.0-fake"))
         self.assertTrue(h["layers"]["seccomp"]["active"], h["layers"])
         self.assertIn("torch-run allowlist", h["layers"]["seccomp"]["detail"])
+        rc, err = self.finish(d)   # end of input before any JOB: exit 0
+        self.assertEqual(rc, 0, err)
+        pids = set()
         want = {"correct": ("correct", None), "wrong": ("incorrect", "mismatch"),
                 "caching": ("incorrect", "mismatch"), "alias": ("incorrect", "output_alias"),
                 "mutates": ("incorrect", "input_mutation"), "downcast": ("incorrect", "precision"),
@@ -139,12 +154,11 @@ class FakeJudge(unittest.TestCase):
         for i, (name, (verdict, kind)) in enumerate(want.items()):
             with self.subTest(name):
                 job, blob = run_job(100 + i, name)
-                res = d.job(job, blob)
-                self.assertIsNotNone(res, f"{name}: no RESULT")
+                res, pid = self.one_job("run", job, blob)
+                pids.add(pid)
                 self.assertEqual(res["id"], 100 + i)
                 self.assertEqual((res["verdict"], (res["error"] or {}).get("kind")), (verdict, kind),
                                  json.dumps(res)[:600])
-                self.assertNotIn("exiting", res)
                 self.assertEqual(schema_errors(res), [])
                 resultcheck(res, job["deadline_ms"])
                 if name == "correct":
@@ -163,24 +177,40 @@ class FakeJudge(unittest.TestCase):
                 if name == "caching":   # right on trial 0's inputs, wrong on trial 1's
                     self.assertEqual(res["error"]["trial"], 1)
                     self.assertEqual(res["correctness"]["shapes"][0]["buffers"][0]["mismatches"], 8 * 32)
+        self.assertEqual(len(pids), len(want))   # a process of its own for every JOB
         # a sticky CUDA error: answered, then the worker exits 3
         job, blob = run_job(200, "cuda_fault")
-        res = d.job(job, blob)
+        res, _ = self.one_job("run", job, blob, status=3)
         self.assertEqual((res["verdict"], res["error"]["kind"], res["error"]["name"], res["error"]["sticky"]),
                          ("runtime_error", "cuda", "CUDA_ERROR_ILLEGAL_ADDRESS", True))
-        self.assertIs(res["exiting"], True)
-        rc, err = self.finish(d)
-        self.assertEqual(rc, 3, err)
 
-    def test_tamper_and_timeout(self):
+    def test_what_a_candidate_patches_ends_with_its_job(self):
+        """A JOB sent after the first one is never run: the worker has exited (issue 29), so an
+        inherited Tensor method the candidate set (not a replaced function: not rejected) cannot
+        reach the next candidate, which a fresh worker judges right."""
+        patch = b"import torch\ntorch.Tensor.__gt__ = lambda self, o: self != self\n"
         d = self.start("run")
-        job, blob = run_job(300, "tamper")
+        job, blob = run_job(400, "correct")
+        blob = patch + blob
+        job["sources"] = {"candidate": {"offset": 0, "size": len(SAMPLES["correct"]) + len(patch)},
+                          "reference": {"offset": len(SAMPLES["correct"]) + len(patch), "size": len(REF)}}
         res = d.job(job, blob)
-        self.assertEqual((res["verdict"], res["error"]["kind"]), ("rejected", "tamper"), res)
-        self.assertIn("Event.elapsed_time", res["error"]["message"])
-        self.assertIs(res["exiting"], True)
+        self.assertIs(res["exiting"], True, res)
+        job, blob = run_job(401, "wrong")
+        try:
+            self.assertIsNone(d.job(job, blob))   # no RESULT: the worker is gone
+        except BrokenPipeError:
+            pass
         rc, err = self.finish(d)
         self.assertEqual(rc, 0, err)
+        res, _ = self.one_job("run", job, blob)
+        self.assertEqual((res["verdict"], res["error"]["kind"]), ("incorrect", "mismatch"), res)
+
+    def test_tamper_and_timeout(self):
+        job, blob = run_job(300, "tamper")
+        res, _ = self.one_job("run", job, blob)
+        self.assertEqual((res["verdict"], res["error"]["kind"]), ("rejected", "tamper"), res)
+        self.assertIn("Event.elapsed_time", res["error"]["message"])
         d = self.start("run")
         job, blob = run_job(301, "hang", deadline_ms=1500)
         res = d.job(job, blob)
@@ -202,20 +232,30 @@ class FakeJudge(unittest.TestCase):
         d = self.start("build")
         self.assertTrue(d.hello["ok"], d.hello)
         self.assertIn("torch-build denylist", d.hello["layers"]["seccomp"]["detail"])
+        rc, err = self.finish(d)
+        self.assertEqual(rc, 0, err)
         cases = [("correct", True, None), ("no_model_new", False, "no_model_new")]
         for i, (name, ok, error) in enumerate(cases):
             bd = os.path.join(self.root, name)
-            res = d.job({"id": i, "kind": "build", "deadline_ms": 20000, "build_dir": bd}, SAMPLES[name])
+            res, _ = self.one_job("build", {"id": i, "kind": "build", "deadline_ms": 20000, "build_dir": bd},
+                                  SAMPLES[name])
             self.assertEqual((res["id"], res["ok"], res["error"]), (i, ok, error), res)
             self.assertTrue(os.path.isdir(os.path.join(bd, "tmp")))
+        # a module that replaces load_inline: its own build "succeeds", the next one (a fresh worker) fails
+        patch = b"import torch.utils.cpp_extension as c\nc.load_inline = lambda *a, **k: None\n"
         bad = b"from torch.utils.cpp_extension import load_inline\next = load_inline('x', '')\n"
-        res = d.job({"id": 7, "kind": "build", "build_dir": os.path.join(self.root, "ext")}, bad)
+        res, _ = self.one_job("build", {"id": 6, "kind": "build", "build_dir": os.path.join(self.root, "p")},
+                              patch + bad)
+        self.assertEqual((res["ok"], res["error"]), (False, "no_model_new"), res)   # built, no ModelNew
+        res, _ = self.one_job("build", {"id": 7, "kind": "build", "build_dir": os.path.join(self.root, "ext")}, bad)
         self.assertEqual((res["ok"], res["error"]), (False, "compile"), res)
         self.assertIn("Error building extension", res["log"])
-        res = d.job({"id": 8, "kind": "build", "build_dir": os.path.join(self.root, "syn")}, b"def (:\n")
+        res, _ = self.one_job("build", {"id": 8, "kind": "build", "build_dir": os.path.join(self.root, "syn")},
+                              b"def (:\n")
         self.assertEqual((res["ok"], res["error"]), (False, "import"), res)
         self.assertIn("SyntaxError", res["log"])
         # a build_dir outside the artifact root is the supervisor's error: exit 2, no RESULT
+        d = self.start("build")
         res = d.job({"id": 9, "kind": "build", "build_dir": "/tmp/elsewhere"}, b"")
         self.assertIsNone(res)
         rc, err = self.finish(d)
