@@ -374,7 +374,8 @@ void torch_prune(Dispatcher *d)
                 n++;
         }
         closedir(dir);
-        qsort(list, n, sizeof(*list), by_age);
+        if (n > 1)      /* qsort() wants a non-null array even for no elements */
+                qsort(list, n, sizeof(*list), by_age);
         for (size_t i = 0; i < n && total > LIMIT_TORCH_EXT_BYTES_DEFAULT; i++) {
                 char path[PATH_MAX];
                 snprintf(path, sizeof(path), "%s/%s", d->torch_ext_root, list[i].name);

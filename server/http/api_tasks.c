@@ -31,7 +31,8 @@ static int sort_by_name(json_t *items)
                 return -ENOMEM;
         for (i = 0; i < n; i++)
                 v[i] = json_incref(json_array_get(items, i));
-        qsort(v, n, sizeof(*v), cmp_item_name);
+        if (n > 1)
+                qsort(v, n, sizeof(*v), cmp_item_name);
         json_array_clear(items);
         for (i = 0; i < n; i++)
                 json_array_append_new(items, v[i]);
