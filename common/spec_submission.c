@@ -241,6 +241,24 @@ static int keep_candidate(json_t *doc, json_t *norm)
         return r ? -ENOMEM : 0;
 }
 
+/*
+ * A candidate field failed its check with @r: on SPEC_E_INVALID the
+ * normalized envelope *@norm, with the candidate kept (keep_candidate()),
+ * moves to *@ret_norm and the answer is SPEC_E_CANDIDATE (a stored
+ * `rejected`); any other @r is returned as it is.
+ */
+static int candidate_rejected(json_t *doc, json_t **norm, int r, json_t **ret_norm)
+{
+        if (r != SPEC_E_INVALID)
+                return r;
+        r = keep_candidate(doc, *norm);
+        if (r != 0)
+                return r;
+        *ret_norm = *norm;
+        *norm = NULL;
+        return SPEC_E_CANDIDATE;
+}
+
 /**
  * spec_submission_validate() - check a submission and normalize it
  * @doc:      the submission object; borrowed
@@ -386,14 +404,7 @@ int spec_submission_validate(json_t *doc, const Task *task, json_t **ret_norm, S
         r = 0;
         goto out;
 candidate:
-        if (r == SPEC_E_INVALID) {
-                r = keep_candidate(doc, norm);
-                if (r == 0) {
-                        *ret_norm = norm;
-                        norm = NULL;
-                        r = SPEC_E_CANDIDATE;
-                }
-        }
+        r = candidate_rejected(doc, &norm, r, ret_norm);
 out:
         json_decref(norm);
         json_decref(options);
@@ -670,14 +681,7 @@ int spec_submission_validate_kernelbench(json_t *doc, const struct KbTask *kb, j
         r = 0;
         goto out;
 candidate:
-        if (r == SPEC_E_INVALID) {
-                r = keep_candidate(doc, norm);
-                if (r == 0) {
-                        *ret_norm = norm;
-                        norm = NULL;
-                        r = SPEC_E_CANDIDATE;
-                }
-        }
+        r = candidate_rejected(doc, &norm, r, ret_norm);
 out:
         json_decref(norm);
         json_decref(timing);
