@@ -3,11 +3,13 @@ The child protocol's frames (common/frame.h), written once for the tests'
 stand-in workers: a 16-byte header (magic "KVF1", type, JSON length, blob
 length; little-endian u32 each), then the JSON text and the blob.
 
-Used by the stand-in GPU worker (tests/pylib/standin_gpu_worker.py) and the
-hostile suite's forged compile worker (tests/hostile/fake_worker.py). Both run
-as children of `kevald serve`, copied into a libexec folder with this file
-beside them (install() below), so this module imports nothing of the project
-and only the standard library.
+Used by the stand-in GPU and torch workers (tests/pylib/standin_gpu_worker.py,
+standin_torch_worker.py) and the hostile suite's forged compile worker
+(tests/hostile/fake_worker.py). They run as children of `kevald serve`,
+copied into a libexec folder with this file beside them (install() below), so
+this module imports nothing of the project and only the standard library. The
+stand-ins also share how they are put in place, read their knobs and log
+(install_standin(), load_knobs(), log_line() at the end).
 
 A reader takes a file descriptor (int, read with os.read) or a binary stream
 (anything with .read(n), e.g. a Popen pipe). It returns None at a clean end
@@ -92,3 +94,34 @@ def write(fd, ftype, body, blob=b""):
 def install(folder):
     """Copy this module into @folder, beside a stand-in worker copied there that imports it."""
     shutil.copy(os.path.abspath(__file__), os.path.join(folder, "frames.py"))
+
+
+def install_standin(script, libexec, exe, knobs_name, knobs):
+    """Copy the stand-in @script into the folder @libexec as the executable @exe, this module
+    beside it, and @knobs (a dict, or None for {}) as JSON in @knobs_name there."""
+    shutil.copy(os.path.abspath(script), os.path.join(libexec, exe))
+    os.chmod(os.path.join(libexec, exe), 0o755)
+    install(libexec)
+    with open(os.path.join(libexec, knobs_name), "w") as f:
+        f.write(json.dumps(knobs or {}))
+
+
+def load_knobs(folder, knobs_name, defaults):
+    """@defaults updated with the JSON object in @folder/@knobs_name, if there is one."""
+    knobs = dict(defaults)
+    try:
+        with open(os.path.join(folder, knobs_name)) as f:
+            knobs.update(json.load(f))
+    except FileNotFoundError:
+        pass
+    return knobs
+
+
+def log_line(path, ev):
+    """Append @ev to the log @path as one JSON line, in one write (O_APPEND: several processes share it)."""
+    line = (json.dumps(ev, sort_keys=True) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)

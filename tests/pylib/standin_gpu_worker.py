@@ -84,10 +84,8 @@ picks
 The GPU index is CUDA_VISIBLE_DEVICES (the supervisor pins each worker to
 one device that way); the RESULT's gpu.fake_pid says which process ran the job.
 """
-import json
 import os
 import select
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -117,12 +115,8 @@ REF_MS = 0.0480  # the reference median of an s<N> result's first shape set
 def install(libexec, knobs=None):
     """Put the stand-in in the folder @libexec as kevald-gpu, frames.py beside it, and write
     @knobs (a dict, see fake_gpu.json above) there. Returns the path of its log (fake_gpu.log)."""
-    libexec = Path(libexec)
-    shutil.copy(os.path.abspath(__file__), libexec / "kevald-gpu")
-    os.chmod(libexec / "kevald-gpu", 0o755)
-    frames.install(libexec)
-    (libexec / KNOBS_NAME).write_text(json.dumps(knobs or {}))
-    return libexec / LOG_NAME
+    frames.install_standin(__file__, libexec, "kevald-gpu", KNOBS_NAME, knobs)
+    return Path(libexec) / LOG_NAME
 
 
 # ---- what a JOB asks for ------------------------------------------------------
@@ -277,23 +271,13 @@ class StandIn:
         self.dir = os.path.dirname(os.path.abspath(sys.argv[0]))
         self.pid = os.getpid()
         self.gpu = int(os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("KEVALD_GPU_INDEX") or 0)
-        self.knobs = dict(KNOBS)
-        try:
-            with open(os.path.join(self.dir, KNOBS_NAME)) as f:
-                self.knobs.update(json.load(f))
-        except FileNotFoundError:
-            pass
+        self.knobs = frames.load_knobs(self.dir, KNOBS_NAME, KNOBS)
         self.out_fd = os.dup(1)  # frames on a private descriptor, as the real worker does
 
     def log(self, **ev):
         ev.setdefault("pid", self.pid)
         ev.setdefault("gpu", self.gpu)
-        line = (json.dumps(ev, sort_keys=True) + "\n").encode()
-        fd = os.open(os.path.join(self.dir, LOG_NAME), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+        frames.log_line(os.path.join(self.dir, LOG_NAME), ev)
 
     def hello(self):
         return {

@@ -34,10 +34,8 @@ Markers: `KBV_<marker>` anywhere in the candidate's source.
     hang (no RESULT: the watchdog must kill it), wrong_id (a RESULT naming another job) and
     forged_speedup (a speedup of 1e308 over equal medians): the supervisor must believe neither.
 """
-import json
 import os
 import re
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -55,12 +53,8 @@ REF_MS = 0.5
 def install(libexec, knobs=None):
     """Put the stand-in in @libexec as kevald-torch, frames.py beside it, @knobs in fake_torch.json.
     Returns the path of its log."""
-    libexec = Path(libexec)
-    shutil.copy(os.path.abspath(__file__), libexec / "kevald-torch")
-    os.chmod(libexec / "kevald-torch", 0o755)
-    frames.install(libexec)
-    (libexec / KNOBS_NAME).write_text(json.dumps(knobs or {}))
-    return libexec / LOG_NAME
+    frames.install_standin(__file__, libexec, "kevald-torch", KNOBS_NAME, knobs)
+    return Path(libexec) / LOG_NAME
 
 
 def marker(source):
@@ -73,23 +67,13 @@ class StandIn:
         self.role = role
         self.dir = os.path.dirname(os.path.abspath(sys.argv[0]))
         self.pid = os.getpid()
-        self.knobs = dict(KNOBS)
-        try:
-            with open(os.path.join(self.dir, KNOBS_NAME)) as f:
-                self.knobs.update(json.load(f))
-        except FileNotFoundError:
-            pass
+        self.knobs = frames.load_knobs(self.dir, KNOBS_NAME, KNOBS)
         self.gpu = int(os.environ.get("CUDA_VISIBLE_DEVICES") or 0)
         self.out_fd = os.dup(1)
 
     def log(self, **ev):
         ev.setdefault("pid", self.pid)
-        line = (json.dumps(ev, sort_keys=True) + "\n").encode()
-        fd = os.open(os.path.join(self.dir, LOG_NAME), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+        frames.log_line(os.path.join(self.dir, LOG_NAME), ev)
 
     def exit(self, code):
         self.log(ev="exit", code=code)
