@@ -28,7 +28,6 @@ task library has no baseline file for the GPU.
 Python 3 standard library only.
 """
 import argparse
-import glob
 import json
 import os
 import subprocess
@@ -37,6 +36,9 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "tasks"))
+from taskfiles import task_paths  # noqa: E402  (which files are tasks: common/tasklib.c's rule)
 
 
 def http(method, url, body=None, timeout=700):
@@ -118,9 +120,7 @@ def main():
 
     names = parse_names(args.names)
     subs, meta, skipped = [], [], []
-    for path in sorted(glob.glob(os.path.join(args.tasks, "**", "*.json"), recursive=True)):
-        if path.endswith(".plan.json") or os.path.relpath(path, args.tasks).split(os.sep)[0] in ("baselines", "kernelbench"):
-            continue
+    for path in task_paths(args.tasks):
         doc = json.load(open(path))
         if "buffers" not in doc or args.only not in doc["name"]:
             continue

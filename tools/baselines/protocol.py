@@ -21,6 +21,7 @@ import fnmatch
 import math
 import os
 import re
+import sys
 
 FORMAT = 1
 # worker/gpu/judge_timing.c and worker/gpu/timing.h
@@ -170,12 +171,6 @@ def summary(doc):
     return {"entries": n, "eager": e, "compile": c}
 
 
-NOT_TASK_DIRS = ("baselines", "kernelbench")   # top-level folders of the library that hold no task
-
-
-def is_task_file(root, path):
-    """Whether @path, a *.json under the task library @root, is a task: not an
-    example plan (*.plan.json) nor in the library's top-level baselines/ or kernelbench/ folder
-    (PyTorch baselines; the KernelBench-format family and its index)."""
-    rel = os.path.relpath(path, root).split(os.sep)
-    return path.endswith(".json") and not path.endswith(".plan.json") and rel[0] not in NOT_TASK_DIRS
+# which files of a library are tasks: common/tasklib.c's rule, once for the Python tools
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tasks"))
+from taskfiles import NOT_TASK_DIRS, is_task_file  # noqa: E402,F401

@@ -18,6 +18,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 import crosscheck as cc  # noqa: E402  (imports torch only in main())
+sys.path.insert(0, os.path.join(ROOT, "tools", "tasks"))
+from taskfiles import task_paths  # noqa: E402
 
 failures = []
 
@@ -75,9 +77,7 @@ def test_compare_and_table():
 def test_default_tasks():
     expect(len(cc.DEFAULT_TASKS) == 10 and len(set(cc.DEFAULT_TASKS)) == 10, "ten distinct tasks")
     names = set()
-    for p in glob.glob(os.path.join(ROOT, "tasks", "**", "*.json"), recursive=True):
-        if os.sep + "baselines" + os.sep in p or os.sep + "kernelbench" + os.sep in p:
-            continue
+    for p in task_paths(os.path.join(ROOT, "tasks")):
         with open(p) as f:
             names.add(json.load(f).get("name"))
     ops = ""

@@ -10,11 +10,14 @@ import glob
 import json
 import os
 import re
+import sys
 
 import numpy as np
 import torch
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tools", "tasks"))
+from taskfiles import task_paths  # noqa: E402  (which files are tasks: common/tasklib.c's rule)
 TORCH_DT = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16,
             "bf16": torch.bfloat16, "i32": torch.int32, "i64": torch.int64, "u8": torch.uint8,
             "i8": torch.int8}
@@ -48,9 +51,7 @@ def ev(expr, params):
 def load_tasks(tasks_dir=None):
     tasks = {}
     root = tasks_dir or os.path.join(ROOT, "tasks")
-    for p in sorted(glob.glob(os.path.join(root, "**", "*.json"), recursive=True)):
-        if os.path.relpath(p, root).split(os.sep)[0] in ("baselines", "kernelbench") or p.endswith(".plan.json"):
-            continue   # the library's baseline files (tools/baselines), the KernelBench family, example plans
+    for p in task_paths(root):
         with open(p) as f:
             t = json.load(f)
         t["_dir"] = os.path.dirname(p)
@@ -190,11 +191,7 @@ def run_reference_cpu(task, params, inputs):
     (tools/tasks/cpu_check.py); slow, small shape sets only."""
     import subprocess
     import tempfile
-    sys_path = os.path.join(ROOT, "tools", "tasks")
-    import sys
-    if sys_path not in sys.path:
-        sys.path.insert(0, sys_path)
-    import cpu_check
+    import cpu_check  # tools/tasks is on sys.path (above)
     with tempfile.TemporaryDirectory() as tmp:
         bufs, files = [], []
         for b in task["buffers"]:

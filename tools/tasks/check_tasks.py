@@ -15,12 +15,12 @@ a string of at least 20 characters.  With --nvcc every reference and example sou
 compiled to a CUBIN for sm_90a (nvcc stands in for NVRTC here; neither source
 includes any header).  `kevald task check` is the authoritative validator.
 """
-import glob
 import json
 import os
 import re
 import subprocess
 import sys
+from taskfiles import task_paths  # noqa: E402  (which files are tasks: common/tasklib.c's rule)
 
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i8": 1, "u8": 1, "i32": 4, "i64": 8}
 MAX_BYTES = 20 << 30
@@ -182,8 +182,7 @@ def main():
         only = args[args.index("--only") + 1]
     rest = [a for a in args if not a.startswith("--") and a != only]
     root = rest[0] if rest else os.path.join(os.path.dirname(__file__), "..", "..", "tasks")
-    paths = sorted(p for p in glob.glob(os.path.join(root, "**", "*.json"), recursive=True)
-                   if os.path.relpath(p, root).split(os.sep)[0] not in ("baselines", "kernelbench"))   # not tasks
+    paths = task_paths(root)
     bad = 0
     count = 0
     for p in paths:

@@ -11,7 +11,6 @@ compares every output with an independent numpy implementation of the task
 (NP_OPS below) under the task's tolerance. A development check for machines
 without a GPU; the GPU oracle (tools/oracle/oracle.py) is the real one.
 """
-import glob
 import itertools
 import json
 import os
@@ -23,6 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_tasks import ev  # noqa: E402
+from taskfiles import task_paths  # noqa: E402  (which files are tasks: common/tasklib.c's rule)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -337,9 +337,7 @@ def main():
         only = args[args.index("--only") + 1]
     if "--max-elems" in args:
         maxel = int(args[args.index("--max-elems") + 1])
-    paths = sorted(p for p in glob.glob(os.path.join(ROOT, "tasks", "**", "*.json"), recursive=True)
-                   if os.path.relpath(p, os.path.join(ROOT, "tasks")).split(os.sep)[0]
-                   not in ("baselines", "kernelbench"))   # baselines and the KernelBench family are not tasks
+    paths = task_paths(os.path.join(ROOT, "tasks"))
     nbad = 0
     for p in paths:
         if only and only not in p:

@@ -41,13 +41,13 @@ the doc (prose stays outside the markers):
 """
 import argparse
 import collections
-import glob
 import json
 import os
 import re
 import statistics
 
 import yardstick
+from taskfiles import task_paths  # noqa: E402  (which files are tasks: common/tasklib.c's rule)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SHAPE_ORDER = {"tiny": 0, "small": 1, "default": 2}
@@ -355,9 +355,7 @@ def main():
                     help="drop the doc's rows of the blocks given before merging")
     a = ap.parse_args()
     tasks = []
-    for p in glob.glob(os.path.join(a.tasks, "**", "*.json"), recursive=True):
-        if os.path.relpath(p, a.tasks).split(os.sep)[0] in ("baselines", "kernelbench"):
-            continue   # baseline files (tools/baselines), the KernelBench family: not tasks
+    for p in task_paths(a.tasks):
         with open(p) as f:
             tasks.append(json.load(f))
     tasks.sort(key=lambda t: (t.get("level", 1), problem_num(t["name"])))

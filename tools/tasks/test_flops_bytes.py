@@ -12,7 +12,6 @@ buffers (every output element is written once: a smaller figure would put
 the roofline bound below what any kernel must move). Exit status 1 on any
 failure, naming the task and shape set.
 """
-import glob
 import json
 import math
 import os
@@ -21,6 +20,7 @@ import sys
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from yardstick import ev  # noqa: E402  (kevald's expressions, one evaluator for the task tools)
+from taskfiles import task_paths  # noqa: E402  (which files are tasks: common/tasklib.c's rule)
 
 DTYPE_BYTES = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "u8": 1, "i8": 1}
 
@@ -47,9 +47,7 @@ def check_task(t):
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "tasks")
     n = bad = 0
-    for p in sorted(glob.glob(os.path.join(root, "**", "*.json"), recursive=True)):
-        if os.path.relpath(p, root).split(os.sep)[0] in ("baselines", "kernelbench") or p.endswith(".plan.json"):
-            continue
+    for p in task_paths(root):
         with open(p) as f:
             t = json.load(f)
         n += 1
