@@ -1155,6 +1155,20 @@ long http_server_drain(HttpServer *s, double timeout_s)
 }
 
 /**
+ * http_server_connections() - connections libmicrohttpd holds, over all its
+ * threads; a connection the client closed counts until its thread sweeps it.
+ */
+unsigned http_server_connections(HttpServer *s)
+{
+        const union MHD_DaemonInfo *info;
+
+        if (!s || !s->daemon)
+                return 0;
+        info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        return info ? info->num_connections : 0;
+}
+
+/**
  * http_server_stop() - close every connection, join the pool, free; NULL ok.
  * Parked requests must have been woken first (waiters_shutdown()).
  */

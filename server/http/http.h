@@ -102,6 +102,8 @@ int http_server_start(const HttpServerConfig *cfg, HttpServer **ret_server, int 
 void http_server_quiesce(HttpServer *s);
 /* Wait up to @timeout_s for requests in flight to finish. Return: how many are left. */
 long http_server_drain(HttpServer *s, double timeout_s);
+/* Connections the server holds now, closed ones not yet swept included (they still count against the per-address limit). */
+unsigned http_server_connections(HttpServer *s);
 /* Close every connection, join the threads, free. NULL is allowed. */
 void http_server_stop(HttpServer *s);
 
