@@ -1168,6 +1168,12 @@ unsigned http_server_connections(HttpServer *s)
         return info ? info->num_connections : 0;
 }
 
+/* http_server_body_bytes() - request body bytes counted against body_inflight_limit now. */
+size_t http_server_body_bytes(HttpServer *s)
+{
+        return s ? atomic_load(&s->body_bytes) : 0;
+}
+
 /**
  * http_server_stop() - close every connection, join the pool, free; NULL ok.
  * Parked requests must have been woken first (waiters_shutdown()).

@@ -104,6 +104,8 @@ void http_server_quiesce(HttpServer *s);
 long http_server_drain(HttpServer *s, double timeout_s);
 /* Connections the server holds now, closed ones not yet swept included (they still count against the per-address limit). */
 unsigned http_server_connections(HttpServer *s);
+/* Request body bytes held now, counted against body_inflight_limit. */
+size_t http_server_body_bytes(HttpServer *s);
 /* Close every connection, join the threads, free. NULL is allowed. */
 void http_server_stop(HttpServer *s);
 

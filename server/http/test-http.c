@@ -217,6 +217,16 @@ static void wait_swept(HttpServer *s)
         CHECK(http_server_connections(s) == 0);
 }
 
+/* Wait until the server counts at least (@at_least) or at most @n request body bytes. */
+static void wait_body_bytes(HttpServer *s, size_t n, bool at_least)
+{
+        double t0 = now_s();
+
+        while ((at_least ? http_server_body_bytes(s) < n : http_server_body_bytes(s) > n) && now_s() - t0 < 5.0)
+                sleep_ms(10);
+        CHECK(at_least ? http_server_body_bytes(s) >= n : http_server_body_bytes(s) <= n);
+}
+
 /* The abuse limits on a server of their own. */
 static void check_abuse(HttpServerConfig cfg)
 {
@@ -239,7 +249,7 @@ static void check_abuse(HttpServerConfig cfg)
         put(held, "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 1000\r\n\r\n");
         memset(body, 'h', sizeof(body));
         (void)!write(held, body, 10);
-        sleep_ms(200);
+        wait_body_bytes(s, 1001, true);   /* the server has read its first bytes and counts the whole body */
         CHECK(request("POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 1000\r\n\r\n", body,
                       1000, &r) == 0);
         CHECK(r.status == 503 && strstr(r.head, "Retry-After: 1") && strstr(r.body, "\"status\":503"));
@@ -247,7 +257,7 @@ static void check_abuse(HttpServerConfig cfg)
         read_for(held, buf, sizeof(buf), 3.0, &closed);
         CHECK(strncmp(buf, "HTTP/1.1 200", 12) == 0 && strstr(buf, "\"len\":1000"));
         close(held);
-        sleep_ms(100);   /* the held request ends after its answer is written */
+        wait_body_bytes(s, 0, false);     /* the held request ends after its answer is written */
         CHECK(request("POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 1000\r\n\r\n", body,
                       1000, &r) == 0);
         CHECK(r.status == 200);   /* released */
@@ -325,16 +335,19 @@ static void check_abuse(HttpServerConfig cfg)
                         CHECK(strncmp(buf, "HTTP/1.1 200", 12) == 0 && strstr(buf, "\"len\":100"));
                 }
                 close(fd);
-                for (int i = 1; i < 9; i++)     /* sort, for the median */
-                        for (int j = i; j > 0 && took[j] < took[j - 1]; j--) {
+                /* The last six, sorted (the first requests of a connection may be acknowledged
+                 * at once anyway: the kernel's quick-ACK start); the second fastest must be quick,
+                 * which a delayed ACK on each (~40 ms) is not and a loaded host's stray delays are. */
+                for (int i = 4; i < 9; i++)
+                        for (int j = i; j > 3 && took[j] < took[j - 1]; j--) {
                                 double x = took[j];
 
                                 took[j] = took[j - 1];
                                 took[j - 1] = x;
                         }
-                if (took[4] >= 0.02)
-                        fprintf(stderr, "median POST %.1f ms\n", took[4] * 1e3);
-                CHECK(took[4] < 0.02);
+                if (took[4] >= 0.03)
+                        fprintf(stderr, "second fastest of the last six POSTs: %.1f ms\n", took[4] * 1e3);
+                CHECK(took[4] < 0.03);
         }
 
         /* libmicrohttpd's own 431 and 414 are problem+json too. */

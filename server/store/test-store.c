@@ -1105,7 +1105,7 @@ static void test_pg_dead_host(void)
         CHECK_RC(store_open(path, &b), 0);
         int64_t ida = insert1(a, "t", 0, 0, NULL, NULL, NULL);
         int64_t idb = insert1(a, "t", 0, 0, NULL, NULL, NULL);
-        CHECK_RC(store_claim_next(a, STAGE_COMPILE, "hosta/kevald-1", 0.3, &job), 0);
+        CHECK_RC(store_claim_next(a, STAGE_COMPILE, "hosta/kevald-1", 2.0, &job), 0);
         CHECK(job->id == ida);
         store_job_free(job);
         CHECK_RC(store_claim_next(b, STAGE_COMPILE, "testhost/kevald-2", 3600, &job), 0);
@@ -1123,7 +1123,7 @@ static void test_pg_dead_host(void)
         store_close(a);
         CHECK_RC(reap(b, 3, &requeued, &failed), 0);
         CHECK(requeued == 0);
-        sleep_s(0.4);
+        sleep_s(2.2);   /* the lease (2 s: long enough for the steps above on a loaded host) runs out */
         CHECK_RC(reap(b, 3, &requeued, &failed), 0);
         CHECK(requeued == 1 && failed == 0);
         CHECK(strcmp(get_str(b, ida, "state", &o), "queued") == 0);
@@ -1162,7 +1162,8 @@ static double wait_event(Store *l, StoreEventKind kind, int64_t id)
         return -1;
 }
 
-/* PostgreSQL: a commit on one connection wakes a listener on another within 100 ms. */
+/* PostgreSQL: a commit on one connection wakes a listener on another (within 2 s: without a
+ * notification no event would come at all; the bound leaves room for a loaded host). */
 static void test_pg_notify(void)
 {
         char path[512];
@@ -1175,7 +1176,7 @@ static void test_pg_notify(void)
         CHECK_RC(store_next_event(l, 0, &ev), STORE_E_EMPTY);
         int64_t id = insert1(w, "t", 0, 0, NULL, NULL, NULL);
         double dt = wait_event(l, STORE_EVENT_WORK, 0);
-        CHECK(dt >= 0 && dt < 0.1);
+        CHECK(dt >= 0 && dt < 2.0);
         CHECK_RC(store_claim_next(w, STAGE_COMPILE, "testhost/w", 30, &job), 0);
         store_job_free(job);
         json_t *res = json_pack("{s:s}", "verdict", "compile_error");
@@ -1183,7 +1184,7 @@ static void test_pg_notify(void)
         json_decref(res);
         dt = wait_event(l, STORE_EVENT_DONE, id);
         fprintf(stderr, "test-store: done notification after %.1f ms\n", dt * 1000);
-        CHECK(dt >= 0 && dt < 0.1);
+        CHECK(dt >= 0 && dt < 2.0);
         /* A rolled-back group wakes nobody: notifications go out only at commit. */
         CHECK_RC(store_begin_group(w), 0);
         insert1(w, "t", 0, 0, NULL, NULL, NULL);
@@ -1234,6 +1235,31 @@ static void test_pg_claim_gate(void)
         store_close(w);
 }
 
+/* Whether, within @timeout_s, another session of the database at @uri sleeps in pg_sleep after its
+ * SELECT ... FOR UPDATE (so holds its row lock). */
+static bool wait_row_locked(const char *uri, double timeout_s)
+{
+        char cmd[1400], line[64];
+        double t0 = mono();
+
+        snprintf(cmd, sizeof(cmd), "%s%spsql -q -X -t -A -d '%s' -c \"SELECT count(*) FROM pg_stat_activity WHERE "
+                 "wait_event = 'PgSleep' AND query LIKE '%%FOR UPDATE%%' AND pid <> pg_backend_pid()\" 2>/dev/null",
+                 pg_bin, pg_bin[0] ? "/" : "", uri);
+        while (mono() - t0 < timeout_s) {
+                FILE *f = popen(cmd, "r");
+                bool held = false;
+
+                if (f) {
+                        held = fgets(line, sizeof(line), f) && atoi(line) >= 1;
+                        pclose(f);
+                }
+                if (held)
+                        return true;
+                sleep_s(0.1);
+        }
+        return false;
+}
+
 /*
  * PostgreSQL: renewing a host's leases does not wait for a row another
  * transaction holds (one being finished): the others are renewed at once.
@@ -1252,18 +1278,22 @@ static void test_pg_heartbeat_skip_locked(void)
                 ids[i] = job->id;
                 store_job_free(job);
         }
-        /* Another session holds the first row for 3 s. */
+        /* Another session holds the first row for 5 s; wait until it does (psql starts slowly on a loaded host). */
         snprintf(cmd, sizeof(cmd), "%s%spsql -q -X -d '%s' -c 'BEGIN; SELECT 1 FROM submissions WHERE id = %lld "
-                 "FOR UPDATE; SELECT pg_sleep(3); COMMIT' >/dev/null 2>&1 &", pg_bin, pg_bin[0] ? "/" : "", path,
+                 "FOR UPDATE; SELECT pg_sleep(5); COMMIT' >/dev/null 2>&1 &", pg_bin, pg_bin[0] ? "/" : "", path,
                  (long long)ids[0]);
         CHECK(system(cmd) == 0);
-        sleep_s(1.0);
+        CHECK(wait_row_locked(path, 20.0));
         double t0 = mono();
         CHECK_RC(store_heartbeat_owner(s, "testhost/hb", 600, &ext), 0);
-        CHECK(mono() - t0 < 1.0);
+        CHECK(mono() - t0 < 2.5);       /* not waiting for the 5 s lock */
         CHECK(ext == 1);                /* the free one */
-        sleep_s(2.5);
-        CHECK_RC(store_heartbeat_owner(s, "testhost/hb", 600, &ext), 0);
+        /* Both, once the other session is gone. */
+        t0 = mono();
+        do {
+                sleep_s(0.2);
+                CHECK_RC(store_heartbeat_owner(s, "testhost/hb", 600, &ext), 0);
+        } while (ext != 2 && mono() - t0 < 20.0);
         CHECK(ext == 2);                /* both, once the other session is gone */
         store_close(s);
 }

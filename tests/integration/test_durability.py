@@ -140,7 +140,7 @@ def test_long_poll_answered_on_shutdown(tmp_path):
 
     th = threading.Thread(target=poll)
     th.start()
-    time.sleep(1.0)
+    time.sleep(1.0 * SLOW)   # connected and parked (a slow build accepts and parses slowly)
     assert th.is_alive(), f"the waiter returned early: {result}"
     rc = s.stop(signal.SIGTERM)
     th.join(30)

@@ -350,7 +350,7 @@ def test_bodies_in_flight_capped(make_server):
     finally:
         for t in tricklers:
             t.close()
-    time.sleep(1.0)   # the answered request's bytes are released when libmicrohttpd completes it
+    time.sleep(1.0 * SLOW)   # the answered request's bytes are released when libmicrohttpd completes it
     # Sent, not yet complete: 850 kB held; a 1,000,000-byte body cannot fit beside it and is refused
     # before it is read. (Bytes count as the server reads them: it refuses as soon as it holds 64 kB of
     # the first; until then the probe waits for a body that never comes, so each probe waits 2 s at most.)
@@ -368,9 +368,15 @@ def test_bodies_in_flight_capped(make_server):
         assert "retry-after: 1" in text.lower() and "application/problem+json" in text.lower(), text[:500]
     finally:
         held.close()
-    time.sleep(0.3)
-    with s.client() as c:   # released with the connection
-        assert c.post("/v1/submissions", json=compile_sub("// " + "y" * 800000 + "\n" + GOOD_KERNEL)).status_code == 202
+    # Released with the connection, once the server has seen it close (a 503 until then says to retry).
+    deadline = time.monotonic() + 10 * SLOW
+    with s.client() as c:
+        while True:
+            r = c.post("/v1/submissions", json=compile_sub("// " + "y" * 800000 + "\n" + GOOD_KERNEL))
+            if r.status_code != 503 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert r.status_code == 202, r.text[:300]
 
 
 def test_libmicrohttpd_errors_are_problems(server):

@@ -387,6 +387,7 @@ def test_watchdog_kill_holds_the_gpu(tmp_path):
     fs = FakeGpuServer(tmp_path, gpus="0", per_gpu=2, knobs={"work_s": 0.02}, args=["--job-timeout-s", "1"]).start()
     try:
         attempts = warm_cache(fs, ["hang"])
+        t_submit = time.monotonic()   # before the server sends the hung job: its watchdog counts from then
         ids = fs.submit([full("hang"), full(), full()])
         done = fs.wait_all(ids, timeout=60)
         hang = done[ids[0]]
@@ -398,8 +399,8 @@ def test_watchdog_kill_holds_the_gpu(tmp_path):
         (started,) = [e for e in fs.events("start") if e["id"] == ids[0]]
         jobs = fs.jobs(set(ids[1:]))
         assert all(j["pid"] != started["pid"] for j in jobs), (started, jobs)
-        first = jobs[0]["start"] - started["t"]
-        assert first >= 5.9, f"a job started {first:.2f}s after the hung one, before its worker was killed (6 s)"
+        first = jobs[0]["start"] - t_submit
+        assert first >= 6.0, f"a job started {first:.2f}s after the hung one was submitted, before its worker was killed (6 s)"
         assert_queued_jobs_ran_elsewhere(fs, done)
         assert f"(pid {started['pid']}): watchdog" in fs.server.log_tail(1000), fs.server.log_tail()
     finally:
@@ -445,8 +446,8 @@ def test_gpu_time_accounting(tmp_path):
         # one worker per GPU: the job after the timeout waits for a new process
         assert d["no_worker"] > 0.005, d
         assert d["no_work"] >= 0.5 - 0.1 * SLOW, d
-        # the status is rebuilt every 100 ms tick: each reading may lag by that much
-        assert abs(sum(d.values()) - (t1 - t0)) < 0.3, (d, t1 - t0)
+        # the status is rebuilt every 100 ms tick: each reading may lag by that much, more on a slow build
+        assert abs(sum(d.values()) - (t1 - t0)) < 0.2 + 0.1 * SLOW, (d, t1 - t0)
     finally:
         rc = fs.stop()
     assert rc == 0, f"kevald exited {rc} on SIGTERM:\n{fs.server.log_tail()}"

@@ -68,7 +68,9 @@ def test_longpoll_across_hosts(make_server, tmp_path):
         assert body["state"] == "done" and body["verdict"] == "compiled", body
         lag = answer["t"] - rfc3339(body["finished_at"])
         print(f"long-poll on A answered {lag * 1000:.1f} ms after B's finish")
-        assert lag < 0.1 * SLOW, f"answered {lag:.3f} s after the commit"
+        # Without NOTIFY the long-poll would answer only at its 30 s deadline; the bound is loose
+        # because finished_at is taken before B's commit, and a loaded host delays every step after it.
+        assert lag < 2 * SLOW, f"answered {lag:.3f} s after the commit"
         # Scored once, by B: B's dispatcher finished it, A's never claimed it.
         sb = cb.get("/v1/stats").json()
         sa = ca.get("/v1/stats").json()
