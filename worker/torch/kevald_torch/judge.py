@@ -248,8 +248,8 @@ _STATE = [(label, f) for label, f in [
     ("the TorchDispatchMode stack's depth", _reader(torch._C, "_len_torch_dispatch_stack")),
     ("the infrastructure dispatch modes entered", _infra_modes_reader()),
     ("__torch_function__ handling (DisableTorchFunction)", _reader(torch._C, "_is_torch_function_enabled")),
-    (_GRAD, _reader(torch, "is_grad_enabled")),
     ("inference mode", _reader(torch, "is_inference_mode_enabled")),
+    (_GRAD, _reader(torch, "is_grad_enabled")),
     ("autocast on the GPU", _reader(torch, "is_autocast_enabled", "cuda") if hasattr(torch, "get_autocast_dtype")
      else _reader(torch, "is_autocast_enabled")),
     ("autocast's GPU dtype", _reader(torch, "get_autocast_dtype", "cuda") or
@@ -342,12 +342,8 @@ class Judge:
         """Rejects (CheckFail "tamper") a replaced function or class member of
         the watched owners, or a mode or default of _STATE that is not the
         judge's: as at start-up, grad mode as @grad (what the judge had set
-        when it called the candidate)."""
-        what = _changed(self.snapshot)
-        if what:
-            self.tampered = True
-            raise judge_check.CheckFail("tamper", f"the candidate replaced {what}, which the judge or the "
-                                        "reference uses")
+        when it called the candidate). The state first: torch changes
+        torch.Storage with the default dtype."""
         want = dict(self.state)
         if _GRAD in want:
             want[_GRAD] = str(grad)
@@ -356,6 +352,11 @@ class Judge:
             self.tampered = True
             raise judge_check.CheckFail("tamper", f"the candidate left {what}: the reference and the judge's "
                                         "checks would run with it")
+        what = _changed(self.snapshot)
+        if what:
+            self.tampered = True
+            raise judge_check.CheckFail("tamper", f"the candidate replaced {what}, which the judge or the "
+                                        "reference uses")
 
     def candidate(self, fn):
         grad = _grad()
