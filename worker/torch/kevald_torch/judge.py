@@ -22,7 +22,8 @@ worker"). Theory of operation, per JOB:
                precision, input_mutation, output_device, output_alias,
                nondeterministic, output_type), runtime_error (a CUDA error, named; an
                exception of the candidate's code), rejected (no ModelNew, or
-               the candidate replaced a function the judge relies on),
+               the candidate changed what the judge relies on: the tamper
+               check below),
                internal_error (the reference failed), or correct.
 
 The watchdog (confine.py) is re-armed at each phase with a timeout RESULT
@@ -33,19 +34,36 @@ which a probe fails) is answered with "exiting": true, then exit 3.
 torch's global switches (TF32, reduced-precision reductions, the float32
 matmul precision, cuDNN's benchmark and deterministic modes) are the
 judge's whenever the reference runs, whatever the candidate set. The
-candidate runs in this interpreter. The judge binds the functions it
-uses before any candidate is imported and checks, after each candidate
-call, that no function or class of torch's main namespaces (torch,
-torch.cuda, Tensor, nn, nn.functional, ...) nor of its own modules was
-replaced (rejected, kind "tamper"): the reference would call a replaced
-torch.softmax too. These checks cover this job only: what a candidate
-changes in the interpreter (an inherited Tensor method, a TorchFunctionMode
-or dispatch mode, a global switch, the default dtype or device) cannot all
-be found and put back, so every RESULT says "exiting": true and the worker
-exits after it (0; 3 after a sticky error, 1 if the judge failed): one JOB
-per process (issue 29), nothing reaches the next job. The sandbox, not
-these checks, is what confines a candidate that goes further (ctypes, the
-judge's memory; docs/SECURITY.md).
+candidate runs in this interpreter. The judge binds the functions it uses
+before any candidate is imported and checks, after each candidate call and
+before each reference call (the tamper check; rejected, kind "tamper",
+naming what changed):
+  * the modes and defaults of _STATE are the judge's: no TorchFunctionMode
+    or TorchDispatchMode (nor infrastructure mode) left entered, the
+    default dtype and device, grad mode (as the judge had it at the call),
+    inference mode, autocast, deterministic algorithms, __torch_function__
+    handling; a mode left entered would run the candidate's code inside the
+    reference and the judge's own comparisons;
+  * no function of torch's main namespaces (torch, torch.cuda, nn,
+    nn.functional, ...) nor of the judge's own modules was replaced: each
+    callable member is the same object (names added since are not changes:
+    torch imports submodules lazily);
+  * every name a watched class resolves (dir(cls): Tensor, nn.Module,
+    every class of torch.nn, cuda.Event) resolves in the same class of its
+    MRO to the same raw value (as inspect.getattr_static finds it), so
+    torch.Tensor.sum set over the one it inherits from TensorBase, or a
+    replaced nn.Module member that nn.Linear inherits, is a change. Each
+    class's __dict__ is compared by identity, in C, with a copy taken at
+    start-up; a name is looked up only once something moved.
+These checks cover this job only, and only what they read: the candidate's
+code can still reach the judge (a function's __code__ replaced in place,
+ctypes, gc walking to the judge's objects, a thread of its own), and what it
+changes in the interpreter cannot all be found and put back; so every RESULT
+says "exiting": true and the worker exits after it (0; 3 after a sticky
+error, 1 if the judge failed): one JOB per process (issue 29), nothing
+reaches the next job. The plan is the candidate in a child process of its
+own. The sandbox, not these checks, is what confines a candidate that goes
+further (docs/SECURITY.md).
 """
 import operator
 import os
