@@ -107,13 +107,22 @@ def _same(a, b):
     return len(a) == len(b) and all(map(_is, a, b))
 
 
+# Names Python itself adds to a class's __dict__ when they are read (a class
+# without annotations gets an empty __annotations__ at the first read, as
+# typing.get_type_hints and torch.jit do; copy and pickle cache
+# __slotnames__ on the class of what they copy, e.g. nn.TransformerEncoder's
+# layers): not the candidate's changes.
+_LAZY = frozenset({"__annotations__", "__annotate__", "__annotate_func__", "__annotations_cache__",
+                   "__slotnames__"})
+
+
 def _resolve(mro, dicts):
     """{name: (class, raw value)} of every name a class of MRO @mro resolves
-    (dir(cls)): the first class of the MRO whose __dict__ (in @dicts) holds it,
-    and that value, as inspect.getattr_static finds it."""
+    (dir(cls)) but _LAZY: the first class of the MRO whose __dict__ (in
+    @dicts) holds it, and that value, as inspect.getattr_static finds it."""
     res = {}
     for c in reversed(mro):
-        res.update((k, (c, v)) for k, v in dicts[c].items())
+        res.update((k, (c, v)) for k, v in dicts[c].items() if k not in _LAZY)
     return res
 
 

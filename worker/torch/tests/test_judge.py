@@ -81,7 +81,8 @@ SAMPLES = {
     "dtype": HEAD + b"        torch.set_default_dtype(torch.float64)\n        return torch.softmax(x, 1)\n",
     "grad": HEAD + b"        torch.set_grad_enabled(True)\n        return torch.softmax(x, 1)\n",
     # the same, put back before returning: correct
-    "scoped": b"import torch.overrides\n" + HEAD + b"        with torch.no_grad(), torch.overrides.TorchFunctionMode():\n"
+    "scoped": b"import torch.overrides\n" + HEAD +
+              b"        with torch.no_grad(), torch.overrides.TorchFunctionMode():\n"
               b"            return torch.softmax(x, 1)\n",
     "no_model_new": b"import torch\nX = 1\n",
     # a Tensor subclass that says every element agrees (the stand-in's arrays are .a)

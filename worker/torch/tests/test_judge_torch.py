@@ -9,10 +9,12 @@ the default dtype (and device, torch 2.3+), grad mode, inference mode,
 autocast, deterministic algorithms, __torch_function__ disabled. Each case
 puts back what it changed and the check must then report nothing again; an
 untouched interpreter, and a candidate that defines its own nn.Module,
-registers buffers and parameters and calls F.relu, report nothing. Runs on
+registers buffers and parameters and calls F.relu, report nothing, nor do
+the names Python adds to classes itself (__annotations__, __slotnames__). Runs on
 this python3 or /usr/bin/python3 (Debian's python3-torch), whichever has
 torch; exits 77 (skipped) where neither has.
 """
+import copy
 import importlib.util
 import os
 import subprocess
@@ -99,6 +101,19 @@ class RealTorch(unittest.TestCase):
         self.assertEqual(tuple(out.shape), (4, 8))
         self.assertFalse(j.tampered)
         self.assertClean()
+
+    def test_names_python_adds_to_classes(self):
+        """An empty __annotations__ at the first read (inspect, torch.jit), copy's cached __slotnames__:
+        each shadows the one nn.Module has, and neither is the candidate's change."""
+        copy.deepcopy(nn.Module())   # nn.Module.__slotnames__ before the snapshot, as for __annotations__
+        j = bare_judge()
+        self.assertNotIn("__annotations__", vars(nn.Identity))
+        self.assertNotIn("__slotnames__", vars(nn.Identity))
+        j.candidate(lambda: (nn.Identity.__annotations__, copy.deepcopy(nn.Sequential(nn.Identity(), nn.Linear(2, 2)))))
+        self.assertIn("__annotations__", vars(nn.Identity))
+        self.assertIn("__slotnames__", vars(nn.Identity))
+        self.assertFalse(j.tampered)
+        self.assertIsNone(judge._changed(j.snapshot))
 
     def test_class_members(self):
         """(owner, name, value set, what is reported): set over an inherited name, or replacing one."""
