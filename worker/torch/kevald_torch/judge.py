@@ -57,6 +57,7 @@ naming what changed):
     start-up; a name is looked up only once something moved.
 These checks cover this job only, and only what they read: the candidate's
 code can still reach the judge (a function's __code__ replaced in place,
+a global of torch's own Python modules rebound, e.g. torch.nn.modules.linear.F,
 ctypes, gc walking to the judge's objects, a thread of its own), and what it
 changes in the interpreter cannot all be found and put back; so every RESULT
 says "exiting": true and the worker exits after it (0; 3 after a sticky
