@@ -190,6 +190,11 @@ def _changed(snap):
         k = _class_changed(o, mro, snap)
         if k:
             return f"{_name(o)}.{k}"
+    # Only names that shadow nothing were added (or _LAZY ones): the fast
+    # comparison takes them as they are now, the names are still looked up
+    # in the start-up copies once anything moves again.
+    for c in moved:
+        snap.dicts[c] = (snap.dicts[c][0], list(c.__dict__.values()))
     return None
 
 
