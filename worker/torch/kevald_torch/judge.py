@@ -109,10 +109,10 @@ def _same(a, b):
 
 
 # Names Python itself adds to a class's __dict__ when they are read (a class
-# without annotations gets an empty __annotations__ at the first read, as
-# typing.get_type_hints and torch.jit do; copy and pickle cache
-# __slotnames__ on the class of what they copy, e.g. nn.TransformerEncoder's
-# layers): not the candidate's changes.
+# without annotations of its own gets an empty __annotations__ at the first
+# read of cls.__annotations__; copy and pickle cache __slotnames__ on the
+# class of what they copy, e.g. nn.TransformerEncoder's layers): not the
+# candidate's changes.
 _LAZY = frozenset({"__annotations__", "__annotate__", "__annotate_func__", "__annotations_cache__",
                    "__slotnames__"})
 
@@ -183,6 +183,7 @@ def _changed(snap):
         for k, v in members.items():
             if cur.get(k, _MISSING) is not v:
                 return f"{_name(o)}.{k}"
+        values[:] = cur.values()   # names added, data rebound: the next fast comparison takes them
     moved = {c for c, (_, values) in snap.dicts.items() if not _same(c.__dict__.values(), values)}
     for o, mro in snap.classes:
         if moved.isdisjoint(o.__mro__) and _same(o.__mro__, mro):

@@ -5,7 +5,9 @@ arrays, "cuda" a label; CI has neither PyTorch nor a GPU). What it checks is
 the worker's own logic end to end: start-up and HELLO of both roles, the
 build role's RESULTs, the run role's judge (fresh seeded inputs, candidate
 first, inputs and outputs checked, every timed run revalidated, adaptive
-trials), each verdict and error kind, the RESULT against resultcheck's rules
+trials), each verdict and error kind (the tamper check: a replaced function,
+a name set over an inherited one or replaced in the base class, a mode or
+default left changed, each named), the RESULT against resultcheck's rules
 and the schema, and the exits: 3 after a sticky CUDA error, 4 from the C
 watchdog past the deadline, 0 after every other JOB (one JOB per process). Timings mean nothing here.
 Skipped where no python3 has numpy.

@@ -103,7 +103,7 @@ class RealTorch(unittest.TestCase):
         self.assertClean()
 
     def test_names_python_adds_to_classes(self):
-        """An empty __annotations__ at the first read (inspect, torch.jit), copy's cached __slotnames__:
+        """An empty __annotations__ at the first read of cls.__annotations__, copy's cached __slotnames__:
         each shadows the one nn.Module has, and neither is the candidate's change."""
         copy.deepcopy(nn.Module())   # nn.Module.__slotnames__ before the snapshot, as for __annotations__
         j = bare_judge()
@@ -148,6 +148,20 @@ class RealTorch(unittest.TestCase):
                     else:
                         delattr(owner, name)
                 self.assertClean()
+
+    def test_namespace_after_a_name_added(self):
+        """A name added to a namespace is no change (torch imports lazily); a function replaced after it is."""
+        sync = torch.cuda.synchronize
+        torch.cuda.kevald_test_added = 1
+        try:
+            self.assertIsNone(judge._changed(self.j.snapshot))
+            self.assertIsNone(judge._changed(self.j.snapshot))
+            msg = self.rejected(lambda: setattr(torch.cuda, "synchronize", lambda device=None: None))
+        finally:
+            torch.cuda.synchronize = sync
+            del torch.cuda.kevald_test_added
+        self.assertIn("the candidate replaced torch.cuda.synchronize, ", msg)
+        self.assertClean()
 
     def test_modes_and_defaults_left_changed(self):
         from torch.overrides import TorchFunctionMode
