@@ -368,6 +368,10 @@ def test_without_the_sandbox(tmp_path):
 # inherited Tensor method, torch.utils.cpp_extension, a global switch) must not reach the next job.
 PATCH_GT = ("import torch\n"   # inherited (torch._C.TensorBase's): setting it adds a name to Tensor
             "torch.Tensor.__gt__ = lambda self, other: self.__ne__(self)\n")   # every element "not greater"
+# The same change made where the judge's tamper check does not look: the inherited function's body
+# replaced in place (the stand-in's TensorBase.__gt__ is Python; the function object stays the same).
+PATCH_GT_CODE = ("import torch\n"
+                 "torch._TensorBase.__gt__.__code__ = (lambda self, other: self.__ne__(self)).__code__\n")
 PATCH_BUILD = ("import torch.utils.cpp_extension as cpp\n"
                "cpp.load_inline = cpp.load = lambda *args, **kwargs: None\n")   # every later build "succeeds"
 
@@ -378,10 +382,15 @@ def worker_pids(log, role, since=0):
 
 
 def test_a_patch_to_an_inherited_tensor_method_does_not_reach_the_next_job(kbw):
-    """The candidate's import sets torch.Tensor.__gt__ (a name Tensor inherits: not a replaced
-    function, so not rejected), which the judge's comparison uses: the next submitter's wrong
-    module must still be incorrect, its mismatches counted."""
+    """The candidate's import sets torch.Tensor.__gt__ (a name Tensor inherits), which the judge's
+    comparison uses: the tamper check rejects it, naming it. The same done where the check does
+    not look (the body of TensorBase.__gt__ replaced in place) is not rejected; the next
+    submitter's wrong module must still be incorrect, its mismatches counted."""
     (patched,) = kbw.run([dict(sub("correct"), source=PATCH_GT + source("correct"))])
+    r = patched["result"]
+    assert (r["verdict"], r["error"]["kind"]) == ("rejected", "tamper"), r
+    assert "replaced Tensor.__gt__," in r["error"]["message"], r["error"]
+    (patched,) = kbw.run([dict(sub("correct"), source=PATCH_GT_CODE + source("correct"))])
     assert patched["result"]["verdict"] in ("correct", "incorrect"), patched["result"]
     (wrong,) = kbw.run([sub("incorrect")])
     r = wrong["result"]

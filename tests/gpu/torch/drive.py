@@ -49,6 +49,8 @@ SAMPLES = [
     ("linear_relu_wrong_init.py", LINEAR, None, "incorrect", "mismatch", 60000),
     ("raises.py", SOFTMAX, None, "runtime_error", "python", 60000),
     ("tamper.py", SOFTMAX, None, "rejected", "tamper", 60000),
+    ("tamper_inherited.py", SOFTMAX, None, "rejected", "tamper", 60000),
+    ("tamper_mode.py", SOFTMAX, None, "rejected", "tamper", 60000),
     ("fault_cuda.py", SOFTMAX, None, "runtime_error", "cuda", 60000),
     ("hang_cuda.py", SOFTMAX, None, "timeout", "timeout", 8000),
     ("no_model_new.py", SOFTMAX, "no_model_new", None, None, 60000),

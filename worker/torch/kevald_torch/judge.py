@@ -22,7 +22,8 @@ worker"). Theory of operation, per JOB:
                precision, input_mutation, output_device, output_alias,
                nondeterministic, output_type), runtime_error (a CUDA error, named; an
                exception of the candidate's code), rejected (no ModelNew, or
-               the candidate replaced a function the judge relies on),
+               the candidate changed what the judge relies on: the tamper
+               check below),
                internal_error (the reference failed), or correct.
 
 The watchdog (confine.py) is re-armed at each phase with a timeout RESULT
@@ -33,20 +34,39 @@ which a probe fails) is answered with "exiting": true, then exit 3.
 torch's global switches (TF32, reduced-precision reductions, the float32
 matmul precision, cuDNN's benchmark and deterministic modes) are the
 judge's whenever the reference runs, whatever the candidate set. The
-candidate runs in this interpreter. The judge binds the functions it
-uses before any candidate is imported and checks, after each candidate
-call, that no function or class of torch's main namespaces (torch,
-torch.cuda, Tensor, nn, nn.functional, ...) nor of its own modules was
-replaced (rejected, kind "tamper"): the reference would call a replaced
-torch.softmax too. These checks cover this job only: what a candidate
-changes in the interpreter (an inherited Tensor method, a TorchFunctionMode
-or dispatch mode, a global switch, the default dtype or device) cannot all
-be found and put back, so every RESULT says "exiting": true and the worker
-exits after it (0; 3 after a sticky error, 1 if the judge failed): one JOB
-per process (issue 29), nothing reaches the next job. The sandbox, not
-these checks, is what confines a candidate that goes further (ctypes, the
-judge's memory; docs/SECURITY.md).
+candidate runs in this interpreter. The judge binds the functions it uses
+before any candidate is imported and checks, after each candidate call and
+before each reference call (the tamper check; rejected, kind "tamper",
+naming what changed):
+  * the modes and defaults of _STATE are the judge's: no TorchFunctionMode
+    or TorchDispatchMode (nor infrastructure mode) left entered, the
+    default dtype and device, grad mode (as the judge had it at the call),
+    inference mode, autocast, deterministic algorithms, __torch_function__
+    handling; a mode left entered would run the candidate's code inside the
+    reference and the judge's own comparisons;
+  * no function of torch's main namespaces (torch, torch.cuda, nn,
+    nn.functional, ...) nor of the judge's own modules was replaced: each
+    callable member is the same object (names added since are not changes:
+    torch imports submodules lazily);
+  * every name a watched class resolves (dir(cls): Tensor, nn.Module,
+    every class of torch.nn, cuda.Event) resolves in the same class of its
+    MRO to the same raw value (as inspect.getattr_static finds it), so
+    torch.Tensor.sum set over the one it inherits from TensorBase, or a
+    replaced nn.Module member that nn.Linear inherits, is a change. Each
+    class's __dict__ is compared by identity, in C, with a copy taken at
+    start-up; a name is looked up only once something moved.
+These checks cover this job only, and only what they read: the candidate's
+code can still reach the judge (a function's __code__ replaced in place,
+a global of torch's own Python modules rebound, e.g. torch.nn.modules.linear.F,
+ctypes, gc walking to the judge's objects, a thread of its own), and what it
+changes in the interpreter cannot all be found and put back; so every RESULT
+says "exiting": true and the worker exits after it (0; 3 after a sticky
+error, 1 if the judge failed): one JOB per process (issue 29), nothing
+reaches the next job. The plan is the candidate in a child process of its
+own. The sandbox, not these checks, is what confines a candidate that goes
+further (docs/SECURITY.md).
 """
+import operator
 import os
 import time
 
@@ -58,39 +78,124 @@ from .loop import EXIT_FAILED, EXIT_OK, EXIT_STICKY
 
 _manual_seed, _sync, _device, _is_tensor = torch.manual_seed, torch.cuda.synchronize, torch.device, torch.is_tensor
 _no_grad = torch.no_grad
+_is = operator.is_
+_grad = getattr(torch, "is_grad_enabled", None) or (lambda: None)
+
+
+_MISSING = object()
 
 
 def _watched_owners():
     """The namespaces whose functions and classes a candidate must not
     replace: what the judge and the task's reference call, and the judge's
-    own modules."""
+    own modules. Classes: torch.Tensor, nn.Module and every class of torch.nn
+    (the reference's layers), torch.cuda.Event."""
     import torch.nn.functional as F
     owners = [torch, torch.cuda, torch.cuda.Event, torch.Tensor, torch.nn, torch.nn.Module, F, torch.linalg,
               torch.fft, torch.special, torch.random, torch.backends.cuda, torch.backends.cudnn, time, os]
     owners += [judge_check, judge_timing, stats, result, seeds, frames, cudaerr, build]
+    owners += [v for v in vars(torch.nn).values() if isinstance(v, type) and v not in owners]
     return owners
 
 
+def _name(o):
+    return getattr(o, "__name__", type(o).__name__)
+
+
+def _same(a, b):
+    """Whether two sequences hold the same objects (identity: an object the
+    candidate made could say == to anything)."""
+    return len(a) == len(b) and all(map(_is, a, b))
+
+
+# Names Python itself adds to a class's __dict__ when they are read (a class
+# without annotations of its own gets an empty __annotations__ at the first
+# read of cls.__annotations__; copy and pickle cache __slotnames__ on the
+# class of what they copy, e.g. nn.TransformerEncoder's layers): not the
+# candidate's changes.
+_LAZY = frozenset({"__annotations__", "__annotate__", "__annotate_func__", "__annotations_cache__",
+                   "__slotnames__"})
+
+
+def _resolve(mro, dicts):
+    """{name: (class, raw value)} of every name a class of MRO @mro resolves
+    (dir(cls)) but _LAZY: the first class of the MRO whose __dict__ (in
+    @dicts) holds it, and that value, as inspect.getattr_static finds it."""
+    res = {}
+    for c in reversed(mro):
+        res.update((k, (c, v)) for k, v in dicts[c].items() if k not in _LAZY)
+    return res
+
+
+class _Snapshot:
+    """What _changed() compares with: each module owner's callable members;
+    each class owner's MRO and, once per class of those MROs, its own
+    __dict__ (a copy, and its values in order for the fast comparison)."""
+
+    def __init__(self, owners):
+        self.modules, self.classes, self.dicts = [], [], {}
+        for o in owners:
+            if isinstance(o, type):
+                self.classes.append((o, o.__mro__))
+                for c in o.__mro__:
+                    if c not in self.dicts:
+                        d = dict(c.__dict__)
+                        self.dicts[c] = (d, list(d.values()))
+                continue
+            try:
+                members = dict(vars(o))
+            except TypeError:
+                continue
+            self.modules.append((o, {k: v for k, v in members.items() if callable(v)}, list(members.values())))
+
+
 def _snapshot(owners):
-    """(owner, {name: value}) of every callable member of each owner."""
-    snap = []
-    for o in owners:
-        try:
-            members = dict(vars(o))
-        except TypeError:
-            continue
-        snap.append((o, {k: v for k, v in members.items() if callable(v)}))
-    return snap
+    """The fingerprint of @owners (modules and classes) that _changed() checks."""
+    return _Snapshot(owners)
+
+
+def _class_changed(o, mro, snap):
+    """The first name class @o resolves that now resolves elsewhere or to
+    another value ("__bases__" for a new MRO), or None (names added that
+    shadow nothing are not changes)."""
+    if not _same(o.__mro__, mro):
+        return "__bases__"
+    old = _resolve(mro, {c: snap.dicts[c][0] for c in mro})
+    new = _resolve(mro, {c: c.__dict__ for c in mro})
+    for k, (c, v) in old.items():
+        n = new.get(k)
+        if n is None or n[0] is not c or n[1] is not v:
+            return k
+    return None
 
 
 def _changed(snap):
-    """The first "owner.name" of @snap that is no longer the same object, or None.
-    Names added since are not changes (torch imports submodules lazily)."""
-    for o, members in snap:
+    """The first "owner.name" of @snap that is no longer what it was, or None.
+    A module's callable member must be the same object (names added since are
+    not changes: torch imports submodules lazily); every name a class
+    resolves must resolve in the same class of its MRO to the same object, so
+    that an attribute set on torch.Tensor over one it inherits (__gt__, sum)
+    is a change as much as a replaced one."""
+    for o, members, values in snap.modules:
         cur = vars(o)
+        if _same(cur.values(), values):
+            continue
         for k, v in members.items():
-            if cur.get(k, v) is not v or k not in cur:
-                return f"{getattr(o, '__name__', type(o).__name__)}.{k}"
+            if cur.get(k, _MISSING) is not v:
+                return f"{_name(o)}.{k}"
+        values[:] = cur.values()   # names added, data rebound: the next fast comparison takes them
+    moved = {c for c, (_, values) in snap.dicts.items() if not _same(c.__dict__.values(), values)}
+    for o, mro in snap.classes:
+        if moved.isdisjoint(o.__mro__) and _same(o.__mro__, mro):
+            continue
+        k = _class_changed(o, mro, snap)
+        if k:
+            return f"{_name(o)}.{k}"
+    # Only names that shadow nothing were added (or _LAZY ones): the fast
+    # comparison takes them as they are now, the names are still looked up
+    # in the start-up copies once anything moves again.
+    for c in moved:
+        snap.dicts[c] = (snap.dicts[c][0], list(c.__dict__.values()))
     return None
 
 
@@ -141,6 +246,74 @@ def _set_switches(state):
             pass
 
 
+def _infra_modes_reader():
+    """A read of the infrastructure dispatch modes entered, by key name
+    (torch 2.2+: FakeTensorMode, ProxyTorchDispatchMode, FunctionalTensorMode
+    sit apart from the dispatch mode stack), or None where torch has none."""
+    keys = getattr(torch._C, "_TorchDispatchModeKey", None)
+    get = getattr(torch._C, "_get_dispatch_mode", None)
+    if keys is None or not callable(get):
+        return None
+    members = sorted(keys.__members__.items())
+    return lambda: tuple(k for k, v in members if get(v) is not None)
+
+
+def _reader(owner, name, *args):
+    """@owner.@name bound now, called with @args when read; None where torch lacks it."""
+    f = getattr(owner, name, None)
+    if not callable(f):
+        return None
+    return (lambda: f(*args)) if args else f
+
+
+# The interpreter state a candidate could leave changed for the code that
+# runs after it (the reference, the judge's comparisons): a TorchFunctionMode
+# or TorchDispatchMode left entered runs its own code for every torch call;
+# the defaults and modes change what the reference computes. Each read is
+# bound now, before any candidate runs; one this torch lacks is left out.
+# The default device is read before the function mode stack (torch 2.3+'s
+# set_default_device pushes a mode) so that the message names it.
+_GRAD = "grad mode"
+_STATE = [(label, f) for label, f in [
+    ("the default device", _reader(torch, "get_default_device")),
+    ("the default tensor type's device", _reader(torch._C, "_get_default_device")),
+    ("the default dtype", _reader(torch, "get_default_dtype")),
+    ("the TorchFunctionMode stack's depth", _reader(torch._C, "_len_torch_function_stack")),
+    ("the TorchDispatchMode stack's depth", _reader(torch._C, "_len_torch_dispatch_stack")),
+    ("the infrastructure dispatch modes entered", _infra_modes_reader()),
+    ("__torch_function__ handling (DisableTorchFunction)", _reader(torch._C, "_is_torch_function_enabled")),
+    ("inference mode", _reader(torch, "is_inference_mode_enabled")),
+    (_GRAD, _reader(torch, "is_grad_enabled")),
+    ("autocast on the GPU", _reader(torch, "is_autocast_enabled", "cuda") if hasattr(torch, "get_autocast_dtype")
+     else _reader(torch, "is_autocast_enabled")),
+    ("autocast's GPU dtype", _reader(torch, "get_autocast_dtype", "cuda") or
+     _reader(torch, "get_autocast_gpu_dtype")),
+    ("deterministic algorithms", _reader(torch, "are_deterministic_algorithms_enabled")),
+    ("deterministic algorithms' warn_only", _reader(torch, "is_deterministic_algorithms_warn_only_enabled")),
+] if f is not None]
+
+
+def _state():
+    """{label: value as text} of each read of _STATE that torch answers."""
+    state = {}
+    for label, f in _STATE:
+        try:
+            state[label] = str(f())
+        except Exception:  # noqa: BLE001 (a read this torch lacks or refuses)
+            pass
+    return state
+
+
+def _state_changed(want):
+    """"label (was A, now B)" of the first read of _STATE whose value is not
+    @want's (from _state()), or None."""
+    now = _state()
+    for label, v in want.items():
+        if now.get(label) != v:
+            return f"{label} (was {v}, now {now.get(label, 'unreadable')})"
+    return None
+
+
 class CandidateError(Exception):
     """An exception raised by the candidate's code (wrapping it)."""
 
@@ -186,6 +359,7 @@ class Judge:
         self.real_load_inline, self.real_load = cpp.load_inline, cpp.load
         self.snapshot = _snapshot(_watched_owners())
         self.switches = _switches()
+        self.state = _state()
 
     # ---- the watchdog's view of where the job is ----
     def phase(self, shape, phase, trial=None):
@@ -198,7 +372,20 @@ class Judge:
         self.w.confine.arm(frame, max(0.0, left))
 
     # ---- calls into the two sides ----
-    def tamper_check(self):
+    def tamper_check(self, grad):
+        """Rejects (CheckFail "tamper") a replaced function or class member of
+        the watched owners, or a mode or default of _STATE that is not the
+        judge's: as at start-up, grad mode as @grad (what the judge had set
+        when it called the candidate). The state first: torch changes
+        torch.Storage with the default dtype."""
+        want = dict(self.state)
+        if _GRAD in want:
+            want[_GRAD] = str(grad)
+        what = _state_changed(want)
+        if what:
+            self.tampered = True
+            raise judge_check.CheckFail("tamper", f"the candidate left {what}: the reference and the judge's "
+                                        "checks would run with it")
         what = _changed(self.snapshot)
         if what:
             self.tampered = True
@@ -206,6 +393,7 @@ class Judge:
                                         "reference uses")
 
     def candidate(self, fn):
+        grad = _grad()
         try:
             out = fn()
             _sync()
@@ -213,10 +401,12 @@ class Judge:
             raise
         except BaseException as e:  # noqa: BLE001 (SystemExit, KeyboardInterrupt: the candidate's too)
             raise CandidateError(e) from e
-        self.tamper_check()
+        self.tamper_check(grad)
         return out
 
     def reference(self, fn):
+        # again here: the candidate's code can run between its calls (a finalizer)
+        self.tamper_check(_grad())
         theirs = _switches()
         _set_switches(self.switches)
         try:

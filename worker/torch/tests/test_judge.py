@@ -5,7 +5,9 @@ arrays, "cuda" a label; CI has neither PyTorch nor a GPU). What it checks is
 the worker's own logic end to end: start-up and HELLO of both roles, the
 build role's RESULTs, the run role's judge (fresh seeded inputs, candidate
 first, inputs and outputs checked, every timed run revalidated, adaptive
-trials), each verdict and error kind, the RESULT against resultcheck's rules
+trials), each verdict and error kind (the tamper check: a replaced function,
+a name set over an inherited one or replaced in the base class, a mode or
+default left changed, each named), the RESULT against resultcheck's rules
 and the schema, and the exits: 3 after a sticky CUDA error, 4 from the C
 watchdog past the deadline, 0 after every other JOB (one JOB per process). Timings mean nothing here.
 Skipped where no python3 has numpy.
@@ -68,6 +70,22 @@ SAMPLES = {
     # softmax returns garbage when the switch is on)
     "switch": b"import torch\ntorch.backends.cudnn.allow_tf32 = True\n" + HEAD + b"        return torch.softmax(x, 1)\n",
     "hang": HEAD + b"        while True:\n            pass\n",
+    # names torch.Tensor inherits (from _TensorBase, as torch's from TensorBase): set over, or replaced
+    # in the base class, they change what the judge's comparisons call
+    "inherited": b"import torch\ntorch.Tensor.__gt__ = lambda self, o: self != self\n" + HEAD +
+                 b"        return torch.softmax(x, 1)\n",
+    "base_member": b"import torch\ntorch._TensorBase.__gt__ = lambda self, o: self != self\n" + HEAD +
+                   b"        return torch.softmax(x, 1)\n",
+    # a mode left entered, a default changed: the reference would run with them
+    "mode": b"import torch\nimport torch.overrides\nclass ModelNew(torch.nn.Module):\n    def __init__(self):\n"
+            b"        super().__init__()\n        torch.overrides.TorchFunctionMode().__enter__()\n"
+            b"    def forward(self, x):\n        return torch.softmax(x, 1)\n",
+    "dtype": HEAD + b"        torch.set_default_dtype(torch.float64)\n        return torch.softmax(x, 1)\n",
+    "grad": HEAD + b"        torch.set_grad_enabled(True)\n        return torch.softmax(x, 1)\n",
+    # the same, put back before returning: correct
+    "scoped": b"import torch.overrides\n" + HEAD +
+              b"        with torch.no_grad(), torch.overrides.TorchFunctionMode():\n"
+              b"            return torch.softmax(x, 1)\n",
     "no_model_new": b"import torch\nX = 1\n",
     # a Tensor subclass that says every element agrees (the stand-in's arrays are .a)
     "subclass": HEAD + b"        class Liar(torch.Tensor):\n            def __ne__(self, o):\n"
@@ -185,10 +203,10 @@ class FakeJudge(unittest.TestCase):
                          ("runtime_error", "cuda", "CUDA_ERROR_ILLEGAL_ADDRESS", True))
 
     def test_what_a_candidate_patches_ends_with_its_job(self):
-        """A JOB sent after the first one is never run: the worker has exited (issue 29), so an
-        inherited Tensor method the candidate set (not a replaced function: not rejected) cannot
-        reach the next candidate, which a fresh worker judges right."""
-        patch = b"import torch\ntorch.Tensor.__gt__ = lambda self, o: self != self\n"
+        """A JOB sent after the first one is never run: the worker has exited (issue 29), so what the
+        candidate changed and the tamper check does not see (here a new body in torch.softmax itself:
+        the same function object) cannot reach the next candidate, which a fresh worker judges right."""
+        patch = b"import torch\ntorch.softmax.__code__ = (lambda x, dim: x).__code__\n"
         d = self.start("run")
         job, blob = run_job(400, "correct")
         blob = patch + blob
@@ -211,6 +229,22 @@ class FakeJudge(unittest.TestCase):
         res, _ = self.one_job("run", job, blob)
         self.assertEqual((res["verdict"], res["error"]["kind"]), ("rejected", "tamper"), res)
         self.assertIn("Event.elapsed_time", res["error"]["message"])
+        # what is named: an inherited name set over or replaced in the base class; a mode or default
+        # left changed (forward runs under no_grad: grad mode is compared with that, not start-up's)
+        want = {"inherited": ("load", "replaced Tensor.__gt__,"), "base_member": ("load", "replaced Tensor.__gt__,"),
+                "mode": ("correctness", "left the TorchFunctionMode stack's depth (was 0, now 1)"),
+                "dtype": ("correctness", "left the default dtype (was float32, now float64)"),
+                "grad": ("correctness", "left grad mode (was False, now True)")}
+        for i, (name, (phase, text)) in enumerate(want.items()):
+            with self.subTest(name):
+                job, blob = run_job(310 + i, name)
+                res, _ = self.one_job("run", job, blob)
+                self.assertEqual((res["verdict"], res["error"]["kind"], res["error"]["phase"]),
+                                 ("rejected", "tamper", phase), res)
+                self.assertIn(text, res["error"]["message"])
+        job, blob = run_job(320, "scoped")
+        res, _ = self.one_job("run", job, blob)
+        self.assertEqual((res["verdict"], res["error"]), ("correct", None), res)
         d = self.start("run")
         job, blob = run_job(301, "hang", deadline_ms=1500)
         res = d.job(job, blob)

@@ -279,11 +279,34 @@ def relu(x):
     return x._w(np.maximum(x.a, 0))
 
 
+_grad = [True]
+_default_dtype = [float32]
+
+
+def is_grad_enabled():
+    return _grad[0]
+
+
+def set_grad_enabled(on):
+    _grad[0] = bool(on)
+
+
+def get_default_dtype():
+    return _default_dtype[0]
+
+
+def set_default_dtype(d):
+    _default_dtype[0] = d
+
+
 class no_grad:
     def __enter__(self):
+        self._saved = _grad[0]
+        _grad[0] = False
         return self
 
     def __exit__(self, *exc):
+        _grad[0] = self._saved
         return False
 
 
@@ -295,5 +318,8 @@ class _Ops:
 ops = _Ops()
 
 
+_function_modes = []   # overrides.TorchFunctionMode's stack
+
+
 class _C:
-    pass
+    _len_torch_function_stack = staticmethod(lambda: len(_function_modes))
