@@ -180,7 +180,7 @@ class Worker:
         uid = (self.confine.layers.get("uid") or {}).get("detail", "")
         if err and self.role == "build" and uid.startswith("refused to build as root"):
             return f"{err}: {uid}"
-        if not err and self.role == "build" and (os.getuid() == 0 or os.geteuid() == 0):
+        if not err and self.sandbox and self.role == "build" and (os.getuid() == 0 or os.geteuid() == 0):
             return (f"the build role is still root after entering the sandbox ({uid or 'no uid layer'}): "
                     f"give the artifact root {self.ext_root!r} to uid 65534 (nobody) so that it drops root")
         return err or self.confine.watchdog_start()
