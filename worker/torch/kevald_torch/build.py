@@ -20,7 +20,8 @@ object {"error", "exception"}, follows the b"N"; a narrowing that fails is
 b"F" and the reason, written before any of the module's code ran, so it is
 the worker's fault (logged, exit 1 without a RESULT: the supervisor retries
 elsewhere) and cannot be forged by a module. The parent reads the answer
-(at most ANSWER_BYTES) to its end, reaps the child, reads the log from its
+(at most ANSWER_BYTES) to its end, reaps the child, kills what the module
+left running in the worker's process group, reads the log from its
 own descriptor (never by a path the module could have replaced), and sends
 the RESULT. A child killed by a signal, or that exits without an answer or
 with a malformed one, is an "import" failure whose log says so. The
@@ -53,6 +54,7 @@ import types
 import warnings
 
 from . import frames
+from .confine import kill_group_but_self
 from .loop import EXIT_FAILED, EXIT_OK, BadJob, job_id
 
 LOG_BYTES = 64 << 10
@@ -174,6 +176,7 @@ class Builder:
             answer = read_answer(r)
             os.close(r)
             _, status = os.waitpid(pid, 0)
+            kill_group_but_self()   # what the module started and left running ends with its build
             out = os.pread(logf.fileno(), 4 * LOG_BYTES, 0).decode("utf-8", "replace")
         if answer[:1] == b"F":
             log.error("torch-build: the job's child could not be confined: %s",

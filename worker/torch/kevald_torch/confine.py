@@ -141,7 +141,7 @@ class Confine:
                 return
             _write_all(self.out_fd, frame)
             if kill_group:
-                _kill_group_but_self()
+                kill_group_but_self()
             os._exit(4)
 
     def send(self, frame, disarm=False):
@@ -166,9 +166,10 @@ def _write_all(fd, data):
         view = view[n:]
 
 
-def _kill_group_but_self():
-    """The stand-in's kill_group (confine.c's kill_group_but_self()): SIGKILL
-    every other process of our process group when we lead it."""
+def kill_group_but_self():
+    """SIGKILL every other process of our process group when we lead it (the
+    build role: what a job's module started and left behind), as confine.c's
+    kill_group_but_self() does for the watchdog (and the stand-in's here)."""
     import signal
     me, grp = os.getpid(), os.getpgrp()
     if grp != me:

@@ -175,6 +175,16 @@ class BuildRole(unittest.TestCase):
         for pid in pids:
             self.assertTrue(gone(pid), f"process {pid} outlived the worker's timeout")
 
+    def test_what_the_module_leaves_running_ends_with_its_build(self):
+        own = os.path.join(self.root, "leaves")
+        src = ("import os, subprocess\np = subprocess.Popen(['sleep', '60'])\n"
+               f"open({os.path.join(own, 'pid')!r}, 'w').write(str(p.pid))\n" + MODEL)
+        res = self.job(src, "leaves")
+        self.assertEqual((res["ok"], res["error"]), (True, None), res)
+        with open(os.path.join(own, "pid")) as f:
+            pid = int(f.read())
+        self.assertTrue(gone(pid), f"process {pid} outlived its build")
+
     def test_build_dir_must_be_below_the_root(self):
         p, hello = self.start()
         self.assertTrue(hello["ok"], hello)
