@@ -155,8 +155,9 @@ static int split_paths(const char *list, char *copy, const char **out)
  *
  * Call while the process has one thread. Return: 0, or a negative errno (a
  * layer that must work failed, -ESRCH the parent is gone, -EBUSY several
- * threads, -EINVAL bad arguments, -ENOSPC @report too small): the caller
- * must not go on confined less than asked.
+ * threads, -EINVAL bad arguments, -EPERM the torch build profile would have
+ * kept root, -ENOSPC @report too small): the caller must not go on confined
+ * less than asked.
  */
 int kevald_confine_enter(int profile, const char *read_paths, const char *exec_paths,
                          const char *write_path, const int *keep_fds, int n_keep, char *report,

@@ -21,7 +21,8 @@
  * no_new_privs, seccomp, and landlock where the kernel has it. Layers that
  * may be unavailable and are then reported inactive with the reason: netns
  * (user namespaces disabled), landlock (kernel without it), cwd (no usable
- * /tmp: the worker stays in "/"), uid (GPU nodes that only root may open).
+ * /tmp: the worker stays in "/"), uid (GPU nodes that only root may open;
+ * never for the torch build profile, which fails rather than keep root).
  * SANDBOX_PROFILE_NONE (--no-sandbox, for the overhead benchmark) applies
  * pdeathsig only and reports every other layer as disabled.
  *
@@ -122,7 +123,9 @@ static bool profile_known(SandboxProfile profile)
  * @report:   as sandbox_enter()
  *
  * Return: as sandbox_enter(); -EINVAL for an unknown profile, a torch build
- * profile without a write tree, or more than SANDBOX_PATHS_MAX entries.
+ * profile without a write tree, or more than SANDBOX_PATHS_MAX entries;
+ * -EPERM for the torch build profile started as root where it would keep
+ * root.
  */
 int sandbox_enter_paths(SandboxProfile profile, const int *keep_fds, int n_keep,
                         const SandboxPaths *paths, SandboxReport *report)

@@ -25,7 +25,8 @@ typedef enum {
         SANDBOX_PROFILE_GPU = 1,
         SANDBOX_PROFILE_NONE = 2,   /* --no-sandbox: for the overhead benchmark only */
         SANDBOX_PROFILE_TORCH_BUILD = 3, /* kevald-torch --role build: may exec the toolchain,
-                                          * writes only below SandboxPaths.write */
+                                          * writes only below SandboxPaths.write (each job's
+                                          * child: its build folder, sandbox_narrow()); never root */
         SANDBOX_PROFILE_TORCH_RUN = 4,   /* kevald-torch --role run: the GPU, Python's trees
                                           * read-only, no exec, no new processes */
 } SandboxProfile;
@@ -71,7 +72,9 @@ int sandbox_enter(SandboxProfile profile, const int *keep_fds, int n_keep, Sandb
  * sandbox_enter_paths() - sandbox_enter() with the extra trees of a torch
  * profile (@paths, borrowed, may be NULL: no extra trees). The torch build
  * profile refuses (-EINVAL) a @paths without a write tree.
- * Return: as sandbox_enter().
+ * Return: as sandbox_enter(); for the torch build profile started as root,
+ * -EPERM where it would keep root (uid 65534 may not write @paths->write or
+ * read a read tree): it never builds as root.
  */
 int sandbox_enter_paths(SandboxProfile profile, const int *keep_fds, int n_keep,
                         const SandboxPaths *paths, SandboxReport *report);
