@@ -163,12 +163,16 @@ class Builder:
             log.error("torch-build: preparing the build folder %r: %s", build_dir, e)
             return None
         with logf:
-            r, w = os.pipe()
             sys.stdout.flush()
             sys.stderr.flush()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)   # fork with the watchdog's thread: ours
-                pid = os.fork()
+            try:
+                r, w = os.pipe()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)   # fork with the watchdog's thread: ours
+                    pid = os.fork()
+            except OSError as e:
+                log.error("torch-build: starting the job's child: %s", e)
+                return None
             if pid == 0:
                 os.close(r)
                 self.child(w, logf.fileno(), source, jid, build_dir, arches)   # never returns
