@@ -156,6 +156,10 @@ class RealTorchServer:
         if os.geteuid() == 0:   # the way to the artifact root open to nobody (the server gives it the root)
             for d in (self.dir.parent, self.dir):
                 os.chmod(d, 0o755)
+            # a build an older server's root build worker left: given to nobody too, a rebuild writes it
+            (self.ext / "stale" / "ext").mkdir(parents=True)
+            (self.ext / "stale" / "ext" / "ext.so").write_text("x")
+            os.symlink("/etc/passwd", self.ext / "stale" / "link")   # the link is given, never its target
         self.server = Server(self.dir / "srv", [
             "--libexec", str(self.libexec), "--gpus", "0", "--gpu-workers-per-gpu", "1", "--torch-workers", "1",
             "--torch-python", str(self.python), "--tasks", str(self.tasks), "--torch-ext-dir", str(self.ext),
@@ -219,8 +223,10 @@ def test_readyz_shows_the_real_workers(kbw):
     if os.geteuid() == 0:
         # the server, run as root, gave the artifact root (root's: the test made it) to nobody at start, so the
         # build worker drops root (it would refuse to build as root otherwise)
-        st = os.stat(kbw.ext)
-        assert (st.st_uid, st.st_gid) == (65534, 65534), st
+        for p in (kbw.ext, kbw.ext / "stale", kbw.ext / "stale" / "ext", kbw.ext / "stale" / "ext" / "ext.so"):
+            st = os.lstat(p)
+            assert (st.st_uid, st.st_gid) == (65534, 65534), (p, st)
+        assert os.lstat(kbw.ext / "stale" / "link").st_uid == 65534 and os.stat("/etc/passwd").st_uid == 0
         assert "gave the kernelbench build cache" in kbw.server.log_text()
         assert body["layers"]["torch-build"]["uid"]["active"], body["layers"]["torch-build"]["uid"]
         assert "root dropped to uid 65534" in body["layers"]["torch-build"]["uid"]["detail"]
