@@ -11,6 +11,12 @@
  *   kevald_confine_lock()                 sandbox_lock() once CUDA is up (run
  *                                         role) or the toolchain has run once
  *                                         (build role)
+ *   kevald_confine_narrow(build_dir)      build role, in the child it forks for
+ *                                         a job, before the job's module runs:
+ *                                         sandbox_narrow() with the trees given
+ *                                         to kevald_confine_enter() (kept here)
+ *                                         and the job's folder as the one write
+ *                                         tree
  * and writes every frame through kevald_confine_send(). The report of every
  * layer (sandbox_report_add()'s object) accumulates in this library between
  * the calls; each call copies all of it, as JSON text, into the caller's
@@ -51,11 +57,21 @@ int kevald_confine_enter(int profile, const char *read_paths, const char *exec_p
                          const char *write_path, const int *keep_fds, int n_keep, char *report,
                          size_t len);
 int kevald_confine_lock(int profile, char *report, size_t len);
+int kevald_confine_narrow(const char *write_path, char *report, size_t len);
 int kevald_confine_watchdog_start(int fd);
 int kevald_confine_watchdog_arm(const void *frame, size_t len, long long deadline_ms, int kill_group);
 int kevald_confine_send(int fd, const void *buf, size_t len, int disarm);
 
 static SandboxReport report_all;
+
+/* What kevald_confine_enter() applied, for kevald_confine_narrow(): the
+ * profile (-1: not entered) and its read and exec trees, split in place. */
+static struct {
+        int profile;
+        char *rcopy, *ecopy;
+        const char *rd[SANDBOX_PATHS_MAX], *ex[SANDBOX_PATHS_MAX];
+        int n_read, n_exec;
+} entered = {.profile = -1};
 
 static struct {
         pthread_mutex_t mu;
@@ -139,8 +155,9 @@ static int split_paths(const char *list, char *copy, const char **out)
  *
  * Call while the process has one thread. Return: 0, or a negative errno (a
  * layer that must work failed, -ESRCH the parent is gone, -EBUSY several
- * threads, -EINVAL bad arguments, -ENOSPC @report too small): the caller
- * must not go on confined less than asked.
+ * threads, -EINVAL bad arguments, -EPERM the torch build profile would have
+ * kept root, -ENOSPC @report too small): the caller must not go on confined
+ * less than asked.
  */
 int kevald_confine_enter(int profile, const char *read_paths, const char *exec_paths,
                          const char *write_path, const int *keep_fds, int n_keep, char *report,
@@ -167,6 +184,19 @@ int kevald_confine_enter(int profile, const char *read_paths, const char *exec_p
         paths.n_exec = r;
         paths.write = write_path && *write_path ? write_path : NULL;
         r = sandbox_enter_paths((SandboxProfile)profile, keep_fds, n_keep, &paths, &report_all);
+        if (r == 0 && entered.profile < 0) {
+                /* kept for kevald_confine_narrow(): the pointers in rd and ex point into the copies */
+                entered.profile = profile;
+                entered.rcopy = rcopy;
+                entered.ecopy = ecopy;
+                for (int i = 0; i < paths.n_read; i++)
+                        entered.rd[i] = rd[i];
+                for (int i = 0; i < paths.n_exec; i++)
+                        entered.ex[i] = ex[i];
+                entered.n_read = paths.n_read;
+                entered.n_exec = paths.n_exec;
+                rcopy = ecopy = NULL;
+        }
 out:
         c = copy_report(report, len);
         free(rcopy);
@@ -187,6 +217,53 @@ int kevald_confine_lock(int profile, char *report, size_t len)
         int c = copy_report(report, len);
 
         return r < 0 ? r : c;
+}
+
+/**
+ * kevald_confine_narrow() - confine the caller to one job's build folder
+ * @write_path: the job's build folder (must exist); borrowed
+ * @report:     receives the narrowing's layers as JSON text (NUL-terminated),
+ *              also on failure
+ * @len:        bytes of @report
+ *
+ * For the torch build role's per-job child, right after fork() and before
+ * the job's module runs: a second Landlock layer (sandbox_narrow()) with the
+ * read and exec trees kevald_confine_enter() was given and @write_path as the
+ * only write tree, so that the module can neither write nor read the rest of
+ * the artifact root (other jobs' builds and sources). The process must have
+ * one thread. Its report is its own (the worker's HELLO report is not
+ * changed).
+ * Return: 0, or a negative errno: -EINVAL (not entered in the torch build
+ * profile, no @write_path), -EBUSY (several threads), -ENOENT (@write_path
+ * does not exist), or the Landlock layer's; the caller must not run the job.
+ */
+int kevald_confine_narrow(const char *write_path, char *report, size_t len)
+{
+        SandboxReport narrowed = {0};
+        SandboxPaths paths = {0};
+        char *text = NULL;
+        int r;
+
+        if (entered.profile != (int)SANDBOX_PROFILE_TORCH_BUILD || !write_path || !*write_path) {
+                r = -EINVAL;
+                goto out;
+        }
+        paths.read = entered.rd;
+        paths.n_read = entered.n_read;
+        paths.exec = entered.ex;
+        paths.n_exec = entered.n_exec;
+        paths.write = write_path;
+        r = sandbox_narrow(SANDBOX_PROFILE_TORCH_BUILD, &paths, &narrowed);
+out:
+        if (report && len > 0) {
+                report[0] = '\0';
+                text = narrowed.layers ? json_dumps(narrowed.layers, JSON_COMPACT) : NULL;
+                if (text && strlen(text) < len)
+                        memcpy(report, text, strlen(text) + 1);
+        }
+        free(text);
+        sandbox_report_clear(&narrowed);
+        return r;
 }
 
 /* Write all of @buf to @fd. */

@@ -24,6 +24,11 @@
  * nvvm/bin, SandboxPaths.exec: Python's and ninja's folders), and every file
  * right but execute beneath the one tree SandboxPaths.write (the artifact
  * root). Nothing else is writable; nothing is executable in the write tree.
+ * The build role's per-job child applies the build profile a second time
+ * (sandbox_narrow()) with the same read and exec trees and its job's build
+ * folder as SandboxPaths.write: layers stack and the intersection applies,
+ * so the job's module can write and read only its own build folder of the
+ * artifact root, and nothing it does regains the first layer's wider rights.
  * Both: on ABI >= 4 every TCP bind and connect is denied; on ABI >= 6 the
  * process cannot reach abstract unix sockets or send signals outside its
  * Landlock domain (other workers, the supervisor).

@@ -13,11 +13,6 @@
 
 #include "sandbox/sandbox.h"
 
-/* The unprivileged identity a root-started worker drops to (nobody/nogroup;
- * fixed numbers so that no NSS module is loaded). */
-#define SANDBOX_NOBODY_UID 65534u
-#define SANDBOX_NOBODY_GID 65534u
-
 void sandbox_report_add(json_t *layers, const char *name, bool active, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 

@@ -23,11 +23,14 @@
  * supplementary groups, which also clears every capability. The GPU profile
  * drops only when every /dev/nvidia* node is open to others (the usual 0666);
  * otherwise it keeps root and reports why. The torch run profile follows the
- * GPU rule; the torch build profile drops only when nobody may write its
- * write tree (the artifact root; owned by 65534 or open to others), else it
- * keeps root and reports why; both torch profiles also keep root when nobody
- * may not read one of their read trees (a Python installed under /root):
- * dropping would only make the worker fail to import torch. A worker that is not root but sits
+ * GPU rule, and keeps root when nobody may not read one of its read trees (a
+ * Python installed under /root): dropping would only make the worker fail to
+ * import torch. The torch build profile never keeps root (it runs
+ * submitters' code and compilers): it drops when nobody may write its write
+ * tree (the artifact root; owned by 65534 or open to others) and read its
+ * read trees, and otherwise fails (-EPERM) with the reason in the report, so
+ * the worker takes no job (the server gives the artifact root to 65534 when
+ * it runs as root). A worker that is not root but sits
  * in the user namespace that netns.c created drops the capabilities that
  * namespace gave it.
  */
@@ -319,7 +322,9 @@ int sandbox_proc_apply_uid(SandboxProfile profile, json_t *layers)
         return sandbox_proc_apply_uid_paths(profile, NULL, layers);
 }
 
-/* Whether uid/gid 65534 may create files in @dir. */
+static bool nobody_may_read(const char *path, char *why, size_t size);
+
+/* Whether uid/gid 65534 may reach @dir and create files in it. */
 static bool nobody_may_write(const char *dir, char *why, size_t size)
 {
         struct stat st;
@@ -331,7 +336,7 @@ static bool nobody_may_write(const char *dir, char *why, size_t size)
         }
         if ((st.st_uid == SANDBOX_NOBODY_UID && (st.st_mode & S_IWUSR)) ||
             (st.st_gid == SANDBOX_NOBODY_GID && (st.st_mode & S_IWGRP)) || (st.st_mode & S_IWOTH))
-                return true;
+                return nobody_may_read(dir, why, size);
         snprintf(why, size, "nobody may not write its write tree \"%s\" (owner %u, mode %o)", dir,
                  (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
         return false;
@@ -370,10 +375,13 @@ static bool nobody_may_read(const char *path, char *why, size_t size)
 
 /*
  * sandbox_proc_apply_uid_paths() - sandbox_proc_apply_uid() for a profile
- * with extra trees: the torch build profile keeps root when nobody may not
- * write @paths->write; the torch run profile keeps it as the GPU profile does.
+ * with extra trees: the torch build profile fails rather than keep root when
+ * nobody may not write @paths->write or read one of @paths->read; the torch
+ * run profile keeps root as the GPU profile does, or when nobody may not read
+ * a read tree.
  * @paths: borrowed; may be NULL
- * Return: as sandbox_proc_apply_uid().
+ * Return: as sandbox_proc_apply_uid(); -EPERM when the torch build profile
+ * would have kept root.
  */
 int sandbox_proc_apply_uid_paths(SandboxProfile profile, const SandboxPaths *paths, json_t *layers)
 {
@@ -400,17 +408,21 @@ int sandbox_proc_apply_uid_paths(SandboxProfile profile, const SandboxPaths *pat
         }
         if (profile == SANDBOX_PROFILE_TORCH_BUILD &&
             !nobody_may_write(paths ? paths->write : NULL, why, sizeof(why))) {
+                r = -EPERM;
                 sandbox_report_add(layers, "uid", false,
-                                   "kept root: %s (give the artifact root to uid %u to drop)", why,
-                                   SANDBOX_NOBODY_UID);
+                                   "refused to build as root: %s (give the artifact root to uid %u:%u)", why,
+                                   SANDBOX_NOBODY_UID, SANDBOX_NOBODY_GID);
                 goto out;
         }
         for (int i = 0; paths && (profile == SANDBOX_PROFILE_TORCH_BUILD || profile == SANDBOX_PROFILE_TORCH_RUN) &&
                         i < paths->n_read; i++) {
                 if (!nobody_may_read(paths->read[i], why, sizeof(why))) {
+                        bool build = profile == SANDBOX_PROFILE_TORCH_BUILD;
+                        r = build ? -EPERM : 0;
                         sandbox_report_add(layers, "uid", false,
-                                           "kept root: %s (Python and its packages must be readable by "
-                                           "uid %u to drop)", why, SANDBOX_NOBODY_UID);
+                                           "%s: %s (Python and its packages must be readable by uid %u to drop)",
+                                           build ? "refused to build as root" : "kept root", why,
+                                           SANDBOX_NOBODY_UID);
                         goto out;
                 }
         }

@@ -21,7 +21,8 @@
  * no_new_privs, seccomp, and landlock where the kernel has it. Layers that
  * may be unavailable and are then reported inactive with the reason: netns
  * (user namespaces disabled), landlock (kernel without it), cwd (no usable
- * /tmp: the worker stays in "/"), uid (GPU nodes that only root may open).
+ * /tmp: the worker stays in "/"), uid (GPU nodes that only root may open;
+ * never for the torch build profile, which fails rather than keep root).
  * SANDBOX_PROFILE_NONE (--no-sandbox, for the overhead benchmark) applies
  * pdeathsig only and reports every other layer as disabled.
  *
@@ -29,6 +30,9 @@
  * take the same steps in the same order with the same must-work rules; what
  * differs is each layer's table (rlimit.c, landlock.c, seccomp.c) and the
  * extra trees of SandboxPaths (the Python installation, the artifact root).
+ * sandbox_narrow() adds one more Landlock layer later, in the torch build
+ * role's per-job child: the same trees with the job's build folder as the
+ * only write tree.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -119,7 +123,9 @@ static bool profile_known(SandboxProfile profile)
  * @report:   as sandbox_enter()
  *
  * Return: as sandbox_enter(); -EINVAL for an unknown profile, a torch build
- * profile without a write tree, or more than SANDBOX_PATHS_MAX entries.
+ * profile without a write tree, or more than SANDBOX_PATHS_MAX entries;
+ * -EPERM for the torch build profile started as root where it would keep
+ * root.
  */
 int sandbox_enter_paths(SandboxProfile profile, const int *keep_fds, int n_keep,
                         const SandboxPaths *paths, SandboxReport *report)
@@ -185,6 +191,40 @@ out:
         if (r < 0)
                 log_error("sandbox: entering the %s profile: %s", sandbox_profile_name(profile),
                           strerror(-r));
+        return r;
+}
+
+/**
+ * sandbox_narrow() - a further Landlock layer for one job (see sandbox.h)
+ * @profile: SANDBOX_PROFILE_TORCH_BUILD, the profile the process entered
+ * @paths:   the read and exec trees it entered with and the job's write tree; borrowed
+ * @report:  as sandbox_enter()
+ *
+ * Return: 0, -EBUSY (several threads), -EINVAL, or the negative errno of the
+ * Landlock layer; the caller must not go on.
+ */
+int sandbox_narrow(SandboxProfile profile, const SandboxPaths *paths, SandboxReport *report)
+{
+        int r = ensure_layers(report);
+
+        if (r < 0)
+                goto out;
+        if (profile != SANDBOX_PROFILE_TORCH_BUILD || !paths || !paths->write || paths->n_read < 0 ||
+            paths->n_read > SANDBOX_PATHS_MAX || paths->n_exec < 0 || paths->n_exec > SANDBOX_PATHS_MAX) {
+                r = -EINVAL;
+                goto out;
+        }
+        r = sandbox_proc_count_threads();
+        if (r != 1) {
+                sandbox_report_add(report->layers, "landlock", false,
+                                   "narrowing needs a single thread; the process has %d", r);
+                r = r < 0 ? r : -EBUSY;
+                goto out;
+        }
+        r = sandbox_landlock_apply_paths(profile, paths, report->layers);
+out:
+        if (r < 0)
+                log_error("sandbox: narrowing the %s profile: %s", sandbox_profile_name(profile), strerror(-r));
         return r;
 }
 

@@ -14,12 +14,19 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+/* The unprivileged identity a root-started worker drops to (nobody/nogroup;
+ * fixed numbers so that no NSS module is loaded). The server gives the torch
+ * build cache's folder to it when it runs as root. */
+#define SANDBOX_NOBODY_UID 65534u
+#define SANDBOX_NOBODY_GID 65534u
+
 typedef enum {
         SANDBOX_PROFILE_COMPILE = 0,
         SANDBOX_PROFILE_GPU = 1,
         SANDBOX_PROFILE_NONE = 2,   /* --no-sandbox: for the overhead benchmark only */
         SANDBOX_PROFILE_TORCH_BUILD = 3, /* kevald-torch --role build: may exec the toolchain,
-                                          * writes only below SandboxPaths.write */
+                                          * writes only below SandboxPaths.write (each job's
+                                          * child: its build folder, sandbox_narrow()); never root */
         SANDBOX_PROFILE_TORCH_RUN = 4,   /* kevald-torch --role run: the GPU, Python's trees
                                           * read-only, no exec, no new processes */
 } SandboxProfile;
@@ -65,10 +72,31 @@ int sandbox_enter(SandboxProfile profile, const int *keep_fds, int n_keep, Sandb
  * sandbox_enter_paths() - sandbox_enter() with the extra trees of a torch
  * profile (@paths, borrowed, may be NULL: no extra trees). The torch build
  * profile refuses (-EINVAL) a @paths without a write tree.
- * Return: as sandbox_enter().
+ * Return: as sandbox_enter(); for the torch build profile started as root,
+ * -EPERM where it would keep root (uid 65534 may not write @paths->write or
+ * read a read tree): it never builds as root.
  */
 int sandbox_enter_paths(SandboxProfile profile, const int *keep_fds, int n_keep,
                         const SandboxPaths *paths, SandboxReport *report);
+
+/**
+ * sandbox_narrow() - a further Landlock layer over a process already in
+ * @profile: the layers stack (the intersection applies), so the caller keeps
+ * every right it had only where @paths grants it again, and cannot regain
+ * the rest. The torch build role calls it in the child that runs one job's
+ * module, with the trees it entered with and its job's build folder as the
+ * write tree (@paths, borrowed; the write tree must exist).
+ * Call it while the process has one thread (Landlock restricts the calling
+ * thread only): a child just forked from a threaded process has one.
+ * @report: the "landlock" layer of the narrowing is set in report->layers
+ * (created if NULL)
+ * Return: 0 (narrowed, or reported unavailable: no Landlock in this
+ * kernel), -EBUSY with several threads, -EINVAL (a profile other than the
+ * torch build one, no write tree, too many trees), -ENOENT the write tree
+ * does not exist, or another negative errno; the caller must not run the
+ * job on any error.
+ */
+int sandbox_narrow(SandboxProfile profile, const SandboxPaths *paths, SandboxReport *report);
 
 /** sandbox_profile_name() - "compile", "gpu", "none", "torch-build", "torch-run" or "?" */
 const char *sandbox_profile_name(SandboxProfile profile);

@@ -41,7 +41,10 @@
  * The torch build profile must run a toolchain (ninja, nvcc, cicc, ptxas,
  * g++, ld), whose calls were not measured call by call: it is a denylist,
  * reported as one. Forbidden there, and in no other profile allowed either:
- * socket (EACCES for every family but AF_UNIX), ptrace,
+ * socket and socketpair of every family, AF_UNIX included (EACCES: a unix
+ * socket bound to a path reaches local daemons past Landlock; an `strace -f`
+ * of a ninja-driven nvcc and g++ build of a CUDA extension, started through
+ * Python's subprocess, made no socket call), ptrace,
  * process_vm_readv/writev, mount and its family, unshare, setns, bpf,
  * keyrings, perf_event_open, kernel modules, kexec, reboot, swap,
  * userfaultfd, io_uring, open_by_handle_at, the clocks' setters, iopl/ioperm.
@@ -161,11 +164,11 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
         memcpy(buf + n, ": ending the worker\n", 20);
         n += 20;
         (void)!write(STDERR_FILENO, buf, n);
-        /* Forbidden in every profile: with SIGSYS blocked here, the kernel
+        /* Trapped by every allowlist: with SIGSYS blocked here, the kernel
          * resets it to the default action and ends the process by SIGSYS. */
         syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0);
-        /* The torch build profile allows a unix socket: ptrace (an invalid
-         * request, harmless were it allowed) is trapped by every filter. */
+        /* The torch build profile answers socket with EACCES: ptrace (an
+         * invalid request, harmless were it allowed) is trapped by every filter. */
         syscall(SYS_ptrace, -1L, 0L, 0L, 0L);
         _exit(128 + SIGSYS);
 }
@@ -205,16 +208,16 @@ static int add_torch_build_rules(scmp_filter_ctx ctx, int *ret_count)
                 if (r == 0)
                         (*ret_count)++;
         }
-        /* No network: every socket but a unix one answers EACCES (the toolchain
-         * makes none; netns and Landlock deny TCP as well). */
+        /* No socket of any family: EACCES. A unix socket named by a path is a
+         * channel to local daemons that Landlock does not cover; the toolchain
+         * makes none (ninja, nvcc, g++ and Python's subprocess run on pipes),
+         * and glibc's name lookups fall back from nscd to the files. */
         if (r == 0)
-                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
-                                     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 0);
         if (r == 0)
-                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socketpair), 1,
-                                     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socketpair), 0);
         if (r == 0)
-                (*ret_count)++;
+                *ret_count += 2;
         return r;
 }
 
@@ -354,7 +357,7 @@ int sandbox_seccomp_apply(SandboxProfile profile, json_t *layers)
                 sandbox_report_add(layers, "seccomp", true,
                                    profile == SANDBOX_PROFILE_TORCH_BUILD
                                            ? "torch-build denylist: %d rules (ptrace, mount, namespaces, bpf, "
-                                             "keyrings, modules, ...: SIGSYS, logged; sockets but unix: EACCES); "
+                                             "keyrings, modules, ...: SIGSYS, logged; every socket, unix too: EACCES); "
                                              "exec and fork allowed for the toolchain; TSYNC"
                                            : "torch-run allowlist: %d system calls; any other ends the worker "
                                              "(SIGSYS, logged); threads but no processes, no exec; openat "

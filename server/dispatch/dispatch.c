@@ -518,6 +518,7 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
                         r = -errno;
                         goto fail;
                 }
+                (void)torch_root_own(d->torch_ext_root); /* logged; a build worker then says why it cannot start */
         }
         r = store_open(cfg->db_path, &d->store);
         if (r != 0) {

@@ -299,6 +299,7 @@ int torch_run_send(Worker *w, Job *j);
 Artifact *torch_artifact_by_hex(Dispatcher *d, const char *hex);
 void torch_prune(Dispatcher *d);
 void torch_check_pools(Dispatcher *d);
+int torch_root_own(const char *root);
 
 /*
  * dispatch_run.c: the run stage: claiming a compiled job, sending it to a GPU worker (prefetch and

@@ -35,6 +35,8 @@
 #include <ftw.h>
 #include <sys/time.h>
 
+#include "sandbox/sandbox.h"
+
 #define KB_CORRECTNESS_TRIALS 5 /* KernelBench's num_correct_trials */
 
 static const char *request_source(const Job *j)
@@ -200,6 +202,63 @@ void torch_job_built(Dispatcher *d, Job *j)
         record_owe(d, OWE_COMPILED, j->sj->id, STAGE_COMPILE, NULL, 0, section, j->sj->task);
         job_unlink(d, j);
         job_free(j);
+}
+
+static int own_failures; /* give_one()'s lchown() failures in one walk */
+
+/* nftw() callback: what root owns beneath the folder goes to nobody too (the links themselves, never
+ * what they point to: FTW_PHYS and lchown()). */
+static int give_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        (void)flag, (void)ftw;
+        if (st->st_uid == 0 && lchown(path, SANDBOX_NOBODY_UID, SANDBOX_NOBODY_GID) < 0)
+                own_failures++;
+        return 0;
+}
+
+/**
+ * torch_root_own() - give the build cache's folder to the build workers' identity
+ * @root: the folder (torch_ext_root); borrowed
+ *
+ * A kevald-torch build worker started as root drops to nobody
+ * (SANDBOX_NOBODY_UID:GID) only where nobody may write its artifact root, and
+ * refuses every job otherwise (sandbox/proc.c): it never builds as root. So a
+ * server running as root gives the folder to nobody once at start when root owns
+ * it (it just made it, or found it so), with what root owns beneath it (builds
+ * left by an older server whose build workers kept root, which a rebuild of the
+ * same key must be able to write); a folder another user owns is left as the
+ * operator made it. Not root: nothing to do. Logs what it did or why it could not.
+ * Return: 0 (given, or nothing to do), or a negative errno of stat() or chown().
+ */
+int torch_root_own(const char *root)
+{
+        struct stat st;
+        int r = 0;
+
+        if (geteuid() != 0)
+                goto out;
+        if (stat(root, &st) < 0) {
+                r = -errno;
+                log_error("dispatch: cannot examine the kernelbench build cache '%s': %s", root, strerror(errno));
+                goto out;
+        }
+        if (st.st_uid != 0)
+                goto out;
+        if (chown(root, SANDBOX_NOBODY_UID, SANDBOX_NOBODY_GID) < 0) {
+                r = -errno;
+                log_error("dispatch: cannot give the kernelbench build cache '%s' to uid %u: %s (its build "
+                          "workers will refuse to build as root)", root, SANDBOX_NOBODY_UID, strerror(errno));
+                goto out;
+        }
+        own_failures = 0;
+        nftw(root, give_one, 16, FTW_PHYS);
+        log_info("dispatch: gave the kernelbench build cache '%s' to uid %u gid %u: build workers run as that "
+                 "user, never as root", root, SANDBOX_NOBODY_UID, SANDBOX_NOBODY_GID);
+        if (own_failures > 0)
+                log_warn("dispatch: %d entries beneath '%s' stay root's (lchown failed): rebuilds there may fail",
+                         own_failures, root);
+out:
+        return r;
 }
 
 /* The build JOB of @req (a kernelbench compile request; "arch" the GPUs', for which load_inline

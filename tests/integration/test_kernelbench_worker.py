@@ -22,12 +22,12 @@ What must hold, for ModelNew sources in plain PyTorch against the fixture task v
   * every result is stored (GET /v1/submissions/{id}), listed in the history, and the build
     of an identical source is a cache hit that the run worker can still use;
   * /readyz shows the real workers' HELLOs (roles, torch, the stand-in GPU, their sandbox; run as
-    root, the artifact root is given to nobody and the build worker drops root too), and the
+    root, the server gives the artifact root to nobody and the build worker drops root too), and the
     stored results and /readyz match the OpenAPI document;
   * `kevald kernelbench` scores a runs/ folder of such files through the server;
   * with sandbox = false the workers get --no-sandbox and judge the same;
-  * sources that kill the build worker at import end as internal_error once the build pool
-    counts as failed, and the server lives on.
+  * sources that end their build process at import, or signal the build worker, fail only their own
+    build (compile_error): the build worker answers, no failure is counted, the server lives on.
 Exit 77 (skipped) only where no python3 with numpy can load libkevald-confine.so.
 """
 import json
@@ -153,10 +153,13 @@ class RealTorchServer:
         shutil.copytree(KB_FIXTURES, self.tasks / "kernelbench")
         self.ext = self.dir / "ext"
         self.ext.mkdir()
-        if os.geteuid() == 0:   # the artifact root given to nobody, as the build profile's uid layer asks
-            for d in (self.dir.parent, self.dir):   # and the way to it
+        if os.geteuid() == 0:   # the way to the artifact root open to nobody (the server gives it the root)
+            for d in (self.dir.parent, self.dir):
                 os.chmod(d, 0o755)
-            os.chown(self.ext, 65534, 65534)
+            # a build an older server's root build worker left: given to nobody too, a rebuild writes it
+            (self.ext / "stale" / "ext").mkdir(parents=True)
+            (self.ext / "stale" / "ext" / "ext.so").write_text("x")
+            os.symlink("/etc/passwd", self.ext / "stale" / "link")   # the link is given, never its target
         self.server = Server(self.dir / "srv", [
             "--libexec", str(self.libexec), "--gpus", "0", "--gpu-workers-per-gpu", "1", "--torch-workers", "1",
             "--torch-python", str(self.python), "--tasks", str(self.tasks), "--torch-ext-dir", str(self.ext),
@@ -218,8 +221,15 @@ def test_readyz_shows_the_real_workers(kbw):
             "landlock"]["active"], layers
         assert role + " " in layers["seccomp"]["detail"]
     if os.geteuid() == 0:
-        # the build worker drops root: nobody may write the artifact root (and the folders the server makes in it)
+        # the server, run as root, gave the artifact root (root's: the test made it) to nobody at start, so the
+        # build worker drops root (it would refuse to build as root otherwise)
+        for p in (kbw.ext, kbw.ext / "stale", kbw.ext / "stale" / "ext", kbw.ext / "stale" / "ext" / "ext.so"):
+            st = os.lstat(p)
+            assert (st.st_uid, st.st_gid) == (65534, 65534), (p, st)
+        assert os.lstat(kbw.ext / "stale" / "link").st_uid == 65534 and os.stat("/etc/passwd").st_uid == 0
+        assert "gave the kernelbench build cache" in kbw.server.log_text()
         assert body["layers"]["torch-build"]["uid"]["active"], body["layers"]["torch-build"]["uid"]
+        assert "root dropped to uid 65534" in body["layers"]["torch-build"]["uid"]["detail"]
 
 
 def test_verdicts_of_plain_pytorch_modules(kbw):
@@ -433,16 +443,37 @@ def test_every_job_gets_a_fresh_worker_and_a_restart_is_no_failure(kbw):
     assert all(w["state"] != "failed" for w in body["torch"]["build"]["workers"]), body["torch"]
 
 
-def test_sources_that_kill_the_build_worker_end_as_internal_error(kbw):
-    """A module that ends its build worker at import (os._exit) counts as the worker's failure, without a
-    RESULT: after 5 in a row the build pool counts as failed, and the builds still queued end as
-    internal_error naming it (dispatch_torch.c, torch_check_pools()) rather than crash the server.
-    Last in this file: the pool then waits out its backoff."""
-    die = "import os\nos._exit(1)\n# {salt}\n\n\nclass ModelNew:\n    pass\n"
-    subs = [{"task": "vadd", "language": "kernelbench", "source": die.format(salt=os.urandom(8).hex())}
-            for _ in range(6)]
-    done = kbw.run(subs, timeout=60)
-    assert [d["result"]["verdict"] for d in done] == ["internal_error"] * 6, [d["result"] for d in done]
-    msgs = [d["result"]["error"]["message"] for d in done]
-    assert any("no kevald-torch build worker could start" in m for m in msgs), msgs
+def test_sources_that_end_or_signal_their_build_process_fail_only_their_build(kbw):
+    """A module runs in a child of its build worker (confined to its build folder): ending it at import
+    (os._exit, a signal to itself) ends only that child, and the build is a compile_error whose log says
+    so; signalling the build worker itself (its parent, or the whole process group) is refused by
+    Landlock's signal scoping where the kernel has it (ABI 6). Either way the build worker answers and
+    exits 0: no failure is counted, the build pool is not marked failed, and the server lives on."""
+    since = len(kbw.server.log_text())
+    salt = os.urandom(8).hex()
+    tail = f"# {salt}\n\n\nclass ModelNew:\n    pass\n"
+    srcs = {"exits": "import os\nprint('leaving', flush=True)\nos._exit(1)\n" + tail,
+            "killed": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n" + tail}
+    scoped = "signals and abstract unix sockets scoped" in kbw.readyz()["layers"]["torch-build"]["landlock"]["detail"]
+    if scoped:
+        srcs["signals_parent"] = ("import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\n"
+                                  "    print('parent: signalled', flush=True)\nexcept OSError as e:\n"
+                                  "    print('parent:', type(e).__name__, flush=True)\n"
+                                  "os.killpg(0, signal.SIGKILL)\n" + tail)
+    done = kbw.run([{"task": "vadd", "language": "kernelbench", "source": src} for src in srcs.values()], timeout=60)
+    res = {k: d["result"] for k, d in zip(srcs, done)}
+    assert {k: r["verdict"] for k, r in res.items()} == {k: "compile_error" for k in srcs}, res
+    assert all(r["compile"]["error"] == "import" for r in res.values()), res
+    assert "leaving" in res["exits"]["compile"]["log"]
+    assert "the build process exited with status 1 without an answer" in res["exits"]["compile"]["log"]
+    assert "the build process was killed by SIGKILL without an answer" in res["killed"]["compile"]["log"]
+    if scoped:
+        log = res["signals_parent"]["compile"]["log"]
+        assert "parent: PermissionError" in log and "killed by SIGKILL" in log, log
+    kbw.wait_torch_ready()
+    text = kbw.server.log_text()[since:]
+    built = re.findall(r"torch-build worker \d+ \(pid \d+\) exited: status (\d+), signal (\d+)", text)
+    assert len(built) >= len(srcs) and all(b == ("0", "0") for b in built), built
+    assert not re.search(r"restarting torch-build worker", text), text[-3000:]
+    assert all(w["state"] != "failed" for w in kbw.readyz()["torch"]["build"]["workers"])
     assert kbw.server.proc.poll() is None, "kevald died"

@@ -6,6 +6,28 @@ that every load_inline / load it makes builds its extension there (once:
 the run role imports the built library without building). ModelNew must be
 an nn.Module subclass; it is not instantiated (no GPU here).
 
+Theory of operation. The worker's sandbox may write the whole artifact root
+(it makes each job's build_dir); the module must reach only its own job's.
+So the worker (the parent) makes build_dir and build_dir/tmp and an unlinked
+log file there, then forks a child. The child, single-threaded (the
+watchdog thread stays in the parent), closes the frame descriptors, adds a
+second Landlock layer (Confine.narrow(): the same read and exec trees, the
+one write tree build_dir; nothing else of the artifact root readable), and
+only then writes b"N" to its answer pipe and runs the module with
+TORCH_EXTENSIONS_DIR, TMPDIR, tempfile.tempdir and XDG_CACHE_HOME beneath
+build_dir and its stdout and stderr on the log file. Its answer, a JSON
+object {"error", "exception"}, follows the b"N"; a narrowing that fails is
+b"F" and the reason, written before any of the module's code ran, so it is
+the worker's fault (logged, exit 1 without a RESULT: the supervisor retries
+elsewhere) and cannot be forged by a module. The parent reads the answer
+(at most ANSWER_BYTES) to its end, reaps the child, kills what the module
+left running in the worker's process group, reads the log from its
+own descriptor (never by a path the module could have replaced), and sends
+the RESULT. A child killed by a signal, or that exits without an answer or
+with a malformed one, is an "import" failure whose log says so. The
+watchdog, armed in the parent with kill_group, kills the child and its
+compilers (the worker's process group) past the deadline.
+
 "arch" (sm_90a -> TORCH_CUDA_ARCH_LIST=9.0a) defaults to KEVALD_TORCH_ARCH,
 else sm_90a.
 
@@ -20,17 +42,24 @@ would use (torch.utils.cpp_extension, torch itself, sys.modules), so after
 its RESULT ("exiting": true) the worker exits 0 and the dispatcher starts a
 fresh one.
 """
+import json
+import logging
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import types
+import warnings
 
 from . import frames
-from .loop import EXIT_OK, BadJob, job_id
+from .confine import kill_group_but_self
+from .loop import EXIT_FAILED, EXIT_OK, BadJob, job_id
 
 LOG_BYTES = 64 << 10
+ANSWER_BYTES = LOG_BYTES + (4 << 10)   # the child's answer: its error kind and the exception's text
+ERRORS = (None, "compile", "import", "no_model_new")   # what a child may answer
 DEADLINE_MS_MAX = 600000       # a build JOB's deadline_ms is at most this
 DEADLINE_MS_DEFAULT = 300000
 SOURCE_BYTES_MAX = 1 << 20     # as LIMIT_SOURCE_BYTES: the server checked it first
@@ -75,7 +104,7 @@ def parse_build(job, ext_root):
     if not isinstance(bd, str) or not os.path.isabs(bd) or "\0" in bd:
         raise BadJob("build_dir is not an absolute path")
     real = os.path.realpath(bd)
-    if ext_root and os.path.commonpath([real, ext_root]) != ext_root:
+    if ext_root and (real == ext_root or os.path.commonpath([real, ext_root]) != ext_root):
         raise BadJob(f"build_dir {bd!r} is not below the artifact root")
     arch = job.get("arch") or os.environ.get("KEVALD_TORCH_ARCH") or DEFAULT_ARCH
     arches = arch_list(arch)
@@ -108,12 +137,16 @@ class Builder:
                    "wall_ms": deadline_ms, "exiting": True}
         self.w.confine.arm(frames.pack(frames.RESULT, timeout), deadline_ms, kill_group=True)
         result = self.build(jid, blob, build_dir, arches)
+        if result is None:
+            return EXIT_FAILED   # the worker's own fault, logged: no RESULT, the supervisor retries
         result["wall_ms"] = (time.monotonic() - t0) * 1000.0
         result["exiting"] = True
         self.w.send(frames.RESULT, result, disarm=True)
         return EXIT_OK   # one JOB per process: what the module patched ends with it
 
     def build(self, jid, blob, build_dir, arches):
+        """The RESULT of building @blob in @build_dir (without wall_ms and
+        exiting), or None when the worker failed (logged)."""
         if len(blob) > SOURCE_BYTES_MAX:
             return {"id": jid, "ok": False, "error": "import", "log": "the source is too large",
                     "log_truncated": False}
@@ -122,40 +155,134 @@ class Builder:
         except UnicodeDecodeError as e:
             return {"id": jid, "ok": False, "error": "import", "log": f"the source is not UTF-8: {e}",
                     "log_truncated": False}
-        os.makedirs(os.path.join(build_dir, "tmp"), exist_ok=True)
-        os.environ["TORCH_EXTENSIONS_DIR"] = build_dir
-        os.environ["TMPDIR"] = os.path.join(build_dir, "tmp")
-        tempfile.tempdir = os.environ["TMPDIR"]
-        os.environ["TORCH_CUDA_ARCH_LIST"] = arches
-        logpath = os.path.join(build_dir, "tmp", "build.log")
-        error, exc = None, None
-        saved = os.dup(2)
+        log = logging.getLogger("kevald-torch")
         try:
-            with open(logpath, "w+b") as logf:
+            os.makedirs(os.path.join(build_dir, "tmp"), exist_ok=True)
+            logf = tempfile.TemporaryFile(dir=os.path.join(build_dir, "tmp"))
+        except OSError as e:
+            log.error("torch-build: preparing the build folder %r: %s", build_dir, e)
+            return None
+        with logf:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            try:
+                r, w = os.pipe()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)   # fork with the watchdog's thread: ours
+                    pid = os.fork()
+            except OSError as e:
+                log.error("torch-build: starting the job's child: %s", e)
+                return None
+            if pid == 0:
+                os.close(r)
+                self.child(w, logf.fileno(), source, jid, build_dir, arches)   # never returns
+            os.close(w)
+            answer = read_answer(r)
+            os.close(r)
+            _, status = os.waitpid(pid, 0)
+            kill_group_but_self()   # what the module started and left running ends with its build
+            out = os.pread(logf.fileno(), 4 * LOG_BYTES, 0).decode("utf-8", "replace")
+        if answer[:1] == b"F":
+            log.error("torch-build: the job's child could not be confined: %s",
+                      answer[1:].decode("utf-8", "replace"))
+            return None
+        error, exc = judge_answer(answer, status)
+        if exc:
+            out = (out + "\n" if out else "") + exc
+        log_text, truncated = trim_log(out)
+        return {"id": jid, "ok": error is None, "error": error, "log": log_text, "log_truncated": truncated}
+
+    def child(self, w, logfd, source, jid, build_dir, arches):
+        """The forked child: narrow the sandbox to @build_dir, run the module
+        with its output on @logfd, answer on @w. Never returns."""
+        code = 1
+        try:
+            for fd in (self.w.in_fd, self.w.out_fd):   # the frames are the parent's alone
+                os.close(fd)
+            if self.w.sandbox:
+                err, _ = self.w.confine.narrow(build_dir)
+                if err:
+                    write_all(w, b"F" + err.encode("utf-8", "replace"))
+                    os._exit(1)
+            write_all(w, b"N")
+            scratch = os.path.join(build_dir, "tmp")
+            os.environ["TORCH_EXTENSIONS_DIR"] = build_dir
+            os.environ["TMPDIR"] = scratch
+            os.environ["XDG_CACHE_HOME"] = os.path.join(scratch, "cache")
+            tempfile.tempdir = scratch
+            os.environ["TORCH_CUDA_ARCH_LIST"] = arches
+            os.dup2(logfd, 1)
+            os.dup2(logfd, 2)
+            error, exc = None, None
+            try:
+                module = load_module(source, f"kevald_candidate_{jid}")
+                error = check_model_new(module)
+            except BaseException as e:  # noqa: BLE001 (SystemExit too: the module's fault)
+                exc = e
+            text = None
+            try:
+                sys.stdout.flush()
                 sys.stderr.flush()
-                os.dup2(logf.fileno(), 2)
-                os.dup2(logf.fileno(), 1)
+            except BaseException:  # noqa: BLE001 (the module may have replaced them)
+                pass
+            if exc is not None:
                 try:
-                    module = load_module(source, f"kevald_candidate_{jid}")
-                    error = check_model_new(module)
-                except BaseException as e:  # noqa: BLE001 (SystemExit too: the module's fault)
-                    exc = e
-                finally:
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                    os.dup2(saved, 2)
-                    null = os.open(os.devnull, os.O_WRONLY)
-                    os.dup2(null, 1)
-                    os.close(null)
-                logf.seek(0)
-                out = logf.read(4 * LOG_BYTES).decode("utf-8", "replace")
+                    text = f"{type(exc).__name__}: {exc}"
+                    error = classify(exc, os.pread(logfd, 4 * LOG_BYTES, 0).decode("utf-8", "replace"))
+                except BaseException:  # noqa: BLE001 (an exception whose text raises)
+                    text, error = f"{type(exc).__name__}: (its text could not be read)", "import"
+                text, _ = trim_log(text)
+            write_all(w, json.dumps({"error": error, "exception": text}).encode())
+            code = 0
+        except BaseException:  # noqa: BLE001 (no answer: the parent says so)
+            pass
         finally:
-            os.close(saved)
-        if exc is not None:
-            error = classify(exc, out)
-            out = (out + "\n" if out else "") + f"{type(exc).__name__}: {exc}"
-        log, truncated = trim_log(out)
-        return {"id": jid, "ok": error is None, "error": error, "log": log, "log_truncated": truncated}
+            os._exit(code)
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def read_answer(fd):
+    """What the child wrote on @fd up to its end, or the first ANSWER_BYTES + 1
+    bytes (too long: malformed)."""
+    chunks, n = [], 0
+    while n <= ANSWER_BYTES:
+        b = os.read(fd, 65536)
+        if not b:
+            break
+        chunks.append(b)
+        n += len(b)
+    return b"".join(chunks)[:ANSWER_BYTES + 1]
+
+
+def judge_answer(answer, status):
+    """(error, the text appended to the log) of a child's @answer (b"N" and
+    its JSON) and its wait @status."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        how = f"the build process was killed by {name}"
+    else:
+        how = f"the build process exited with status {os.WEXITSTATUS(status)}"
+    if answer[:1] != b"N" or len(answer) <= 1:
+        return "import", f"{how} without an answer"
+    try:
+        obj = json.loads(answer[1:].decode("utf-8")) if len(answer) <= ANSWER_BYTES else None
+    except ValueError:
+        obj = None
+    if not isinstance(obj, dict) or obj.get("error") not in ERRORS or \
+            not isinstance(obj.get("exception"), (str, type(None))):
+        return "import", f"{how} with a malformed answer"
+    if os.WIFSIGNALED(status):
+        return "import", f"{how} after its answer"
+    return obj["error"], obj["exception"]
 
 
 def reset_extension_versions():

@@ -2,6 +2,10 @@
 confine - libkevald-confine.so (sandbox/confine.c) through ctypes: the C
 sandbox's layers, the watchdog, and every frame write.
 
+The build role's per-job child narrows itself to its job's build folder with
+narrow() (kevald_confine_narrow(): a second Landlock layer) before the job's
+module runs.
+
 Confine.load() opens the library named by KEVALD_CONFINE_LIB. Without it the
 worker can only run unconfined (--no-sandbox); a Python lock and timer thread
 then stand in for the C watchdog, which is weaker (a candidate spinning in C
@@ -33,6 +37,7 @@ class Confine:
                 ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                 ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
             lib.kevald_confine_lock.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+            lib.kevald_confine_narrow.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
             lib.kevald_confine_watchdog_start.argtypes = [ctypes.c_int]
             lib.kevald_confine_watchdog_arm.argtypes = [
                 ctypes.c_char_p, ctypes.c_size_t, ctypes.c_longlong, ctypes.c_int]
@@ -86,6 +91,25 @@ class Confine:
             return f"sandbox_lock: {os.strerror(-r)}"
         return None
 
+    def narrow(self, write):
+        """In the build role's per-job child (one thread): confine this process
+        to @write (the job's build folder, which must exist) as the only
+        writable tree, and the rest of the artifact root unreadable. Returns
+        (None or a message naming the failure, the narrowing's layer report)."""
+        if self.lib is None:
+            return "no confinement library", {}
+        buf = ctypes.create_string_buffer(REPORT_BYTES)
+        r = self.lib.kevald_confine_narrow(write.encode(), buf, REPORT_BYTES)
+        try:
+            layers = json.loads(buf.value.decode() or "{}")
+        except ValueError:
+            layers = {}
+        if r < 0:
+            detail = (layers.get("landlock") or {}).get("detail", "")
+            return f"narrowing the sandbox to {write!r}: {os.strerror(-r)}" + (f" ({detail})" if detail else ""), \
+                layers
+        return None, layers
+
     def watchdog_start(self):
         """Start the watchdog thread. Returns None or a message."""
         if self.lib is None:
@@ -106,16 +130,18 @@ class Confine:
         with self._lock:
             if self._timer:
                 self._timer.cancel()
-            self._timer = threading.Timer(deadline_ms / 1000.0, self._fire, (frame,))
+            self._timer = threading.Timer(deadline_ms / 1000.0, self._fire, (frame, kill_group))
             self._timer.daemon = True
             self._timer.name = "kevald-watchdog"
             self._timer.start()
 
-    def _fire(self, frame):
+    def _fire(self, frame, kill_group):
         with self._lock:
             if self._timer is None:
                 return
             _write_all(self.out_fd, frame)
+            if kill_group:
+                kill_group_but_self()
             os._exit(4)
 
     def send(self, frame, disarm=False):
@@ -138,3 +164,23 @@ def _write_all(fd, data):
     while view:
         n = os.write(fd, view)
         view = view[n:]
+
+
+def kill_group_but_self():
+    """SIGKILL every other process of our process group when we lead it (the
+    build role: what a job's module started and left behind), as confine.c's
+    kill_group_but_self() does for the watchdog (and the stand-in's here)."""
+    import signal
+    me, grp = os.getpid(), os.getpgrp()
+    if grp != me:
+        return
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read(512)
+            if int(stat[stat.rindex(b")") + 2:].split()[2]) == grp:
+                os.kill(int(name), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue

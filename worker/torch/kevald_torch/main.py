@@ -10,7 +10,9 @@ worker"):
   3. libkevald-confine.so: sandbox_enter for the role's profile, while the
      process still has one thread (before torch is imported), with the
      Python installation, this package and the artifact root as extra trees;
-     then the C watchdog thread;
+     then the C watchdog thread. A build worker still root after it (the
+     artifact root not writable by uid 65534) refuses to go on: it never
+     runs a submitter's build as root;
   4. import torch and torch.utils.cpp_extension; the run role initialises
      CUDA and warms the device (a GEMM, an event, random numbers) so that the
      driver has opened what it needs, and builds its judge (the L2 flush
@@ -175,6 +177,12 @@ class Worker:
                                  execs=exec_trees() if self.role == "build" else (),
                                  write=self.ext_root if self.role == "build" else None,
                                  keep_fds=(self.in_fd, self.out_fd))
+        uid = (self.confine.layers.get("uid") or {}).get("detail", "")
+        if err and self.role == "build" and uid.startswith("refused to build as root"):
+            return f"{err}: {uid}"
+        if not err and self.sandbox and self.role == "build" and (os.getuid() == 0 or os.geteuid() == 0):
+            return (f"the build role is still root after entering the sandbox ({uid or 'no uid layer'}): "
+                    f"give the artifact root {self.ext_root!r} to uid 65534 (nobody) so that it drops root")
         return err or self.confine.watchdog_start()
 
     def warm_cuda(self):

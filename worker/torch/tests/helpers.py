@@ -51,6 +51,29 @@ def lib_loads(python=None):
 PYTHON = None   # the interpreter start() runs the worker with; None: this one
 
 
+def _runs_as_nobody(python):
+    """Whether @python, run as uid/gid 65534, loads the library (its installation is readable by nobody)."""
+    try:
+        p = subprocess.run([python, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])", str(CONFINE_LIB)],
+                           env=dict(LIB_ENV, PATH="/usr/bin:/bin"), capture_output=True, timeout=60,
+                           user=65534, group=65534, extra_groups=[], cwd="/")
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return p.returncode == 0
+
+
+def nobody_python():
+    """An interpreter for the sandboxed build role: run as root, a build worker drops to uid 65534
+    or refuses to start (sandbox/proc.c), so its Python must be readable by nobody (a pyenv under
+    /root is not). Not root: this one. None where none is found."""
+    if os.geteuid() != 0:
+        return sys.executable
+    for py in (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3"):
+        if os.path.exists(py) and _runs_as_nobody(py):
+            return py
+    return None
+
+
 def have_torch():
     import importlib.util
     return importlib.util.find_spec("torch") is not None

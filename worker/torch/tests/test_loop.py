@@ -5,6 +5,7 @@ PyTorch: its HELLO says ok false with the failing stage, and it exits 1.
 """
 import json
 import os
+import subprocess
 import tempfile
 import threading
 import unittest
@@ -98,7 +99,26 @@ class HelloWithoutTorch(unittest.TestCase):
         return rc, hello, err
 
     def test_build_role(self):
-        rc, hello, err = self.hello("build")
+        # run as root, the build role drops to uid 65534 or refuses: its Python must be readable by nobody
+        py = helpers.nobody_python()
+        if py is None:
+            self.skipTest("run as root, and no python3 that uid 65534 can run here")
+        env = {}
+        if subprocess.run([py, "-c", "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"],
+                          capture_output=True, timeout=60).returncode == 0:
+            # that one has PyTorch: a torch that cannot be imported goes first on its path
+            stub = os.path.join(self.tmp, "stub")
+            os.makedirs(os.path.join(stub, "torch"))
+            with open(os.path.join(stub, "torch", "__init__.py"), "w") as f:
+                f.write("raise ImportError('no torch in this test')\n")
+            for d in (stub, os.path.join(stub, "torch")):
+                os.chmod(d, 0o755)
+            env["PYTHONPATH"] = stub
+        helpers.PYTHON = py
+        try:
+            rc, hello, err = self.hello("build", env)
+        finally:
+            helpers.PYTHON = None
         self.assertEqual(rc, loop.EXIT_FAILED, err)
         self.assertEqual(hello["role"], "torch-build")
         self.assertIs(hello["ok"], False)
