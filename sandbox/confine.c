@@ -17,7 +17,10 @@
  *                                         to kevald_confine_enter() (kept here)
  *                                         and the job's folder as the one write
  *                                         tree
- * and writes every frame through kevald_confine_send(). The report of every
+ * and writes every frame through kevald_confine_send(). A build worker is its
+ * descendants' subreaper (set by kevald_confine_enter()): after a job,
+ * kevald_confine_kill_descendants() kills what the job's module left
+ * running, orphans included, and so does the watchdog armed with kill_tree. The report of every
  * layer (sandbox_report_add()'s object) accumulates in this library between
  * the calls; each call copies all of it, as JSON text, into the caller's
  * buffer, also when a layer failed, so the HELLO can say which one.
@@ -41,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,8 +63,9 @@ int kevald_confine_enter(int profile, const char *read_paths, const char *exec_p
 int kevald_confine_lock(int profile, char *report, size_t len);
 int kevald_confine_narrow(const char *write_path, char *report, size_t len);
 int kevald_confine_watchdog_start(int fd);
-int kevald_confine_watchdog_arm(const void *frame, size_t len, long long deadline_ms, int kill_group);
+int kevald_confine_watchdog_arm(const void *frame, size_t len, long long deadline_ms, int kill_tree);
 int kevald_confine_send(int fd, const void *buf, size_t len, int disarm);
+int kevald_confine_kill_descendants(void);
 
 static SandboxReport report_all;
 
@@ -76,7 +81,7 @@ static struct {
 static struct {
         pthread_mutex_t mu;
         pthread_cond_t cv;
-        bool started, armed, kill_group;
+        bool started, armed, kill_tree;
         int fd;
         struct timespec deadline;   /* CLOCK_MONOTONIC */
         unsigned char *frame;
@@ -184,6 +189,10 @@ int kevald_confine_enter(int profile, const char *read_paths, const char *exec_p
         paths.n_exec = r;
         paths.write = write_path && *write_path ? write_path : NULL;
         r = sandbox_enter_paths((SandboxProfile)profile, keep_fds, n_keep, &paths, &report_all);
+        /* What a build's module starts and orphans is reparented here, where kill_descendants() finds it
+         * (best effort: where the kernel refuses, only the processes still parented are found). */
+        if (r == 0 && profile == SANDBOX_PROFILE_TORCH_BUILD)
+                (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         if (r == 0 && entered.profile < 0) {
                 /* kept for kevald_confine_narrow(): the pointers in rd and ex point into the copies */
                 entered.profile = profile;
@@ -289,42 +298,105 @@ static bool past(const struct timespec *t)
         return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
 }
 
-/* SIGKILL every other process of the caller's process group (the build
- * role is its group's leader; its compilers are the rest), found in /proc. */
-static void kill_group_but_self(void)
+/* The parent and state of process @pid from /proc/PID/stat; -1 when it is gone. */
+static long proc_parent(long pid, char *ret_state)
 {
-        pid_t self = getpid(), pgrp = getpgrp();
-        struct dirent *e;
-        DIR *d;
+        char path[64], buf[512], *close_paren;
+        long ppid;
+        ssize_t n;
+        int fd;
 
-        if (pgrp != self)
-                return;   /* not our own group: never signal the supervisor's */
-        d = opendir("/proc");
+        snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        close_paren = strrchr(buf, ')');
+        /* "pid (comm) S ppid ...": the state, then the parent */
+        if (!close_paren || sscanf(close_paren + 1, " %c %ld", ret_state, &ppid) != 2)
+                return -1;
+        return ppid;
+}
+
+/* How many processes descend from this one (found through their parents in
+ * /proc), SIGKILLed each; zombies are neither counted nor signalled. The
+ * caller holds kill_descendants()'s lock (the tables are static). */
+static int kill_descendants_once(void)
+{
+        enum { MAX = 4096 };
+        static long pids[MAX], parents[MAX];
+        static char states[MAX];
+        static bool mine[MAX];
+        long self = (long)getpid();
+        struct dirent *e;
+        int n = 0, killed = 0;
+        bool grew = true;
+        DIR *d = opendir("/proc");
+
         if (!d)
-                return;
-        while ((e = readdir(d))) {
-                char path[64], buf[512], *close_paren;
-                long pid = strtol(e->d_name, NULL, 10), grp;
-                ssize_t n;
-                int fd;
+                return 0;
+        while ((e = readdir(d)) && n < MAX) {
+                long pid = strtol(e->d_name, NULL, 10);
 
                 if (pid <= 0 || pid == self)
                         continue;
-                snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-                fd = open(path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
+                parents[n] = proc_parent(pid, &states[n]);
+                if (parents[n] < 0)
                         continue;
-                n = read(fd, buf, sizeof(buf) - 1);
-                close(fd);
-                if (n <= 0)
-                        continue;
-                buf[n] = '\0';
-                close_paren = strrchr(buf, ')');
-                /* ") S ppid pgrp ...": the state, the parent, then the group */
-                if (close_paren && sscanf(close_paren + 1, " %*c %*d %ld", &grp) == 1 && grp == pgrp)
-                        kill((pid_t)pid, SIGKILL);
+                pids[n++] = pid;
         }
         closedir(d);
+        for (int i = 0; i < n; i++)
+                mine[i] = parents[i] == self;
+        while (grew) {   /* the closure: a process whose parent is one of ours is ours */
+                grew = false;
+                for (int i = 0; i < n; i++)
+                        for (int j = 0; j < n && !mine[i]; j++)
+                                if (mine[j] && parents[i] == pids[j])
+                                        mine[i] = grew = true;
+        }
+        for (int i = 0; i < n; i++)
+                if (mine[i] && states[i] != 'Z' && kill((pid_t)pids[i], SIGKILL) == 0)
+                        killed++;
+        return killed;
+}
+
+/*
+ * kill_descendants() - SIGKILL every process descending from this one until
+ * none is left alive (a process that forks while it is being killed: the
+ * next pass finds its children). The build role is its descendants'
+ * subreaper (kevald_confine_enter()), so what a module started and
+ * orphaned, in a session or process group of its own, is still found here.
+ * Return: how many were signalled.
+ */
+static int kill_descendants(void)
+{
+        static pthread_mutex_t walk = PTHREAD_MUTEX_INITIALIZER;   /* the watchdog's and the worker's */
+        int total = 0, k;
+
+        pthread_mutex_lock(&walk);
+        for (int pass = 0; pass < 64 && (k = kill_descendants_once()) > 0; pass++) {
+                struct timespec ts = {0, 2 * 1000 * 1000};
+
+                total += k;
+                nanosleep(&ts, NULL);
+        }
+        pthread_mutex_unlock(&walk);
+        return total;
+}
+
+/**
+ * kevald_confine_kill_descendants() - kill_descendants() for the worker: what
+ * a build's module left running ends with its build.
+ * Return: how many processes were signalled.
+ */
+int kevald_confine_kill_descendants(void)
+{
+        return kill_descendants();
 }
 
 static void *watchdog_main(void *arg)
@@ -338,8 +410,8 @@ static void *watchdog_main(void *arg)
                 }
                 if (past(&dog.deadline)) {
                         (void)write_all(dog.fd, dog.frame, dog.frame_len);
-                        if (dog.kill_group)
-                                kill_group_but_self();
+                        if (dog.kill_tree)
+                                kill_descendants();
                         _exit(WORKER_EXIT_TIMEOUT);
                 }
                 pthread_cond_timedwait(&dog.cv, &dog.mu, &dog.deadline);
@@ -390,12 +462,13 @@ out:
  * @frame:       the job's timeout RESULT, a whole frame; copied
  * @len:         its bytes (at most 64 KiB)
  * @deadline_ms: milliseconds from now
- * @kill_group:  nonzero: before exiting, SIGKILL the rest of the process
- *               group when the caller leads its own (the build role's
- *               compilers would outlive it otherwise)
+ * @kill_tree:   nonzero: before exiting, SIGKILL every process descending
+ *               from this one (kill_descendants(): the build role's job child,
+ *               its compilers and whatever its module started, which would
+ *               outlive it otherwise)
  * Return: 0, -EINVAL (too large, not started, a negative deadline), -ENOMEM.
  */
-int kevald_confine_watchdog_arm(const void *frame, size_t len, long long deadline_ms, int kill_group)
+int kevald_confine_watchdog_arm(const void *frame, size_t len, long long deadline_ms, int kill_tree)
 {
         unsigned char *copy;
         struct timespec t;
@@ -424,7 +497,7 @@ int kevald_confine_watchdog_arm(const void *frame, size_t len, long long deadlin
         copy = NULL;
         dog.frame_len = len;
         dog.deadline = t;
-        dog.kill_group = kill_group != 0;
+        dog.kill_tree = kill_tree != 0;
         dog.armed = true;
         pthread_cond_signal(&dog.cv);
 out:

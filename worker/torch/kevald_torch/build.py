@@ -20,13 +20,15 @@ object {"error", "exception"}, follows the b"N"; a narrowing that fails is
 b"F" and the reason, written before any of the module's code ran, so it is
 the worker's fault (logged, exit 1 without a RESULT: the supervisor retries
 elsewhere) and cannot be forged by a module. The parent reads the answer
-(at most ANSWER_BYTES) to its end, reaps the child, kills what the module
-left running in the worker's process group, reads the log from its
-own descriptor (never by a path the module could have replaced), and sends
-the RESULT. A child killed by a signal, or that exits without an answer or
-with a malformed one, is an "import" failure whose log says so. The
-watchdog, armed in the parent with kill_group, kills the child and its
-compilers (the worker's process group) past the deadline.
+(at most ANSWER_BYTES) to its end, reaps the child, kills every process
+still descending from the worker (what the module left running; the worker
+is their subreaper, so one that went to a session or process group of its
+own and was orphaned is still found), reads the log from its own descriptor
+(never by a path the module could have replaced), and sends the RESULT. A
+child killed by a signal, or that exits without an answer or with a
+malformed one, is an "import" failure whose log says so. The watchdog,
+armed in the parent with kill_tree, kills the child, its compilers and what
+they started past the deadline.
 
 "arch" (sm_90a -> TORCH_CUDA_ARCH_LIST=9.0a) defaults to KEVALD_TORCH_ARCH,
 else sm_90a.
@@ -54,7 +56,6 @@ import types
 import warnings
 
 from . import frames
-from .confine import kill_group_but_self
 from .loop import EXIT_FAILED, EXIT_OK, BadJob, job_id
 
 LOG_BYTES = 64 << 10
@@ -135,7 +136,7 @@ class Builder:
         timeout = {"id": jid, "ok": False, "error": "timeout",
                    "log": f"the build exceeded its {deadline_ms / 1000:g} s limit", "log_truncated": False,
                    "wall_ms": deadline_ms, "exiting": True}
-        self.w.confine.arm(frames.pack(frames.RESULT, timeout), deadline_ms, kill_group=True)
+        self.w.confine.arm(frames.pack(frames.RESULT, timeout), deadline_ms, kill_tree=True)
         result = self.build(jid, blob, build_dir, arches)
         if result is None:
             return EXIT_FAILED   # the worker's own fault, logged: no RESULT, the supervisor retries
@@ -180,7 +181,7 @@ class Builder:
             answer = read_answer(r)
             os.close(r)
             _, status = os.waitpid(pid, 0)
-            kill_group_but_self()   # what the module started and left running ends with its build
+            self.w.confine.kill_descendants()   # what the module started and left running ends with its build
             out = os.pread(logf.fileno(), 4 * LOG_BYTES, 0).decode("utf-8", "replace")
         if answer[:1] == b"F":
             log.error("torch-build: the job's child could not be confined: %s",

@@ -117,32 +117,40 @@ class Confine:
         r = self.lib.kevald_confine_watchdog_start(self.out_fd)
         return None if r >= 0 else f"starting the watchdog: {os.strerror(-r)}"
 
-    def arm(self, frame, deadline_ms, kill_group=False):
+    def arm(self, frame, deadline_ms, kill_tree=False):
         """Past @deadline_ms from now, write @frame (a job's timeout RESULT)
-        and exit 4; @kill_group also kills the rest of the process group (the
-        build role's compilers) first."""
+        and exit 4; @kill_tree also kills every process descending from this
+        one first (the build role's job child, its compilers, what its module
+        started)."""
         if self.lib is not None:
             r = self.lib.kevald_confine_watchdog_arm(frame, len(frame), int(deadline_ms),
-                                                     1 if kill_group else 0)
+                                                     1 if kill_tree else 0)
             if r < 0:
                 raise OSError(-r, "arming the watchdog")
             return
         with self._lock:
             if self._timer:
                 self._timer.cancel()
-            self._timer = threading.Timer(deadline_ms / 1000.0, self._fire, (frame, kill_group))
+            self._timer = threading.Timer(deadline_ms / 1000.0, self._fire, (frame, kill_tree))
             self._timer.daemon = True
             self._timer.name = "kevald-watchdog"
             self._timer.start()
 
-    def _fire(self, frame, kill_group):
+    def _fire(self, frame, kill_tree):
         with self._lock:
             if self._timer is None:
                 return
             _write_all(self.out_fd, frame)
-            if kill_group:
-                kill_group_but_self()
+            if kill_tree:
+                kill_descendants()
             os._exit(4)
+
+    def kill_descendants(self):
+        """SIGKILL every process descending from this one (the library's walk,
+        else kill_descendants() here). Returns how many were signalled."""
+        if self.lib is not None:
+            return self.lib.kevald_confine_kill_descendants()
+        return kill_descendants()
 
     def send(self, frame, disarm=False):
         """Write one whole frame; @disarm for a job's RESULT (atomically with
@@ -166,21 +174,47 @@ def _write_all(fd, data):
         view = view[n:]
 
 
-def kill_group_but_self():
-    """SIGKILL every other process of our process group when we lead it (the
-    build role: what a job's module started and left behind), as confine.c's
-    kill_group_but_self() does for the watchdog (and the stand-in's here)."""
-    import signal
-    me, grp = os.getpid(), os.getpgrp()
-    if grp != me:
-        return
+def _parents():
+    """{pid: (parent, state)} of every process /proc shows but this one."""
+    me, out = os.getpid(), {}
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == me:
             continue
         try:
             with open(f"/proc/{name}/stat", "rb") as f:
                 stat = f.read(512)
-            if int(stat[stat.rindex(b")") + 2:].split()[2]) == grp:
-                os.kill(int(name), signal.SIGKILL)
+            fields = stat[stat.rindex(b")") + 2:].split()
+            out[int(name)] = (int(fields[1]), fields[0])
         except (OSError, ValueError, IndexError):
             continue
+    return out
+
+
+def kill_descendants():
+    """SIGKILL every process descending from this one until none is left
+    alive, as confine.c's kill_descendants() (the stand-in watchdog's and the
+    worker's walk without the library). Returns how many were signalled."""
+    import signal
+    import time
+    me, total = os.getpid(), 0
+    for _ in range(64):
+        procs = _parents()
+        mine, grew = {p for p, (pp, _) in procs.items() if pp == me}, True
+        while grew:
+            more = {p for p, (pp, _) in procs.items() if pp in mine and p not in mine}
+            grew = bool(more)
+            mine |= more
+        killed = 0
+        for p in mine:
+            if procs[p][1] == b"Z":
+                continue
+            try:
+                os.kill(p, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+        if not killed:
+            break
+        total += killed
+        time.sleep(0.002)
+    return total

@@ -140,7 +140,7 @@ class Worker:
             os.environ["CUDA_VISIBLE_DEVICES"] = ""
             os.environ["XDG_CACHE_HOME"] = os.path.join(root, ".cache")
             try:
-                os.setpgid(0, 0)   # its compilers form its group: the watchdog kills them
+                os.setpgid(0, 0)   # a group of its own: what it signals there never reaches the supervisor
             except OSError:
                 pass
         else:

@@ -8,7 +8,8 @@ which the run role loads) nor the rest of the artifact root; it gets no
 AF_UNIX socket; it cannot reach the supervisor's frame pipe. A child that
 exits without an answer or is killed is a failed build that says so; past the
 deadline the watchdog answers "timeout" and kills the child and what it
-started. A build worker started as root whose artifact root only root may
+started, also what it orphaned in a session of its own (the worker is its
+descendants' subreaper). A build worker started as root whose artifact root only root may
 write refuses to start (HELLO ok false, stage "sandbox"). Skipped where no
 python3 with numpy can run the worker.
 """
@@ -184,6 +185,30 @@ class BuildRole(unittest.TestCase):
         with open(os.path.join(own, "pid")) as f:
             pid = int(f.read())
         self.assertTrue(gone(pid), f"process {pid} outlived its build")
+
+    def orphan_source(self, name, tail):
+        """A module that starts a `sleep 60` in a session of its own and orphans it (its shell
+        exits), writing the sleep's pid to its folder's "pid", then runs @tail."""
+        pidfile = os.path.join(self.root, name, "pid")
+        return ("import subprocess\n"
+                f"subprocess.run(['sh', '-c', 'sleep 60 & echo $! > {pidfile}'], start_new_session=True)\n"
+                + tail), pidfile
+
+    def test_an_orphan_in_its_own_session_ends_with_the_build(self):
+        src, pidfile = self.orphan_source("orphan", MODEL)
+        res = self.job(src, "orphan")
+        self.assertEqual((res["ok"], res["error"]), (True, None), res)
+        with open(pidfile) as f:
+            pid = int(f.read())
+        self.assertTrue(gone(pid), f"process {pid} (its own session, orphaned) outlived its build")
+
+    def test_an_orphan_in_its_own_session_ends_at_the_timeout(self):
+        src, pidfile = self.orphan_source("orphan_hang", "while True:\n    pass\n")
+        res = self.job(src, "orphan_hang", deadline_ms=4000, status=4)
+        self.assertEqual((res["ok"], res["error"]), (False, "timeout"), res)
+        with open(pidfile) as f:
+            pid = int(f.read())
+        self.assertTrue(gone(pid), f"process {pid} (its own session, orphaned) outlived the worker's timeout")
 
     def test_build_dir_must_be_below_the_root(self):
         p, hello = self.start()
