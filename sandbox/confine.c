@@ -20,8 +20,10 @@
  * and writes every frame through kevald_confine_send(). A build worker is its
  * descendants' subreaper (set by kevald_confine_enter()): after a job,
  * kevald_confine_kill_descendants() kills what the job's module left
- * running, orphans included, and so does the watchdog armed with kill_tree. The report of every
- * layer (sandbox_report_add()'s object) accumulates in this library between
+ * running, orphans included, and so does the watchdog armed with kill_tree
+ * (the "subreaper" entry of the report says whether the kernel took it).
+ * The report of every layer (sandbox_report_add()'s object) accumulates in
+ * this library between
  * the calls; each call copies all of it, as JSON text, into the caller's
  * buffer, also when a layer failed, so the HELLO can say which one.
  *
@@ -48,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sandbox/layers.h"
 #include "sandbox/sandbox.h"
 #include "worker/exitcode.h"
 
@@ -191,8 +194,16 @@ int kevald_confine_enter(int profile, const char *read_paths, const char *exec_p
         r = sandbox_enter_paths((SandboxProfile)profile, keep_fds, n_keep, &paths, &report_all);
         /* What a build's module starts and orphans is reparented here, where kill_descendants() finds it
          * (best effort: where the kernel refuses, only the processes still parented are found). */
-        if (r == 0 && profile == SANDBOX_PROFILE_TORCH_BUILD)
-                (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        if (r == 0 && profile == SANDBOX_PROFILE_TORCH_BUILD) {
+                if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+                        sandbox_report_add(report_all.layers, "subreaper", true,
+                                           "orphans of a build come back to the worker, which kills every "
+                                           "process descending from it after each job");
+                else
+                        sandbox_report_add(report_all.layers, "subreaper", false,
+                                           "PR_SET_CHILD_SUBREAPER: %s (a process a build orphans is not "
+                                           "found after the job)", strerror(errno));
+        }
         if (r == 0 && entered.profile < 0) {
                 /* kept for kevald_confine_narrow(): the pointers in rd and ex point into the copies */
                 entered.profile = profile;
@@ -322,46 +333,56 @@ static long proc_parent(long pid, char *ret_state)
         return ppid;
 }
 
+/* One process of /proc: its pid, parent, state and whether it descends from this one. */
+typedef struct {
+        long pid, parent;
+        char state;
+        bool mine;
+} ProcEntry;
+
 /* How many processes descend from this one (found through their parents in
- * /proc), SIGKILLed each; zombies are neither counted nor signalled. The
- * caller holds kill_descendants()'s lock (the tables are static). */
+ * /proc), SIGKILLed each; zombies are neither counted nor signalled. Every
+ * process of /proc is read (no cap: the table grows), so none is missed on a
+ * host with many. */
 static int kill_descendants_once(void)
 {
-        enum { MAX = 4096 };
-        static long pids[MAX], parents[MAX];
-        static char states[MAX];
-        static bool mine[MAX];
         long self = (long)getpid();
+        ProcEntry *t = NULL, *bigger;
+        size_t n = 0, cap = 0;
         struct dirent *e;
-        int n = 0, killed = 0;
+        int killed = 0;
         bool grew = true;
         DIR *d = opendir("/proc");
 
         if (!d)
                 return 0;
-        while ((e = readdir(d)) && n < MAX) {
-                long pid = strtol(e->d_name, NULL, 10);
+        while ((e = readdir(d))) {
+                long pid = strtol(e->d_name, NULL, 10), parent;
+                char state;
 
-                if (pid <= 0 || pid == self)
+                if (pid <= 0 || pid == self || (parent = proc_parent(pid, &state)) < 0)
                         continue;
-                parents[n] = proc_parent(pid, &states[n]);
-                if (parents[n] < 0)
-                        continue;
-                pids[n++] = pid;
+                if (n == cap) {
+                        cap = cap ? 2 * cap : 1024;
+                        bigger = realloc(t, cap * sizeof(*t));
+                        if (!bigger)
+                                break;   /* what was read is still walked */
+                        t = bigger;
+                }
+                t[n++] = (ProcEntry){.pid = pid, .parent = parent, .state = state, .mine = parent == self};
         }
         closedir(d);
-        for (int i = 0; i < n; i++)
-                mine[i] = parents[i] == self;
         while (grew) {   /* the closure: a process whose parent is one of ours is ours */
                 grew = false;
-                for (int i = 0; i < n; i++)
-                        for (int j = 0; j < n && !mine[i]; j++)
-                                if (mine[j] && parents[i] == pids[j])
-                                        mine[i] = grew = true;
+                for (size_t i = 0; i < n; i++)
+                        for (size_t j = 0; j < n && !t[i].mine; j++)
+                                if (t[j].mine && t[i].parent == t[j].pid)
+                                        t[i].mine = grew = true;
         }
-        for (int i = 0; i < n; i++)
-                if (mine[i] && states[i] != 'Z' && kill((pid_t)pids[i], SIGKILL) == 0)
+        for (size_t i = 0; i < n; i++)
+                if (t[i].mine && t[i].state != 'Z' && kill((pid_t)t[i].pid, SIGKILL) == 0)
                         killed++;
+        free(t);
         return killed;
 }
 
@@ -375,7 +396,7 @@ static int kill_descendants_once(void)
  */
 static int kill_descendants(void)
 {
-        static pthread_mutex_t walk = PTHREAD_MUTEX_INITIALIZER;   /* the watchdog's and the worker's */
+        static pthread_mutex_t walk = PTHREAD_MUTEX_INITIALIZER;   /* one walk at a time: watchdog, worker */
         int total = 0, k;
 
         pthread_mutex_lock(&walk);

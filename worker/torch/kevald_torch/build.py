@@ -44,6 +44,7 @@ would use (torch.utils.cpp_extension, torch itself, sys.modules), so after
 its RESULT ("exiting": true) the worker exits 0 and the dispatcher starts a
 fresh one.
 """
+import ctypes
 import json
 import logging
 import os
@@ -59,6 +60,7 @@ from . import frames
 from .loop import EXIT_FAILED, EXIT_OK, BadJob, job_id
 
 LOG_BYTES = 64 << 10
+PR_SET_PDEATHSIG = 1
 ANSWER_BYTES = LOG_BYTES + (4 << 10)   # the child's answer: its error kind and the exception's text
 ERRORS = (None, "compile", "import", "no_model_new")   # what a child may answer
 DEADLINE_MS_MAX = 600000       # a build JOB's deadline_ms is at most this
@@ -167,6 +169,7 @@ class Builder:
             sys.stdout.flush()
             sys.stderr.flush()
             try:
+                parent = os.getpid()
                 r, w = os.pipe()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", DeprecationWarning)   # fork with the watchdog's thread: ours
@@ -176,7 +179,7 @@ class Builder:
                 return None
             if pid == 0:
                 os.close(r)
-                self.child(w, logf.fileno(), source, jid, build_dir, arches)   # never returns
+                self.child(parent, w, logf.fileno(), source, jid, build_dir, arches)   # never returns
             os.close(w)
             answer = read_answer(r)
             os.close(r)
@@ -193,18 +196,21 @@ class Builder:
         log_text, truncated = trim_log(out)
         return {"id": jid, "ok": error is None, "error": error, "log": log_text, "log_truncated": truncated}
 
-    def child(self, w, logfd, source, jid, build_dir, arches):
-        """The forked child: narrow the sandbox to @build_dir, run the module
-        with its output on @logfd, answer on @w. Never returns."""
+    def child(self, parent, w, logfd, source, jid, build_dir, arches):
+        """The forked child of @parent: narrow the sandbox to @build_dir, run
+        the module with its output on @logfd, answer on @w. Never returns."""
         code = 1
         try:
-            for fd in (self.w.in_fd, self.w.out_fd):   # the frames are the parent's alone
-                os.close(fd)
-            if self.w.sandbox:
-                err, _ = self.w.confine.narrow(build_dir)
-                if err:
-                    write_all(w, b"F" + err.encode("utf-8", "replace"))
-                    os._exit(1)
+            try:
+                die_with_parent(parent)
+                for fd in (self.w.in_fd, self.w.out_fd):   # the frames are the parent's alone
+                    os.close(fd)
+                err = self.w.confine.narrow(build_dir)[0] if self.w.sandbox else None
+            except BaseException as e:  # noqa: BLE001 (before the module: the worker's fault)
+                err = f"preparing the job's process: {type(e).__name__}: {e}"
+            if err:
+                write_all(w, b"F" + err.encode("utf-8", "replace"))
+                os._exit(1)
             write_all(w, b"N")
             scratch = os.path.join(build_dir, "tmp")
             os.environ["TORCH_EXTENSIONS_DIR"] = build_dir
@@ -239,6 +245,17 @@ class Builder:
             pass
         finally:
             os._exit(code)
+
+
+def die_with_parent(parent):
+    """Be SIGKILLed when the worker @parent dies (PR_SET_PDEATHSIG; fork does
+    not inherit it), and end now if it already has: a module cannot outlive
+    a worker it ended."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "PR_SET_PDEATHSIG")
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def write_all(fd, data):
@@ -276,7 +293,7 @@ def judge_answer(answer, status):
         return "import", f"{how} without an answer"
     try:
         obj = json.loads(answer[1:].decode("utf-8")) if len(answer) <= ANSWER_BYTES else None
-    except ValueError:
+    except Exception:  # noqa: BLE001 (the module may have written anything there: "[" * 5000 is a RecursionError)
         obj = None
     if not isinstance(obj, dict) or obj.get("error") not in ERRORS or \
             not isinstance(obj.get("exception"), (str, type(None))):

@@ -144,6 +144,15 @@ class BuildRole(unittest.TestCase):
         self.assertEqual((res["ok"], res["error"]), (False, "import"), res)   # its own answer spoilt
         self.assertIn("the build process exited with status 0 with a malformed answer", res["log"])
 
+    def test_an_answer_nested_too_deep_is_malformed(self):
+        """An answer the JSON parser cannot take (nesting past Python's recursion limit) spoils
+        only the module's own build: a RESULT, the worker's normal exit."""
+        src = ("import os\nfor fd in range(3, 1024):\n    try:\n        os.write(fd, b'[' * 5000)\n"
+               "    except OSError:\n        pass\nos._exit(0)\n")
+        res = self.job(src, "deep")
+        self.assertEqual((res["ok"], res["error"]), (False, "import"), res)
+        self.assertIn("the build process exited with status 0 with a malformed answer", res["log"])
+
     def test_child_without_an_answer(self):
         res = self.job("import os\nprint('about to leave', flush=True)\nos._exit(0)\n" + MODEL, "quits")
         self.assertEqual((res["ok"], res["error"]), (False, "import"), res)
@@ -168,7 +177,7 @@ class BuildRole(unittest.TestCase):
         src = ("import os, subprocess\np = subprocess.Popen(['sleep', '60'])\n"
                f"open({os.path.join(own, 'pids')!r}, 'w').write(f'{{os.getpid()}} {{p.pid}}')\n"
                "while True:\n    pass\n")
-        res = self.job(src, "hang", deadline_ms=4000, status=4)   # time to write the pids on a loaded host
+        res = self.job(src, "hang", deadline_ms=10000, status=4)   # time to write the pids on a slow, loaded host
         self.assertEqual((res["ok"], res["error"]), (False, "timeout"), res)
         with open(os.path.join(own, "pids")) as f:
             pids = [int(x) for x in f.read().split()]
@@ -204,7 +213,7 @@ class BuildRole(unittest.TestCase):
 
     def test_an_orphan_in_its_own_session_ends_at_the_timeout(self):
         src, pidfile = self.orphan_source("orphan_hang", "while True:\n    pass\n")
-        res = self.job(src, "orphan_hang", deadline_ms=4000, status=4)
+        res = self.job(src, "orphan_hang", deadline_ms=10000, status=4)   # time to write the pid on a loaded host
         self.assertEqual((res["ok"], res["error"]), (False, "timeout"), res)
         with open(pidfile) as f:
             pid = int(f.read())
