@@ -26,14 +26,22 @@
  * least recently used build folders go first (torch_prune(), from the
  * tick, as the compile cache is pruned); a cache hit touches its folder.
  *
+ * The build cache belongs to the build workers' user (65534 when the server
+ * runs as root), and the modules they build are hostile code that may leave
+ * links, files and folders anywhere in it (a build folder's name is
+ * predictable: the torch version and the arch are public). So nothing here
+ * that runs as root follows a link there: build folders are made and given
+ * away through descriptors (torch_build_msg()), touched and examined without
+ * following.
+ *
  * Part of the dispatcher: see dispatch.c for the theory of operation and
  * dispatch_int.h for what its files share.
  */
 #include "server/dispatch/dispatch_int.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <ftw.h>
-#include <sys/time.h>
 
 #include "sandbox/sandbox.h"
 
@@ -87,9 +95,10 @@ static Artifact *torch_lookup(Dispatcher *d, const uint8_t key[32])
                          len ? "it holds a blob" : why);
                 goto out;
         }
-        if (json_is_true(json_object_get(compile, "ok")) && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))
+        /* a link where the folder was (a build's) is no folder: built again, torch_build_msg() replaces it */
+        if (json_is_true(json_object_get(compile, "ok")) && (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))
                 goto out; /* pruned: build again */
-        utimes(dir, NULL);
+        utimensat(AT_FDCWD, dir, NULL, AT_SYMLINK_NOFOLLOW);
         a = artifact_new(key, compile, NULL, 0, 1);
 out:
         json_decref(compile);
@@ -261,24 +270,100 @@ out:
         return r;
 }
 
-/* The build JOB of @req (a kernelbench compile request; "arch" the GPUs', for which load_inline
- * builds: part of the key); a new object, its folder made. The folder belongs to the artifact root's
- * owner: a build worker started as root drops to nobody when nobody owns the root (sandbox/proc.c), and
- * must then be able to write the folder made here. */
-json_t *torch_build_msg(Dispatcher *d, const CompileReq *req)
+#define BUILD_DIR_TRIES 3 /* torch_build_msg(): what stood in the folder's place removed, made again */
+
+/**
+ * torch_build_msg() - the build JOB of a kernelbench compile request, its folder made
+ * @d:       the dispatcher; borrowed
+ * @req:     the request ("arch" the GPUs', for which load_inline builds: part of the key); borrowed
+ * @ret_msg: on success, a new object: the JOB
+ *
+ * The build folder <torch_ext_root>/<key hex> is made (or kept, a folder already) and
+ * given to the artifact root's owner: a build worker started as root drops to nobody
+ * when nobody owns the root (sandbox/proc.c), and must then be able to write it. Its
+ * name is predictable and the root writable by the build workers' user, so a build may
+ * have put anything there: a link (to /etc, say) or a file in the folder's place is
+ * removed, never followed (unlinkat(); logged), and the folder made again; the owner
+ * changes through the folder's own descriptor (opened with O_NOFOLLOW), never by path.
+ *
+ * Return: 0, or a negative errno: no folder could be made there (logged); the request
+ * must not be sent (torch_build_fail()).
+ */
+int torch_build_msg(Dispatcher *d, const CompileReq *req, json_t **ret_msg)
 {
-        char dir[PATH_MAX];
+        char dir[PATH_MAX], hex[65];
         struct stat root;
+        json_t *msg;
+        int rootfd, fd = -1, r = 0, e;
 
         build_dir_of(d, req->key, dir);
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                log_warn("dispatch: cannot make the build folder '%s': %s", dir, strerror(errno));
-        else if (stat(d->torch_ext_root, &root) == 0 && root.st_uid != geteuid() &&
-                 chown(dir, root.st_uid, root.st_gid) < 0)
+        hex_encode(req->key, 32, hex);
+        rootfd = open(d->torch_ext_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (rootfd < 0 || fstat(rootfd, &root) < 0) {
+                r = -errno;
+                log_warn("dispatch: cannot open the kernelbench build cache '%s': %s", d->torch_ext_root,
+                         strerror(-r));
+                goto out;
+        }
+        for (int tries = 1; fd < 0; tries++) {
+                if (mkdirat(rootfd, hex, 0755) < 0 && errno != EEXIST) {
+                        r = -errno;
+                        log_warn("dispatch: cannot make the build folder '%s': %s", dir, strerror(-r));
+                        goto out;
+                }
+                fd = openat(rootfd, hex, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd >= 0)
+                        break;
+                e = errno;
+                if ((e != ELOOP && e != ENOTDIR && e != ENOENT) || tries == BUILD_DIR_TRIES) {
+                        r = -e;
+                        log_warn("dispatch: cannot make the build folder '%s' safely: %s", dir, strerror(e));
+                        goto out;
+                }
+                if (e == ENOENT)
+                        continue; /* removed meanwhile: made again */
+                log_warn("dispatch: the build folder '%s' was not a folder (a link or a file a build left?): "
+                         "removed, not followed, and made again", dir);
+                if (unlinkat(rootfd, hex, 0) < 0 && errno != ENOENT) {
+                        r = -errno;
+                        log_warn("dispatch: cannot remove what stands in the build folder's place '%s': %s", dir,
+                                 strerror(-r));
+                        goto out;
+                }
+        }
+        if (root.st_uid != geteuid() && fchown(fd, root.st_uid, root.st_gid) < 0)
                 log_warn("dispatch: cannot give the build folder '%s' to uid %u: %s", dir, (unsigned)root.st_uid,
                          strerror(errno));
-        return json_pack("{s:I, s:s, s:i, s:s, s:s}", "id", (json_int_t)d->compiles_sent + 1, "kind", "build",
-                         "deadline_ms", d->cfg.torch_build_timeout_ms, "build_dir", dir, "arch", req->arch);
+        msg = json_pack("{s:I, s:s, s:i, s:s, s:s}", "id", (json_int_t)d->compiles_sent + 1, "kind", "build",
+                        "deadline_ms", d->cfg.torch_build_timeout_ms, "build_dir", dir, "arch", req->arch);
+        if (!msg) {
+                r = -ENOMEM;
+                goto out;
+        }
+        *ret_msg = msg;
+out:
+        if (fd >= 0)
+                close(fd);
+        if (rootfd >= 0)
+                close(rootfd);
+        return r;
+}
+
+/**
+ * torch_build_fail() - end a kernelbench compile request that no build worker answered
+ * @d:   the dispatcher; borrowed
+ * @req: the request, in d->compiles and not in flight; freed (compile_done())
+ * @log: why, for the jobs' internal_error: an infrastructure fault, not the source's; borrowed
+ *
+ * Not cached: the same source is built again by a later job.
+ */
+void torch_build_fail(Dispatcher *d, CompileReq *req, const char *log)
+{
+        json_t *res = json_pack("{s:b, s:s, s:s, s:s, s:f, s:s}", "ok", 0, "error", "internal", "log", log, "arch",
+                                d->arch, "compile_ms", 0.0, "torch", d->torch_version);
+
+        compile_done(d, req, res, NULL, 0, false);
+        json_decref(res);
 }
 
 /*
@@ -500,11 +585,7 @@ void torch_check_pools(Dispatcher *d)
                         again = false;
                         for (CompileReq *req = d->compiles; req; req = req->next)
                                 if (!req->in_flight && strcmp(req->language, "kernelbench") == 0) {
-                                        res = json_pack("{s:b, s:s, s:s, s:s, s:f, s:s}", "ok", 0, "error",
-                                                        "internal", "log", log, "arch", d->arch, "compile_ms", 0.0,
-                                                        "torch", d->torch_version);
-                                        compile_done(d, req, res, NULL, 0, false);
-                                        json_decref(res);
+                                        torch_build_fail(d, req, log);
                                         again = true;
                                         break;
                                 }

@@ -24,12 +24,16 @@ What must hold, for ModelNew sources in plain PyTorch against the fixture task v
   * /readyz shows the real workers' HELLOs (roles, torch, the stand-in GPU, their sandbox; run as
     root, the server gives the artifact root to nobody and the build worker drops root too), and the
     stored results and /readyz match the OpenAPI document;
+  * a link or a file a build planted where the next source's build folder goes (its name is
+    predictable from /readyz) is removed, never followed: what the link names keeps its owner and
+    contents, and the build runs in a folder of its own;
   * `kevald kernelbench` scores a runs/ folder of such files through the server;
   * with sandbox = false the workers get --no-sandbox and judge the same;
   * sources that end their build process at import, or signal the build worker, fail only their own
     build (compile_error): the build worker answers, no failure is counted, the server lives on.
 Exit 77 (skipped) only where no python3 with numpy can load libkevald-confine.so.
 """
+import hashlib
 import json
 import os
 import re
@@ -230,6 +234,58 @@ def test_readyz_shows_the_real_workers(kbw):
         assert "gave the kernelbench build cache" in kbw.server.log_text()
         assert body["layers"]["torch-build"]["uid"]["active"], body["layers"]["torch-build"]["uid"]
         assert "root dropped to uid 65534" in body["layers"]["torch-build"]["uid"]["detail"]
+
+
+def build_folder_name(src, torch_version, arch):
+    """The build folder's name under the artifact root, made as torch_key() makes it
+    (server/dispatch/dispatch_torch.c): the hex of sha256 over NUL-terminated parts."""
+    h = hashlib.sha256(b"kevald-torch-build\0")
+    for part in (src, torch_version, arch):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
+
+
+def tree_state(top):
+    """Every entry beneath @top (and @top): its owner, mode and contents, links not followed."""
+    out = {}
+    for d, dirs, files in os.walk(top):
+        for name in [""] + dirs + files:
+            p = os.path.join(d, name) if name else d
+            st = os.lstat(p)
+            out[os.path.relpath(p, top)] = (st.st_uid, st.st_gid, st.st_mode,
+                                            Path(p).read_bytes() if stat.S_ISREG(st.st_mode) else None)
+    return out
+
+
+def test_a_link_planted_as_a_build_folder_is_replaced_not_followed(kbw, tmp_path):
+    """A module can write anywhere in the artifact root where Landlock is missing (gVisor), and knows the
+    name of a source's build folder (the torch version and the arch are public in /readyz): it plants
+    there a link to a folder of root's, or a file, before the source is submitted. The server (root here)
+    must neither give the link's target away (chown follows links) nor send the build into it."""
+    body = kbw.readyz()
+    torch_version = body["torch"]["torch"]
+    (gpu,) = body["gpus"]
+    arch = gpu["arch"]
+    target = tmp_path / "target"   # root's when the test runs as root
+    (target / "sub").mkdir(parents=True)
+    (target / "keep").write_text("keep")
+    os.chmod(target, 0o755)
+    before = tree_state(target)
+    subs = [sub("correct"), sub("correct")]
+    link, plain = (kbw.ext / build_folder_name(s["source"], torch_version, arch) for s in subs)
+    os.symlink(target, link)
+    plain.write_text("a build's file")
+    done = kbw.run(subs)
+    for d in done:
+        r = d["result"]
+        assert r["verdict"] == "correct" and r["compile"]["torch"] == torch_version, r
+    assert tree_state(target) == before
+    for p in (link, plain):   # the very names the server used: folders now, the builds' own
+        st = os.lstat(p)
+        assert stat.S_ISDIR(st.st_mode), (p, st)
+        if os.geteuid() == 0:
+            assert (st.st_uid, st.st_gid) == (65534, 65534), (p, st)
+    assert kbw.server.log_text().count("was not a folder (a link or a file a build left?)") >= 2
 
 
 def test_verdicts_of_plain_pytorch_modules(kbw):
