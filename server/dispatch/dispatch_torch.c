@@ -32,7 +32,8 @@
  * predictable: the torch version and the arch are public). So nothing here
  * that runs as root follows a link there: build folders are made and given
  * away through descriptors (torch_build_msg()), touched and examined without
- * following.
+ * following, and walked, given away and removed by fstree's descriptor-based
+ * walks (torch_root_own(), torch_prune()).
  *
  * Part of the dispatcher: see dispatch.c for the theory of operation and
  * dispatch_int.h for what its files share.
@@ -41,9 +42,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 
 #include "sandbox/sandbox.h"
+#include "server/dispatch/fstree.h"
 
 #define KB_CORRECTNESS_TRIALS 5 /* KernelBench's num_correct_trials */
 
@@ -213,21 +214,9 @@ void torch_job_built(Dispatcher *d, Job *j)
         job_free(j);
 }
 
-static int own_failures; /* give_one()'s lchown() failures in one walk */
-
-/* nftw() callback: what root owns beneath the folder goes to nobody too (the links themselves, never
- * what they point to: FTW_PHYS and lchown()). */
-static int give_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-        (void)flag, (void)ftw;
-        if (st->st_uid == 0 && lchown(path, SANDBOX_NOBODY_UID, SANDBOX_NOBODY_GID) < 0)
-                own_failures++;
-        return 0;
-}
-
 /**
  * torch_root_own() - give the build cache's folder to the build workers' identity
- * @root: the folder (torch_ext_root); borrowed
+ * @root: the folder (torch_ext_root, a real path); borrowed
  *
  * A kevald-torch build worker started as root drops to nobody
  * (SANDBOX_NOBODY_UID:GID) only where nobody may write its artifact root, and
@@ -237,11 +226,20 @@ static int give_one(const char *path, const struct stat *st, int flag, struct FT
  * left by an older server whose build workers kept root, which a rebuild of the
  * same key must be able to write); a folder another user owns is left as the
  * operator made it. Not root: nothing to do. Logs what it did or why it could not.
- * Return: 0 (given, or nothing to do), or a negative errno of stat() or chown().
+ *
+ * What lies beneath may be a build's doing (a link to /etc, a hard link to a
+ * file of root's, a folder swapped for a link while the walk runs), so the walk
+ * is fstree_own_at()'s: through descriptors, a link given itself and never what
+ * it names, a file with a second name skipped, each folder after its entries
+ * and the top last, on the top's file system only.
+ *
+ * Return: 0 (given, or nothing to do), or a negative errno: the folder could not
+ * be examined or given.
  */
 int torch_root_own(const char *root)
 {
         struct stat st;
+        unsigned left = 0;
         int r = 0;
 
         if (geteuid() != 0)
@@ -253,19 +251,18 @@ int torch_root_own(const char *root)
         }
         if (st.st_uid != 0)
                 goto out;
-        if (chown(root, SANDBOX_NOBODY_UID, SANDBOX_NOBODY_GID) < 0) {
-                r = -errno;
+        r = fstree_own_at(AT_FDCWD, root, SANDBOX_NOBODY_UID, SANDBOX_NOBODY_GID, &left);
+        if (r < 0) {
                 log_error("dispatch: cannot give the kernelbench build cache '%s' to uid %u: %s (its build "
-                          "workers will refuse to build as root)", root, SANDBOX_NOBODY_UID, strerror(errno));
+                          "workers will refuse to build as root)", root, SANDBOX_NOBODY_UID, strerror(-r));
                 goto out;
         }
-        own_failures = 0;
-        nftw(root, give_one, 16, FTW_PHYS);
         log_info("dispatch: gave the kernelbench build cache '%s' to uid %u gid %u: build workers run as that "
                  "user, never as root", root, SANDBOX_NOBODY_UID, SANDBOX_NOBODY_GID);
-        if (own_failures > 0)
-                log_warn("dispatch: %d entries beneath '%s' stay root's (lchown failed): rebuilds there may fail",
-                         own_failures, root);
+        if (left > 0)
+                log_warn("dispatch: %u entries beneath '%s' stay root's (a change failed, a file with a second "
+                         "name, deeper than %d folders, another file system): rebuilds there may fail", left, root,
+                         FSTREE_DEPTH_MAX);
 out:
         return r;
 }
@@ -449,22 +446,6 @@ int torch_run_send(Worker *w, Job *j)
 
 /* ---- the build cache's folder -------------------------------------------------- */
 
-static uint64_t tree_bytes;
-
-static int add_size(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-        (void)path, (void)flag, (void)ftw;
-        tree_bytes += (uint64_t)st->st_size;
-        return 0;
-}
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-        (void)st, (void)flag, (void)ftw;
-        remove(path);
-        return 0;
-}
-
 typedef struct ExtDir {
         char name[65];
         time_t mtime;
@@ -483,7 +464,11 @@ static int by_age(const void *a, const void *b)
  * recently used build folders (by their mtime: a cache hit touches it) are
  * removed until the rest fit. A folder a queued or running build writes to
  * is never the oldest for long; a job whose folder goes is built again
- * (torch_run_prepare()).
+ * (torch_run_prepare()). The folders are written by the build workers' user
+ * while this runs as root: they are examined without following a link (one
+ * that stands in a folder's place is not a build: skipped), sized and removed
+ * by fstree's walks through descriptors relative to the open root, which
+ * never follow a link and stay on its file system.
  */
 void torch_prune(Dispatcher *d)
 {
@@ -492,16 +477,17 @@ void torch_prune(Dispatcher *d)
         size_t n = 0, cap = 0;
         uint64_t total = 0;
         struct dirent *e;
+        int r;
 
         if (!dir)
                 return;
         while ((e = readdir(dir))) {
-                char path[PATH_MAX];
                 struct stat st;
+                uint64_t bytes;
                 if (strlen(e->d_name) != 64)
                         continue;
-                snprintf(path, sizeof(path), "%s/%s", d->torch_ext_root, e->d_name);
-                if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+                if (fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+                    fstree_size_at(dirfd(dir), e->d_name, &bytes) != 0)
                         continue;
                 if (n == cap) {
                         ExtDir *g = realloc(list, (cap = cap ? cap * 2 : 64) * sizeof(*g));
@@ -509,24 +495,25 @@ void torch_prune(Dispatcher *d)
                                 break;
                         list = g;
                 }
-                tree_bytes = 0;
-                nftw(path, add_size, 16, FTW_PHYS);
                 snprintf(list[n].name, sizeof(list[n].name), "%s", e->d_name);
                 list[n].mtime = st.st_mtime;
-                list[n].bytes = tree_bytes;
-                total += tree_bytes;
+                list[n].bytes = bytes;
+                total += bytes;
                 n++;
         }
-        closedir(dir);
         if (n > 1)      /* qsort() wants a non-null array even for no elements */
                 qsort(list, n, sizeof(*list), by_age);
         for (size_t i = 0; i < n && total > LIMIT_TORCH_EXT_BYTES_DEFAULT; i++) {
-                char path[PATH_MAX];
-                snprintf(path, sizeof(path), "%s/%s", d->torch_ext_root, list[i].name);
-                nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+                r = fstree_remove_at(dirfd(dir), list[i].name);
                 total -= list[i].bytes;
-                log_info("dispatch: kernelbench build cache: removed '%s' (least recently used)", list[i].name);
+                if (r < 0)
+                        log_warn("dispatch: kernelbench build cache: could not remove all of '%s': %s", list[i].name,
+                                 strerror(-r));
+                else
+                        log_info("dispatch: kernelbench build cache: removed '%s' (least recently used)",
+                                 list[i].name);
         }
+        closedir(dir);
         free(list);
 }
 

@@ -27,6 +27,8 @@ What must hold, for ModelNew sources in plain PyTorch against the fixture task v
   * a link or a file a build planted where the next source's build folder goes (its name is
     predictable from /readyz) is removed, never followed: what the link names keeps its owner and
     contents, and the build runs in a folder of its own;
+  * the build cache's prune (at the server's first tick) removes the least recently used build
+    folder while the cache is over its bound, following no link in it, neither to size nor to remove;
   * `kevald kernelbench` scores a runs/ folder of such files through the server;
   * with sandbox = false the workers get --no-sandbox and judge the same;
   * sources that end their build process at import, or signal the build worker, fail only their own
@@ -169,6 +171,29 @@ class RealTorchServer:
             "--torch-python", str(self.python), "--tasks", str(self.tasks), "--torch-ext-dir", str(self.ext),
             "--job-timeout-s", str(JOB_TIMEOUT_S), "--max-attempts", "1", *args])
 
+    OLD_BUILDS = ("0" * 64, "1" * 64, "f" * 64)   # build folders' names, oldest first
+
+    def plant_old_builds(self):
+        """Build folders for the first prune: the oldest over the cache's bound (16 GiB, a sparse file), each
+        with links to a folder outside that is as big again (a prune that followed them would count it twice
+        and remove the second folder too, or remove the files it holds)."""
+        self.outside = self.dir / "outside"
+        self.outside.mkdir()
+        (self.outside / "keep").write_text("keep")
+        with open(self.outside / "huge", "wb") as f:
+            f.truncate(17 << 30)
+        for i, name in enumerate(self.OLD_BUILDS):
+            d = self.ext / name
+            (d / "sub").mkdir(parents=True)
+            (d / "sub" / "f").write_text("x")
+            os.symlink(self.outside, d / "link")
+            os.symlink(self.outside, d / "sub" / "link")
+            if i == 0:
+                with open(d / "big", "wb") as f:
+                    f.truncate(17 << 30)
+            if i < 2:   # 2001 and 2002; the last one is new
+                os.utime(d, (978307200 + i * 31536000,) * 2)
+
     def start(self):
         self.server.start()
         self.server.wait_ready()
@@ -205,7 +230,9 @@ class RealTorchServer:
 
 @pytest.fixture(scope="module")
 def kbw(tmp_module):
-    s = RealTorchServer(tmp_module / "kbw").start()
+    s = RealTorchServer(tmp_module / "kbw")
+    s.plant_old_builds()
+    s.start()
     yield s
     assert_stopped_cleanly(s.server)
 
@@ -286,6 +313,23 @@ def test_a_link_planted_as_a_build_folder_is_replaced_not_followed(kbw, tmp_path
         if os.geteuid() == 0:
             assert (st.st_uid, st.st_gid) == (65534, 65534), (p, st)
     assert kbw.server.log_text().count("was not a folder (a link or a file a build left?)") >= 2
+
+
+def test_the_prune_removes_the_oldest_build_and_follows_no_link(kbw):
+    import time
+    oldest, older, new = (kbw.ext / n for n in kbw.OLD_BUILDS)
+    deadline = time.monotonic() + 90 * SLOW   # the first tick prunes (the next ones a minute apart)
+    while oldest.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not os.path.lexists(oldest), kbw.server.log_tail()
+    assert f"removed '{oldest.name}' (least recently used)" in kbw.server.log_text()
+    # sized without following its links (else over the bound still, and removed), and kept
+    assert (older / "sub" / "f").exists() and (new / "sub" / "f").exists()
+    assert os.path.islink(older / "link") and os.path.islink(older / "sub" / "link")
+    # what the removed folder's links named is untouched
+    assert (kbw.outside / "keep").read_text() == "keep" and os.stat(kbw.outside / "huge").st_size == 17 << 30
+    if os.geteuid() == 0:
+        assert os.stat(kbw.outside).st_uid == 0 and os.stat(kbw.outside / "keep").st_uid == 0
 
 
 def test_verdicts_of_plain_pytorch_modules(kbw):
