@@ -26,7 +26,8 @@ What must hold, for ModelNew sources in plain PyTorch against the fixture task v
     stored results and /readyz match the OpenAPI document;
   * a link or a file a build planted where the next source's build folder goes (its name is
     predictable from /readyz) is removed, never followed: what the link names keeps its owner and
-    contents, and the build runs in a folder of its own;
+    contents, and the build runs in a folder of its own; where no folder can be made, the build is
+    not sent and its job ends as internal_error saying why;
   * the build cache's prune (at the server's first tick) removes the least recently used build
     folder while the cache is over its bound, following no link in it, neither to size nor to remove;
   * `kevald kernelbench` scores a runs/ folder of such files through the server;
@@ -470,6 +471,28 @@ def test_without_the_sandbox(tmp_path):
             assert body["layers"][role]["seccomp"] == {"active": False, "detail": "disabled (--no-sandbox)"}, body
         done = s.run([sub("correct"), sub("incorrect")])
         assert [d["result"]["verdict"] for d in done] == ["correct", "incorrect"]
+    finally:
+        assert_stopped_cleanly(s.server)
+
+
+def test_a_build_folder_that_cannot_be_made_ends_its_job_and_only_it(tmp_module):
+    """Where no build folder can be made (here the cache's path names a file for a while), the build is
+    not sent: its job ends as internal_error naming why, the build worker is not blamed, and the next
+    build, the cache back, is correct."""
+    s = RealTorchServer(tmp_module / "nofolder").start()
+    try:
+        os.rename(s.ext, s.dir / "ext-away")
+        s.ext.write_text("not a folder")
+        (failed,) = s.run([sub("correct")])
+        r = failed["result"]
+        assert r["verdict"] == "internal_error", r
+        assert "the build folder could not be made in the build cache: Not a directory" in r["error"]["message"], r
+        os.unlink(s.ext)
+        os.rename(s.dir / "ext-away", s.ext)
+        (ok,) = s.run([sub("correct")])
+        assert ok["result"]["verdict"] == "correct", ok["result"]
+        assert "could not send a job" not in s.server.log_text()
+        assert all(w["state"] != "failed" for w in s.readyz()["torch"]["build"]["workers"])
     finally:
         assert_stopped_cleanly(s.server)
 
