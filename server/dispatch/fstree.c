@@ -18,7 +18,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,7 +31,7 @@ typedef struct Walk {
         uid_t uid;        /* WALK_OWN: what root's entries are given to */
         gid_t gid;
         unsigned left;    /* WALK_OWN: root's entries that stay root's */
-        int err;          /* WALK_REMOVE: the first failure, a negative errno */
+        int err;          /* the first failure beneath the top, a negative errno (what fstree_remove_at() returns) */
         int top;          /* WALK_REMOVE: the top's descriptor, where too deep folders go; -1 before it opens */
         unsigned hoisted; /* WALK_REMOVE: folders moved up to the top in this pass */
         unsigned serial;  /* WALK_REMOVE: the next hoisted folder's name */
