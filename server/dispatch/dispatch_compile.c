@@ -442,35 +442,53 @@ void job_begin_compile(Dispatcher *d, Job *j)
 
 void send_compiles(Dispatcher *d)
 {
-        for (CompileReq *req = d->compiles; req; req = req->next) {
-                Worker *w;
-                json_t *msg;
-                bool torch = strcmp(req->language, "kernelbench") == 0;
-                if (req->in_flight)
-                        continue;
-                w = idle_worker(d, torch ? PROC_TORCH_BUILD : PROC_COMPILE);
-                if (!w)
-                        continue; /* the other kind of worker may be free for a later request */
-                msg = torch ? torch_build_msg(d, req)
-                            : json_pack("{s:I, s:s, s:s, s:O, s:O, s:i, s:b}", "id", (json_int_t)d->compiles_sent + 1,
-                                        "language", req->language, "arch", req->arch, "options", req->options,
-                                        "name_expressions", req->name_expressions, "deadline_ms",
-                                        d->cfg.compile_timeout_ms, "fence", req->fence);
-                if (!msg || worker_send(w, FRAME_JOB, msg, (const uint8_t *)req->source, req->source_len, NULL, 0) < 0) {
+        char log[200];
+        int r;
+
+        /* a kernelbench request whose build folder cannot be made ends here (it leaves d->compiles):
+         * the walk then starts again */
+        for (bool again = true; again;) {
+                again = false;
+                for (CompileReq *req = d->compiles; req; req = req->next) {
+                        Worker *w;
+                        json_t *msg = NULL;
+                        bool torch = strcmp(req->language, "kernelbench") == 0;
+                        if (req->in_flight)
+                                continue;
+                        w = idle_worker(d, torch ? PROC_TORCH_BUILD : PROC_COMPILE);
+                        if (!w)
+                                continue; /* the other kind of worker may be free for a later request */
+                        if (torch && (r = torch_build_msg(d, req, &msg)) < 0) {
+                                snprintf(log, sizeof(log), "the build folder could not be made in the build cache: "
+                                         "%s (an infrastructure fault, not the source's)", strerror(-r));
+                                torch_build_fail(d, req, log);
+                                again = true;
+                                break;
+                        }
+                        if (!torch)
+                                msg = json_pack("{s:I, s:s, s:s, s:O, s:O, s:i, s:b}", "id",
+                                                (json_int_t)d->compiles_sent + 1, "language", req->language, "arch",
+                                                req->arch, "options", req->options, "name_expressions",
+                                                req->name_expressions, "deadline_ms", d->cfg.compile_timeout_ms,
+                                                "fence", req->fence);
+                        if (!msg || worker_send(w, FRAME_JOB, msg, (const uint8_t *)req->source, req->source_len,
+                                                NULL, 0) < 0) {
+                                json_decref(msg);
+                                worker_kill(w, "could not send a job");
+                                return;
+                        }
                         json_decref(msg);
-                        worker_kill(w, "could not send a job");
-                        return;
+                        d->compiles_sent++;
+                        req->in_flight = true;
+                        w->req = req;
+                        w->state = W_BUSY;
+                        w->result_seen = false;
+                        w->sent_at_ms = now_ms(d);
+                        w->deadline_ms = w->sent_at_ms + (uint64_t)(torch ? d->cfg.torch_build_timeout_ms
+                                                                           : d->cfg.compile_timeout_ms) +
+                                         WATCHDOG_GRACE_MS;
+                        d->status_dirty = true;
                 }
-                json_decref(msg);
-                d->compiles_sent++;
-                req->in_flight = true;
-                w->req = req;
-                w->state = W_BUSY;
-                w->result_seen = false;
-                w->sent_at_ms = now_ms(d);
-                w->deadline_ms = w->sent_at_ms + (uint64_t)(torch ? d->cfg.torch_build_timeout_ms
-                                                                   : d->cfg.compile_timeout_ms) + WATCHDOG_GRACE_MS;
-                d->status_dirty = true;
         }
 }
 

@@ -26,16 +26,25 @@
  * least recently used build folders go first (torch_prune(), from the
  * tick, as the compile cache is pruned); a cache hit touches its folder.
  *
+ * The build cache belongs to the build workers' user (65534 when the server
+ * runs as root), and the modules they build are hostile code that may leave
+ * links, files and folders anywhere in it (a build folder's name is
+ * predictable: the torch version and the arch are public). So nothing here
+ * that runs as root follows a link there: build folders are made and given
+ * away through descriptors (torch_build_msg()), touched and examined without
+ * following, and walked, given away and removed by fstree's descriptor-based
+ * walks (torch_root_own(), torch_prune()).
+ *
  * Part of the dispatcher: see dispatch.c for the theory of operation and
  * dispatch_int.h for what its files share.
  */
 #include "server/dispatch/dispatch_int.h"
 
 #include <dirent.h>
-#include <ftw.h>
-#include <sys/time.h>
+#include <fcntl.h>
 
 #include "sandbox/sandbox.h"
+#include "server/dispatch/fstree.h"
 
 #define KB_CORRECTNESS_TRIALS 5 /* KernelBench's num_correct_trials */
 
@@ -87,9 +96,10 @@ static Artifact *torch_lookup(Dispatcher *d, const uint8_t key[32])
                          len ? "it holds a blob" : why);
                 goto out;
         }
-        if (json_is_true(json_object_get(compile, "ok")) && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))
+        /* a link where the folder was (a build's) is no folder: built again, torch_build_msg() replaces it */
+        if (json_is_true(json_object_get(compile, "ok")) && (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))
                 goto out; /* pruned: build again */
-        utimes(dir, NULL);
+        utimensat(AT_FDCWD, dir, NULL, AT_SYMLINK_NOFOLLOW);
         a = artifact_new(key, compile, NULL, 0, 1);
 out:
         json_decref(compile);
@@ -204,21 +214,9 @@ void torch_job_built(Dispatcher *d, Job *j)
         job_free(j);
 }
 
-static int own_failures; /* give_one()'s lchown() failures in one walk */
-
-/* nftw() callback: what root owns beneath the folder goes to nobody too (the links themselves, never
- * what they point to: FTW_PHYS and lchown()). */
-static int give_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-        (void)flag, (void)ftw;
-        if (st->st_uid == 0 && lchown(path, SANDBOX_NOBODY_UID, SANDBOX_NOBODY_GID) < 0)
-                own_failures++;
-        return 0;
-}
-
 /**
  * torch_root_own() - give the build cache's folder to the build workers' identity
- * @root: the folder (torch_ext_root); borrowed
+ * @root: the folder (torch_ext_root, a real path); borrowed
  *
  * A kevald-torch build worker started as root drops to nobody
  * (SANDBOX_NOBODY_UID:GID) only where nobody may write its artifact root, and
@@ -228,11 +226,20 @@ static int give_one(const char *path, const struct stat *st, int flag, struct FT
  * left by an older server whose build workers kept root, which a rebuild of the
  * same key must be able to write); a folder another user owns is left as the
  * operator made it. Not root: nothing to do. Logs what it did or why it could not.
- * Return: 0 (given, or nothing to do), or a negative errno of stat() or chown().
+ *
+ * What lies beneath may be a build's doing (a link to /etc, a hard link to a
+ * file of root's, a folder swapped for a link while the walk runs), so the walk
+ * is fstree_own_at()'s: through descriptors, a link given itself and never what
+ * it names, a file with a second name skipped, each folder after its entries
+ * and the top last, on the top's file system only.
+ *
+ * Return: 0 (given, or nothing to do), or a negative errno: the folder could not
+ * be examined or given.
  */
 int torch_root_own(const char *root)
 {
         struct stat st;
+        unsigned left = 0;
         int r = 0;
 
         if (geteuid() != 0)
@@ -244,41 +251,116 @@ int torch_root_own(const char *root)
         }
         if (st.st_uid != 0)
                 goto out;
-        if (chown(root, SANDBOX_NOBODY_UID, SANDBOX_NOBODY_GID) < 0) {
-                r = -errno;
+        r = fstree_own_at(AT_FDCWD, root, SANDBOX_NOBODY_UID, SANDBOX_NOBODY_GID, &left);
+        if (r < 0) {
                 log_error("dispatch: cannot give the kernelbench build cache '%s' to uid %u: %s (its build "
-                          "workers will refuse to build as root)", root, SANDBOX_NOBODY_UID, strerror(errno));
+                          "workers will refuse to build as root)", root, SANDBOX_NOBODY_UID, strerror(-r));
                 goto out;
         }
-        own_failures = 0;
-        nftw(root, give_one, 16, FTW_PHYS);
         log_info("dispatch: gave the kernelbench build cache '%s' to uid %u gid %u: build workers run as that "
                  "user, never as root", root, SANDBOX_NOBODY_UID, SANDBOX_NOBODY_GID);
-        if (own_failures > 0)
-                log_warn("dispatch: %d entries beneath '%s' stay root's (lchown failed): rebuilds there may fail",
-                         own_failures, root);
+        if (left > 0)
+                log_warn("dispatch: %u entries beneath '%s' stay root's (a change failed, a file with a second "
+                         "name, deeper than %d folders, another file system): rebuilds there may fail", left, root,
+                         FSTREE_DEPTH_MAX);
 out:
         return r;
 }
 
-/* The build JOB of @req (a kernelbench compile request; "arch" the GPUs', for which load_inline
- * builds: part of the key); a new object, its folder made. The folder belongs to the artifact root's
- * owner: a build worker started as root drops to nobody when nobody owns the root (sandbox/proc.c), and
- * must then be able to write the folder made here. */
-json_t *torch_build_msg(Dispatcher *d, const CompileReq *req)
+#define BUILD_DIR_TRIES 3 /* torch_build_msg(): what stood in the folder's place removed, made again */
+
+/**
+ * torch_build_msg() - the build JOB of a kernelbench compile request, its folder made
+ * @d:       the dispatcher; borrowed
+ * @req:     the request ("arch" the GPUs', for which load_inline builds: part of the key); borrowed
+ * @ret_msg: on success, a new object: the JOB
+ *
+ * The build folder <torch_ext_root>/<key hex> is made (or kept, a folder already) and
+ * given to the artifact root's owner: a build worker started as root drops to nobody
+ * when nobody owns the root (sandbox/proc.c), and must then be able to write it. Its
+ * name is predictable and the root writable by the build workers' user, so a build may
+ * have put anything there: a link (to /etc, say) or a file in the folder's place is
+ * removed, never followed (unlinkat(); logged), and the folder made again; the owner
+ * changes through the folder's own descriptor (opened with O_NOFOLLOW), never by path.
+ *
+ * Return: 0, or a negative errno: no folder could be made there (logged); the request
+ * must not be sent (torch_build_fail()).
+ */
+int torch_build_msg(Dispatcher *d, const CompileReq *req, json_t **ret_msg)
 {
-        char dir[PATH_MAX];
+        char dir[PATH_MAX], hex[65];
         struct stat root;
+        json_t *msg;
+        int rootfd, fd = -1, r = 0, e;
 
         build_dir_of(d, req->key, dir);
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                log_warn("dispatch: cannot make the build folder '%s': %s", dir, strerror(errno));
-        else if (stat(d->torch_ext_root, &root) == 0 && root.st_uid != geteuid() &&
-                 chown(dir, root.st_uid, root.st_gid) < 0)
+        hex_encode(req->key, 32, hex);
+        rootfd = open(d->torch_ext_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (rootfd < 0 || fstat(rootfd, &root) < 0) {
+                r = -errno;
+                log_warn("dispatch: cannot open the kernelbench build cache '%s': %s", d->torch_ext_root,
+                         strerror(-r));
+                goto out;
+        }
+        for (int tries = 1; fd < 0; tries++) {
+                if (mkdirat(rootfd, hex, 0755) < 0 && errno != EEXIST) {
+                        r = -errno;
+                        log_warn("dispatch: cannot make the build folder '%s': %s", dir, strerror(-r));
+                        goto out;
+                }
+                fd = openat(rootfd, hex, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd >= 0)
+                        break;
+                e = errno;
+                if ((e != ELOOP && e != ENOTDIR && e != ENOENT) || tries == BUILD_DIR_TRIES) {
+                        r = -e;
+                        log_warn("dispatch: cannot make the build folder '%s' safely: %s", dir, strerror(e));
+                        goto out;
+                }
+                if (e == ENOENT)
+                        continue; /* removed meanwhile: made again */
+                log_warn("dispatch: the build folder '%s' was not a folder (a link or a file a build left?): "
+                         "removed, not followed, and made again", dir);
+                if (unlinkat(rootfd, hex, 0) < 0 && errno != ENOENT) {
+                        r = -errno;
+                        log_warn("dispatch: cannot remove what stands in the build folder's place '%s': %s", dir,
+                                 strerror(-r));
+                        goto out;
+                }
+        }
+        if (root.st_uid != geteuid() && fchown(fd, root.st_uid, root.st_gid) < 0)
                 log_warn("dispatch: cannot give the build folder '%s' to uid %u: %s", dir, (unsigned)root.st_uid,
                          strerror(errno));
-        return json_pack("{s:I, s:s, s:i, s:s, s:s}", "id", (json_int_t)d->compiles_sent + 1, "kind", "build",
-                         "deadline_ms", d->cfg.torch_build_timeout_ms, "build_dir", dir, "arch", req->arch);
+        msg = json_pack("{s:I, s:s, s:i, s:s, s:s}", "id", (json_int_t)d->compiles_sent + 1, "kind", "build",
+                        "deadline_ms", d->cfg.torch_build_timeout_ms, "build_dir", dir, "arch", req->arch);
+        if (!msg) {
+                r = -ENOMEM;
+                goto out;
+        }
+        *ret_msg = msg;
+out:
+        if (fd >= 0)
+                close(fd);
+        if (rootfd >= 0)
+                close(rootfd);
+        return r;
+}
+
+/**
+ * torch_build_fail() - end a kernelbench compile request that no build worker answered
+ * @d:   the dispatcher; borrowed
+ * @req: the request, in d->compiles and not in flight; freed (compile_done())
+ * @log: why, for the jobs' internal_error: an infrastructure fault, not the source's; borrowed
+ *
+ * Not cached: the same source is built again by a later job.
+ */
+void torch_build_fail(Dispatcher *d, CompileReq *req, const char *log)
+{
+        json_t *res = json_pack("{s:b, s:s, s:s, s:s, s:f, s:s}", "ok", 0, "error", "internal", "log", log, "arch",
+                                d->arch, "compile_ms", 0.0, "torch", d->torch_version);
+
+        compile_done(d, req, res, NULL, 0, false);
+        json_decref(res);
 }
 
 /*
@@ -364,22 +446,6 @@ int torch_run_send(Worker *w, Job *j)
 
 /* ---- the build cache's folder -------------------------------------------------- */
 
-static uint64_t tree_bytes;
-
-static int add_size(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-        (void)path, (void)flag, (void)ftw;
-        tree_bytes += (uint64_t)st->st_size;
-        return 0;
-}
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-        (void)st, (void)flag, (void)ftw;
-        remove(path);
-        return 0;
-}
-
 typedef struct ExtDir {
         char name[65];
         time_t mtime;
@@ -398,7 +464,11 @@ static int by_age(const void *a, const void *b)
  * recently used build folders (by their mtime: a cache hit touches it) are
  * removed until the rest fit. A folder a queued or running build writes to
  * is never the oldest for long; a job whose folder goes is built again
- * (torch_run_prepare()).
+ * (torch_run_prepare()). The folders are written by the build workers' user
+ * while this runs as root: they are examined without following a link (one
+ * that stands in a folder's place is not a build: skipped), sized and removed
+ * by fstree's walks through descriptors relative to the open root, which
+ * never follow a link and stay on its file system.
  */
 void torch_prune(Dispatcher *d)
 {
@@ -407,16 +477,17 @@ void torch_prune(Dispatcher *d)
         size_t n = 0, cap = 0;
         uint64_t total = 0;
         struct dirent *e;
+        int r;
 
         if (!dir)
                 return;
         while ((e = readdir(dir))) {
-                char path[PATH_MAX];
                 struct stat st;
+                uint64_t bytes;
                 if (strlen(e->d_name) != 64)
                         continue;
-                snprintf(path, sizeof(path), "%s/%s", d->torch_ext_root, e->d_name);
-                if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+                if (fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+                    fstree_size_at(dirfd(dir), e->d_name, &bytes) != 0)
                         continue;
                 if (n == cap) {
                         ExtDir *g = realloc(list, (cap = cap ? cap * 2 : 64) * sizeof(*g));
@@ -424,24 +495,25 @@ void torch_prune(Dispatcher *d)
                                 break;
                         list = g;
                 }
-                tree_bytes = 0;
-                nftw(path, add_size, 16, FTW_PHYS);
                 snprintf(list[n].name, sizeof(list[n].name), "%s", e->d_name);
                 list[n].mtime = st.st_mtime;
-                list[n].bytes = tree_bytes;
-                total += tree_bytes;
+                list[n].bytes = bytes;
+                total += bytes;
                 n++;
         }
-        closedir(dir);
         if (n > 1)      /* qsort() wants a non-null array even for no elements */
                 qsort(list, n, sizeof(*list), by_age);
         for (size_t i = 0; i < n && total > LIMIT_TORCH_EXT_BYTES_DEFAULT; i++) {
-                char path[PATH_MAX];
-                snprintf(path, sizeof(path), "%s/%s", d->torch_ext_root, list[i].name);
-                nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+                r = fstree_remove_at(dirfd(dir), list[i].name);
                 total -= list[i].bytes;
-                log_info("dispatch: kernelbench build cache: removed '%s' (least recently used)", list[i].name);
+                if (r < 0)
+                        log_warn("dispatch: kernelbench build cache: could not remove all of '%s': %s", list[i].name,
+                                 strerror(-r));
+                else
+                        log_info("dispatch: kernelbench build cache: removed '%s' (least recently used)",
+                                 list[i].name);
         }
+        closedir(dir);
         free(list);
 }
 
@@ -500,11 +572,7 @@ void torch_check_pools(Dispatcher *d)
                         again = false;
                         for (CompileReq *req = d->compiles; req; req = req->next)
                                 if (!req->in_flight && strcmp(req->language, "kernelbench") == 0) {
-                                        res = json_pack("{s:b, s:s, s:s, s:s, s:f, s:s}", "ok", 0, "error",
-                                                        "internal", "log", log, "arch", d->arch, "compile_ms", 0.0,
-                                                        "torch", d->torch_version);
-                                        compile_done(d, req, res, NULL, 0, false);
-                                        json_decref(res);
+                                        torch_build_fail(d, req, log);
                                         again = true;
                                         break;
                                 }

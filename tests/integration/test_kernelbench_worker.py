@@ -24,12 +24,19 @@ What must hold, for ModelNew sources in plain PyTorch against the fixture task v
   * /readyz shows the real workers' HELLOs (roles, torch, the stand-in GPU, their sandbox; run as
     root, the server gives the artifact root to nobody and the build worker drops root too), and the
     stored results and /readyz match the OpenAPI document;
+  * a link or a file a build planted where the next source's build folder goes (its name is
+    predictable from /readyz) is removed, never followed: what the link names keeps its owner and
+    contents, and the build runs in a folder of its own; where no folder can be made, the build is
+    not sent and its job ends as internal_error saying why;
+  * the build cache's prune (at the server's first tick) removes the least recently used build
+    folder while the cache is over its bound, following no link in it, neither to size nor to remove;
   * `kevald kernelbench` scores a runs/ folder of such files through the server;
   * with sandbox = false the workers get --no-sandbox and judge the same;
   * sources that end their build process at import, or signal the build worker, fail only their own
     build (compile_error): the build worker answers, no failure is counted, the server lives on.
 Exit 77 (skipped) only where no python3 with numpy can load libkevald-confine.so.
 """
+import hashlib
 import json
 import os
 import re
@@ -165,6 +172,29 @@ class RealTorchServer:
             "--torch-python", str(self.python), "--tasks", str(self.tasks), "--torch-ext-dir", str(self.ext),
             "--job-timeout-s", str(JOB_TIMEOUT_S), "--max-attempts", "1", *args])
 
+    OLD_BUILDS = ("0" * 64, "1" * 64, "f" * 64)   # build folders' names, oldest first
+
+    def plant_old_builds(self):
+        """Build folders for the first prune: the oldest over the cache's bound (16 GiB, a sparse file), each
+        with links to a folder outside that is as big again (a prune that followed them would count it twice
+        and remove the second folder too, or remove the files it holds)."""
+        self.outside = self.dir / "outside"
+        self.outside.mkdir()
+        (self.outside / "keep").write_text("keep")
+        with open(self.outside / "huge", "wb") as f:
+            f.truncate(17 << 30)
+        for i, name in enumerate(self.OLD_BUILDS):
+            d = self.ext / name
+            (d / "sub").mkdir(parents=True)
+            (d / "sub" / "f").write_text("x")
+            os.symlink(self.outside, d / "link")
+            os.symlink(self.outside, d / "sub" / "link")
+            if i == 0:
+                with open(d / "big", "wb") as f:
+                    f.truncate(17 << 30)
+            if i < 2:   # 2001 and 2002; the last one is new
+                os.utime(d, (978307200 + i * 31536000,) * 2)
+
     def start(self):
         self.server.start()
         self.server.wait_ready()
@@ -201,7 +231,9 @@ class RealTorchServer:
 
 @pytest.fixture(scope="module")
 def kbw(tmp_module):
-    s = RealTorchServer(tmp_module / "kbw").start()
+    s = RealTorchServer(tmp_module / "kbw")
+    s.plant_old_builds()
+    s.start()
     yield s
     assert_stopped_cleanly(s.server)
 
@@ -230,6 +262,75 @@ def test_readyz_shows_the_real_workers(kbw):
         assert "gave the kernelbench build cache" in kbw.server.log_text()
         assert body["layers"]["torch-build"]["uid"]["active"], body["layers"]["torch-build"]["uid"]
         assert "root dropped to uid 65534" in body["layers"]["torch-build"]["uid"]["detail"]
+
+
+def build_folder_name(src, torch_version, arch):
+    """The build folder's name under the artifact root, made as torch_key() makes it
+    (server/dispatch/dispatch_torch.c): the hex of sha256 over NUL-terminated parts."""
+    h = hashlib.sha256(b"kevald-torch-build\0")
+    for part in (src, torch_version, arch):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
+
+
+def tree_state(top):
+    """Every entry beneath @top (and @top): its owner, mode and contents, links not followed."""
+    out = {}
+    for d, dirs, files in os.walk(top):
+        for name in [""] + dirs + files:
+            p = os.path.join(d, name) if name else d
+            st = os.lstat(p)
+            out[os.path.relpath(p, top)] = (st.st_uid, st.st_gid, st.st_mode,
+                                            Path(p).read_bytes() if stat.S_ISREG(st.st_mode) else None)
+    return out
+
+
+def test_a_link_planted_as_a_build_folder_is_replaced_not_followed(kbw, tmp_path):
+    """A module can write anywhere in the artifact root where Landlock is missing (gVisor), and knows the
+    name of a source's build folder (the torch version and the arch are public in /readyz): it plants
+    there a link to a folder of root's, or a file, before the source is submitted. The server (root here)
+    must neither give the link's target away (chown follows links) nor send the build into it."""
+    body = kbw.readyz()
+    torch_version = body["torch"]["torch"]
+    (gpu,) = body["gpus"]
+    arch = gpu["arch"]
+    target = tmp_path / "target"   # root's when the test runs as root
+    (target / "sub").mkdir(parents=True)
+    (target / "keep").write_text("keep")
+    os.chmod(target, 0o755)
+    before = tree_state(target)
+    subs = [sub("correct"), sub("correct")]
+    link, plain = (kbw.ext / build_folder_name(s["source"], torch_version, arch) for s in subs)
+    os.symlink(target, link)
+    plain.write_text("a build's file")
+    done = kbw.run(subs)
+    for d in done:
+        r = d["result"]
+        assert r["verdict"] == "correct" and r["compile"]["torch"] == torch_version, r
+    assert tree_state(target) == before
+    for p in (link, plain):   # the very names the server used: folders now, the builds' own
+        st = os.lstat(p)
+        assert stat.S_ISDIR(st.st_mode), (p, st)
+        if os.geteuid() == 0:
+            assert (st.st_uid, st.st_gid) == (65534, 65534), (p, st)
+    assert kbw.server.log_text().count("was not a folder (a link or a file a build left?)") >= 2
+
+
+def test_the_prune_removes_the_oldest_build_and_follows_no_link(kbw):
+    import time
+    oldest, older, new = (kbw.ext / n for n in kbw.OLD_BUILDS)
+    deadline = time.monotonic() + 90 * SLOW   # the first tick prunes (the next ones a minute apart)
+    while oldest.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not os.path.lexists(oldest), kbw.server.log_tail()
+    assert f"removed '{oldest.name}' (least recently used)" in kbw.server.log_text()
+    # sized without following its links (else over the bound still, and removed), and kept
+    assert (older / "sub" / "f").exists() and (new / "sub" / "f").exists()
+    assert os.path.islink(older / "link") and os.path.islink(older / "sub" / "link")
+    # what the removed folder's links named is untouched
+    assert (kbw.outside / "keep").read_text() == "keep" and os.stat(kbw.outside / "huge").st_size == 17 << 30
+    if os.geteuid() == 0:
+        assert os.stat(kbw.outside).st_uid == 0 and os.stat(kbw.outside / "keep").st_uid == 0
 
 
 def test_verdicts_of_plain_pytorch_modules(kbw):
@@ -370,6 +471,28 @@ def test_without_the_sandbox(tmp_path):
             assert body["layers"][role]["seccomp"] == {"active": False, "detail": "disabled (--no-sandbox)"}, body
         done = s.run([sub("correct"), sub("incorrect")])
         assert [d["result"]["verdict"] for d in done] == ["correct", "incorrect"]
+    finally:
+        assert_stopped_cleanly(s.server)
+
+
+def test_a_build_folder_that_cannot_be_made_ends_its_job_and_only_it(tmp_module):
+    """Where no build folder can be made (here the cache's path names a file for a while), the build is
+    not sent: its job ends as internal_error naming why, the build worker is not blamed, and the next
+    build, the cache back, is correct."""
+    s = RealTorchServer(tmp_module / "nofolder").start()
+    try:
+        os.rename(s.ext, s.dir / "ext-away")
+        s.ext.write_text("not a folder")
+        (failed,) = s.run([sub("correct")])
+        r = failed["result"]
+        assert r["verdict"] == "internal_error", r
+        assert "the build folder could not be made in the build cache: Not a directory" in r["error"]["message"], r
+        os.unlink(s.ext)
+        os.rename(s.dir / "ext-away", s.ext)
+        (ok,) = s.run([sub("correct")])
+        assert ok["result"]["verdict"] == "correct", ok["result"]
+        assert "could not send a job" not in s.server.log_text()
+        assert all(w["state"] != "failed" for w in s.readyz()["torch"]["build"]["workers"])
     finally:
         assert_stopped_cleanly(s.server)
 
