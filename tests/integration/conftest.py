@@ -95,6 +95,24 @@ def accepted(resp):
     return body["id"]
 
 
+def wait_torch_ready(server, timeout, gpu_workers=None):
+    """/readyz of @server once a kevald-torch build worker and every run worker are ready (and GPU 0
+    has @gpu_workers kevald-gpu workers ready, where given); fails the test past @timeout (x SLOW)."""
+    deadline = time.monotonic() + timeout * SLOW
+    body = None
+    while time.monotonic() < deadline:
+        with server.client() as c:
+            body = c.get("/readyz").json()
+        t = body.get("torch") or {}
+        run = t.get("run") or []
+        if ((t.get("build") or {}).get("ready", 0) >= 1 and run and all(w["state"] == "ready" for w in run)
+                and (gpu_workers is None
+                     or (body.get("gpus") and body["gpus"][0].get("workers_ready") == gpu_workers))):
+            return body
+        time.sleep(0.05)
+    pytest.fail(f"kevald-torch workers not ready: {json.dumps(body)[:3000]}\n{server.log_tail()}")
+
+
 def wait_done(client, sid, timeout=60.0):
     """Long-poll until submission @sid is done; return its JSON."""
     deadline = time.monotonic() + timeout * SLOW

@@ -33,7 +33,7 @@ import pytest
 import standin_gpu_worker as standin_gpu
 import standin_torch_worker as standin_torch
 from conftest import (FIXTURE_TASKS, LIBEXEC, SLOW, SOURCE_ROOT, Server, assert_stopped_cleanly, inline_full_sub,
-                      problem, wait_done)
+                      problem, wait_done, wait_torch_ready)
 
 KB_FIXTURES = SOURCE_ROOT / "tests" / "fixtures" / "kernelbench"
 
@@ -93,17 +93,7 @@ class KbServer:
             return c.get("/readyz").json()
 
     def wait_torch_ready(self, timeout=30.0):
-        deadline = time.monotonic() + timeout * SLOW
-        body = None
-        while time.monotonic() < deadline:
-            body = self.readyz()
-            t = body.get("torch") or {}
-            run = t.get("run") or []
-            if ((t.get("build") or {}).get("ready", 0) >= 1 and run and all(w["state"] == "ready" for w in run)
-                    and body.get("gpus") and body["gpus"][0].get("workers_ready") == 1):
-                return body
-            time.sleep(0.05)
-        pytest.fail(f"torch workers not ready: {body}\n{self.server.log_tail()}")
+        return wait_torch_ready(self.server, timeout, gpu_workers=1)
 
     def events(self, kind=None, log=None):
         try:

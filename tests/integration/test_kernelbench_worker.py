@@ -48,7 +48,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURE_TASKS, LIBEXEC, SLOW, SOURCE_ROOT, Server, assert_stopped_cleanly, wait_done
+from conftest import (FIXTURE_TASKS, LIBEXEC, SLOW, SOURCE_ROOT, Server, assert_stopped_cleanly, wait_done,
+                      wait_torch_ready)
 
 FAKETORCH = SOURCE_ROOT / "worker" / "torch" / "tests" / "faketorch"
 KB_FIXTURES = SOURCE_ROOT / "tests" / "fixtures" / "kernelbench"
@@ -206,17 +207,7 @@ class RealTorchServer:
             return c.get("/readyz").json()
 
     def wait_torch_ready(self, timeout=60.0):
-        import time
-        deadline = time.monotonic() + timeout * SLOW
-        body = None
-        while time.monotonic() < deadline:
-            body = self.readyz()
-            t = body.get("torch") or {}
-            run = t.get("run") or []
-            if (t.get("build") or {}).get("ready", 0) >= 1 and run and all(w["state"] == "ready" for w in run):
-                return body
-            time.sleep(0.05)
-        pytest.fail(f"kevald-torch workers not ready: {json.dumps(body)[:3000]}\n{self.server.log_tail()}")
+        return wait_torch_ready(self.server, timeout)
 
     def run(self, subs, timeout=60.0):
         with self.server.client() as c:
