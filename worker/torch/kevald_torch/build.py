@@ -46,6 +46,7 @@ fresh one.
 """
 import ctypes
 import json
+import linecache
 import logging
 import os
 import signal
@@ -314,12 +315,18 @@ def reset_extension_versions():
         entries.clear()
 
 
-def load_module(source, name):
-    """Execute @source as a new module named @name (not in sys.modules)."""
+def load_module(source, name, filename="model_new.py"):
+    """Execute @source as a new module named @name (not in sys.modules), its
+    code named @filename. The source is in linecache under @filename, as a
+    file's would be, so that inspect.getsource() finds what the module
+    defines: Triton's @triton.jit reads its function's source (without it:
+    "@jit functions should be defined in a Python file"), and tracebacks
+    show the lines."""
     reset_extension_versions()
     module = types.ModuleType(name)
     module.__file__ = f"<{name}>"
-    code = compile(source, "model_new.py", "exec")
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    code = compile(source, filename, "exec")
     exec(code, module.__dict__)   # noqa: S102 (the candidate runs confined)
     return module
 

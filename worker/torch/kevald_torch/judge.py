@@ -474,7 +474,8 @@ class Judge:
         loader = _prebuilt_loader(cpp)
         cpp.load_inline, cpp.load = loader, loader
         try:
-            self.ref_mod = build.load_module(self.job.reference, f"kevald_reference_{self.job.id}")
+            self.ref_mod = build.load_module(self.job.reference, f"kevald_reference_{self.job.id}",
+                                             "reference.py")
         except BaseException as e:  # noqa: BLE001
             raise ReferenceFailure(e) from e
         self.cand_mod = self.candidate(lambda: build.load_module(self.job.candidate, f"kevald_candidate_{self.job.id}"))

@@ -58,6 +58,30 @@ def python_trees():
     return out
 
 
+def tool_path(path):
+    """PATH for the build role: the folder of the ninja binary that pip's
+    `ninja` package carries (where a virtual environment's torch finds ninja;
+    its bin/ninja is a Python wrapper around it), the interpreter's scripts
+    folder and its own folder, then @path (kevald serve passes /usr/bin:/bin).
+    torch's load_inline runs `ninja` by PATH, ninja runs nvcc by absolute
+    path and nvcc the host compiler by PATH."""
+    cand = []
+    try:
+        import importlib.util
+        spec = importlib.util.find_spec("ninja")   # found, not imported: its code does not run
+        for loc in (spec.submodule_search_locations or []) if spec else []:
+            cand.append(os.path.join(loc, "data", "bin"))
+    except (ImportError, ValueError):
+        pass
+    cand += [sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]
+    cand += (path or "").split(os.pathsep)
+    out = []
+    for p in cand:
+        if p and os.path.isabs(p) and os.path.isdir(p) and p not in out:
+            out.append(p)
+    return os.pathsep.join(out)
+
+
 def exec_trees():
     """The folders the build role may execute beneath besides the system's:
     the interpreter's, the scripts folder, ninja's."""
@@ -138,6 +162,7 @@ class Worker:
             except OSError as e:
                 return f"creating the artifact root {root!r}: {e}"
             os.environ["CUDA_VISIBLE_DEVICES"] = ""
+            os.environ["PATH"] = tool_path(os.environ.get("PATH", "/usr/bin:/bin"))
             os.environ["XDG_CACHE_HOME"] = os.path.join(root, ".cache")
             try:
                 os.setpgid(0, 0)   # a group of its own: what it signals there never reaches the supervisor

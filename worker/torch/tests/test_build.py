@@ -22,6 +22,7 @@ import helpers
 from kevald_torch import frames
 
 FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "faketorch")
+FAKE_NINJA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakeninja")   # pip's ninja package
 MODEL = "import torch.nn as nn\nclass ModelNew(nn.Module):\n    pass\n"
 
 
@@ -79,19 +80,19 @@ class BuildRole(unittest.TestCase):
             f.write("the other job's extension")
         os.chmod(self.ext, 0o666)
 
-    def start(self, root=None):
+    def start(self, root=None, pythonpath=FAKE):
         helpers.PYTHON = PY
         try:
-            p = helpers.start("build", {"KEVALD_TORCH_EXT_ROOT": root or self.root, "PYTHONPATH": FAKE})
+            p = helpers.start("build", {"KEVALD_TORCH_EXT_ROOT": root or self.root, "PYTHONPATH": pythonpath})
         finally:
             helpers.PYTHON = None
         fr = helpers.read_frame(p)
         self.assertIsNotNone(fr, "no HELLO")
         return p, fr[1]
 
-    def job(self, source, name="job", deadline_ms=20000, status=0):
+    def job(self, source, name="job", deadline_ms=20000, status=0, pythonpath=FAKE):
         """The RESULT of building @source in root/@name on a fresh worker, which then exits @status."""
-        p, hello = self.start()
+        p, hello = self.start(pythonpath=pythonpath)
         self.assertTrue(hello["ok"], hello)
         self.landlock = hello["layers"]["landlock"]["active"]
         p.stdin.write(frames.pack(frames.JOB, {"id": 1, "kind": "build", "deadline_ms": deadline_ms,
@@ -131,6 +132,28 @@ class BuildRole(unittest.TestCase):
         self.assertEqual(os.listdir(self.sibling), ["ext.so"])
         self.assertEqual(sorted(set(os.listdir(self.root)) - {"tmp"}), ["job", "sibling"])   # tmp: the worker's
         self.assertTrue(os.path.exists(os.path.join(own, "obj.o")))
+
+    def test_ninja_of_the_interpreters_packages_runs(self):
+        """The ninja binary of pip's ninja package (where a virtual environment's torch has it) is on
+        the build role's PATH and may run in its sandbox: torch's load_inline runs `ninja` by PATH, and
+        with the server's PATH alone (/usr/bin:/bin) every load_inline on the GPU host failed "Ninja is
+        required to load C++ extensions"."""
+        src = ("import os, subprocess\n"
+               "print(subprocess.run(['ninja', '--version'], capture_output=True, text=True).stdout, flush=True)\n"
+               "print('first on PATH:', os.environ['PATH'].split(':')[0], flush=True)\n" + MODEL)
+        res = self.job(src, "ninja", pythonpath=FAKE + ":" + FAKE_NINJA)
+        self.assertEqual((res["ok"], res["error"]), (True, None), res)
+        self.assertIn("fake ninja --version", res["log"])
+        self.assertIn(f"first on PATH: {os.path.join(FAKE_NINJA, 'ninja', 'data', 'bin')}", res["log"])
+
+    def test_the_module_source_is_there_for_inspect(self):
+        """inspect.getsource() finds a function the module defines, as Triton's @triton.jit needs (before:
+        "@jit functions should be defined in a Python file", an import failure of every Triton sample)."""
+        src = ("import inspect\ndef kernel(x):\n    return x + 1\n"
+               "print('source:', inspect.getsource(kernel).splitlines()[1].strip(), flush=True)\n" + MODEL)
+        res = self.job(src, "inspect")
+        self.assertEqual((res["ok"], res["error"]), (True, None), res)
+        self.assertIn("source: return x + 1", res["log"])
 
     def test_frame_pipe_out_of_reach(self):
         """A forged RESULT written to every descriptor above 2 reaches the module's own answer and

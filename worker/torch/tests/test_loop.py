@@ -6,6 +6,7 @@ PyTorch: its HELLO says ok false with the failing stage, and it exits 1.
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 import unittest
@@ -157,6 +158,31 @@ class HelloWithoutTorch(unittest.TestCase):
         rc, hello, err = self.hello("run", {"CUDA_VISIBLE_DEVICES": "3", "KEVALD_GPU_INDEX": "1"})
         self.assertEqual((rc, hello["error"]["stage"]), (1, "config"), hello)
         self.assertIn("KEVALD_GPU_INDEX='1' names no device of CUDA_VISIBLE_DEVICES='3'", hello["error"]["message"])
+
+    def test_tool_path(self):
+        """The build role's PATH: pip's ninja package's binary folder first (found, not imported), then
+        the interpreter's scripts folder and its own, then the server's; relative, missing and repeated
+        folders dropped."""
+        import sysconfig
+        from kevald_torch.main import tool_path
+        with tempfile.TemporaryDirectory() as d:
+            pkg = os.path.join(d, "ninja")
+            os.makedirs(os.path.join(pkg, "data", "bin"))
+            with open(os.path.join(pkg, "__init__.py"), "w") as f:
+                f.write("raise SystemExit('imported')\n")
+            sys.path.insert(0, d)
+            try:
+                path = tool_path("relative:/usr/bin:/nonexistent:/usr/bin:/bin").split(":")
+            finally:
+                sys.path.remove(d)
+        self.assertEqual(path[0], os.path.join(pkg, "data", "bin"))
+        self.assertNotIn("relative", path)
+        self.assertNotIn("/nonexistent", path)
+        self.assertEqual(path.count("/usr/bin"), 1)
+        self.assertIn(os.path.dirname(sys.executable), path)
+        if os.path.isdir(sysconfig.get_path("scripts")):
+            self.assertIn(sysconfig.get_path("scripts"), path)
+        self.assertLess(path.index(os.path.dirname(sys.executable)), path.index("/bin"))
 
     def test_fails_closed_without_the_confinement_library(self):
         rc, hello, err = self.hello("run", {"KEVALD_CONFINE_LIB": None})
