@@ -58,13 +58,21 @@ def python_trees():
     return out
 
 
-def tool_path(path):
+# Where the build role's sandbox lets it run the system's programs (sandbox/landlock.c, the
+# torch build profile): the PATH it gets after its own folders. Not the PATH it inherited,
+# whose other folders (a host's /opt/gcc/bin) would name a compiler the sandbox refuses to
+# run: "gcc: Permission denied", and every load_inline fails.
+SYSTEM_BIN = ("/usr/local/bin", "/usr/bin", "/bin")
+
+
+def tool_path():
     """PATH for the build role: the folder of the ninja binary that pip's
     `ninja` package carries (where a virtual environment's torch finds ninja;
     its bin/ninja is a Python wrapper around it), the interpreter's scripts
-    folder and its own folder, then @path (kevald serve passes /usr/bin:/bin).
-    torch's load_inline runs `ninja` by PATH, ninja runs nvcc by absolute
-    path and nvcc the host compiler by PATH."""
+    folder and its own folder, then SYSTEM_BIN. torch's load_inline runs
+    `ninja` by PATH, ninja runs nvcc by absolute path and nvcc the host
+    compiler by PATH. exec_trees() lets the sandbox run what the first three
+    hold."""
     cand = []
     try:
         import importlib.util
@@ -74,9 +82,8 @@ def tool_path(path):
     except (ImportError, ValueError):
         pass
     cand += [sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]
-    cand += (path or "").split(os.pathsep)
     out = []
-    for p in cand:
+    for p in cand + list(SYSTEM_BIN):
         if p and os.path.isabs(p) and os.path.isdir(p) and p not in out:
             out.append(p)
     return os.pathsep.join(out)
@@ -162,7 +169,7 @@ class Worker:
             except OSError as e:
                 return f"creating the artifact root {root!r}: {e}"
             os.environ["CUDA_VISIBLE_DEVICES"] = ""
-            os.environ["PATH"] = tool_path(os.environ.get("PATH", "/usr/bin:/bin"))
+            os.environ["PATH"] = tool_path()
             os.environ["XDG_CACHE_HOME"] = os.path.join(root, ".cache")
             try:
                 os.setpgid(0, 0)   # a group of its own: what it signals there never reaches the supervisor
