@@ -5,6 +5,8 @@
  * Part of the dispatcher: see dispatch.c for the theory of operation and
  * dispatch_int.h for what its files share.
  */
+#include <signal.h>
+
 #include "server/dispatch/dispatch_int.h"
 
 
@@ -129,6 +131,21 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
                         json_t *res = pipeline_result(job_task_name(j), "timeout", compile, NULL, err, j->seed);
                         json_decref(err);
                         record_finish(d, j->sj, "timeout", res);
+                } else if (w->spec->role == PROC_TORCH_RUN && (sig == SIGSYS || status == 128 + SIGSYS)) {
+                        /* The run role's process holds the candidate's Python, so a call its
+                         * filter forbids is the candidate's (the worker's own code made its
+                         * calls before the lock, and makes the same ones for every job). */
+                        json_t *err = pipeline_error("sandbox", "the candidate made a system call the run stage's "
+                                                     "sandbox forbids, which ended its process (SIGSYS): no new "
+                                                     "process, no program run, no socket while it runs. A Triton "
+                                                     "kernel compiles at its first call, which needs both; "
+                                                     "kernelbench submissions cannot use Triton yet");
+                        json_t *compile = json_object_get(j->sj->compile, "candidate");
+                        json_t *res = pipeline_result(job_task_name(j), "runtime_error", compile, NULL, err, j->seed);
+                        json_decref(err);
+                        log_warn("dispatch: job %" PRId64 ": its torch-run worker was ended by its system-call filter "
+                                 "(the candidate's call): runtime_error, not retried", j->sj->id);
+                        record_finish(d, j->sj, "runtime_error", res);
                 } else if (j->sj->attempts >= d->cfg.max_attempts) {
                         json_t *err = pipeline_error("internal", "the GPU worker died %d times during this job "
                                                      "(infrastructure fault, not the kernel's)", j->sj->attempts);

@@ -297,6 +297,21 @@ def test_a_worker_that_dies(kb):
     assert "failed on this source on every attempt" in bdead["result"]["error"]["message"]
 
 
+def test_a_forbidden_system_call_is_the_candidates(kb):
+    """A run worker ended by its system-call filter (SIGSYS) while it held a job was ended by the
+    candidate's call (a Triton kernel compiling at its first call forks ptxas): a runtime_error of
+    kind sandbox at once, not retried (before: max_attempts fresh workers, then internal_error, "not
+    the kernel's")."""
+    (d,) = kb.run([kb_sub("run_sigsys")])
+    assert d["result"]["verdict"] == "runtime_error", d["result"]
+    assert d["result"]["error"]["kind"] == "sandbox"
+    assert "system call the run stage's sandbox forbids" in d["result"]["error"]["message"]
+    assert sum(1 for e in kb.events("run") if e["id"] == d["id"]) == 1
+    assert "ended by its system-call filter" in kb.server.log_text()
+    (ok,) = kb.run([kb_sub()])
+    assert ok["result"]["verdict"] == "correct"
+
+
 @pytest.mark.parametrize("marker", ["wrong_id", "forged_speedup"])
 def test_a_run_result_is_checked(kb, marker):
     """A kevald-torch RESULT goes through the GPU RESULT's checks: one that names another job, or

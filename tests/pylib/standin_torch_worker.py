@@ -31,11 +31,13 @@ Markers: `KBV_<marker>` anywhere in the candidate's source.
     KBC_<M> in the source too, timing.speedup_compile M/100: a torch.compile baseline),
     incorrect (a mismatch), runtime_error ("runtime_error", "exiting": "sticky", exit 3),
     timeout ("timeout", "exiting": "timeout", exit 4), run_die (exit 1 without a RESULT),
+    run_sigsys (killed by SIGSYS without a RESULT, as the real worker's system-call filter ends it),
     hang (no RESULT: the watchdog must kill it), wrong_id (a RESULT naming another job) and
     forged_speedup (a speedup of 1e308 over equal medians): the supervisor must believe neither.
 """
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -126,6 +128,9 @@ class StandIn:
                  start=start, end=end, deadline_ms=job.get("deadline_ms"), job_keys=sorted(job))
         if mark == "run_die":
             self.exit(1)
+        if mark == "run_sigsys":
+            signal.signal(signal.SIGSYS, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGSYS)
         names = [s.get("name", "default") for s in shapes] or ["default"]
         base = {"id": job.get("id"), "seed": job.get("seed"), "gpu_busy_ms": (end - start) * 1000,
                 "wall_ms": (end - start) * 1000, "gpu": {"name": "Fake GPU (kevald tests)", "index": 0},
