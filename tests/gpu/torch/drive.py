@@ -138,7 +138,13 @@ def main():
         shutil.rmtree(a.ext_root, ignore_errors=True)
     os.makedirs(a.ext_root, exist_ok=True)
     os.chmod(a.ext_root, 0o777)
-    env = dict(os.environ, KEVALD_PARENT_PID=str(os.getpid()), KEVALD_LOG_LEVEL="info",
+    # the environment kevald serve gives its workers (server/dispatch/proctab.c), not this shell's:
+    # the H200 host's CC=/opt/gcc/bin/gcc became nvcc's -ccbin in every load_inline, a compiler
+    # outside what the build role's sandbox may run ("gcc: Permission denied")
+    env = {k: os.environ[k] for k in ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "KEVALD_CUDA_HOME")
+           if k in os.environ}
+    env.update(PATH="/usr/bin:/bin", CUDA_DEVICE_ORDER="PCI_BUS_ID")
+    env.update(KEVALD_PARENT_PID=str(os.getpid()), KEVALD_LOG_LEVEL="info",
                KEVALD_TORCH_EXT_ROOT=a.ext_root, KEVALD_CONFINE_LIB=str(LIBEXEC / "libkevald-confine.so"),
                KEVALD_GPU_INDEX=os.environ.get("KEVALD_GPU_INDEX", "0"))
     report = {"sandbox": sandbox, "samples": [], "hellos": []}
