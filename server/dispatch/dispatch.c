@@ -519,6 +519,12 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
                         goto fail;
                 }
                 (void)torch_root_own(d->torch_ext_root); /* logged; a build worker then says why it cannot start */
+                r = torchview_root_make(d->torch_ext_root, &d->torch_run_root);
+                if (r < 0) {
+                        log_error("dispatch: cannot make the run workers' views of the kernelbench build cache "
+                                  "('%s.run', beside it): %s", d->torch_ext_root, strerror(-r));
+                        goto fail;
+                }
         }
         r = store_open(cfg->db_path, &d->store);
         if (r != 0) {
@@ -583,6 +589,8 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         return 0;
 fail:
         store_close(d->store);
+        torchview_root_remove(d->torch_run_root);
+        free(d->torch_run_root);
         free(d->torch_ext_root);
         free(d->libexec_dir);
         free(d->arch);
@@ -632,6 +640,8 @@ void dispatch_free(Dispatcher *d)
         json_decref(d->status);
         json_decref(d->verdicts);
         pthread_mutex_destroy(&d->status_lock);
+        torchview_root_remove(d->torch_run_root);
+        free(d->torch_run_root);
         free(d->torch_ext_root);
         free(d->libexec_dir);
         free(d->arch);

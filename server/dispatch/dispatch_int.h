@@ -35,6 +35,7 @@
 #include "server/dispatch/pipeline.h"
 #include "server/dispatch/proctab.h"
 #include "server/dispatch/resultcheck.h"
+#include "server/dispatch/torchview.h"
 #include "server/store/store.h"
 
 #define MAX_WORKERS 256
@@ -114,6 +115,7 @@ typedef struct Worker {
         double busy_s;
         char label[32];
         char start_error[256];  /* the last HELLO "ok": false's error ("stage: message"), or "" */
+        char view[TORCHVIEW_NAME_BYTES]; /* kevald-torch run worker: its view beneath torch_run_root, or "" */
 } Worker;
 
 struct CompileReq {
@@ -185,6 +187,8 @@ struct Dispatcher {
         char nvrtc[32];
         char torch_version[64]; /* a kevald-torch build worker's HELLO "torch": part of the build cache key */
         char *torch_ext_root;   /* absolute: the kernelbench build cache */
+        char *torch_run_root;   /* <torch_ext_root>.run: the run workers' views of it (torchview.h) */
+        uint64_t torch_views;   /* views made: the next one's serial */
         int n_torch_build;      /* kevald-torch build workers (0 with torch_workers 0) */
         long max_shared_optin;
 
@@ -297,6 +301,8 @@ void torch_build_fail(Dispatcher *d, CompileReq *req, const char *log);
 json_t *torch_build_result(Dispatcher *d, json_t *msg);
 int torch_run_prepare(Dispatcher *d, Job *j);
 int torch_run_send(Worker *w, Job *j);
+int torch_view_open(Worker *w, char path[PATH_MAX]);
+void torch_view_close(Worker *w);
 Artifact *torch_artifact_by_hex(Dispatcher *d, const char *hex);
 void torch_prune(Dispatcher *d);
 void torch_check_pools(Dispatcher *d);

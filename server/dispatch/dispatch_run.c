@@ -125,6 +125,10 @@ static int run_send(Dispatcher *d, Worker *w, Job *j)
         r = j->kb ? torch_run_send(w, j)
                   : worker_send(w, FRAME_JOB, j->gjob, j->art[SLOT_CAND]->cubin, j->art[SLOT_CAND]->cubin_len,
                                 j->art[SLOT_REF]->cubin, j->art[SLOT_REF]->plain_len);
+        if (r > 0) { /* ended by torch_run_send() */
+                job_free(j);
+                return 1;
+        }
         if (r < 0) {
                 log_warn("dispatch: job %" PRId64 ": sending it to GPU worker %d failed: %s; back to the queue",
                          j->sj->id, w->index, strerror(-r));

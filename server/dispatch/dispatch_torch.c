@@ -394,7 +394,7 @@ int torch_run_prepare(Dispatcher *d, Job *j)
         StoreJob *sj = j->sj;
         const char *cand = request_source(j);
         size_t n_cand = strlen(cand), n_ref;
-        char seedhex[17], dir[PATH_MAX];
+        char seedhex[17];
         double deadline;
         json_t *shapes = json_array(), *s;
         size_t i;
@@ -425,23 +425,93 @@ int torch_run_prepare(Dispatcher *d, Job *j)
         snprintf(seedhex, sizeof(seedhex), "%016" PRIx64, j->seed);
         deadline = d->cfg.job_timeout_s * 1000 < LIMIT_KB_DEADLINE_MS_MAX ? d->cfg.job_timeout_s * 1000
                                                                            : LIMIT_KB_DEADLINE_MS_MAX;
-        build_dir_of(d, j->art[SLOT_CAND]->key, dir);
-        j->gjob = json_pack("{s:I, s:s, s:s, s:s, s:I, s:O, s:i, s:s, s:{s:{s:i, s:I}, s:{s:I, s:I}}, s:o}", "id",
+        j->gjob = json_pack("{s:I, s:s, s:s, s:s, s:I, s:O, s:i, s:{s:{s:i, s:I}, s:{s:I, s:I}}, s:o}", "id",
                             (json_int_t)sj->id, "kind", "run", "seed", seedhex, "mode", "full", "deadline_ms",
                             (json_int_t)deadline, "timing",
                             json_object_get(sj->request, "timing"), "correctness_trials", KB_CORRECTNESS_TRIALS,
-                            "build_dir", dir, "sources", "candidate", "offset", 0, "size", (json_int_t)n_cand,
+                            "sources", "candidate", "offset", 0, "size", (json_int_t)n_cand,
                             "reference", "offset", (json_int_t)n_cand, "size", (json_int_t)n_ref, "shapes", shapes);
         return j->gjob ? 1 : -ENOMEM;
 }
 
-/* Send @j's run JOB to kevald-torch run worker @w: its blob is the candidate's source, then the reference's. */
+/*
+ * Send @j's run JOB to kevald-torch run worker @w: its blob is the candidate's
+ * source, then the reference's; its "build_dir" is @w's view, filled now with
+ * the build's extensions (torchview_fill()). Return: 0 sent; 1 the job ended
+ * here (the view could not be filled: an internal_error, or a rejected module
+ * that built more than TORCHVIEW_EXTS_MAX extensions); <0 the send failed.
+ */
 int torch_run_send(Worker *w, Job *j)
 {
+        Dispatcher *d = w->d;
         const char *cand = request_source(j);
+        char dir[PATH_MAX], view[PATH_MAX];
+        unsigned linked = 0;
+        int r = -ENOENT;
 
+        build_dir_of(d, j->art[SLOT_CAND]->key, dir);
+        if (w->view[0])
+                r = torchview_fill(d->torch_run_root, w->view, dir, &linked);
+        if (r < 0) {
+                bool many = r == -E2BIG;
+                json_t *e = many ? pipeline_error("submission", "the module built more than %d extensions (load_inline "
+                                                  "calls): a run loads at most that many", TORCHVIEW_EXTS_MAX)
+                                 : pipeline_error("internal", "the run worker's view of the build could not be made: %s",
+                                                  strerror(-r));
+                json_t *res = pipeline_result(job_task_name(j), many ? "rejected" : "internal_error",
+                                              json_object_get(j->sj->compile, "candidate"), NULL, e, j->seed);
+                log_warn("dispatch: job %" PRId64 ": filling torch-run worker %d's view '%s' from '%s': %s",
+                         j->sj->id, w->index, w->view, dir, strerror(-r));
+                json_decref(e);
+                record_finish(d, j->sj, many ? "rejected" : "internal_error", res);
+                return 1;
+        }
+        snprintf(view, sizeof(view), "%s/%s", d->torch_run_root, w->view);
+        if (json_object_set_new(j->gjob, "build_dir", json_string(view)) < 0)
+                return -ENOMEM;
         return worker_send(w, FRAME_JOB, j->gjob, (const uint8_t *)cand, strlen(cand),
                            (const uint8_t *)j->kb->source, strlen(j->kb->source));
+}
+
+/* ---- a run worker's view of the build cache (torchview.h) ----------------------- */
+
+/**
+ * torch_view_open() - a fresh, empty view for the process run worker @w starts now
+ * @w:    a kevald-torch run worker; its view's name is kept in w->view
+ * @path: on success, the view's path: the process's KEVALD_TORCH_EXT_ROOT, which its
+ *        sandbox lets it read (and nothing else of the cache)
+ *
+ * Return: 0, or a negative errno (logged): the worker must not start.
+ */
+int torch_view_open(Worker *w, char path[PATH_MAX])
+{
+        Dispatcher *d = w->d;
+        int r;
+
+        torch_view_close(w);
+        r = d->torch_run_root ? torchview_make(d->torch_run_root, ++d->torch_views, w->view) : -ENOENT;
+        if (r < 0) {
+                w->view[0] = '\0';
+                log_error("dispatch: cannot make a view of the kernelbench build cache for torch-run worker %d: %s",
+                          w->index, strerror(-r));
+                return r;
+        }
+        snprintf(path, PATH_MAX, "%s/%s", d->torch_run_root, w->view);
+        return 0;
+}
+
+/* torch_view_close() - remove run worker @w's view (its process is gone), if it has one. */
+void torch_view_close(Worker *w)
+{
+        int r;
+
+        if (!w->view[0])
+                return;
+        r = torchview_drop(w->d->torch_run_root, w->view);
+        if (r < 0)
+                log_warn("dispatch: could not remove torch-run worker %d's view '%s': %s", w->index, w->view,
+                         strerror(-r));
+        w->view[0] = '\0';
 }
 
 /* ---- the build cache's folder -------------------------------------------------- */

@@ -5,8 +5,6 @@
  * Part of the dispatcher: see dispatch.c for the theory of operation and
  * dispatch_int.h for what its files share.
  */
-#include <signal.h>
-
 #include "server/dispatch/dispatch_int.h"
 
 
@@ -165,6 +163,8 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
                 w->failures = 0;
         if (w->malformed)
                 w->failures++;
+        if (w->spec->role == PROC_TORCH_RUN)
+                torch_view_close(w); /* its view goes with it; the next process gets a fresh one */
         w->state = W_STOPPED;
         w->restarts++;
         json_decref(w->hello);
@@ -437,7 +437,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 void worker_start(Worker *w)
 {
         Dispatcher *d = w->d;
-        char path[PATH_MAX], **env = NULL;
+        char path[PATH_MAX], view[PATH_MAX], **env = NULL;
         char *args[7];
         int n = 0;
         uv_process_options_t opt = { 0 };
@@ -457,8 +457,11 @@ void worker_start(Worker *w)
         if (!d->cfg.sandbox)
                 args[n++] = "--no-sandbox";
         args[n] = NULL;
+        /* a run worker reads its own view of the build cache, not the cache (torchview.h) */
+        if (w->spec->role == PROC_TORCH_RUN && torch_view_open(w, view) < 0)
+                return;
         if ((w->spec->role_arg ? proctab_env_torch(w->spec->role, w->index, d->cfg.log_level, d->libexec_dir,
-                                                   d->torch_ext_root, &env)
+                                                   w->spec->role == PROC_TORCH_RUN ? view : d->torch_ext_root, &env)
                                : proctab_env(w->spec->role, w->index, &env)) < 0)
                 return;
         uv_pipe_init(&d->loop, &w->to_child, 0);

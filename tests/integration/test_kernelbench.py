@@ -236,7 +236,12 @@ def test_run_verdicts_and_the_run_job(kb):
     assert first["shapes"][2] == {"name": "tiny", "constants": {"batch_size": 4, "dim": 100}, "atol": 1e-4,
                                   "rtol": 1e-4}
     assert {"kind", "seed", "timing", "correctness_trials", "build_dir", "sources"} <= set(first["job_keys"])
-    assert first["build_dir"].startswith(str(kb.ext.resolve()) + "/")
+    # the run worker reads a view of its own beside the cache (torchview.h), holding only the build's
+    # extension: not the cache, not the build's sources
+    assert first["build_dir"] == first["env_root"]
+    assert first["build_dir"].startswith(str(kb.ext.resolve()) + ".run/v")
+    assert first["view"] == ["fake_ext", "fake_ext/fake_ext.so"]
+    assert (kb.ext / first["ext_key"] / "model_new.py").is_file()
     assert first["deadline_ms"] == 1000  # job_timeout_s (1 here), at most LIMIT_KB_DEADLINE_MS_MAX
     assert [s["name"] for s in runs[done[4]["id"]]["shapes"]] == ["default", "tiny"]
     # vadd is also a C task: its kernelbench result stays out of the C task's reference times
@@ -266,11 +271,11 @@ def test_compile_mode_and_the_build_cache(kb):
     (b,) = kb.run([kb_sub(salt=salt)])
     assert b["result"]["verdict"] == "correct" and b["result"]["compile"]["cache_hit"] is True
     keys = [e["key"] for e in kb.events("build")]
-    build = next(e for e in kb.events("build") if e["id"] is not None and e["key"] == Path(
-        {e["id"]: e for e in kb.events("run")}[b["id"]]["build_dir"]).name)
+    build = next(e for e in kb.events("build") if e["id"] is not None and e["key"] ==
+                 {e["id"]: e for e in kb.events("run")}[b["id"]]["ext_key"])
     assert build["arch"] == "sm_90a" and build["deadline_ms"] == 300000
     run = {e["id"]: e for e in kb.events("run")}[b["id"]]
-    key = Path(run["build_dir"]).name
+    key = run["ext_key"]
     assert keys.count(key) == 1, "an identical source was built again"
     assert run["built"]  # the run found what the one build left
 
@@ -279,7 +284,7 @@ def test_identical_sources_in_one_batch_build_once(kb):
     salt = os.urandom(8).hex()
     done = kb.run([kb_sub(salt=salt), kb_sub(salt=salt), kb_sub(salt=salt)])
     assert [d["result"]["verdict"] for d in done] == ["correct"] * 3
-    keys = {Path(e["build_dir"]).name for e in kb.events("run") if e["id"] in {d["id"] for d in done}}
+    keys = {e["ext_key"] for e in kb.events("run") if e["id"] in {d["id"] for d in done}}
     assert len(keys) == 1 and [e["key"] for e in kb.events("build")].count(keys.pop()) == 1
 
 
@@ -295,6 +300,29 @@ def test_a_worker_that_dies(kb):
     (bdead,) = kb.run([kb_sub("build_die")])
     assert bdead["result"]["verdict"] == "internal_error"
     assert "failed on this source on every attempt" in bdead["result"]["error"]["message"]
+
+
+def test_a_run_workers_view_goes_with_it(kb):
+    """Each run worker process reads a view of its own (KEVALD_TORCH_EXT_ROOT), made empty before it
+    starts and filled, when a job is sent, with that job's extension alone (a second job on the same
+    process replaces the first's); the view is removed when its process exits (the real worker exits
+    after every job; the stand-in after a CUDA error), and no two processes share one."""
+    done = kb.run([kb_sub(), kb_sub()])
+    assert [d["result"]["verdict"] for d in done] == ["correct"] * 2
+    runs = [{e["id"]: e for e in kb.events("run")}[d["id"]] for d in done]
+    assert runs[0]["ext_key"] != runs[1]["ext_key"]
+    assert all(r["view"] == ["fake_ext", "fake_ext/fake_ext.so"] for r in runs)
+    (err,) = kb.run([kb_sub("runtime_error")])  # the stand-in exits 3 after it
+    assert err["result"]["verdict"] == "runtime_error"
+    view = Path({e["id"]: e for e in kb.events("run")}[err["id"]]["build_dir"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and view.exists():
+        time.sleep(0.05)
+    assert not view.exists(), "an exited worker's view is still there"
+    views = Path(str(kb.ext.resolve()) + ".run")
+    roots = [e["env"].get("KEVALD_TORCH_EXT_ROOT", "") for e in kb.events("hello") if e["role"] == "run"]
+    assert len(roots) >= 2 and all(r.startswith(str(views) + "/v") for r in roots), roots
+    assert len(set(roots)) == len(roots), "two run worker processes were given one view"
 
 
 def test_a_forbidden_system_call_is_the_candidates(kb):
@@ -360,7 +388,9 @@ def test_readyz_shows_the_torch_workers(kb):
     hello = [e for e in kb.events("hello") if e["role"] == "run"][0]
     assert hello["argv"] == ["--role", "run"]
     assert hello["env"]["KEVALD_GPU_INDEX"] == "0" and hello["env"]["CUDA_VISIBLE_DEVICES"] == "0"
-    assert hello["env"]["KEVALD_TORCH_EXT_ROOT"] == str(kb.ext.resolve())
+    assert hello["env"]["KEVALD_TORCH_EXT_ROOT"].startswith(str(kb.ext.resolve()) + ".run/v")  # its view
+    build = [e for e in kb.events("hello") if e["role"] == "build"][0]
+    assert build["env"]["KEVALD_TORCH_EXT_ROOT"] == str(kb.ext.resolve())
     assert hello["env"]["KEVALD_CONFINE_LIB"] == str(kb.libexec.resolve() / "libkevald-confine.so")
 
 
@@ -534,7 +564,7 @@ def test_a_build_whose_folder_is_gone_is_built_again(kb):
     salt = os.urandom(8).hex()
     (a,) = kb.run([kb_sub(salt=salt, mode="compile")])
     key = kb.events("build")[-1]["key"]  # its build: the last one (one build worker, nothing else queued)
-    assert kb.events("build")[-1]["marker"] == "correct" and (kb.ext / key / "fake_ext.so").exists()
+    assert kb.events("build")[-1]["marker"] == "correct" and (kb.ext / key / "fake_ext" / "fake_ext.so").exists()
     shutil.rmtree(kb.ext / key)
     (b,) = kb.run([kb_sub(salt=salt)])
     assert b["result"]["verdict"] == "correct" and b["result"]["compile"]["cache_hit"] is False

@@ -255,6 +255,37 @@ def test_readyz_shows_the_real_workers(kbw):
         assert "root dropped to uid 65534" in body["layers"]["torch-build"]["uid"]["detail"]
 
 
+PROBE = """        import os
+        out = ["root " + os.environ.get("KEVALD_TORCH_EXT_ROOT", "?")]
+        for what, f in (("cache_file", lambda: open({stale!r}).read()), ("cache_list", lambda: os.listdir({ext!r})),
+                        ("view", lambda: os.listdir(os.environ["KEVALD_TORCH_EXT_ROOT"]))):
+            try:
+                f()
+                out.append(what + ": ok")
+            except OSError as e:
+                out.append(what + ": " + type(e).__name__)
+        raise RuntimeError("probe; " + "; ".join(out))
+"""
+
+
+def test_the_run_role_reads_its_view_not_the_cache(kbw):
+    """The candidate runs in the run worker, which reads a view of its own (torchview.h), not the build
+    cache: a probe in forward lists its view but can neither read a file of another build nor list the
+    cache (with Landlock; before, the run role was granted the whole cache and read both)."""
+    if os.geteuid() == 0:
+        stale = kbw.ext / "stale" / "ext" / "ext.so"   # 65534's since the server's start, readable by it
+    else:
+        stale = kbw.ext / "readable"
+        stale.write_text("another job's")
+    src = HEAD.format(salt=os.urandom(8).hex()) + PROBE.format(stale=str(stale), ext=str(kbw.ext))
+    (d,) = kbw.run([{"task": "vadd", "language": "kernelbench", "source": src, "timing": "fast"}])
+    msg = d["result"]["error"]["message"]
+    assert d["result"]["verdict"] == "runtime_error" and "probe;" in msg, d["result"]
+    assert f"root {kbw.ext.resolve()}.run/v" in msg and "view: ok" in msg, msg
+    if kbw.wait_torch_ready()["layers"]["torch-run"]["landlock"]["active"]:
+        assert "cache_file: PermissionError" in msg and "cache_list: PermissionError" in msg, msg
+
+
 def build_folder_name(src, torch_version, arch):
     """The build folder's name under the artifact root, made as torch_key() makes it
     (server/dispatch/dispatch_torch.c): the hex of sha256 over NUL-terminated parts."""

@@ -14,7 +14,8 @@ object a line, O_APPEND):
 
   {"ev": "hello", "pid", "role", "argv", "env": {the KEVALD_* variables and CUDA_VISIBLE_DEVICES}}
   {"ev": "build", "pid", "id", "build_dir", "key", "marker", "deadline_ms", "arch", "t"} on a build JOB
-  {"ev": "run", "pid", "id", "gpu", "marker", "build_dir", "built", "blob_ok", "shapes",
+  {"ev": "run", "pid", "id", "gpu", "marker", "build_dir", "built", "ext_key" (the build folder
+   fake_ext/fake_ext.so names), "view" (every path beneath build_dir), "env_root", "blob_ok", "shapes",
    "start", "end", "deadline_ms", "job_keys"} on a run JOB, before its RESULT
   {"ev": "exit", "pid", "code"}, {"ev": "eof"|"shutdown", "pid"}
 
@@ -26,7 +27,8 @@ Markers: `KBV_<marker>` anywhere in the candidate's source.
   build role: compile_error (error "compile", a compiler's log), import_error
     ("import"), no_model_new ("no_model_new"), build_timeout ("timeout"),
     build_die (exit 1 without a RESULT); anything else builds: it writes
-    BUILD_DIR/fake_ext.so and answers ok.
+    BUILD_DIR/fake_ext/fake_ext.so (naming its build folder), fake_ext/main.cpp and model_new.py
+    (the source) and answers ok.
   run role: correct (the default; speedup 1.0 on every shape set), s<N> (speedup N/100; with
     KBC_<M> in the source too, timing.speedup_compile M/100: a torch.compile baseline),
     incorrect (a mismatch), runtime_error ("runtime_error", "exiting": "sticky", exit 3),
@@ -102,8 +104,11 @@ class StandIn:
         if mark in BUILD_ERRORS:
             res.update(ok=False, error=BUILD_ERRORS[mark],
                        log=f"fake: {mark}: error: identifier \"undefined_xq\" is undefined")
-        else:
-            Path(bdir, "fake_ext.so").write_bytes(b"\x7fELF fake extension")
+        else:   # as load_inline leaves it: the extension beside its sources and objects
+            Path(bdir, "fake_ext").mkdir(exist_ok=True)
+            Path(bdir, "fake_ext", "fake_ext.so").write_text(f"\x7fELF fake extension of {os.path.basename(bdir)}")
+            Path(bdir, "fake_ext", "main.cpp").write_text(src)
+            Path(bdir, "model_new.py").write_text(src)
         return res
 
     def run_job(self, job, blob):
@@ -123,8 +128,16 @@ class StandIn:
             time.sleep(3600)
         time.sleep(float(self.knobs["work_s"]))
         end = time.monotonic()
-        self.log(ev="run", id=job.get("id"), gpu=self.gpu, marker=mark, build_dir=bdir,
-                 built=os.path.exists(os.path.join(bdir, "fake_ext.so")), blob_ok=blob_ok, shapes=shapes,
+        ext = os.path.join(bdir, "fake_ext", "fake_ext.so")
+        try:
+            with open(ext) as f:
+                ext_key = f.read().rsplit(" ", 1)[-1]
+        except OSError:
+            ext_key = None
+        view = sorted(os.path.relpath(os.path.join(d, n), bdir) for d, ds, fs in os.walk(bdir) for n in ds + fs)
+        self.log(ev="run", id=job.get("id"), gpu=self.gpu, marker=mark, build_dir=bdir, built=ext_key is not None,
+                 ext_key=ext_key, view=view, env_root=os.environ.get("KEVALD_TORCH_EXT_ROOT"), blob_ok=blob_ok,
+                 shapes=shapes,
                  start=start, end=end, deadline_ms=job.get("deadline_ms"), job_keys=sorted(job))
         if mark == "run_die":
             self.exit(1)

@@ -1,0 +1,228 @@
+/*
+ * test-torchview - a run worker's view of the kernelbench build cache
+ * (server/dispatch/torchview.h): the view gets each <ext>/<ext>.so of its
+ * job's build and nothing else (not the sources, objects or logs beside
+ * them, not another build's folder); what a build planted to be followed (a
+ * link where an extension or its folder should be, a link standing for the
+ * build folder itself, a FIFO) is skipped or refused, never followed; the
+ * views' folder is made empty beside the cache (what an earlier server left
+ * is removed); a view goes with its worker; the extension bound holds.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server/dispatch/fstree.h"
+#include "server/dispatch/torchview.h"
+#include "common/testcheck.h"
+
+#define PATH_BYTES 1024
+
+static char base[64];
+
+static const char *at(char *out, const char *rel)
+{
+        snprintf(out, PATH_BYTES, "%s/%s", base, rel);
+        return out;
+}
+
+static void must(int ok, const char *what)
+{
+        if (!ok) {
+                perror(what);
+                exit(1);
+        }
+}
+
+static void make_dir(const char *rel)
+{
+        char p[PATH_BYTES];
+
+        must(mkdir(at(p, rel), 0755) == 0, rel);
+}
+
+static void make_file(const char *rel, const char *text)
+{
+        char p[PATH_BYTES];
+        FILE *f = fopen(at(p, rel), "w");
+
+        must(f != NULL, rel);
+        fputs(text, f);
+        fclose(f);
+}
+
+static void make_link(const char *target, const char *rel)
+{
+        char p[PATH_BYTES];
+
+        must(symlink(target, at(p, rel)) == 0, rel);
+}
+
+/* The text of @rel (at most 255 bytes), "" when it cannot be read. */
+static const char *text_of(const char *rel, char out[256])
+{
+        char p[PATH_BYTES];
+        int fd = open(at(p, rel), O_RDONLY | O_NOFOLLOW);
+        ssize_t n = fd >= 0 ? read(fd, out, 255) : -1;
+
+        out[n > 0 ? n : 0] = '\0';
+        if (fd >= 0)
+                close(fd);
+        return out;
+}
+
+/* How many entries folder @rel holds besides . and .. (-1: not a folder that opens). */
+static int entries(const char *rel)
+{
+        char p[PATH_BYTES];
+        DIR *d = opendir(at(p, rel));
+        struct dirent *e;
+        int n = 0;
+
+        if (!d)
+                return -1;
+        while ((e = readdir(d)))
+                if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, ".."))
+                        n++;
+        closedir(d);
+        return n;
+}
+
+static mode_t mode_of(const char *rel)
+{
+        char p[PATH_BYTES];
+        struct stat st;
+
+        return lstat(at(p, rel), &st) == 0 ? st.st_mode : 0;
+}
+
+/*
+ * base/ext/k1: foo/{foo.so, main.cpp, build.ninja}, bar/bar.so -> ../../secret (a link),
+ * baz (a file, not a folder), .hidden/.hidden.so, qux -> ../k2/qux (a folder link), fifo/fifo.so
+ * (a FIFO), model_new.py; base/ext/k2/qux/qux.so (another build's); base/secret;
+ * base/ext/k1link -> k1 (a link standing for a build folder)
+ */
+static void make_fixture(void)
+{
+        char p[PATH_BYTES];
+
+        snprintf(base, sizeof(base), "/tmp/test-torchview-XXXXXX");
+        must(mkdtemp(base) != NULL, "mkdtemp");
+        make_file("secret", "root's secret");
+        make_dir("ext");
+        make_dir("ext/k1");
+        make_dir("ext/k1/foo");
+        make_file("ext/k1/foo/foo.so", "\177ELF foo of k1");
+        make_file("ext/k1/foo/main.cpp", "the submitter's source");
+        make_file("ext/k1/foo/build.ninja", "rule cxx");
+        make_dir("ext/k1/bar");
+        make_link("../../../secret", "ext/k1/bar/bar.so");
+        make_file("ext/k1/baz", "not a folder");
+        make_dir("ext/k1/.hidden");
+        make_file("ext/k1/.hidden/.hidden.so", "hidden");
+        make_dir("ext/k2");
+        make_dir("ext/k2/qux");
+        make_file("ext/k2/qux/qux.so", "\177ELF another job's");
+        make_link("../k2/qux", "ext/k1/qux");
+        make_dir("ext/k1/fifo");
+        must(mkfifo(at(p, "ext/k1/fifo/fifo.so"), 0644) == 0, "mkfifo");
+        make_file("ext/k1/model_new.py", "class ModelNew: pass");
+        make_link("k1", "ext/k1link");
+}
+
+static void test_fill(void)
+{
+        char p[PATH_BYTES], t[256], name[TORCHVIEW_NAME_BYTES], *root = NULL;
+        unsigned linked = 99;
+
+        make_fixture();
+        CHECK(torchview_root_make(at(p, "ext"), &root) == 0);
+        CHECK(root && strcmp(root, at(p, "ext.run")) == 0);
+        CHECK(S_ISDIR(mode_of("ext.run")) && (mode_of("ext.run") & 07777) == 0755 && entries("ext.run") == 0);
+        CHECK(torchview_make(root, 7, name) == 0 && strcmp(name, "v7") == 0);
+        CHECK((mode_of("ext.run/v7") & 07777) == 0755 && entries("ext.run/v7") == 0);
+
+        CHECK(torchview_fill(root, name, at(p, "ext/k1"), &linked) == 0);
+        CHECK(linked == 1);
+        CHECK(entries("ext.run/v7") == 1 && entries("ext.run/v7/foo") == 1); /* foo/foo.so alone */
+        CHECK(strcmp(text_of("ext.run/v7/foo/foo.so", t), "\177ELF foo of k1") == 0);
+        CHECK(S_ISREG(mode_of("ext.run/v7/foo/foo.so")));
+        CHECK((mode_of("ext.run/v7/foo") & 07777) == 0755);
+        CHECK(!mode_of("ext.run/v7/bar") && !mode_of("ext.run/v7/qux") && !mode_of("ext.run/v7/fifo"));
+        CHECK(strcmp(text_of("secret", t), "root's secret") == 0);
+
+        /* a link standing for the build folder is not followed */
+        CHECK(torchview_make(root, 8, name) == 0);
+        CHECK(torchview_fill(root, name, at(p, "ext/k1link"), &linked) < 0);
+        CHECK(entries("ext.run/v8") == 0);
+        /* a build with no extension (plain PyTorch): an empty view */
+        CHECK(torchview_fill(root, name, at(p, "ext/k1/baz/..") , &linked) < 0); /* not a folder */
+        make_dir("ext/plain");
+        make_file("ext/plain/model_new.py", "import torch");
+        CHECK(torchview_fill(root, name, at(p, "ext/plain"), &linked) == 0 && linked == 0);
+        CHECK(entries("ext.run/v8") == 0);
+
+        /* the view filled again (a worker that serves a second job): the first job's extension gone */
+        make_dir("ext/k3");
+        make_dir("ext/k3/zed");
+        make_file("ext/k3/zed/zed.so", "\177ELF zed of k3");
+        CHECK(torchview_fill(root, "v7", at(p, "ext/k3"), &linked) == 0 && linked == 1);
+        CHECK(entries("ext.run/v7") == 1 && !mode_of("ext.run/v7/foo"));
+        CHECK(strcmp(text_of("ext.run/v7/zed/zed.so", t), "\177ELF zed of k3") == 0);
+
+        /* the worker is gone: its view too, the build untouched */
+        CHECK(torchview_drop(root, "v7") == 0);
+        CHECK(!mode_of("ext.run/v7") && entries("ext.run") == 1);
+        CHECK(strcmp(text_of("ext/k1/foo/foo.so", t), "\177ELF foo of k1") == 0);
+
+        /* a new server: the views' folder made empty again */
+        free(root);
+        root = NULL;
+        CHECK(torchview_root_make(at(p, "ext"), &root) == 0 && entries("ext.run") == 0);
+        torchview_root_remove(root);
+        CHECK(!mode_of("ext.run") && S_ISDIR(mode_of("ext/k1")));
+        free(root);
+        CHECK(fstree_remove_at(AT_FDCWD, base) == 0);
+}
+
+static void test_bound(void)
+{
+        char p[PATH_BYTES], rel[128], name[TORCHVIEW_NAME_BYTES], *root = NULL;
+        unsigned linked = 0;
+
+        snprintf(base, sizeof(base), "/tmp/test-torchview-XXXXXX");
+        must(mkdtemp(base) != NULL, "mkdtemp");
+        make_dir("ext");
+        make_dir("ext/many");
+        for (int i = 0; i <= TORCHVIEW_EXTS_MAX; i++) {
+                snprintf(rel, sizeof(rel), "ext/many/e%d", i);
+                make_dir(rel);
+                snprintf(rel, sizeof(rel), "ext/many/e%d/e%d.so", i, i);
+                make_file(rel, "x");
+        }
+        CHECK(torchview_root_make(at(p, "ext"), &root) == 0);
+        CHECK(torchview_make(root, 1, name) == 0);
+        CHECK(torchview_fill(root, name, at(p, "ext/many"), &linked) == -E2BIG);
+        snprintf(rel, sizeof(rel), "ext/many/e%d", TORCHVIEW_EXTS_MAX);
+        CHECK(fstree_remove_at(AT_FDCWD, at(p, rel)) == 0);
+        CHECK(torchview_drop(root, name) == 0 && torchview_make(root, 2, name) == 0);
+        CHECK(torchview_fill(root, name, at(p, "ext/many"), &linked) == 0 && linked == TORCHVIEW_EXTS_MAX);
+        torchview_root_remove(root);
+        free(root);
+        CHECK(fstree_remove_at(AT_FDCWD, base) == 0);
+}
+
+int main(void)
+{
+        test_fill();
+        test_bound();
+        if (failures)
+                fprintf(stderr, "test-torchview: %d checks failed\n", failures);
+        return failures ? 1 : 0;
+}
