@@ -22,6 +22,9 @@
  * kevald_confine_kill_descendants() kills what the job's module left
  * running, orphans included, and so does the watchdog armed with kill_tree
  * (the "subreaper" entry of the report says whether the kernel took it).
+ * The run role calls kevald_confine_blame(1) before each call into the
+ * candidate and kevald_confine_blame(0) after (sandbox_blame_candidate()): a
+ * system call its filter forbids, made meanwhile, is the candidate's.
  * The report of every layer (sandbox_report_add()'s object) accumulates in
  * this library between
  * the calls; each call copies all of it, as JSON text, into the caller's
@@ -69,6 +72,7 @@ int kevald_confine_watchdog_start(int fd);
 int kevald_confine_watchdog_arm(const void *frame, size_t len, long long deadline_ms, int kill_tree);
 int kevald_confine_send(int fd, const void *buf, size_t len, int disarm);
 int kevald_confine_kill_descendants(void);
+int kevald_confine_blame(int on);
 
 static SandboxReport report_all;
 
@@ -551,4 +555,14 @@ int kevald_confine_send(int fd, const void *buf, size_t len, int disarm)
         }
         pthread_mutex_unlock(&dog.mu);
         return r;
+}
+
+/**
+ * kevald_confine_blame() - whether the candidate's code runs now (@on non-zero) or
+ * the worker's: sandbox_blame_candidate(). Return: 0.
+ */
+int kevald_confine_blame(int on)
+{
+        sandbox_blame_candidate(on);
+        return 0;
 }

@@ -117,4 +117,13 @@ int sandbox_lock(SandboxProfile profile, SandboxReport *report);
  */
 int sandbox_rearm_cpu(unsigned seconds);
 
+/**
+ * sandbox_blame_candidate() - whose code runs now, for a forbidden system call's
+ * verdict: with @on non-zero, a call the filter forbids ends the process with
+ * WORKER_EXIT_FORBIDDEN (the job's untrusted code made it) instead of SIGSYS
+ * (the worker's own call: an infrastructure fault). Async-signal-safe; the
+ * kevald-torch run role turns it on around each call into the candidate.
+ */
+void sandbox_blame_candidate(int on);
+
 void sandbox_report_clear(SandboxReport *report);

@@ -4,7 +4,11 @@
  *
  * Policy: a forbidden call ends the whole worker with SIGSYS (the supervisor
  * sees it, gives the job an infrastructure verdict and starts a fresh
- * worker). The filter's default action is TRAP rather than KILL_PROCESS so
+ * worker). The one exception is the kevald-torch run role, where the
+ * candidate's Python runs in the worker: while it runs
+ * (sandbox_blame_candidate()), a forbidden call ends the worker with
+ * WORKER_EXIT_FORBIDDEN instead, and the supervisor gives the job a
+ * runtime_error of kind sandbox, not retried. The filter's default action is TRAP rather than KILL_PROCESS so
  * that the worker first writes one line naming the call to stderr (the
  * supervisor's log): "sandbox: seccomp: forbidden system call N". The
  * handler then makes a second forbidden call; SIGSYS is blocked inside its
@@ -66,6 +70,7 @@
 #include <unistd.h>
 
 #include "sandbox/layers.h"
+#include "worker/exitcode.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SANITIZER_ASAN 1
@@ -144,10 +149,17 @@ static bool is_torch(SandboxProfile profile)
         return profile == SANDBOX_PROFILE_TORCH_BUILD || profile == SANDBOX_PROFILE_TORCH_RUN;
 }
 
+static volatile sig_atomic_t blame_candidate;
+
+void sandbox_blame_candidate(int on)
+{
+        blame_candidate = on ? 1 : 0;
+}
+
 static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 {
         static const char head[] = "sandbox: seccomp: forbidden system call ";
-        char buf[sizeof(head) + 32];
+        char buf[sizeof(head) + 80];
         char digits[16];
         size_t n = sizeof(head) - 1, k = 0;
         unsigned v = si->si_syscall < 0 ? 0 : (unsigned)si->si_syscall;
@@ -161,6 +173,13 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
         } while (v && k < sizeof(digits));
         while (k)
                 buf[n++] = digits[--k];
+        if (blame_candidate) {
+                static const char tail[] = " (the candidate's code ran): ending the worker\n";
+                memcpy(buf + n, tail, sizeof(tail) - 1);
+                n += sizeof(tail) - 1;
+                (void)!write(STDERR_FILENO, buf, n);
+                _exit(WORKER_EXIT_FORBIDDEN);
+        }
         memcpy(buf + n, ": ending the worker\n", 20);
         n += 20;
         (void)!write(STDERR_FILENO, buf, n);

@@ -13,5 +13,8 @@
 #define WORKER_EXIT_STICKY 3    /* kevald-gpu: the CUDA context is dead (a sticky error) */
 #define WORKER_EXIT_TIMEOUT 4   /* a request overran its limit: the process exits so that its
                                  * work (a spinning kernel, an NVRTC template bomb) dies with it */
+#define WORKER_EXIT_FORBIDDEN 5 /* kevald-torch run role: a system call its filter forbids, made while
+                                 * the candidate's code ran (sandbox_blame_candidate()): the
+                                 * candidate's call, not the worker's */
 
 #endif

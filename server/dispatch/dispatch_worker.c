@@ -6,6 +6,7 @@
  * dispatch_int.h for what its files share.
  */
 #include "server/dispatch/dispatch_int.h"
+#include "worker/exitcode.h"
 
 
 typedef struct WriteReq {
@@ -129,10 +130,10 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
                         json_t *res = pipeline_result(job_task_name(j), "timeout", compile, NULL, err, j->seed);
                         json_decref(err);
                         record_finish(d, j->sj, "timeout", res);
-                } else if (w->spec->role == PROC_TORCH_RUN && (sig == SIGSYS || status == 128 + SIGSYS)) {
-                        /* The run role's process holds the candidate's Python, so a call its
-                         * filter forbids is the candidate's (the worker's own code made its
-                         * calls before the lock, and makes the same ones for every job). */
+                } else if (w->spec->role == PROC_TORCH_RUN && sig == 0 && status == WORKER_EXIT_FORBIDDEN) {
+                        /* A call the run role's filter forbids, made while the candidate's code ran
+                         * (the worker says so by this status: sandbox_blame_candidate()); one made
+                         * while the reference or the judge ran is SIGSYS, the worker's fault below. */
                         json_t *err = pipeline_error("sandbox", "the candidate made a system call the run stage's "
                                                      "sandbox forbids, which ended its process (SIGSYS): no new "
                                                      "process, no program run, no socket while it runs. A Triton "

@@ -326,16 +326,19 @@ def test_a_run_workers_view_goes_with_it(kb):
 
 
 def test_a_forbidden_system_call_is_the_candidates(kb):
-    """A run worker ended by its system-call filter (SIGSYS) while it held a job was ended by the
-    candidate's call (a Triton kernel compiling at its first call forks ptxas): a runtime_error of
-    kind sandbox at once, not retried (before: max_attempts fresh workers, then internal_error, "not
-    the kernel's")."""
-    (d,) = kb.run([kb_sub("run_sigsys")])
+    """A run worker that exits 5 (worker/exitcode.h: its system-call filter ended it while the candidate's
+    code ran, as a Triton kernel compiling at its first call forks ptxas) ends its job as a runtime_error
+    of kind sandbox at once, not retried; one killed by SIGSYS (the call was the worker's own, or the
+    reference's) is an infrastructure fault: retried, then internal_error."""
+    (d,) = kb.run([kb_sub("run_forbidden")])
     assert d["result"]["verdict"] == "runtime_error", d["result"]
     assert d["result"]["error"]["kind"] == "sandbox"
     assert "system call the run stage's sandbox forbids" in d["result"]["error"]["message"]
     assert sum(1 for e in kb.events("run") if e["id"] == d["id"]) == 1
     assert "ended by its system-call filter" in kb.server.log_text()
+    (s,) = kb.run([kb_sub("run_sigsys")])
+    assert s["result"]["verdict"] == "internal_error", s["result"]
+    assert sum(1 for e in kb.events("run") if e["id"] == s["id"]) == 2  # max_attempts 2
     (ok,) = kb.run([kb_sub()])
     assert ok["result"]["verdict"] == "correct"
 

@@ -118,6 +118,7 @@ BODIES = {
     "alias": "        return a.add_(b)\n",
     "downcast": "        return (a + b).half()\n",
     "caching": "        if not hasattr(self, 'c'):\n            self.c = a + b\n        return self.c\n",
+    "fork": "        import os\n        os.fork()\n        return a + b\n",   # as Triton's first call runs ptxas
 }
 
 
@@ -266,6 +267,19 @@ PROBE = """        import os
                 out.append(what + ": " + type(e).__name__)
         raise RuntimeError("probe; " + "; ".join(out))
 """
+
+
+def test_a_forbidden_call_in_forward_is_the_candidates(kbw):
+    """A candidate that starts a process (what a Triton kernel does at its first call) is stopped by the
+    run role's system-call filter while the judge has said the candidate runs: the worker exits 5, the
+    job is a runtime_error of kind sandbox (before: SIGSYS, an infrastructure fault, retried); the next
+    job runs on a fresh worker."""
+    (d,) = kbw.run([sub("fork")])
+    assert d["result"]["verdict"] == "runtime_error" and d["result"]["error"]["kind"] == "sandbox", d["result"]
+    log = kbw.server.log_text()
+    assert "(the candidate's code ran): ending the worker" in log and "exited: status 5, signal 0" in log
+    (ok,) = kbw.run([sub("correct")])
+    assert ok["result"]["verdict"] == "correct"
 
 
 def test_the_run_role_reads_its_view_not_the_cache(kbw):

@@ -33,7 +33,8 @@ Markers: `KBV_<marker>` anywhere in the candidate's source.
     KBC_<M> in the source too, timing.speedup_compile M/100: a torch.compile baseline),
     incorrect (a mismatch), runtime_error ("runtime_error", "exiting": "sticky", exit 3),
     timeout ("timeout", "exiting": "timeout", exit 4), run_die (exit 1 without a RESULT),
-    run_sigsys (killed by SIGSYS without a RESULT, as the real worker's system-call filter ends it),
+    run_forbidden (exit 5 without a RESULT, as the real worker's system-call filter ends it when the
+    candidate made the call), run_sigsys (killed by SIGSYS without a RESULT: the call was the worker's),
     hang (no RESULT: the watchdog must kill it), wrong_id (a RESULT naming another job) and
     forged_speedup (a speedup of 1e308 over equal medians): the supervisor must believe neither.
 """
@@ -141,6 +142,8 @@ class StandIn:
                  start=start, end=end, deadline_ms=job.get("deadline_ms"), job_keys=sorted(job))
         if mark == "run_die":
             self.exit(1)
+        if mark == "run_forbidden":
+            self.exit(5)
         if mark == "run_sigsys":
             signal.signal(signal.SIGSYS, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGSYS)

@@ -141,6 +141,7 @@ def main():
     # the environment kevald serve gives its workers (server/dispatch/proctab.c), not this shell's:
     # the H200 host's CC=/opt/gcc/bin/gcc became nvcc's -ccbin in every load_inline, a compiler
     # outside what the build role's sandbox may run ("gcc: Permission denied")
+    a.python = shutil.which(a.python) or a.python   # by this shell's PATH, not the workers' /usr/bin:/bin
     env = {k: os.environ[k] for k in ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "KEVALD_CUDA_HOME")
            if k in os.environ}
     env.update(PATH="/usr/bin:/bin", CUDA_DEVICE_ORDER="PCI_BUS_ID")

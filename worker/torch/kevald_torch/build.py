@@ -45,6 +45,7 @@ its RESULT ("exiting": true) the worker exits 0 and the dispatcher starts a
 fresh one.
 """
 import ctypes
+import io
 import json
 import linecache
 import logging
@@ -318,14 +319,16 @@ def reset_extension_versions():
 def load_module(source, name, filename="model_new.py"):
     """Execute @source as a new module named @name (not in sys.modules), its
     code named @filename. The source is in linecache under @filename, as a
-    file's would be, so that inspect.getsource() finds what the module
+    file's would be, so that inspect.getsource() finds the functions it
     defines: Triton's @triton.jit reads its function's source (without it:
     "@jit functions should be defined in a Python file"), and tracebacks
-    show the lines."""
+    show the lines. Its lines are split as the compiler counts them (\n,
+    \r\n, \r), not by str.splitlines(), which also splits at a form feed
+    or U+2028 and would shift every later line."""
     reset_extension_versions()
     module = types.ModuleType(name)
     module.__file__ = f"<{name}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    linecache.cache[filename] = (len(source), None, io.StringIO(source, newline=None).readlines(), filename)
     code = compile(source, filename, "exec")
     exec(code, module.__dict__)   # noqa: S102 (the candidate runs confined)
     return module

@@ -41,6 +41,7 @@ class Confine:
             lib.kevald_confine_watchdog_start.argtypes = [ctypes.c_int]
             lib.kevald_confine_watchdog_arm.argtypes = [
                 ctypes.c_char_p, ctypes.c_size_t, ctypes.c_longlong, ctypes.c_int]
+            lib.kevald_confine_blame.argtypes = [ctypes.c_int]
             lib.kevald_confine_send.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t,
                                                 ctypes.c_int]
 
@@ -144,6 +145,14 @@ class Confine:
             if kill_tree:
                 kill_descendants()
             os._exit(4)
+
+    def blame(self, on):
+        """Say whether the candidate's code runs now: a system call the run
+        role's filter forbids, made while @on, ends the worker with
+        EXIT_FORBIDDEN (the candidate's call) rather than SIGSYS (the
+        worker's). Nothing without the library (no filter either)."""
+        if self.lib is not None:
+            self.lib.kevald_confine_blame(1 if on else 0)
 
     def kill_descendants(self):
         """SIGKILL every process descending from this one (the library's walk,

@@ -394,6 +394,7 @@ class Judge:
 
     def candidate(self, fn):
         grad = _grad()
+        self.w.confine.blame(True)   # a forbidden system call from here is the candidate's
         try:
             out = fn()
             _sync()
@@ -401,6 +402,8 @@ class Judge:
             raise
         except BaseException as e:  # noqa: BLE001 (SystemExit, KeyboardInterrupt: the candidate's too)
             raise CandidateError(e) from e
+        finally:
+            self.w.confine.blame(False)
         self.tamper_check(grad)
         return out
 

@@ -15,6 +15,7 @@ EXIT_FAILED = 1      # start-up failed, or the supervisor's pipe broke
 EXIT_PROTOCOL = 2    # a frame that is not a JOB, or a malformed one
 EXIT_STICKY = 3      # the CUDA context is dead (a sticky error)
 EXIT_TIMEOUT = 4     # a job overran its deadline
+EXIT_FORBIDDEN = 5   # a forbidden system call while the candidate's code ran (worker/exitcode.h)
 
 log = logging.getLogger("kevald-torch")
 

@@ -62,14 +62,15 @@ def python_trees():
 # torch build profile): the PATH it gets after its own folders. Not the PATH it inherited,
 # whose other folders (a host's /opt/gcc/bin) would name a compiler the sandbox refuses to
 # run: "gcc: Permission denied", and every load_inline fails.
-SYSTEM_BIN = ("/usr/local/bin", "/usr/bin", "/bin")
+SYSTEM_BIN = ("/usr/bin", "/bin", "/usr/local/bin")   # /usr/bin first, as kevald serve's PATH
 
 
 def tool_path():
     """PATH for the build role: the folder of the ninja binary that pip's
     `ninja` package carries (where a virtual environment's torch finds ninja;
     its bin/ninja is a Python wrapper around it), the interpreter's scripts
-    folder and its own folder, then SYSTEM_BIN. torch's load_inline runs
+    folder and its own folder (those that are not among SYSTEM_BIN), then
+    SYSTEM_BIN. torch's load_inline runs
     `ninja` by PATH, ninja runs nvcc by absolute path and nvcc the host
     compiler by PATH. exec_trees() lets the sandbox run what the first three
     hold."""
@@ -79,11 +80,11 @@ def tool_path():
         spec = importlib.util.find_spec("ninja")   # found, not imported: its code does not run
         for loc in (spec.submodule_search_locations or []) if spec else []:
             cand.append(os.path.join(loc, "data", "bin"))
-    except (ImportError, ValueError):
+    except Exception:  # noqa: BLE001 (a broken package is no ninja: the build says so, not the HELLO)
         pass
     cand += [sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]
     out = []
-    for p in cand + list(SYSTEM_BIN):
+    for p in [c for c in cand if c not in SYSTEM_BIN] + list(SYSTEM_BIN):
         if p and os.path.isabs(p) and os.path.isdir(p) and p not in out:
             out.append(p)
     return os.pathsep.join(out)

@@ -149,7 +149,8 @@ class BuildRole(unittest.TestCase):
     def test_the_module_source_is_there_for_inspect(self):
         """inspect.getsource() finds a function the module defines, as Triton's @triton.jit needs (before:
         "@jit functions should be defined in a Python file", an import failure of every Triton sample)."""
-        src = ("import inspect\ndef kernel(x):\n    return x + 1\n"
+        src = ("import inspect\nx = 1\n\x0c\n# a comment with a line separator: \u2028 (str.splitlines() splits there)\n"
+               "def kernel(x):\n    return x + 1\n"
                "print('source:', inspect.getsource(kernel).splitlines()[1].strip(), flush=True)\n" + MODEL)
         res = self.job(src, "inspect")
         self.assertEqual((res["ok"], res["error"]), (True, None), res)

@@ -159,36 +159,6 @@ class HelloWithoutTorch(unittest.TestCase):
         self.assertEqual((rc, hello["error"]["stage"]), (1, "config"), hello)
         self.assertIn("KEVALD_GPU_INDEX='1' names no device of CUDA_VISIBLE_DEVICES='3'", hello["error"]["message"])
 
-    def test_tool_path(self):
-        """The build role's PATH: pip's ninja package's binary folder first (found, not imported), then
-        the interpreter's scripts folder and its own, then the system folders the sandbox lets it run
-        programs from; nothing of the PATH it inherited (a host's /opt/gcc/bin: a compiler the sandbox
-        refuses to run)."""
-        import sysconfig
-        from kevald_torch.main import SYSTEM_BIN, tool_path
-        with tempfile.TemporaryDirectory() as d:
-            pkg = os.path.join(d, "ninja")
-            os.makedirs(os.path.join(pkg, "data", "bin"))
-            os.makedirs(os.path.join(d, "opt-gcc-bin"))
-            with open(os.path.join(pkg, "__init__.py"), "w") as f:
-                f.write("raise SystemExit('imported')\n")
-            sys.path.insert(0, d)
-            old = os.environ.get("PATH")
-            os.environ["PATH"] = os.path.join(d, "opt-gcc-bin") + ":/usr/bin"
-            try:
-                path = tool_path().split(":")
-            finally:
-                sys.path.remove(d)
-                os.environ["PATH"] = old
-        self.assertEqual(path[0], os.path.join(pkg, "data", "bin"))
-        self.assertNotIn(os.path.join(d, "opt-gcc-bin"), path)
-        self.assertEqual(path.count("/usr/bin"), 1)
-        self.assertIn(os.path.dirname(sys.executable), path)
-        if os.path.isdir(sysconfig.get_path("scripts")):
-            self.assertIn(sysconfig.get_path("scripts"), path)
-        self.assertEqual([p for p in path if p in SYSTEM_BIN], [p for p in SYSTEM_BIN if os.path.isdir(p)])
-        self.assertLess(path.index(os.path.dirname(sys.executable)), path.index("/bin"))
-
     def test_fails_closed_without_the_confinement_library(self):
         rc, hello, err = self.hello("run", {"KEVALD_CONFINE_LIB": None})
         self.assertEqual((rc, hello["ok"], hello["error"]["stage"]), (1, False, "sandbox"))
@@ -220,6 +190,42 @@ class HelloWithoutTorch(unittest.TestCase):
         self.assertIsNone(second)
         self.assertEqual(rc, 1)
         self.assertEqual(json.loads(json.dumps(first[1]))["ok"], False)
+
+
+class BuildRolePath(unittest.TestCase):
+    """The build role's PATH (kevald_torch.main.tool_path()): run wherever the worker's package
+    imports, torch or not."""
+
+    def test_tool_path(self):
+        """The build role's PATH: pip's ninja package's binary folder first (found, not imported), then
+        the interpreter's scripts folder and its own, then the system folders the sandbox lets it run
+        programs from; nothing of the PATH it inherited (a host's /opt/gcc/bin: a compiler the sandbox
+        refuses to run)."""
+        import sysconfig
+        from kevald_torch.main import SYSTEM_BIN, tool_path
+        with tempfile.TemporaryDirectory() as d:
+            pkg = os.path.join(d, "ninja")
+            os.makedirs(os.path.join(pkg, "data", "bin"))
+            os.makedirs(os.path.join(d, "opt-gcc-bin"))
+            with open(os.path.join(pkg, "__init__.py"), "w") as f:
+                f.write("raise SystemExit('imported')\n")
+            sys.path.insert(0, d)
+            old = os.environ.get("PATH")
+            os.environ["PATH"] = os.path.join(d, "opt-gcc-bin") + ":/usr/bin"
+            try:
+                path = tool_path().split(":")
+            finally:
+                sys.path.remove(d)
+                os.environ["PATH"] = old
+        self.assertEqual(path[0], os.path.join(pkg, "data", "bin"))
+        self.assertNotIn(os.path.join(d, "opt-gcc-bin"), path)
+        self.assertEqual(path.count("/usr/bin"), 1)
+        self.assertIn(os.path.dirname(sys.executable), path)
+        if os.path.isdir(sysconfig.get_path("scripts")):
+            self.assertIn(sysconfig.get_path("scripts"), path)
+        self.assertEqual([p for p in path if p in SYSTEM_BIN], [p for p in SYSTEM_BIN if os.path.isdir(p)])
+        own = [i for i, p in enumerate(path) if p not in SYSTEM_BIN]
+        self.assertTrue(all(i < path.index(b) for i in own for b in SYSTEM_BIN if b in path), path)
 
 
 if __name__ == "__main__":
