@@ -60,6 +60,7 @@
 #include <fcntl.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sched.h>
@@ -149,11 +150,11 @@ static bool is_torch(SandboxProfile profile)
         return profile == SANDBOX_PROFILE_TORCH_BUILD || profile == SANDBOX_PROFILE_TORCH_RUN;
 }
 
-static volatile sig_atomic_t blame_candidate;
+static atomic_int blame_candidate; /* set by the run role's main thread, read by whichever thread traps */
 
 void sandbox_blame_candidate(int on)
 {
-        blame_candidate = on ? 1 : 0;
+        atomic_store(&blame_candidate, on ? 1 : 0);
 }
 
 static void on_sigsys(int sig, siginfo_t *si, void *ctx)
@@ -173,7 +174,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
         } while (v && k < sizeof(digits));
         while (k)
                 buf[n++] = digits[--k];
-        if (blame_candidate) {
+        if (atomic_load(&blame_candidate)) {
                 static const char tail[] = " (the candidate's code ran): ending the worker\n";
                 memcpy(buf + n, tail, sizeof(tail) - 1);
                 n += sizeof(tail) - 1;

@@ -451,6 +451,7 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
 
         if (!d)
                 return -ENOMEM;
+        d->torch_run_lock = -1;
         d->cfg = *cfg;
         if (d->cfg.max_attempts <= 0)
                 d->cfg.max_attempts = 3;
@@ -519,10 +520,16 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
                         goto fail;
                 }
                 (void)torch_root_own(d->torch_ext_root); /* logged; a build worker then says why it cannot start */
-                r = torchview_root_make(d->torch_ext_root, &d->torch_run_root);
+                if (asprintf(&d->torch_run_root, "%s.run", d->torch_ext_root) < 0) {
+                        d->torch_run_root = NULL;
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                r = torchview_root_make(d->torch_run_root, &d->torch_run_lock);
                 if (r < 0) {
                         log_error("dispatch: cannot make the run workers' views of the kernelbench build cache "
-                                  "('%s.run', beside it): %s", d->torch_ext_root, strerror(-r));
+                                  "('%s', beside it): %s", d->torch_run_root,
+                                  r == -EBUSY ? "another kevald serve uses this torch_ext_dir" : strerror(-r));
                         goto fail;
                 }
         }
@@ -589,7 +596,7 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         return 0;
 fail:
         store_close(d->store);
-        torchview_root_remove(d->torch_run_root);
+        torchview_root_remove(d->torch_run_root, d->torch_run_lock);
         free(d->torch_run_root);
         free(d->torch_ext_root);
         free(d->libexec_dir);
@@ -640,7 +647,7 @@ void dispatch_free(Dispatcher *d)
         json_decref(d->status);
         json_decref(d->verdicts);
         pthread_mutex_destroy(&d->status_lock);
-        torchview_root_remove(d->torch_run_root);
+        torchview_root_remove(d->torch_run_root, d->torch_run_lock);
         free(d->torch_run_root);
         free(d->torch_ext_root);
         free(d->libexec_dir);

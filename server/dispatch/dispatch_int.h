@@ -188,6 +188,7 @@ struct Dispatcher {
         char torch_version[64]; /* a kevald-torch build worker's HELLO "torch": part of the build cache key */
         char *torch_ext_root;   /* absolute: the kernelbench build cache */
         char *torch_run_root;   /* <torch_ext_root>.run: the run workers' views of it (torchview.h) */
+        int torch_run_lock;     /* the lock on torch_run_root (one server per cache), or -1 */
         uint64_t torch_views;   /* views made: the next one's serial */
         int n_torch_build;      /* kevald-torch build workers (0 with torch_workers 0) */
         long max_shared_optin;

@@ -438,8 +438,11 @@ int torch_run_prepare(Dispatcher *d, Job *j)
  * Send @j's run JOB to kevald-torch run worker @w: its blob is the candidate's
  * source, then the reference's; its "build_dir" is @w's view, filled now with
  * the build's extensions (torchview_fill()). Return: 0 sent; 1 the job ended
- * here (the view could not be filled: an internal_error, or a rejected module
- * that built more than TORCHVIEW_EXTS_MAX extensions); <0 the send failed.
+ * or moved here (its build folder is gone, pruned since the claim: back to the
+ * compile stage; its module built more extensions than TORCHVIEW_EXTS_MAX, or
+ * larger ones than a view copies: rejected); <0 the view could not be filled
+ * or the send failed (the caller sends the job back to the run queue and
+ * retires the worker, whose next process gets a fresh view).
  */
 int torch_run_send(Worker *w, Job *j)
 {
@@ -452,19 +455,27 @@ int torch_run_send(Worker *w, Job *j)
         build_dir_of(d, j->art[SLOT_CAND]->key, dir);
         if (w->view[0])
                 r = torchview_fill(d->torch_run_root, w->view, dir, &linked);
+        if (r == -ENOENT || r == -ELOOP || r == -ENOTDIR) {
+                record_requeue(d, j->sj->id, STAGE_COMPILE, j->sj->task); /* pruned: build again */
+                return 1;
+        }
+        if (r == -E2BIG || r == -EFBIG) {
+                json_t *e = r == -E2BIG ? pipeline_error("submission", "the module built more than %d extensions "
+                                                         "(load_inline calls): a run loads at most that many",
+                                                         TORCHVIEW_EXTS_MAX)
+                                        : pipeline_error("submission", "the module's extensions are larger than a "
+                                                         "run loads (%llu MiB in all)",
+                                                         TORCHVIEW_COPY_BYTES_MAX >> 20);
+                json_t *res = pipeline_result(job_task_name(j), "rejected", json_object_get(j->sj->compile, "candidate"),
+                                              NULL, e, j->seed);
+                json_decref(e);
+                record_finish(d, j->sj, "rejected", res);
+                return 1;
+        }
         if (r < 0) {
-                bool many = r == -E2BIG;
-                json_t *e = many ? pipeline_error("submission", "the module built more than %d extensions (load_inline "
-                                                  "calls): a run loads at most that many", TORCHVIEW_EXTS_MAX)
-                                 : pipeline_error("internal", "the run worker's view of the build could not be made: %s",
-                                                  strerror(-r));
-                json_t *res = pipeline_result(job_task_name(j), many ? "rejected" : "internal_error",
-                                              json_object_get(j->sj->compile, "candidate"), NULL, e, j->seed);
                 log_warn("dispatch: job %" PRId64 ": filling torch-run worker %d's view '%s' from '%s': %s",
                          j->sj->id, w->index, w->view, dir, strerror(-r));
-                json_decref(e);
-                record_finish(d, j->sj, many ? "rejected" : "internal_error", res);
-                return 1;
+                return r;
         }
         snprintf(view, sizeof(view), "%s/%s", d->torch_run_root, w->view);
         if (json_object_set_new(j->gjob, "build_dir", json_string(view)) < 0)
@@ -490,6 +501,10 @@ int torch_view_open(Worker *w, char path[PATH_MAX])
 
         torch_view_close(w);
         r = d->torch_run_root ? torchview_make(d->torch_run_root, ++d->torch_views, w->view) : -ENOENT;
+        if (r == -ENOENT && d->torch_run_root && mkdir(d->torch_run_root, 0755) == 0) {
+                log_warn("dispatch: the views' folder '%s' was gone: made again", d->torch_run_root);
+                r = torchview_make(d->torch_run_root, ++d->torch_views, w->view);
+        }
         if (r < 0) {
                 w->view[0] = '\0';
                 log_error("dispatch: cannot make a view of the kernelbench build cache for torch-run worker %d: %s",

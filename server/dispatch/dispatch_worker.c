@@ -80,17 +80,25 @@ void worker_kill(Worker *w, const char *why)
                 kill(w->proc.pid, SIGKILL);
 }
 
+/* How long @w waits before its next start: doubling from backoff_min_s with each consecutive failure. */
+static double backoff_s(const Worker *w)
+{
+        double backoff = 0;
+
+        if (w->failures > 0) {
+                backoff = w->spec->backoff_min_s * pow(2, w->failures - 1);
+                if (backoff > w->spec->backoff_max_s)
+                        backoff = w->spec->backoff_max_s;
+        }
+        return backoff;
+}
+
 static void on_handle_closed(uv_handle_t *h)
 {
         Worker *w = h->data;
 
         if (--w->handles_open == 0 && !w->d->stopping) {
-                double backoff = 0;
-                if (w->failures > 0) {
-                        backoff = w->spec->backoff_min_s * pow(2, w->failures - 1);
-                        if (backoff > w->spec->backoff_max_s)
-                                backoff = w->spec->backoff_max_s;
-                }
+                double backoff = backoff_s(w);
                 w->restart_at_ms = now_ms(w->d) + (uint64_t)(backoff * 1000);
                 if (backoff > 0)
                         log_info("dispatch: restarting %s worker %d in %.2f s (%d consecutive failures)",
@@ -106,6 +114,7 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
         Worker *w = proc->data;
         Dispatcher *d = w->d;
         bool was_ready = w->hello != NULL && !json_is_false(json_object_get(w->hello, "ok"));
+        bool blamed = w->spec->role == PROC_TORCH_RUN && w->job && sig == 0 && status == WORKER_EXIT_FORBIDDEN;
 
         log_info("dispatch: %s worker %d (pid %d) exited: status %" PRId64 ", signal %d", w->spec->name, w->index,
                  proc->pid, status, sig);
@@ -130,15 +139,15 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
                         json_t *res = pipeline_result(job_task_name(j), "timeout", compile, NULL, err, j->seed);
                         json_decref(err);
                         record_finish(d, j->sj, "timeout", res);
-                } else if (w->spec->role == PROC_TORCH_RUN && sig == 0 && status == WORKER_EXIT_FORBIDDEN) {
+                } else if (blamed) {
                         /* A call the run role's filter forbids, made while the candidate's code ran
                          * (the worker says so by this status: sandbox_blame_candidate()); one made
                          * while the reference or the judge ran is SIGSYS, the worker's fault below. */
                         json_t *err = pipeline_error("sandbox", "the candidate made a system call the run stage's "
-                                                     "sandbox forbids, which ended its process (SIGSYS): no new "
-                                                     "process, no program run, no socket while it runs. A Triton "
-                                                     "kernel compiles at its first call, which needs both; "
-                                                     "kernelbench submissions cannot use Triton yet");
+                                                     "sandbox forbids, which ended its process: no new process, "
+                                                     "no program run, no socket while it runs (a Triton kernel "
+                                                     "compiles at its first call, which needs the first two: "
+                                                     "kernelbench submissions cannot use Triton yet)");
                         json_t *compile = json_object_get(j->sj->compile, "candidate");
                         json_t *res = pipeline_result(job_task_name(j), "runtime_error", compile, NULL, err, j->seed);
                         json_decref(err);
@@ -157,8 +166,9 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
                 }
                 job_free(j);
         }
-        /* A crash before HELLO, or without a RESULT for a request, counts as a failure. */
-        if (!was_ready || (!w->result_seen && !w->killed_by_watchdog && !d->stopping && status != 0))
+        /* A crash before HELLO, or without a RESULT for a request, counts as a failure; a run worker
+         * that the candidate's forbidden call ended (blamed, above) is not failing. */
+        if (!was_ready || (!w->result_seen && !w->killed_by_watchdog && !blamed && !d->stopping && status != 0))
                 w->failures++;
         else
                 w->failures = 0;
@@ -458,9 +468,16 @@ void worker_start(Worker *w)
         if (!d->cfg.sandbox)
                 args[n++] = "--no-sandbox";
         args[n] = NULL;
-        /* a run worker reads its own view of the build cache, not the cache (torchview.h) */
-        if (w->spec->role == PROC_TORCH_RUN && torch_view_open(w, view) < 0)
+        /* a run worker reads its own view of the build cache, not the cache (torchview.h); without
+         * one it does not start: a failed start, retried after the backoff, that /readyz shows */
+        if (w->spec->role == PROC_TORCH_RUN && (r = torch_view_open(w, view)) < 0) {
+                w->failures++;
+                w->restarts++;
+                snprintf(w->start_error, sizeof(w->start_error), "view: %s", strerror(-r));
+                w->restart_at_ms = now_ms(d) + (uint64_t)(backoff_s(w) * 1000);
+                d->status_dirty = true;
                 return;
+        }
         if ((w->spec->role_arg ? proctab_env_torch(w->spec->role, w->index, d->cfg.log_level, d->libexec_dir,
                                                    w->spec->role == PROC_TORCH_RUN ? view : d->torch_ext_root, &env)
                                : proctab_env(w->spec->role, w->index, &env)) < 0)

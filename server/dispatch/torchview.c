@@ -8,7 +8,8 @@
  * regular file). The view's name for it is made from that descriptor, never
  * from a path the build could have changed in between: a hard link through
  * /proc/self/fd (linkat(AT_SYMLINK_FOLLOW) follows that magic link to the
- * open file itself), else a copy of what the descriptor reads. A build that
+ * open file itself), else (another file system) a copy of what the
+ * descriptor reads, within a budget per view. A build that
  * swaps an entry for a link after it was examined gets an error or nothing
  * linked, never another file named.
  */
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,22 +57,31 @@ static int make_dir_at(int at, const char *name)
 }
 
 /**
- * torchview_root_make() - the views' folder beside the build cache, made empty
- * @ext_root: the build cache's folder (absolute); borrowed
- * @ret_root: on success, a new string: "<ext_root>.run", the caller's to free()
+ * torchview_root_make() - the views' folder, made empty, and this server's lock on it
+ * @root:     the folder ("<torch_ext_root>.run", beside the cache); borrowed
+ * @ret_lock: on success, the descriptor of "<root>.lock", locked (flock) until
+ *            torchview_root_remove() closes it
  *
- * What an earlier server left there (views of workers it no longer has) is
- * removed first, through fstree's walk.
+ * What an earlier server left in @root (views of workers it no longer has) is
+ * removed first, through fstree's walk: only once the lock is this server's.
  *
- * Return: 0, or a negative errno.
+ * Return: 0; -EBUSY when another process holds the lock (another server on
+ * this cache); or another negative errno.
  */
-int torchview_root_make(const char *ext_root, char **ret_root)
+int torchview_root_make(const char *root, int *ret_lock)
 {
-        char *root = NULL;
-        int r, fd;
+        char lockpath[PATH_MAX];
+        int lock, r, fd;
 
-        if (asprintf(&root, "%s.run", ext_root) < 0)
-                return -ENOMEM;
+        if ((size_t)snprintf(lockpath, sizeof(lockpath), "%s.lock", root) >= sizeof(lockpath))
+                return -ENAMETOOLONG;
+        lock = open(lockpath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (lock < 0)
+                return -errno;
+        if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
+                r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+                goto fail;
+        }
         r = fstree_remove_at(AT_FDCWD, root);
         if (r < 0)
                 goto fail;
@@ -80,18 +91,28 @@ int torchview_root_make(const char *ext_root, char **ret_root)
                 goto fail;
         }
         close(fd);
-        *ret_root = root;
+        *ret_lock = lock;
         return 0;
 fail:
-        free(root);
+        close(lock);
         return r;
 }
 
-/* torchview_root_remove() - remove the views' folder @root and what is in it (at the server's stop). */
-void torchview_root_remove(const char *root)
+/*
+ * torchview_root_remove() - remove the views' folder @root and what is in it, and
+ * give up the lock @lock (torchview_root_make()'s; -1: none), at the server's stop.
+ */
+void torchview_root_remove(const char *root, int lock)
 {
-        if (root)
+        char lockpath[PATH_MAX];
+
+        if (root && lock >= 0) {
                 (void)fstree_remove_at(AT_FDCWD, root);
+                if ((size_t)snprintf(lockpath, sizeof(lockpath), "%s.lock", root) < sizeof(lockpath))
+                        (void)unlink(lockpath);
+        }
+        if (lock >= 0)
+                close(lock);
 }
 
 /**
@@ -126,11 +147,11 @@ out:
         return r;
 }
 
-/* Copy what @src reads (a regular file of @bytes) into a new file @name of @at. */
-static int copy_into(int src, off_t bytes, int at, const char *name)
+/* Copy what @src reads (a regular file of @bytes) into a new file @name of @at, with mode @mode. */
+static int copy_into(int src, off_t bytes, mode_t mode, int at, const char *name)
 {
         char *buf = malloc(COPY_CHUNK);
-        int dst = openat(at, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644), r = 0;
+        int dst = openat(at, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600), r = 0;
         off_t done = 0;
 
         if (!buf || dst < 0) {
@@ -153,7 +174,7 @@ static int copy_into(int src, off_t bytes, int at, const char *name)
                 }
                 done += n;
         }
-        if (fchmod(dst, 0644) < 0)
+        if (fchmod(dst, mode) < 0)
                 r = -errno;
 out:
         if (dst >= 0)
@@ -173,10 +194,12 @@ static bool ext_name_ok(const char *name)
 }
 
 /*
- * The extension @ext of build folder @bfd (<ext>/<ext>.so) into view folder
- * @vfd. Return: 1 linked, 0 not an extension (skipped), or a negative errno.
+ * The extension @ext of build folder @bfd (<ext>/<ext>.so), a file of one name,
+ * into view folder @vfd; a copy takes from *@copy_left.
+ * Return: 1 linked, 0 not an extension (skipped), or a negative errno (-EFBIG:
+ * a copy past the budget).
  */
-static int link_ext(int bfd, const char *ext, int vfd)
+static int link_ext(int bfd, const char *ext, int vfd, uint64_t *copy_left)
 {
         char so[NAME_MAX + 1], proc[64];
         struct stat st;
@@ -189,7 +212,7 @@ static int link_ext(int bfd, const char *ext, int vfd)
                 return efd == -ENOTDIR || efd == -ELOOP || efd == -ENOENT ? 0 : efd;
         snprintf(so, sizeof(so), "%s.so", ext);
         sfd = openat(efd, so, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (sfd < 0 || fstat(sfd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        if (sfd < 0 || fstat(sfd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
                 r = sfd < 0 && errno != ELOOP && errno != ENOENT && errno != ENXIO ? -errno : 0;
                 goto out;
         }
@@ -199,10 +222,15 @@ static int link_ext(int bfd, const char *ext, int vfd)
                 goto out;
         }
         snprintf(proc, sizeof(proc), "/proc/self/fd/%d", sfd);
-        if (linkat(AT_FDCWD, proc, xfd, so, AT_SYMLINK_FOLLOW) == 0)
+        if (linkat(AT_FDCWD, proc, xfd, so, AT_SYMLINK_FOLLOW) == 0) {
                 r = 1;
-        else if ((r = copy_into(sfd, st.st_size, xfd, so)) == 0)
-                r = 1;
+        } else if ((uint64_t)st.st_size > *copy_left) {
+                r = -EFBIG;
+        } else {
+                *copy_left -= (uint64_t)st.st_size;
+                r = copy_into(sfd, st.st_size, st.st_mode & 0755, xfd, so);
+                r = r < 0 ? r : 1;
+        }
 out:
         if (xfd >= 0)
                 close(xfd);
@@ -250,13 +278,15 @@ static int clear_dir(int vfd)
  * becomes <view>/<ext>/<ext>.so; what is not (a link, a folder, a name
  * starting with '.') is skipped. At most TORCHVIEW_EXTS_MAX.
  *
- * Return: 0; -E2BIG for more extensions than TORCHVIEW_EXTS_MAX; or another
- * negative errno.
+ * Return: 0; -E2BIG for more extensions than TORCHVIEW_EXTS_MAX; -EFBIG for
+ * copies past TORCHVIEW_COPY_BYTES_MAX; -ENOENT, -ELOOP or -ENOTDIR: no build
+ * folder at @build_dir; or another negative errno.
  */
 int torchview_fill(const char *root, const char *name, const char *build_dir, unsigned *ret_linked)
 {
         int rootfd = -1, vfd = -1, bfd = -1, r = 0;
         unsigned linked = 0;
+        uint64_t copy_left = TORCHVIEW_COPY_BYTES_MAX;
         DIR *dir = NULL;
         struct dirent *e;
 
@@ -281,7 +311,7 @@ int torchview_fill(const char *root, const char *name, const char *build_dir, un
         }
         bfd = -1; /* the stream's now */
         while ((errno = 0, e = readdir(dir))) {
-                int k = link_ext(dirfd(dir), e->d_name, vfd);
+                int k = link_ext(dirfd(dir), e->d_name, vfd, &copy_left);
                 if (k < 0) {
                         r = k;
                         goto out;

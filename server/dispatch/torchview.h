@@ -20,9 +20,17 @@
  * The build folder was written by hostile code: it is read through
  * descriptors, one component at a time, with O_NOFOLLOW; a link, or
  * anything but a regular file where an extension should be, is skipped,
- * never followed; names are checked (no '/', no leading '.'). The view and
- * its folders belong to the server's user, mode 0755: the run worker's
- * user may read them, not change them.
+ * never followed, and so is a file with a second name (a hard link to
+ * another build's file or to one of root's, or one made to defeat the link
+ * below); names are checked (no '/', no leading
+ * '.'). The view and its folders belong to the server's user, mode 0755:
+ * the run worker's user may read them, not change them. Where a link
+ * cannot be made (the cache is a mount point of its own), the extension is
+ * copied, at most TORCHVIEW_COPY_BYTES_MAX per view.
+ *
+ * One server per cache: the views' folder is locked (flock on
+ * "<root>.lock") for the server's life; a second server on the same
+ * torch_ext_dir does not start, rather than remove the first one's views.
  */
 #pragma once
 
@@ -33,8 +41,11 @@
 /* Extensions linked into one view at most (a module's load_inline calls) */
 #define TORCHVIEW_EXTS_MAX 64
 
-int torchview_root_make(const char *ext_root, char **ret_root);
-void torchview_root_remove(const char *root);
+/* What a view may hold in copies (where no link can be made) */
+#define TORCHVIEW_COPY_BYTES_MAX (256ull << 20)
+
+int torchview_root_make(const char *root, int *ret_lock);
+void torchview_root_remove(const char *root, int lock);
 int torchview_make(const char *root, uint64_t serial, char ret_name[TORCHVIEW_NAME_BYTES]);
 int torchview_fill(const char *root, const char *name, const char *build_dir, unsigned *ret_linked);
 int torchview_drop(const char *root, const char *name);
