@@ -317,7 +317,8 @@ def reset_extension_versions():
 
 
 def load_module(source, name, filename="model_new.py"):
-    """Execute @source as a new module named @name (not in sys.modules), its
+    """Execute @source (text, or UTF-8 bytes as the run JOB's blob holds it)
+    as a new module named @name (not in sys.modules), its
     code named @filename. The source is in linecache under @filename, as a
     file's would be, so that inspect.getsource() finds the functions it
     defines: Triton's @triton.jit reads its function's source (without it:
@@ -328,7 +329,8 @@ def load_module(source, name, filename="model_new.py"):
     reset_extension_versions()
     module = types.ModuleType(name)
     module.__file__ = f"<{name}>"
-    linecache.cache[filename] = (len(source), None, io.StringIO(source, newline=None).readlines(), filename)
+    text = source.decode("utf-8", "replace") if isinstance(source, (bytes, bytearray)) else source
+    linecache.cache[filename] = (len(text), None, io.StringIO(text, newline=None).readlines(), filename)
     code = compile(source, filename, "exec")
     exec(code, module.__dict__)   # noqa: S102 (the candidate runs confined)
     return module

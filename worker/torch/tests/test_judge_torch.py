@@ -19,6 +19,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import types
 import unittest
 
 if importlib.util.find_spec("torch") is None:
@@ -64,6 +65,8 @@ class ModelNew(nn.Module):
 def bare_judge():
     """A Judge with the state the run role's start-up records, without its GPU set-up."""
     j = judge.Judge.__new__(judge.Judge)
+    j.blamed = []   # what the judge told the system-call filter's handler, in order
+    j.w = types.SimpleNamespace(confine=types.SimpleNamespace(blame=j.blamed.append))
     j.snapshot = judge._snapshot(judge._watched_owners())
     j.state = judge._state()
     j.tampered = False
@@ -77,6 +80,19 @@ class RealTorch(unittest.TestCase):
 
     def setUp(self):
         self.j.tampered = False
+
+    def test_the_candidate_is_blamed_only_while_it_runs(self):
+        """A forbidden system call is the candidate's while its code runs (kevald_confine_blame()): the
+        judge turns the blame on around each call into it and off after, also when it raises."""
+        del self.j.blamed[:]
+        self.assertIs(self.j.candidate(lambda: self.j.blamed[-1]), True)
+        self.assertEqual(self.j.blamed, [True, False])
+
+        def raises():
+            raise ValueError("the candidate's")
+        with self.assertRaises(judge.CandidateError):
+            self.j.candidate(raises)
+        self.assertEqual(self.j.blamed, [True, False, True, False])
 
     def assertClean(self):
         self.assertIsNone(judge._changed(self.j.snapshot))
