@@ -216,15 +216,18 @@ def kb_prebuild(args, samples, tmp):
         os.makedirs(build, exist_ok=True)
         env = dict(os.environ, TORCH_EXTENSIONS_DIR=build)
         try:
-            subprocess.run([sys.executable, "-c", code, sample_path(e)], env=env, timeout=args.kb_timeout,
+            subprocess.run([sys.executable, "-c", code, sample_path(e)], env=env, timeout=args.kb_build_timeout,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         except subprocess.TimeoutExpired:
             pass  # the evaluation tries again and reports it
 
     todo = [e for e in samples if e["kind"] == "cuda"]
     if todo and args.kb_build_jobs > 0:
+        t0 = time.monotonic()
         with ThreadPoolExecutor(max_workers=args.kb_build_jobs) as ex:
             list(ex.map(one, todo))
+        print(f"[kernelbench] built {len(todo)} load_inline samples in {time.monotonic() - t0:.1f} s, "
+              f"{args.kb_build_jobs} at a time", file=sys.stderr, flush=True)
 
 
 def run_kernelbench(args, samples):
@@ -259,8 +262,9 @@ def run_kernelbench(args, samples):
                 res = {"verdict": "crash", "detail": f"child exit {proc.returncode}: {tail}"}
             res["wall_s"] = round(time.monotonic() - t0, 1)
             results[e["name"]] = res
-            if args.verbose:
-                print(f"[kernelbench] {e['name']}: {res}", file=sys.stderr)
+            # one line per sample as it ends, flushed: a run cut short still says what it saw
+            print(f"[kernelbench] {e['name']}: {res if args.verbose else res.get('verdict')} ({res['wall_s']} s)",
+                  file=sys.stderr, flush=True)
     return results
 
 
@@ -457,6 +461,9 @@ def main(argv=None):
     ap.add_argument("--kb-trials", type=int, default=5, help="correctness trials (eval_from_generations: 5)")
     ap.add_argument("--kb-perf", type=int, default=100, help="timed runs")
     ap.add_argument("--kb-timeout", type=float, default=300.0, help="seconds per sample before it counts as timeout")
+    ap.add_argument("--kb-build-timeout", type=float, default=300.0,
+                    help="seconds per load_inline build before the evaluation (nvcc took 57 s a build on the H200 "
+                         "host with 16 at once; the evaluation builds again whatever ran past it)")
     ap.add_argument("--kb-shape", help="a shape set of tasks/kernelbench/index.json (default: the module's constants)")
     ap.add_argument("--kb-build-jobs", type=int, default=os.cpu_count() or 1,
                     help="parallel load_inline builds before the evaluation, as KernelBench's batch evaluation "
