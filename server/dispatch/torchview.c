@@ -56,6 +56,20 @@ static int make_dir_at(int at, const char *name)
         return open_dir_at(at, name, true);
 }
 
+/* Make folder @name in @at anew and empty (whatever stood there removed first, never followed). */
+static int make_fresh_dir_at(int at, const char *name)
+{
+        int r = fstree_remove_at(at, name), fd;
+
+        if (r < 0)
+                return r;
+        fd = make_dir_at(at, name);
+        if (fd < 0)
+                return fd;
+        close(fd);
+        return 0;
+}
+
 /**
  * torchview_root_make() - the views' folder, made empty, and this server's lock on it
  * @root:     the folder ("<torch_ext_root>.run", beside the cache); borrowed
@@ -71,7 +85,7 @@ static int make_dir_at(int at, const char *name)
 int torchview_root_make(const char *root, int *ret_lock)
 {
         char lockpath[PATH_MAX];
-        int lock, r, fd;
+        int lock, r;
 
         if ((size_t)snprintf(lockpath, sizeof(lockpath), "%s.lock", root) >= sizeof(lockpath))
                 return -ENAMETOOLONG;
@@ -82,15 +96,9 @@ int torchview_root_make(const char *root, int *ret_lock)
                 r = errno == EWOULDBLOCK ? -EBUSY : -errno;
                 goto fail;
         }
-        r = fstree_remove_at(AT_FDCWD, root);
+        r = make_fresh_dir_at(AT_FDCWD, root);
         if (r < 0)
                 goto fail;
-        fd = make_dir_at(AT_FDCWD, root);
-        if (fd < 0) {
-                r = fd;
-                goto fail;
-        }
-        close(fd);
         *ret_lock = lock;
         return 0;
 fail:
@@ -126,23 +134,14 @@ void torchview_root_remove(const char *root, int lock)
 int torchview_make(const char *root, uint64_t serial, char ret_name[TORCHVIEW_NAME_BYTES])
 {
         char name[TORCHVIEW_NAME_BYTES];
-        int rootfd = open_dir_at(AT_FDCWD, root, false), fd, r;
+        int rootfd = open_dir_at(AT_FDCWD, root, false), r;
 
         if (rootfd < 0)
                 return rootfd;
         snprintf(name, sizeof(name), "v%" PRIu64, serial);
-        r = fstree_remove_at(rootfd, name); /* an earlier server's, were the serial to repeat */
-        if (r < 0)
-                goto out;
-        fd = make_dir_at(rootfd, name);
-        if (fd < 0) {
-                r = fd;
-                goto out;
-        }
-        close(fd);
-        memcpy(ret_name, name, sizeof(name));
-        r = 0;
-out:
+        r = make_fresh_dir_at(rootfd, name); /* what an earlier server left, were the serial to repeat, removed */
+        if (r == 0)
+                memcpy(ret_name, name, sizeof(name));
         close(rootfd);
         return r;
 }
