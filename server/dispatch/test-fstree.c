@@ -16,35 +16,11 @@
 
 #include "server/dispatch/fstree.h"
 #include "common/testcheck.h"
+#include "server/dispatch/testtree.h"
 
 #define OTHER_UID 1234u /* a user who is neither root nor the new owner */
 #define NEW_UID 65534u
-#define REL_BYTES 512   /* a path beneath base */
-#define PATH_BYTES 1024 /* base, then one of those */
-
-static char base[64];
-
-/* @base/@rel made a path in @out */
-static const char *at(char *out, size_t len, const char *rel)
-{
-        snprintf(out, len, "%s/%s", base, rel);
-        return out;
-}
-
-static void must(int ok, const char *what)
-{
-        if (!ok) {
-                perror(what);
-                exit(1);
-        }
-}
-
-static void make_dir(const char *rel)
-{
-        char p[PATH_BYTES];
-
-        must(mkdir(at(p, sizeof(p), rel), 0755) == 0, rel);
-}
+#define REL_BYTES 512   /* a path beneath base (PATH_BYTES: base, then one of those) */
 
 static void make_file(const char *rel, off_t size)
 {
@@ -53,13 +29,6 @@ static void make_file(const char *rel, off_t size)
 
         must(fd >= 0 && ftruncate(fd, size) == 0, rel);
         close(fd);
-}
-
-static void make_link(const char *target, const char *rel)
-{
-        char p[PATH_BYTES];
-
-        must(symlink(target, at(p, sizeof(p), rel)) == 0, rel);
 }
 
 /* The owner of @rel (not followed), or -1 when it is not there. */
@@ -97,8 +66,7 @@ static void make_fixture(int deep)
 {
         char p[PATH_BYTES], q[PATH_BYTES], rel[REL_BYTES], bottom[REL_BYTES];
 
-        snprintf(base, sizeof(base), "/tmp/test-fstree-XXXXXX");
-        must(mkdtemp(base) != NULL, "mkdtemp");
+        tree_new("test-fstree");
         make_dir("outside");
         make_file("outside/keep", 10);
         make_file("outside/big", 10 << 20);

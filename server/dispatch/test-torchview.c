@@ -21,54 +21,23 @@
 #include "server/dispatch/fstree.h"
 #include "server/dispatch/torchview.h"
 #include "common/testcheck.h"
-
-#define PATH_BYTES 1024
-
-static char base[64];
-
-static const char *at(char *out, const char *rel)
-{
-        snprintf(out, PATH_BYTES, "%s/%s", base, rel);
-        return out;
-}
-
-static void must(int ok, const char *what)
-{
-        if (!ok) {
-                perror(what);
-                exit(1);
-        }
-}
-
-static void make_dir(const char *rel)
-{
-        char p[PATH_BYTES];
-
-        must(mkdir(at(p, rel), 0755) == 0, rel);
-}
+#include "server/dispatch/testtree.h"
 
 static void make_file(const char *rel, const char *text)
 {
         char p[PATH_BYTES];
-        FILE *f = fopen(at(p, rel), "w");
+        FILE *f = fopen(at(p, sizeof(p), rel), "w");
 
         must(f != NULL, rel);
         fputs(text, f);
         fclose(f);
 }
 
-static void make_link(const char *target, const char *rel)
-{
-        char p[PATH_BYTES];
-
-        must(symlink(target, at(p, rel)) == 0, rel);
-}
-
 /* The text of @rel (at most 255 bytes), "" when it cannot be read. */
 static const char *text_of(const char *rel, char out[256])
 {
         char p[PATH_BYTES];
-        int fd = open(at(p, rel), O_RDONLY | O_NOFOLLOW);
+        int fd = open(at(p, sizeof(p), rel), O_RDONLY | O_NOFOLLOW);
         ssize_t n = fd >= 0 ? read(fd, out, 255) : -1;
 
         out[n > 0 ? n : 0] = '\0';
@@ -81,7 +50,7 @@ static const char *text_of(const char *rel, char out[256])
 static int entries(const char *rel)
 {
         char p[PATH_BYTES];
-        DIR *d = opendir(at(p, rel));
+        DIR *d = opendir(at(p, sizeof(p), rel));
         struct dirent *e;
         int n = 0;
 
@@ -99,7 +68,7 @@ static mode_t mode_of(const char *rel)
         char p[PATH_BYTES];
         struct stat st;
 
-        return lstat(at(p, rel), &st) == 0 ? st.st_mode : 0;
+        return lstat(at(p, sizeof(p), rel), &st) == 0 ? st.st_mode : 0;
 }
 
 /*
@@ -113,8 +82,7 @@ static void make_fixture(void)
 {
         char p[PATH_BYTES], q[PATH_BYTES];
 
-        snprintf(base, sizeof(base), "/tmp/test-torchview-XXXXXX");
-        must(mkdtemp(base) != NULL, "mkdtemp");
+        tree_new("test-torchview");
         make_file("secret", "root's secret");
         make_dir("ext");
         make_dir("ext/k1");
@@ -132,11 +100,11 @@ static void make_fixture(void)
         make_file("ext/k2/qux/qux.so", "\177ELF another job's");
         make_link("../k2/qux", "ext/k1/qux");
         make_dir("ext/k1/fifo");
-        must(mkfifo(at(p, "ext/k1/fifo/fifo.so"), 0644) == 0, "mkfifo");
+        must(mkfifo(at(p, sizeof(p), "ext/k1/fifo/fifo.so"), 0644) == 0, "mkfifo");
         make_file("ext/k1/model_new.py", "class ModelNew: pass");
         make_link("k1", "ext/k1link");
         make_dir("ext/k1/twin"); /* a file with a second name: another build's, say */
-        must(link(at(p, "ext/k2/qux/qux.so"), at(q, "ext/k1/twin/twin.so")) == 0, "link");
+        must(link(at(p, sizeof(p), "ext/k2/qux/qux.so"), at(q, sizeof(q), "ext/k1/twin/twin.so")) == 0, "link");
 }
 
 static void test_fill(void)
@@ -146,14 +114,14 @@ static void test_fill(void)
         int lock = -1, lock2 = -1, r;
 
         make_fixture();
-        CHECK(torchview_root_make(at(p, "ext.run"), &lock) == 0 && lock >= 0);
+        CHECK(torchview_root_make(at(p, sizeof(p), "ext.run"), &lock) == 0 && lock >= 0);
         CHECK(S_ISDIR(mode_of("ext.run")) && (mode_of("ext.run") & 07777) == 0755 && entries("ext.run") == 0);
         /* one server per cache: a second one is refused, and the first one's views stay */
-        CHECK(torchview_make(at(p, "ext.run"), 7, name) == 0 && strcmp(name, "v7") == 0);
-        CHECK(torchview_root_make(at(p, "ext.run"), &lock2) == -EBUSY && lock2 == -1);
+        CHECK(torchview_make(at(p, sizeof(p), "ext.run"), 7, name) == 0 && strcmp(name, "v7") == 0);
+        CHECK(torchview_root_make(at(p, sizeof(p), "ext.run"), &lock2) == -EBUSY && lock2 == -1);
         CHECK((mode_of("ext.run/v7") & 07777) == 0755 && entries("ext.run/v7") == 0);
 
-        CHECK(torchview_fill(at(q, "ext.run"), name, at(p, "ext/k1"), &linked) == 0);
+        CHECK(torchview_fill(at(q, sizeof(q), "ext.run"), name, at(p, sizeof(p), "ext/k1"), &linked) == 0);
         CHECK(linked == 1);
         CHECK(entries("ext.run/v7") == 1 && entries("ext.run/v7/foo") == 1); /* foo/foo.so alone */
         CHECK(strcmp(text_of("ext.run/v7/foo/foo.so", t), "\177ELF foo of k1") == 0);
@@ -164,37 +132,37 @@ static void test_fill(void)
         CHECK(strcmp(text_of("secret", t), "root's secret") == 0);
 
         /* a link standing for the build folder is not followed; a missing one is ENOENT */
-        CHECK(torchview_make(at(q, "ext.run"), 8, name) == 0);
-        r = torchview_fill(at(q, "ext.run"), name, at(p, "ext/k1link"), &linked);
+        CHECK(torchview_make(at(q, sizeof(q), "ext.run"), 8, name) == 0);
+        r = torchview_fill(at(q, sizeof(q), "ext.run"), name, at(p, sizeof(p), "ext/k1link"), &linked);
         CHECK(r == -ELOOP || r == -ENOTDIR);
-        CHECK(torchview_fill(at(q, "ext.run"), name, at(p, "ext/gone"), &linked) == -ENOENT);
+        CHECK(torchview_fill(at(q, sizeof(q), "ext.run"), name, at(p, sizeof(p), "ext/gone"), &linked) == -ENOENT);
         CHECK(entries("ext.run/v8") == 0);
         /* a build with no extension (plain PyTorch): an empty view */
         make_dir("ext/plain");
         make_file("ext/plain/model_new.py", "import torch");
-        CHECK(torchview_fill(at(q, "ext.run"), name, at(p, "ext/plain"), &linked) == 0 && linked == 0);
+        CHECK(torchview_fill(at(q, sizeof(q), "ext.run"), name, at(p, sizeof(p), "ext/plain"), &linked) == 0 && linked == 0);
         CHECK(entries("ext.run/v8") == 0);
 
         /* the view filled again (a worker that serves a second job): the first job's extension gone */
         make_dir("ext/k3");
         make_dir("ext/k3/zed");
         make_file("ext/k3/zed/zed.so", "\177ELF zed of k3");
-        CHECK(torchview_fill(at(q, "ext.run"), "v7", at(p, "ext/k3"), &linked) == 0 && linked == 1);
+        CHECK(torchview_fill(at(q, sizeof(q), "ext.run"), "v7", at(p, sizeof(p), "ext/k3"), &linked) == 0 && linked == 1);
         CHECK(entries("ext.run/v7") == 1 && !mode_of("ext.run/v7/foo"));
         CHECK(strcmp(text_of("ext.run/v7/zed/zed.so", t), "\177ELF zed of k3") == 0);
 
         /* the worker is gone: its view too, the build untouched */
-        CHECK(torchview_drop(at(q, "ext.run"), "v7") == 0);
+        CHECK(torchview_drop(at(q, sizeof(q), "ext.run"), "v7") == 0);
         CHECK(!mode_of("ext.run/v7") && entries("ext.run") == 1);
         CHECK(strcmp(text_of("ext/k1/foo/foo.so", t), "\177ELF foo of k1") == 0);
 
         /* the server stops (its lock goes); a new server: the views' folder made empty again */
-        torchview_root_remove(at(q, "ext.run"), lock);
+        torchview_root_remove(at(q, sizeof(q), "ext.run"), lock);
         CHECK(!mode_of("ext.run") && !mode_of("ext.run.lock") && S_ISDIR(mode_of("ext/k1")));
-        CHECK(torchview_make(at(q, "ext.run"), 9, name) < 0);
-        CHECK(mkdir(at(p, "ext.run"), 0755) == 0 && torchview_make(at(q, "ext.run"), 9, name) == 0);
-        CHECK(torchview_root_make(at(p, "ext.run"), &lock) == 0 && entries("ext.run") == 0);
-        torchview_root_remove(at(q, "ext.run"), lock);
+        CHECK(torchview_make(at(q, sizeof(q), "ext.run"), 9, name) < 0);
+        CHECK(mkdir(at(p, sizeof(p), "ext.run"), 0755) == 0 && torchview_make(at(q, sizeof(q), "ext.run"), 9, name) == 0);
+        CHECK(torchview_root_make(at(p, sizeof(p), "ext.run"), &lock) == 0 && entries("ext.run") == 0);
+        torchview_root_remove(at(q, sizeof(q), "ext.run"), lock);
         CHECK(fstree_remove_at(AT_FDCWD, base) == 0);
 }
 
@@ -212,17 +180,16 @@ static void test_copy(void)
                 fprintf(stderr, "test-torchview: no second file system at /dev/shm: the copy is not tested\n");
                 return;
         }
-        snprintf(base, sizeof(base), "/tmp/test-torchview-XXXXXX");
-        must(mkdtemp(base) != NULL, "mkdtemp");
+        tree_new("test-torchview");
         make_dir("ext");
         make_dir("ext/k");
         make_dir("ext/k/small");
         make_file("ext/k/small/small.so", "\177ELF small");
-        must(chmod(at(p, "ext/k/small/small.so"), 0700) == 0, "chmod");
+        must(chmod(at(p, sizeof(p), "ext/k/small/small.so"), 0700) == 0, "chmod");
         snprintf(vpath, sizeof(vpath), "%s/run", views);
         CHECK(torchview_root_make(vpath, &lock) == 0);
         CHECK(torchview_make(vpath, 1, name) == 0);
-        CHECK(torchview_fill(vpath, name, at(p, "ext/k"), &linked) == 0 && linked == 1);
+        CHECK(torchview_fill(vpath, name, at(p, sizeof(p), "ext/k"), &linked) == 0 && linked == 1);
         snprintf(p, sizeof(p), "%s/v1/small/small.so", vpath);
         fd = open(p, O_RDONLY);
         t[fd >= 0 ? read(fd, t, 255) : 0] = '\0';
@@ -232,10 +199,10 @@ static void test_copy(void)
         CHECK(stat(p, &a) == 0 && (a.st_mode & 07777) == 0700 && a.st_nlink == 1);
         /* past the budget (a sparse file: nothing is copied before the check) */
         make_dir("ext/k/big");
-        fd = open(at(p, "ext/k/big/big.so"), O_WRONLY | O_CREAT | O_EXCL, 0644);
+        fd = open(at(p, sizeof(p), "ext/k/big/big.so"), O_WRONLY | O_CREAT | O_EXCL, 0644);
         must(fd >= 0 && ftruncate(fd, (off_t)TORCHVIEW_COPY_BYTES_MAX + 1) == 0, "big");
         close(fd);
-        CHECK(torchview_fill(vpath, name, at(p, "ext/k"), &linked) == -EFBIG);
+        CHECK(torchview_fill(vpath, name, at(p, sizeof(p), "ext/k"), &linked) == -EFBIG);
         torchview_root_remove(vpath, lock);
         CHECK(fstree_remove_at(AT_FDCWD, views) == 0);
         CHECK(fstree_remove_at(AT_FDCWD, base) == 0);
@@ -247,8 +214,7 @@ static void test_bound(void)
         unsigned linked = 0;
         int lock = -1;
 
-        snprintf(base, sizeof(base), "/tmp/test-torchview-XXXXXX");
-        must(mkdtemp(base) != NULL, "mkdtemp");
+        tree_new("test-torchview");
         make_dir("ext");
         make_dir("ext/many");
         for (int i = 0; i <= TORCHVIEW_EXTS_MAX; i++) {
@@ -257,12 +223,12 @@ static void test_bound(void)
                 snprintf(rel, sizeof(rel), "ext/many/e%d/e%d.so", i, i);
                 make_file(rel, "x");
         }
-        CHECK(torchview_root_make(at(q, "ext.run"), &lock) == 0);
+        CHECK(torchview_root_make(at(q, sizeof(q), "ext.run"), &lock) == 0);
         CHECK(torchview_make(q, 1, name) == 0);
-        CHECK(torchview_fill(q, name, at(p, "ext/many"), &linked) == -E2BIG);
+        CHECK(torchview_fill(q, name, at(p, sizeof(p), "ext/many"), &linked) == -E2BIG);
         snprintf(rel, sizeof(rel), "ext/many/e%d", TORCHVIEW_EXTS_MAX);
-        CHECK(fstree_remove_at(AT_FDCWD, at(p, rel)) == 0);
-        CHECK(torchview_fill(q, name, at(p, "ext/many"), &linked) == 0 && linked == TORCHVIEW_EXTS_MAX);
+        CHECK(fstree_remove_at(AT_FDCWD, at(p, sizeof(p), rel)) == 0);
+        CHECK(torchview_fill(q, name, at(p, sizeof(p), "ext/many"), &linked) == 0 && linked == TORCHVIEW_EXTS_MAX);
         torchview_root_remove(q, lock);
         CHECK(fstree_remove_at(AT_FDCWD, base) == 0);
 }
