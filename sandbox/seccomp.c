@@ -41,7 +41,10 @@
  * processes (clone only with CLONE_THREAD; clone3 answers ENOSYS so glibc
  * falls back to clone), signals to its own threads only, and the calls
  * Python's runtime makes (uname, sysinfo, dup, eventfd2, epoll, prctl's
- * thread names). No exec, fork, socket, ptrace, kill.
+ * thread names). No exec, fork, socket, ptrace, kill; a process or a program
+ * (clone without CLONE_THREAD, fork, vfork, execve, execveat) answers EPERM
+ * instead of SIGSYS, because Python's subprocess makes them with every
+ * signal blocked, where the handler below cannot run.
  * The torch build profile must run a toolchain (ninja, nvcc, cicc, ptxas,
  * g++, ld), whose calls were not measured call by call: it is a denylist,
  * reported as one. Forbidden there, and in no other profile allowed either:
@@ -131,6 +134,9 @@ static const char *const allow_torch_run[] = {
         "mincore", "membarrier", "get_mempolicy", "mlock", "munlock", "shmdt", "getresuid",
         "getresgid", "timerfd_create", "timerfd_settime", "timerfd_gettime", "fadvise64",
         "times", "getitimer", "mbind", "getcpu", "sched_getattr", "msync",
+        /* its own children only, of which it has one at most (kevald_torch/tritontools.py's
+         * helper, started before the lock): Python's subprocess reaps before it spawns */
+        "wait4", "waitid",
 };
 
 /* Torch build profile: the denylist (see the opening comment). */
@@ -241,6 +247,9 @@ static int add_torch_build_rules(scmp_filter_ctx ctx, int *ret_count)
         return r;
 }
 
+/* What the torch run profile answers with EPERM: a new process, a new program. */
+static const char *const no_process[] = {"fork", "vfork", "execve", "execveat"};
+
 /* The torch run profile asks only O_TMPFILE's own bit (glibc's __O_TMPFILE
  * carries O_DIRECTORY too, and Python lists folders while it imports). */
 #define TORCH_TMPFILE_BIT 020000000
@@ -267,6 +276,17 @@ static int add_torch_run_rules(scmp_filter_ctx ctx, int *ret_count)
                                      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
         if (r == 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+        /* A new process or program answers EPERM rather than ending the worker:
+         * Python's subprocess (Triton runs ptxas, a library `ldconfig -p`) makes
+         * them with every signal blocked (vfork), where the filter's SIGSYS
+         * cannot reach its handler and the kernel would end the worker as if
+         * the worker itself had failed. So the candidate's code gets an error
+         * it reports as its own (PermissionError), and nothing runs. */
+        if (r == 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                                     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
+        for (size_t i = 0; i < sizeof(no_process) / sizeof(no_process[0]) && r == 0; i++)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), seccomp_syscall_resolve_name(no_process[i]), 0);
         /* Signals to its own threads only (pthread_kill, abort). */
         if (r == 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,

@@ -151,9 +151,20 @@ static void test_fill(void)
         CHECK(entries("ext.run/v7") == 1 && !mode_of("ext.run/v7/foo"));
         CHECK(strcmp(text_of("ext.run/v7/zed/zed.so", t), "\177ELF zed of k3") == 0);
 
-        /* the worker is gone: its view too, the build untouched */
+        /* the worker's own v7.tools (its compiler helper's folder) is not the fill's to clear */
+        make_dir("ext.run/v7.tools");
+        make_dir("ext.run/v7.tools/cache");
+        make_file("ext.run/v7.tools/cache/launcher.so", "\177ELF launcher");
+        CHECK(torchview_fill(at(q, sizeof(q), "ext.run"), "v7", at(p, sizeof(p), "ext/k3"), &linked) == 0);
+        CHECK(S_ISREG(mode_of("ext.run/v7.tools/cache/launcher.so")));
+        /* the worker is gone: its view and its .tools too, the build untouched */
         CHECK(torchview_drop(at(q, sizeof(q), "ext.run"), "v7") == 0);
-        CHECK(!mode_of("ext.run/v7") && entries("ext.run") == 1);
+        CHECK(!mode_of("ext.run/v7") && !mode_of("ext.run/v7.tools") && entries("ext.run") == 1);
+        /* a .tools left by an earlier server under the serial a new view takes goes first */
+        make_dir("ext.run/v11.tools");
+        make_file("ext.run/v11.tools/stale", "x");
+        CHECK(torchview_make(at(q, sizeof(q), "ext.run"), 11, name) == 0 && !mode_of("ext.run/v11.tools"));
+        CHECK(torchview_drop(at(q, sizeof(q), "ext.run"), "v11") == 0 && entries("ext.run") == 1);
         CHECK(strcmp(text_of("ext/k1/foo/foo.so", t), "\177ELF foo of k1") == 0);
 
         /* the server stops (its lock goes); a new server: the views' folder made empty again */

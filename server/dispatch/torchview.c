@@ -123,6 +123,17 @@ void torchview_root_remove(const char *root, int lock)
                 close(lock);
 }
 
+/* Remove <name>.tools beside view @name of @rootfd (the worker's helper folder), if it is there. */
+static int remove_tools_at(int rootfd, const char *name)
+{
+        char tools[TORCHVIEW_NAME_BYTES + sizeof(TORCHVIEW_TOOLS_SUFFIX)];
+        int r;
+
+        snprintf(tools, sizeof(tools), "%s%s", name, TORCHVIEW_TOOLS_SUFFIX);
+        r = fstree_remove_at(rootfd, tools);
+        return r == -ENOENT ? 0 : r;
+}
+
 /**
  * torchview_make() - an empty view for one run worker process
  * @root:     the views' folder (torchview_root_make()); borrowed
@@ -139,7 +150,9 @@ int torchview_make(const char *root, uint64_t serial, char ret_name[TORCHVIEW_NA
         if (rootfd < 0)
                 return rootfd;
         snprintf(name, sizeof(name), "v%" PRIu64, serial);
-        r = make_fresh_dir_at(rootfd, name); /* what an earlier server left, were the serial to repeat, removed */
+        r = remove_tools_at(rootfd, name);
+        if (r == 0)
+                r = make_fresh_dir_at(rootfd, name); /* what an earlier server left, were the serial to repeat, removed */
         if (r == 0)
                 memcpy(ret_name, name, sizeof(name));
         close(rootfd);
@@ -336,7 +349,7 @@ out:
         return r;
 }
 
-/* torchview_drop() - remove the view @name of @root (its worker is gone). Return: 0 or a negative errno. */
+/* torchview_drop() - remove the view @name of @root and its <name>.tools (its worker is gone). Return: 0 or a negative errno. */
 int torchview_drop(const char *root, const char *name)
 {
         int rootfd = open_dir_at(AT_FDCWD, root, false), r;
@@ -344,6 +357,10 @@ int torchview_drop(const char *root, const char *name)
         if (rootfd < 0)
                 return rootfd;
         r = fstree_remove_at(rootfd, name);
+        if (r == 0 || r == -ENOENT) {
+                int t = remove_tools_at(rootfd, name);
+                r = r < 0 ? r : t;
+        }
         close(rootfd);
         return r;
 }

@@ -28,6 +28,13 @@
  * cannot be made (the cache is a mount point of its own), the extension is
  * copied, at most TORCHVIEW_COPY_BYTES_MAX per view.
  *
+ * Beside each view, <name>.tools (TORCHVIEW_TOOLS_SUFFIX) is the folder
+ * the worker itself makes before it confines itself, for the compiler
+ * helper it starts (Triton's ptxas and launcher builds, kevald_torch/
+ * tritontools.py), which writes there and nowhere else; the run role reads
+ * it. The server does not make it (the helper's user must own it); it
+ * removes it with the view, and before making a view of that name.
+ *
  * One server per cache: the views' folder is locked (flock on
  * "<root>.lock") for the server's life; a second server on the same
  * torch_ext_dir does not start, rather than remove the first one's views.
@@ -38,6 +45,8 @@
 
 /* A view's name beneath the root: "v" and up to 20 digits */
 #define TORCHVIEW_NAME_BYTES 24
+/* The worker's own folder beside its view: <name>.tools */
+#define TORCHVIEW_TOOLS_SUFFIX ".tools"
 /* Extensions linked into one view at most (a module's load_inline calls) */
 #define TORCHVIEW_EXTS_MAX 64
 

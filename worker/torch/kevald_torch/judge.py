@@ -66,6 +66,7 @@ reaches the next job. The plan is the candidate in a child process of its
 own. The sandbox, not these checks, is what confines a candidate that goes
 further (docs/SECURITY.md).
 """
+import logging
 import operator
 import os
 import time
@@ -481,9 +482,26 @@ class Judge:
                                              "reference.py")
         except BaseException as e:  # noqa: BLE001
             raise ReferenceFailure(e) from e
+        self.tools_for_triton()
         self.cand_mod = self.candidate(lambda: build.load_module(self.job.candidate, f"kevald_candidate_{self.job.id}"))
         if build.check_model_new(self.cand_mod) is not None:
             raise judge_check.CheckFail("no_model_new", "the source defines no class ModelNew(nn.Module)")
+
+    def tools_for_triton(self):
+        """A candidate that names Triton gets the compiler helper (tritontools.install()),
+        before its module is imported. Without a helper (--no-sandbox: Triton runs its
+        own compilers; none started: its compile then fails in the candidate's code,
+        which reports it), nothing."""
+        tools = getattr(self.w, "tools", None)
+        src = self.job.candidate
+        if tools is None or b"triton" not in (src if isinstance(src, (bytes, bytearray)) else src.encode()):
+            return
+        from . import tritontools
+        try:
+            tritontools.install(tools)
+        except Exception as e:  # noqa: BLE001 (no Triton here: the candidate's own import says so)
+            logging.getLogger("kevald-torch").warning("run: Triton's compiler helper not installed: %s: %s",
+                                                      type(e).__name__, e)
 
     def run(self):
         """(verdict, timing, error, exiting) of the job; fills self.shapes_done and self.phases."""

@@ -144,6 +144,8 @@ class Worker:
                       "python": platform.python_version(), "torch": None, "cuda": None, "layers": {}}
         self.ext_root = None
         self.torch = None
+        self.tools = None          # the run role's Channel to its compiler helper (tritontools), or None
+        self.tools_note = None     # why there is none, for the HELLO
 
     def send(self, ftype, body, disarm=False):
         self.confine.send(frames.pack(ftype, body), disarm=disarm)
@@ -194,7 +196,45 @@ class Worker:
             os.makedirs(tmp, exist_ok=True)
         os.environ["TMPDIR"] = tmp
         tempfile.tempdir = tmp
+        if self.role == "run" and self.sandbox:
+            self.start_tools()
         return None
+
+    def start_tools(self):
+        """The run role's compiler helper (kevald_torch/tritontools.py), started
+        before the sandbox is entered, where Triton is installed: its folder
+        <view>.tools, made here and given to uid 65534 (the helper's user once
+        it drops root), and a `kevald-torch --role tools` over a socket pair.
+        Without it a Triton candidate cannot compile; the worker still runs."""
+        from . import tritontools
+        tbin = tritontools.triton_bin()
+        if tbin is None:
+            self.tools_note = "no Triton installed"
+            return
+        folder = self.ext_root.rstrip("/") + ".tools"
+        env = dict(os.environ)
+        env.update({"CUDA_VISIBLE_DEVICES": "", "PATH": tool_path(), "KEVALD_TORCH_EXT_ROOT": folder,
+                    "KEVALD_TOOLS_EXEC": tbin, "TMPDIR": os.path.join(folder, "tmp")})
+        trit = {"TRITON_CACHE_DIR": os.path.join(folder, "cache"), "TRITON_HOME": folder}
+        cuda_dir = tritontools.libcuda_dir()
+        if cuda_dir:
+            trit["TRITON_LIBCUDA_PATH"] = cuda_dir
+        env.update(trit)
+        try:
+            os.makedirs(os.path.join(folder, "tmp"), exist_ok=True)
+            os.makedirs(os.path.join(folder, "cache"), exist_ok=True)
+            if os.geteuid() == 0:
+                for p in (folder, os.path.join(folder, "tmp"), os.path.join(folder, "cache")):
+                    os.chown(p, 65534, 65534)
+            script = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "kevald-torch")
+            self.tools, self.tools_proc = tritontools.spawn([sys.executable, script, "--role", "tools"],
+                                                            folder, env)
+        except OSError as e:
+            self.tools_note = f"starting the compiler helper: {e}"
+            logging.getLogger("kevald-torch").warning("%s: %s", self.name, self.tools_note)
+            return
+        os.environ.update(trit)
+        self.tools_folder = os.path.realpath(folder)
 
     def enter(self):
         profile = f"torch-{self.role}" if self.sandbox else "none"
@@ -204,12 +244,16 @@ class Worker:
             self.confine.layers = {"sandbox": {"active": False, "detail": "disabled (--no-sandbox)"}}
             return None
         read = python_trees()
+        keep = [self.in_fd, self.out_fd]
         if self.role == "run":
             read.append(self.ext_root)
+            if self.tools is not None:
+                read.append(self.tools_folder)
+                keep.append(self.tools.conn.fileno())
         err = self.confine.enter(profile, read=read[:PATHS_MAX],
                                  execs=exec_trees() if self.role == "build" else (),
                                  write=self.ext_root if self.role == "build" else None,
-                                 keep_fds=(self.in_fd, self.out_fd))
+                                 keep_fds=keep)
         uid = (self.confine.layers.get("uid") or {}).get("detail", "")
         if err and self.role == "build" and uid.startswith("refused to build as root"):
             return f"{err}: {uid}"
@@ -280,6 +324,10 @@ class Worker:
                 return self.fail("sandbox", err)
         self.hello["ok"] = True
         self.hello["layers"] = self.confine.layers
+        if self.role == "run":
+            self.hello["tools"] = {"active": self.tools is not None,
+                                   "detail": f"compiler helper pid {self.tools_proc.pid}" if self.tools
+                                   else (self.tools_note or "not started (--no-sandbox: Triton runs its own)")}
         try:
             self.send(frames.HELLO, self.hello)
         except OSError as e:
@@ -288,15 +336,51 @@ class Worker:
         return loop.run(self.in_fd, self.name, handler)
 
 
+def tools_main(fd):
+    """`--role tools`: the run role's compiler helper (kevald_torch/tritontools.py).
+    It enters the build role's profile, writable only beneath its folder
+    (KEVALD_TORCH_EXT_ROOT, <view>.tools) and executing, besides the build
+    role's trees, Triton's bundled tools (KEVALD_TOOLS_EXEC); locks; serves
+    @fd (Triton imported by the first request that needs it). It never runs as root, and it has no GPU. Returns
+    the exit status (1 when it could not confine itself)."""
+    log = logging.getLogger("kevald-torch")
+    folder = os.environ.get("KEVALD_TORCH_EXT_ROOT", "")
+    confine, err = Confine.load(os.environ.get("KEVALD_CONFINE_LIB"), 2)
+    if err:
+        log.error("tools: %s", err)
+        return loop.EXIT_FAILED
+    import tempfile
+    tempfile.tempdir = os.environ.get("TMPDIR")
+    execs = exec_trees() + [p for p in (os.environ.get("KEVALD_TOOLS_EXEC"),) if p and os.path.isdir(p)]
+    err = confine.enter("torch-build", read=python_trees()[:PATHS_MAX], execs=execs, write=folder, keep_fds=(fd,))
+    if not err and (os.getuid() == 0 or os.geteuid() == 0):
+        err = "still root after entering the sandbox"
+    if err:
+        log.error("tools: the sandbox: %s", err)
+        return loop.EXIT_FAILED
+    # Triton is imported by the first request that needs it, not here: a helper starts with every
+    # run worker, and most candidates never call it. The build profile's filter lets an import
+    # look for tools after the lock.
+    err = confine.lock()
+    if err:
+        log.error("tools: the sandbox: %s", err)
+        return loop.EXIT_FAILED
+    from . import tritontools
+    return tritontools.serve(fd)
+
+
 def main(argv):
     ap = argparse.ArgumentParser(prog="kevald-torch")
-    ap.add_argument("--role", choices=("build", "run"), required=True)
+    ap.add_argument("--role", choices=("build", "run", "tools"), required=True)
     ap.add_argument("--no-sandbox", action="store_true",
                     help="run unconfined (tests and benchmarks only)")
+    ap.add_argument("--tools-fd", type=int, help="(--role tools) the socket to serve")
     try:
         args = ap.parse_args(argv)
     except SystemExit:
         return loop.EXIT_FAILED
     level = LOG_LEVELS.get(os.environ.get("KEVALD_LOG_LEVEL", "info").lower(), logging.INFO)
     logging.basicConfig(stream=sys.stderr, level=level, format="kevald-torch: %(message)s")
+    if args.role == "tools":
+        return tools_main(args.tools_fd) if args.tools_fd is not None else loop.EXIT_FAILED
     return Worker(args.role, not args.no_sandbox).start()

@@ -74,9 +74,13 @@ def nobody_python():
     return None
 
 
-def have_torch():
+def have_module(name):
     import importlib.util
-    return importlib.util.find_spec("torch") is not None
+    return importlib.util.find_spec(name) is not None
+
+
+def have_torch():
+    return have_module("torch")
 
 
 def start(role, env_extra=None, args=()):

@@ -1,0 +1,278 @@
+"""
+tritontools - Triton's compilers for a candidate in the run role.
+
+Triton compiles a @triton.jit kernel when it is first launched, in the
+launching process: LLVM in-process, then `ptxas` (PTX to CUBIN), and a C
+compiler for its launcher and its CUDA utilities, both Python extensions it
+then imports; on the way it asks `ptxas --version` and `/sbin/ldconfig -p`,
+and it writes its cache. The run role starts no process and writes no file
+(its system-call filter), so a KernelBench sample that uses Triton cannot
+compile there.
+
+So the run worker starts a helper before it confines itself (spawn()): a
+fresh interpreter (`kevald-torch --role tools`) that confines itself with
+the build role's profile (a toolchain may run; it writes only beneath its
+own folder, <view>.tools, beside the run worker's view; no GPU, no network,
+uid 65534), and answers requests on a socket pair (serve()):
+
+  version  {path}                          `path --version`, its output
+  cubin    {arch, fp_fusion, ptx_options}  ptxas on the PTX (the payload), the
+                                           CUBIN back: Triton's own make_cubin
+  module   {src, name, dirs, libraries...} Triton's compile_module_from_src
+                                           without the import: the .so's path
+  put      {key, filename}                 a cache file (the payload) written
+                                           where Triton's cache keeps it (1 GiB
+                                           in all per worker)
+
+install() points the run role's Triton at it: a cache manager that reads
+the helper's folder and writes through the helper, and the four places
+above replaced by requests. The candidate reaches the helper too (it is in
+the same process as the socket): what it can make the helper do is what
+a build job may do, inside the same confinement.
+
+Requests and answers are a JSON header then a payload (bytes), each one
+message of multiprocessing.connection; sizes are bounded.
+"""
+import json
+import os
+import re
+import threading
+
+HEADER_MAX = 4 << 20
+PAYLOAD_MAX = 256 << 20
+PUT_BYTES_MAX = 1 << 30    # what the helper writes to the cache for one worker, at most
+_NAME = re.compile(r"^[A-Za-z0-9_.+-]{1,200}$")
+
+
+class ToolError(RuntimeError):
+    """The helper could not do what was asked (its message says why)."""
+
+
+class Channel:
+    """The run worker's end: one request at a time (a lock: the candidate may compile from threads)."""
+
+    def __init__(self, fd):
+        from multiprocessing.connection import Connection
+        self.conn = Connection(fd)
+        self.lock = threading.Lock()
+
+    def call(self, op, payload=b"", **args):
+        with self.lock:
+            self.conn.send_bytes(json.dumps({"op": op, **args}).encode())
+            self.conn.send_bytes(payload)
+            head = json.loads(self.conn.recv_bytes(HEADER_MAX))
+            data = self.conn.recv_bytes(PAYLOAD_MAX)
+        if not head.get("ok"):
+            raise ToolError(head.get("error") or "the helper failed")
+        return head, data
+
+
+# ---- the helper's side ----
+
+def op_version(args, payload):
+    import subprocess
+    r = subprocess.run([str(args["path"]), "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=60, check=False)
+    return {"rc": r.returncode}, r.stdout[:1 << 20]
+
+
+def op_cubin(args, payload):
+    import types
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.nvidia.compiler import CUDABackend
+    from triton.runtime.errors import PTXASError
+    arch = int(args["arch"])
+    opt = types.SimpleNamespace(enable_fp_fusion=bool(args.get("fp_fusion", True)),
+                                ptx_options=args.get("ptx_options") or None)
+    backend = CUDABackend(GPUTarget("cuda", arch, 32))
+    try:
+        return {}, backend.make_cubin(payload.decode("utf-8"), {}, opt, arch)
+    except PTXASError as e:
+        return {"ptxas_error": e.error_message or str(e)}, b""
+
+
+def op_module(args, payload):
+    import hashlib
+    import sysconfig
+    import tempfile
+    from triton.runtime import build
+    from triton.runtime.cache import get_cache_manager
+    src, name = str(args["src"]), str(args["name"])
+    if not _NAME.match(name):
+        raise ToolError(f"module name {name!r}")
+    key = hashlib.sha256((src + build.platform_key()).encode("utf-8")).hexdigest()
+    cache = get_cache_manager(key)
+    filename = f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
+    path = cache.get_file(filename)
+    if path is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            src_path = os.path.join(tmp, name + ".c")
+            with open(src_path, "w") as f:
+                f.write(src)
+            so = build._build(name, src_path, tmp, list(args.get("library_dirs") or []),
+                              list(args.get("include_dirs") or []), list(args.get("libraries") or []),
+                              list(args.get("ccflags") or []))
+            with open(so, "rb") as f:
+                path = cache.put(f.read(), filename, binary=True)
+    return {"path": path}, b""
+
+
+_put_left = [PUT_BYTES_MAX]
+
+
+def op_put(args, payload):
+    """Triton's FileCacheManager.put, its layout (TRITON_CACHE_DIR/<key>/<filename>),
+    written whole or not at all, within a budget for the worker's life."""
+    key, filename = str(args["key"]), str(args["filename"])
+    if not _NAME.match(key) or not _NAME.match(filename) or key in (".", "..") or filename in (".", ".."):
+        raise ToolError(f"cache name {key!r}/{filename!r}")
+    if len(payload) > _put_left[0]:
+        raise ToolError(f"the cache's budget ({PUT_BYTES_MAX >> 20} MiB for this worker) is spent")
+    folder = os.path.join(os.environ["TRITON_CACHE_DIR"], key)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, filename)
+    tmp = os.path.join(folder, f".tmp.{os.getpid()}.{filename}")
+    with open(tmp, "wb") as f:
+        f.write(payload)
+    os.replace(tmp, path)
+    _put_left[0] -= len(payload)
+    return {"path": path}, b""
+
+
+OPS = {"version": op_version, "cubin": op_cubin, "module": op_module, "put": op_put}
+
+
+def serve(fd, ops=None):
+    """Answer requests on @fd until the run worker closes its end. Returns 0."""
+    from multiprocessing.connection import Connection
+    ops = ops or OPS
+    conn = Connection(fd)
+    while True:
+        try:
+            head = conn.recv_bytes(HEADER_MAX)
+            payload = conn.recv_bytes(PAYLOAD_MAX)
+        except (EOFError, OSError):
+            return 0
+        try:
+            args = json.loads(head)
+            fn = ops.get(args.get("op")) if isinstance(args, dict) else None
+            if fn is None:
+                raise ToolError(f"unknown request {head[:80]!r}")
+            out, data = fn(args, payload)
+            out = {"ok": True, **out}
+        except Exception as e:  # noqa: BLE001 (every failure is an answer; the helper goes on)
+            out, data = {"ok": False, "error": f"{type(e).__name__}: {e}"[:8000]}, b""
+        try:
+            conn.send_bytes(json.dumps(out).encode())
+            conn.send_bytes(data)
+        except OSError:
+            return 0
+
+
+# ---- the run worker's side ----
+
+def libcuda_dir():
+    """The folder of libcuda.so.1 (TRITON_LIBCUDA_PATH: Triton otherwise runs
+    `/sbin/ldconfig -p` to find it), or None."""
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    dirs += ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+             "/usr/local/nvidia/lib64", "/usr/lib/wsl/lib"]
+    for d in dirs:
+        if os.path.isabs(d) and os.path.exists(os.path.join(d, "libcuda.so.1")):
+            return os.path.realpath(d)
+    return None
+
+
+def triton_bin():
+    """Triton's bundled tools folder (ptxas), found without importing Triton, or None."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec("triton")
+    except (ImportError, ValueError):
+        return None
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        p = os.path.join(loc, "backends", "nvidia", "bin")
+        if os.path.isdir(p):
+            return os.path.realpath(p)
+    return None
+
+
+def spawn(argv, folder, env):
+    """Start the helper (@argv, with "--tools-fd N" added) over a new socket
+    pair; its folder @folder must exist. Returns (Channel, Popen)."""
+    import socket
+    import subprocess
+    env = dict(env, KEVALD_PARENT_PID=str(os.getpid()))   # its sandbox checks that its parent is this process
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        proc = subprocess.Popen([*argv, "--tools-fd", str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env, cwd=folder,
+                                close_fds=True)
+    finally:
+        theirs.close()
+    return Channel(ours.detach()), proc
+
+
+def install(channel):
+    """Point this process's Triton at the helper behind @channel (idempotent)."""
+    import functools
+    import importlib
+    import triton
+    from triton import knobs
+    from triton.runtime import build, cache
+    from triton.runtime.errors import PTXASError
+    nv_compiler = importlib.import_module("triton.backends.nvidia.compiler")
+    nv_driver = importlib.import_module("triton.backends.nvidia.driver")
+    if getattr(triton, "_kevald_tools", None) is channel:
+        return
+
+    class HelperCache(cache.FileCacheManager):
+        """Triton's file cache, read here, written by the helper."""
+
+        def __init__(self, key, override=False, dump=False):   # noqa: ARG002 (dump and override: not here)
+            self.key = key
+            self.cache_dir = os.path.join(knobs.cache.dir, key)
+            self.lock_path = os.path.join(self.cache_dir, "lock")
+
+        def put(self, data, filename, binary=True):
+            binary = isinstance(data, bytes)
+            payload = data if binary else str(data).encode("utf-8")
+            head, _ = channel.call("put", payload, key=self.key, filename=filename)
+            return head["path"]
+
+    @functools.lru_cache
+    def tool_from_path(path):
+        head, out = channel.call("version", path=path)
+        m = re.search(r".*release (\d+\.\d+).*", out.decode("utf-8", "replace"), flags=re.MULTILINE)
+        return knobs.NvidiaTool(path, m.group(1)) if head.get("rc") == 0 and m else None
+
+    @functools.lru_cache
+    def ptxas_version(arch=80):
+        mock = knobs.nvidia.mock_ptx_version
+        if mock is not None:
+            return mock
+        head, out = channel.call("version", path=nv_compiler.get_ptxas(arch).path)
+        if head.get("rc") != 0:
+            raise ToolError(f"ptxas --version exited {head.get('rc')}")
+        return out.decode("utf-8")
+
+    def make_cubin(self, src, metadata, opt, capability):   # noqa: ARG001 (Triton's signature)
+        head, cubin = channel.call("cubin", src.encode("utf-8"), arch=int(capability),
+                                   fp_fusion=bool(opt.enable_fp_fusion), ptx_options=opt.ptx_options)
+        if "ptxas_error" in head:
+            raise PTXASError(head["ptxas_error"])
+        return cubin
+
+    def compile_module_from_src(src, name, library_dirs=None, include_dirs=None, libraries=None, ccflags=None):
+        head, _ = channel.call("module", src=src, name=name, library_dirs=list(library_dirs or []),
+                               include_dirs=list(include_dirs or []), libraries=list(libraries or []),
+                               ccflags=list(ccflags or []))
+        return build._load_module_from_path(name, head["path"])
+
+    knobs.cache.manager_class = HelperCache
+    knobs.NvidiaTool.from_path = staticmethod(tool_from_path)
+    nv_compiler.get_ptxas_version = ptxas_version
+    nv_compiler.CUDABackend.make_cubin = make_cubin
+    build.compile_module_from_src = compile_module_from_src
+    nv_driver.compile_module_from_src = compile_module_from_src
+    triton._kevald_tools = channel

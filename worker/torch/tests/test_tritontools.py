@@ -1,0 +1,157 @@
+"""
+torchworker-tritontools: the run role's compiler helper (kevald_torch/
+tritontools.py), the real `kevald-torch --role tools` process confined by
+libkevald-confine.so, over its socket pair, without Triton: the requests
+that need no Triton (a tool's --version, a cache file put) work, every name
+that could leave the cache is refused, a failure is an answer and the helper
+goes on, the programs it runs drop root and cannot write outside its folder,
+and it ends when the run worker's end closes. With Triton installed (the GPU
+host), install() points Triton at it (tests/gpu: the Triton samples).
+"""
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+import uuid
+
+import helpers
+from kevald_torch import tritontools
+
+LOADS = helpers.lib_loads()
+BUILD_PY = helpers.nobody_python() if LOADS else None
+
+
+def landlock_on():
+    """Whether this kernel has Landlock: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    (system call 444 on x86_64 and arm64) answers its ABI version."""
+    import ctypes
+    try:
+        return ctypes.CDLL(None, use_errno=True).syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1)) >= 1
+    except (OSError, AttributeError):
+        return False
+
+
+@unittest.skipUnless(LOADS and BUILD_PY, "libkevald-confine.so not loadable, or no python3 uid 65534 can run")
+class Helper(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="kevald-tools-test-")
+        os.chmod(self.tmp, 0o755)
+        self.folder = os.path.join(self.tmp, "v1.tools")
+        self.bin = os.path.join(self.tmp, "bin")
+        for d in (self.folder, os.path.join(self.folder, "cache"), os.path.join(self.folder, "tmp"), self.bin):
+            os.makedirs(d, exist_ok=True)
+            os.chmod(d, 0o755)
+            if os.geteuid() == 0 and d.startswith(self.folder):
+                os.chown(d, 65534, 65534)
+        self.outside = os.path.join("/tmp", f"kevald-tools-outside-{uuid.uuid4().hex}")
+        self.tool("fakeptxas", "echo 'ptxas: NVIDIA (R) Ptx optimizing assembler'\n"
+                               "echo 'Cuda compilation tools, release 12.8, V12.8.93'\n")
+        self.tool("probe", f"id -u\necho x > {self.outside} 2>/dev/null && echo wrote-outside\n"
+                           f"echo y > {self.folder}/tmp/inside && echo wrote-inside\n")
+        env = dict(helpers.LIB_ENV, PATH="/usr/bin:/bin", KEVALD_CONFINE_LIB=str(helpers.CONFINE_LIB),
+                   KEVALD_PARENT_PID="1", KEVALD_TORCH_EXT_ROOT=self.folder,   # the supervisor's: spawn() sets ours
+                   KEVALD_TOOLS_EXEC=self.bin, TMPDIR=os.path.join(self.folder, "tmp"),
+                   TRITON_CACHE_DIR=os.path.join(self.folder, "cache"), KEVALD_LOG_LEVEL="info")
+        self.chan, self.proc = tritontools.spawn([BUILD_PY, str(helpers.WORKER), "--role", "tools"],
+                                                 self.folder, env)
+
+    def tool(self, name, body):
+        p = os.path.join(self.bin, name)
+        with open(p, "w") as f:
+            f.write("#!/bin/sh\n" + body)
+        os.chmod(p, 0o755)
+        return p
+
+    def tearDown(self):
+        try:
+            self.chan.conn.close()
+            self.proc.wait(timeout=20)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            if os.path.exists(self.outside):
+                os.unlink(self.outside)
+
+    def test_version_put_and_refusals(self):
+        head, out = self.chan.call("version", path=os.path.join(self.bin, "fakeptxas"))
+        self.assertEqual(head["rc"], 0)
+        self.assertIn(b"release 12.8", out)
+
+        head, _ = self.chan.call("put", b"\x7fELF launcher", key="ABCDEF234", filename="__triton_launcher.so")
+        path = os.path.join(self.folder, "cache", "ABCDEF234", "__triton_launcher.so")
+        self.assertEqual(head["path"], path)
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), b"\x7fELF launcher")
+        self.assertEqual(stat.S_IMODE(os.stat(path).st_mode) & 0o044, 0o044)   # the run role reads it
+        self.assertEqual([n for n in os.listdir(os.path.dirname(path)) if n.startswith(".tmp")], [])
+
+        for key, filename in (("..", "x"), ("ABC", "../../../escape"), ("A/B", "x"), ("ABC", ".."), ("", "x")):
+            with self.subTest(key=key, filename=filename):
+                with self.assertRaisesRegex(tritontools.ToolError, "cache name"):
+                    self.chan.call("put", b"x", key=key, filename=filename)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "escape")))
+
+        with self.assertRaisesRegex(tritontools.ToolError, "unknown request"):
+            self.chan.call("format-disk")
+        if not helpers.have_module("triton"):
+            with self.assertRaisesRegex(tritontools.ToolError, "ModuleNotFoundError|ImportError"):
+                self.chan.call("module", src="int x;", name="__triton_launcher")
+        with self.assertRaisesRegex(tritontools.ToolError, "module name"):
+            self.chan.call("module", src="int x;", name="../evil")
+        # still serving after every refusal
+        head, _ = self.chan.call("version", path=os.path.join(self.bin, "fakeptxas"))
+        self.assertEqual(head["rc"], 0)
+
+    def test_programs_it_runs_are_confined(self):
+        head, out = self.chan.call("version", path=os.path.join(self.bin, "probe"))
+        lines = out.decode().split()
+        if os.geteuid() == 0:
+            self.assertEqual(lines[0], "65534")       # root dropped before anything runs
+        self.assertIn("wrote-inside", lines)
+        if landlock_on():
+            self.assertNotIn("wrote-outside", lines)
+            self.assertFalse(os.path.exists(self.outside))
+
+    def test_ends_with_the_run_worker(self):
+        self.chan.conn.close()
+        self.assertEqual(self.proc.wait(timeout=20), 0)
+
+
+class RunSide(unittest.TestCase):
+    def test_libcuda_dir_finds_the_library_by_ld_library_path(self):
+        with tempfile.TemporaryDirectory() as d:
+            open(os.path.join(d, "libcuda.so.1"), "w").close()
+            old = os.environ.get("LD_LIBRARY_PATH")
+            os.environ["LD_LIBRARY_PATH"] = f"relative/dir:{d}"
+            try:
+                self.assertEqual(tritontools.libcuda_dir(), os.path.realpath(d))
+            finally:
+                if old is None:
+                    del os.environ["LD_LIBRARY_PATH"]
+                else:
+                    os.environ["LD_LIBRARY_PATH"] = old
+
+    def test_a_failed_request_raises_with_the_helpers_message(self):
+        import socket
+        import threading
+        a, b = socket.socketpair()
+
+        def boom(args, payload):
+            raise ValueError(f"no {args['what']} here ({len(payload)} bytes)")
+
+        t = threading.Thread(target=tritontools.serve, args=(b.detach(), {"boom": boom}))
+        t.start()
+        chan = tritontools.Channel(a.detach())
+        with self.assertRaisesRegex(tritontools.ToolError, r"ValueError: no ptxas here \(3 bytes\)"):
+            chan.call("boom", b"abc", what="ptxas")
+        chan.conn.close()
+        t.join(10)
+        self.assertFalse(t.is_alive())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
