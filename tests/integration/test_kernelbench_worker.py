@@ -118,7 +118,8 @@ BODIES = {
     "alias": "        return a.add_(b)\n",
     "downcast": "        return (a + b).half()\n",
     "caching": "        if not hasattr(self, 'c'):\n            self.c = a + b\n        return self.c\n",
-    "fork": "        import os\n        os.fork()\n        return a + b\n",   # as Triton's first call runs ptxas
+    "socket": "        import socket\n        socket.socket()\n        return a + b\n",
+    "spawn": "        import subprocess\n        subprocess.run(['/bin/true'])\n        return a + b\n",
 }
 
 
@@ -270,16 +271,29 @@ PROBE = """        import os
 
 
 def test_a_forbidden_call_in_forward_is_the_candidates(kbw):
-    """A candidate that starts a process (what a Triton kernel does at its first call) is stopped by the
-    run role's system-call filter while the judge has said the candidate runs: the worker exits 5, the
-    job is a runtime_error of kind sandbox (before: SIGSYS, an infrastructure fault, retried); the next
-    job runs on a fresh worker."""
-    (d,) = kbw.run([sub("fork")])
+    """A candidate that opens a socket is stopped by the run role's system-call filter while the judge
+    has said the candidate runs: the worker exits 5, the job is a runtime_error of kind sandbox (before:
+    SIGSYS, an infrastructure fault, retried); the next job runs on a fresh worker."""
+    (d,) = kbw.run([sub("socket")])
     assert d["result"]["verdict"] == "runtime_error" and d["result"]["error"]["kind"] == "sandbox", d["result"]
     log = kbw.server.log_text()
     assert "(the candidate's code ran): ending the worker" in log and "exited: status 5, signal 0" in log
     (ok,) = kbw.run([sub("correct")])
     assert ok["result"]["verdict"] == "correct"
+
+
+def test_a_process_the_candidate_starts_is_refused(kbw):
+    """subprocess in forward (what Triton does at a kernel's first launch, without the compiler helper):
+    the run role's filter answers EPERM, the candidate's own PermissionError is its runtime_error, and
+    the worker is not ended by the filter (before: Python's subprocess blocked every signal around
+    vfork, so the filter's SIGSYS killed the worker unblamed: internal_error after retries)."""
+    log0 = len(kbw.server.log_text())
+    (d,) = kbw.run([sub("spawn")])
+    err = d["result"].get("error") or {}
+    assert d["result"]["verdict"] == "runtime_error" and err.get("kind") == "python", d["result"]
+    assert err.get("name") == "PermissionError", err
+    log = kbw.server.log_text()[log0:]
+    assert "forbidden system call" not in log and "signal 31" not in log, log
 
 
 def test_the_run_role_reads_its_view_not_the_cache(kbw):
