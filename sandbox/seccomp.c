@@ -285,8 +285,11 @@ static int add_torch_run_rules(scmp_filter_ctx ctx, int *ret_count)
         if (r == 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
                                      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
-        for (size_t i = 0; i < sizeof(no_process) / sizeof(no_process[0]) && r == 0; i++)
-                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), seccomp_syscall_resolve_name(no_process[i]), 0);
+        for (size_t i = 0; i < sizeof(no_process) / sizeof(no_process[0]) && r == 0; i++) {
+                int nr = seccomp_syscall_resolve_name(no_process[i]);
+                if (nr != __NR_SCMP_ERROR) /* arm64 has no fork or vfork: nothing to answer */
+                        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+        }
         /* Signals to its own threads only (pthread_kill, abort). */
         if (r == 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,

@@ -352,15 +352,14 @@ out:
 /* torchview_drop() - remove the view @name of @root and its <name>.tools (its worker is gone). Return: 0 or a negative errno. */
 int torchview_drop(const char *root, const char *name)
 {
-        int rootfd = open_dir_at(AT_FDCWD, root, false), r;
+        int rootfd = open_dir_at(AT_FDCWD, root, false), r, t;
 
         if (rootfd < 0)
                 return rootfd;
         r = fstree_remove_at(rootfd, name);
-        if (r == 0 || r == -ENOENT) {
-                int t = remove_tools_at(rootfd, name);
-                r = r < 0 ? r : t;
-        }
+        t = remove_tools_at(rootfd, name); /* also when the view stays: it can hold far more */
+        if (r == 0)
+                r = t;
         close(rootfd);
         return r;
 }

@@ -245,10 +245,9 @@ class Worker:
             return None
         read = python_trees()
         keep = [self.in_fd, self.out_fd]
-        if self.role == "run":
-            read.append(self.ext_root)
+        if self.role == "run":   # first: the list is cut at PATHS_MAX
+            read[:0] = [self.ext_root] + ([self.tools_folder] if self.tools is not None else [])
             if self.tools is not None:
-                read.append(self.tools_folder)
                 keep.append(self.tools.conn.fileno())
         err = self.confine.enter(profile, read=read[:PATHS_MAX],
                                  execs=exec_trees() if self.role == "build" else (),
@@ -366,7 +365,7 @@ def tools_main(fd):
         log.error("tools: the sandbox: %s", err)
         return loop.EXIT_FAILED
     from . import tritontools
-    return tritontools.serve(fd)
+    return tritontools.serve(fd, kill=confine.kill_descendants)
 
 
 def main(argv):

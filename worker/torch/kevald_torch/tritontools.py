@@ -15,14 +15,19 @@ the build role's profile (a toolchain may run; it writes only beneath its
 own folder, <view>.tools, beside the run worker's view; no GPU, no network,
 uid 65534), and answers requests on a socket pair (serve()):
 
-  version  {path}                          `path --version`, its output
+  version  {path}                          `ptxas --version` (Triton's ptxas or
+                                           the toolkit's, nothing else)
   cubin    {arch, fp_fusion, ptx_options}  ptxas on the PTX (the payload), the
                                            CUBIN back: Triton's own make_cubin
-  module   {src, name, dirs, libraries...} Triton's compile_module_from_src
-                                           without the import: the .so's path
+  module   {src, name}                     Triton's compile_module_from_src
+                                           without the import, with Triton's
+                                           own flags: the .so's path
   put      {key, filename}                 a cache file (the payload) written
-                                           where Triton's cache keeps it (1 GiB
-                                           in all per worker)
+                                           where Triton's cache keeps it
+
+Its folder holds 1 GiB at most; after each request (and past 120 s) every
+process the request started is killed, also one in a session of its own
+(the helper is its descendants' subreaper), and its TMPDIR emptied.
 
 install() points the run role's Triton at it: a cache manager that reads
 the helper's folder and writes through the helper, and the four places
@@ -40,7 +45,10 @@ import threading
 
 HEADER_MAX = 4 << 20
 PAYLOAD_MAX = 256 << 20
-PUT_BYTES_MAX = 1 << 30    # what the helper writes to the cache for one worker, at most
+TOOLS_BYTES_MAX = 1 << 30   # what the helper's folder may hold, at most (KEVALD_TOOLS_BYTES_MAX lowers it)
+REQUEST_TIMEOUT_S = 120     # a request's programs are killed past it
+READY_TIMEOUT_S = 30        # the helper's "ready", at most this long after it is started
+TOOL_NAMES = ("ptxas", "ptxas-blackwell")   # what `version` runs
 _NAME = re.compile(r"^[A-Za-z0-9_.+-]{1,200}$")
 
 
@@ -58,32 +66,85 @@ class Channel:
 
     def call(self, op, payload=b"", **args):
         with self.lock:
-            self.conn.send_bytes(json.dumps({"op": op, **args}).encode())
-            self.conn.send_bytes(payload)
-            head = json.loads(self.conn.recv_bytes(HEADER_MAX))
-            data = self.conn.recv_bytes(PAYLOAD_MAX)
+            try:
+                self.conn.send_bytes(json.dumps({"op": op, **args}).encode())
+                self.conn.send_bytes(payload)
+                head = json.loads(self.conn.recv_bytes(HEADER_MAX))
+                data = self.conn.recv_bytes(PAYLOAD_MAX)
+            except (EOFError, OSError, ValueError) as e:
+                raise ToolError(f"the compiler helper is gone ({type(e).__name__}: {e})") from e
         if not head.get("ok"):
             raise ToolError(head.get("error") or "the helper failed")
         return head, data
 
+    def wait_ready(self, timeout):
+        """Whether the helper said "ready" (serve()'s first message) within @timeout seconds."""
+        try:
+            if not self.conn.poll(timeout):
+                return False
+            ready = json.loads(self.conn.recv_bytes(HEADER_MAX)).get("ready")
+            self.conn.recv_bytes(PAYLOAD_MAX)
+            return bool(ready)
+        except (EOFError, OSError, ValueError):
+            return False
+
 
 # ---- the helper's side ----
 
+def _folder():
+    return os.environ["KEVALD_TORCH_EXT_ROOT"]
+
+
+def _bytes_max():
+    try:
+        return min(TOOLS_BYTES_MAX, int(os.environ.get("KEVALD_TOOLS_BYTES_MAX", TOOLS_BYTES_MAX)))
+    except ValueError:
+        return TOOLS_BYTES_MAX
+
+
+def folder_bytes(folder):
+    """What @folder holds, in bytes (links not followed)."""
+    total = 0
+    for root, dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _room(more=0):
+    """Refuse a request that would write where the folder's budget is spent."""
+    used, limit = folder_bytes(_folder()), _bytes_max()
+    if used + more > limit:
+        raise ToolError(f"the compiler helper's folder holds {used} bytes, its budget is {limit}")
+
+
 def op_version(args, payload):
+    """`ptxas --version` for Triton's probes: only a tool named as Triton's
+    ptxas, beneath Triton's tools folder (KEVALD_TOOLS_EXEC) or the CUDA
+    toolkit's."""
     import subprocess
-    r = subprocess.run([str(args["path"]), "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       timeout=60, check=False)
+    path = os.path.realpath(str(args["path"]))
+    trees = [os.path.realpath(p) for p in (os.environ.get("KEVALD_TOOLS_EXEC"), "/usr/local/cuda") if p]
+    if os.path.basename(path) not in TOOL_NAMES or not any(path.startswith(t + "/") for t in trees):
+        raise ToolError(f"not a tool the helper runs: {args['path']!r}")
+    r = subprocess.run([path, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=REQUEST_TIMEOUT_S, check=False)
     return {"rc": r.returncode}, r.stdout[:1 << 20]
 
 
 def op_cubin(args, payload):
+    """Triton's own CUDABackend.make_cubin (ptxas, as Triton runs it) on the PTX @payload."""
     import types
     from triton.backends.compiler import GPUTarget
     from triton.backends.nvidia.compiler import CUDABackend
     from triton.runtime.errors import PTXASError
+    _room(len(payload) * 4)
     arch = int(args["arch"])
     opt = types.SimpleNamespace(enable_fp_fusion=bool(args.get("fp_fusion", True)),
-                                ptx_options=args.get("ptx_options") or None)
+                                ptx_options=str(args["ptx_options"]) if args.get("ptx_options") else None)
     backend = CUDABackend(GPUTarget("cuda", arch, 32))
     try:
         return {}, backend.make_cubin(payload.decode("utf-8"), {}, opt, arch)
@@ -92,14 +153,20 @@ def op_cubin(args, payload):
 
 
 def op_module(args, payload):
+    """Triton's compile_module_from_src without the import: C source @src
+    built as Triton builds its CUDA utilities and launchers, with Triton's
+    own folders, libraries and flags (never the request's: a flag such as
+    `-wrapper` would run a program), into the cache. Answers the .so's path."""
     import hashlib
     import sysconfig
     import tempfile
+    from triton.backends.nvidia import driver as nv_driver
     from triton.runtime import build
     from triton.runtime.cache import get_cache_manager
     src, name = str(args["src"]), str(args["name"])
     if not _NAME.match(name):
         raise ToolError(f"module name {name!r}")
+    _room(len(src) * 4)
     key = hashlib.sha256((src + build.platform_key()).encode("utf-8")).hexdigest()
     cache = get_cache_manager(key)
     filename = f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
@@ -109,25 +176,22 @@ def op_module(args, payload):
             src_path = os.path.join(tmp, name + ".c")
             with open(src_path, "w") as f:
                 f.write(src)
-            so = build._build(name, src_path, tmp, list(args.get("library_dirs") or []),
-                              list(args.get("include_dirs") or []), list(args.get("libraries") or []),
-                              list(args.get("ccflags") or []))
+            so = build._build(name, src_path, tmp, list(nv_driver.library_dirs()), list(nv_driver.include_dirs),
+                              list(nv_driver.libraries), [])
             with open(so, "rb") as f:
-                path = cache.put(f.read(), filename, binary=True)
+                data = f.read()
+            _room(len(data))
+            path = cache.put(data, filename, binary=True)
     return {"path": path}, b""
-
-
-_put_left = [PUT_BYTES_MAX]
 
 
 def op_put(args, payload):
     """Triton's FileCacheManager.put, its layout (TRITON_CACHE_DIR/<key>/<filename>),
-    written whole or not at all, within a budget for the worker's life."""
+    written whole or not at all, within the folder's budget."""
     key, filename = str(args["key"]), str(args["filename"])
     if not _NAME.match(key) or not _NAME.match(filename) or key in (".", "..") or filename in (".", ".."):
         raise ToolError(f"cache name {key!r}/{filename!r}")
-    if len(payload) > _put_left[0]:
-        raise ToolError(f"the cache's budget ({PUT_BYTES_MAX >> 20} MiB for this worker) is spent")
+    _room(len(payload))
     folder = os.path.join(os.environ["TRITON_CACHE_DIR"], key)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, filename)
@@ -135,24 +199,63 @@ def op_put(args, payload):
     with open(tmp, "wb") as f:
         f.write(payload)
     os.replace(tmp, path)
-    _put_left[0] -= len(payload)
     return {"path": path}, b""
 
 
 OPS = {"version": op_version, "cubin": op_cubin, "module": op_module, "put": op_put}
 
 
-def serve(fd, ops=None):
-    """Answer requests on @fd until the run worker closes its end. Returns 0."""
+def clear_tmp():
+    """Empty TMPDIR (what a failed ptxas or build left there); the folder stays."""
+    import shutil
+    tmp = os.environ.get("TMPDIR")
+    if not tmp or not os.path.isdir(tmp):
+        return
+    for name in os.listdir(tmp):
+        p = os.path.join(tmp, name)
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+
+
+def reap():
+    """Collect every child that has ended (the helper is its orphans' subreaper)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def serve(fd, ops=None, kill=None):
+    """Say ready, then answer requests on @fd until the run worker closes its
+    end. @kill (the helper's confine.kill_descendants) ends, after each
+    request and past REQUEST_TIMEOUT_S, every process the request started,
+    also one that left in a session of its own. Returns 0."""
     from multiprocessing.connection import Connection
     ops = ops or OPS
     conn = Connection(fd)
+    try:
+        conn.send_bytes(json.dumps({"ok": True, "ready": True}).encode())
+        conn.send_bytes(b"")
+    except OSError:
+        return 0
     while True:
         try:
             head = conn.recv_bytes(HEADER_MAX)
             payload = conn.recv_bytes(PAYLOAD_MAX)
         except (EOFError, OSError):
             return 0
+        timer = threading.Timer(REQUEST_TIMEOUT_S, kill) if kill else None
+        if timer:
+            timer.daemon = True
+            timer.start()
         try:
             args = json.loads(head)
             fn = ops.get(args.get("op")) if isinstance(args, dict) else None
@@ -162,6 +265,13 @@ def serve(fd, ops=None):
             out = {"ok": True, **out}
         except Exception as e:  # noqa: BLE001 (every failure is an answer; the helper goes on)
             out, data = {"ok": False, "error": f"{type(e).__name__}: {e}"[:8000]}, b""
+        finally:
+            if timer:
+                timer.cancel()
+            if kill:
+                kill()
+                reap()
+            clear_tmp()
         try:
             conn.send_bytes(json.dumps(out).encode())
             conn.send_bytes(data)
@@ -173,13 +283,26 @@ def serve(fd, ops=None):
 
 def libcuda_dir():
     """The folder of libcuda.so.1 (TRITON_LIBCUDA_PATH: Triton otherwise runs
-    `/sbin/ldconfig -p` to find it), or None."""
+    `/sbin/ldconfig -p` to find it, which the run role cannot): LD_LIBRARY_PATH's
+    folders, the usual ones, then the linker cache (`ldconfig -p`, while this
+    process may still run a program). None where there is none."""
     dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
     dirs += ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
              "/usr/local/nvidia/lib64", "/usr/lib/wsl/lib"]
     for d in dirs:
         if os.path.isabs(d) and os.path.exists(os.path.join(d, "libcuda.so.1")):
             return os.path.realpath(d)
+    import subprocess
+    for ldconfig in ("/sbin/ldconfig", "/usr/sbin/ldconfig"):
+        try:
+            out = subprocess.run([ldconfig, "-p"], capture_output=True, timeout=20, check=False).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        for line in out.decode(errors="replace").splitlines():
+            if "libcuda.so.1" in line and "=>" in line:
+                path = line.split("=>")[-1].strip()
+                if os.path.isabs(path) and os.path.exists(path):
+                    return os.path.dirname(os.path.realpath(path))
     return None
 
 
@@ -210,7 +333,15 @@ def spawn(argv, folder, env):
                                 close_fds=True)
     finally:
         theirs.close()
-    return Channel(ours.detach()), proc
+    chan = Channel(ours.detach())
+    # Its "ready" comes once it has confined itself: a helper that could not (its sandbox, its
+    # Python) is found here, before the run worker says it has one.
+    if not chan.wait_ready(READY_TIMEOUT_S):
+        proc.kill()
+        proc.wait()
+        chan.conn.close()
+        raise OSError(f"the compiler helper did not start (exit {proc.returncode}; its log is on stderr)")
+    return chan, proc
 
 
 def install(channel):
@@ -242,7 +373,10 @@ def install(channel):
 
     @functools.lru_cache
     def tool_from_path(path):
-        head, out = channel.call("version", path=path)
+        try:
+            head, out = channel.call("version", path=path)
+        except ToolError:
+            return None   # as Triton's: no such tool here (its caller tries the next path)
         m = re.search(r".*release (\d+\.\d+).*", out.decode("utf-8", "replace"), flags=re.MULTILINE)
         return knobs.NvidiaTool(path, m.group(1)) if head.get("rc") == 0 and m else None
 
@@ -263,10 +397,10 @@ def install(channel):
             raise PTXASError(head["ptxas_error"])
         return cubin
 
-    def compile_module_from_src(src, name, library_dirs=None, include_dirs=None, libraries=None, ccflags=None):
-        head, _ = channel.call("module", src=src, name=name, library_dirs=list(library_dirs or []),
-                               include_dirs=list(include_dirs or []), libraries=list(libraries or []),
-                               ccflags=list(ccflags or []))
+    def compile_module_from_src(src, name, library_dirs=None, include_dirs=None, libraries=None,  # noqa: ARG001
+                                ccflags=None):  # noqa: ARG001
+        # library_dirs, include_dirs, libraries, ccflags: the helper uses Triton's own
+        head, _ = channel.call("module", src=src, name=name)
         return build._load_module_from_path(name, head["path"])
 
     knobs.cache.manager_class = HelperCache

@@ -34,6 +34,45 @@ def landlock_on():
         return False
 
 
+# A stand-in for the three Triton modules the helper's `module` request uses, as Triton 3.6 has them
+# (triton/runtime/build.py's _build adds library_dirs, include_dirs, libraries and ccflags to cc's line).
+STUB = {
+    "triton/__init__.py": "",
+    "triton/runtime/__init__.py": "",
+    "triton/runtime/build.py": """
+import os, shutil, subprocess, sysconfig
+def platform_key():
+    return "stub"
+def _build(name, src, srcdir, library_dirs, include_dirs, libraries, ccflags):
+    so = os.path.join(srcdir, name + sysconfig.get_config_var("EXT_SUFFIX"))
+    cmd = [shutil.which("cc"), src, "-O3", "-shared", "-fPIC", "-o", so]
+    cmd += ["-L" + d for d in library_dirs] + ["-l" + x for x in libraries] + ["-I" + d for d in include_dirs]
+    subprocess.check_call(cmd + list(ccflags), stdout=subprocess.DEVNULL)
+    return so
+""",
+    "triton/runtime/cache.py": """
+import os
+class _Cache:
+    def __init__(self, key):
+        self.dir = os.path.join(os.environ["TRITON_CACHE_DIR"], key)
+    def get_file(self, filename):
+        p = os.path.join(self.dir, filename)
+        return p if os.path.exists(p) else None
+    def put(self, data, filename, binary=True):
+        os.makedirs(self.dir, exist_ok=True)
+        p = os.path.join(self.dir, filename)
+        with open(p, "wb") as f:
+            f.write(data)
+        return p
+def get_cache_manager(key):
+    return _Cache(key)
+""",
+    "triton/backends/__init__.py": "",
+    "triton/backends/nvidia/__init__.py": "",
+    "triton/backends/nvidia/driver.py": "include_dirs = []\nlibraries = []\ndef library_dirs():\n    return []\n",
+}
+
+
 @unittest.skipUnless(LOADS and BUILD_PY, "libkevald-confine.so not loadable, or no python3 uid 65534 can run")
 class Helper(unittest.TestCase):
     def setUp(self):
@@ -41,22 +80,34 @@ class Helper(unittest.TestCase):
         os.chmod(self.tmp, 0o755)
         self.folder = os.path.join(self.tmp, "v1.tools")
         self.bin = os.path.join(self.tmp, "bin")
+        self.stub = os.path.join(self.tmp, "stub")
         for d in (self.folder, os.path.join(self.folder, "cache"), os.path.join(self.folder, "tmp"), self.bin):
             os.makedirs(d, exist_ok=True)
             os.chmod(d, 0o755)
             if os.geteuid() == 0 and d.startswith(self.folder):
                 os.chown(d, 65534, 65534)
+        for rel, text in STUB.items():
+            p = os.path.join(self.stub, rel)
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            with open(p, "w") as f:
+                f.write(text)
+        for root, dirs, _ in os.walk(self.stub):
+            for d in [root] + [os.path.join(root, x) for x in dirs]:
+                os.chmod(d, 0o755)
         self.outside = os.path.join("/tmp", f"kevald-tools-outside-{uuid.uuid4().hex}")
-        self.tool("fakeptxas", "echo 'ptxas: NVIDIA (R) Ptx optimizing assembler'\n"
-                               "echo 'Cuda compilation tools, release 12.8, V12.8.93'\n")
-        self.tool("probe", f"id -u\necho x > {self.outside} 2>/dev/null && echo wrote-outside\n"
-                           f"echo y > {self.folder}/tmp/inside && echo wrote-inside\n")
-        env = dict(helpers.LIB_ENV, PATH="/usr/bin:/bin", KEVALD_CONFINE_LIB=str(helpers.CONFINE_LIB),
-                   KEVALD_PARENT_PID="1", KEVALD_TORCH_EXT_ROOT=self.folder,   # the supervisor's: spawn() sets ours
-                   KEVALD_TOOLS_EXEC=self.bin, TMPDIR=os.path.join(self.folder, "tmp"),
-                   TRITON_CACHE_DIR=os.path.join(self.folder, "cache"), KEVALD_LOG_LEVEL="info")
+        self.linger = f"{300 + (os.getpid() % 97)}.{uuid.uuid4().int % 10**6:06d}"   # a sleep only this test starts
+        # Triton's ptxas, as the helper may run it (`version`): also the probe of what its programs may do
+        self.ptxas = self.tool("ptxas", f"id -u\necho x > {self.outside} 2>/dev/null && echo wrote-outside\n"
+                                        f"echo y > {self.folder}/tmp/inside && echo wrote-inside\n"
+                                        f"setsid sleep {self.linger} > /dev/null 2>&1 < /dev/null &\n"
+                                        "echo 'Cuda compilation tools, release 12.8, V12.8.93'\n")
+        self.env = dict(helpers.LIB_ENV, PATH="/usr/bin:/bin", KEVALD_CONFINE_LIB=str(helpers.CONFINE_LIB),
+                        KEVALD_PARENT_PID="1", KEVALD_TORCH_EXT_ROOT=self.folder,   # the supervisor's: spawn() sets ours
+                        KEVALD_TOOLS_EXEC=self.bin, TMPDIR=os.path.join(self.folder, "tmp"),
+                        TRITON_CACHE_DIR=os.path.join(self.folder, "cache"), KEVALD_LOG_LEVEL="info",
+                        PYTHONPATH=self.stub, KEVALD_TOOLS_BYTES_MAX=str(1 << 20))
         self.chan, self.proc = tritontools.spawn([BUILD_PY, str(helpers.WORKER), "--role", "tools"],
-                                                 self.folder, env)
+                                                 self.folder, self.env)
 
     def tool(self, name, body):
         p = os.path.join(self.bin, name)
@@ -72,14 +123,23 @@ class Helper(unittest.TestCase):
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
+            subprocess.run(["pkill", "-KILL", "-f", f"sleep {self.linger}"], check=False)
             shutil.rmtree(self.tmp, ignore_errors=True)
             if os.path.exists(self.outside):
                 os.unlink(self.outside)
 
+    def lingering(self):
+        out = subprocess.run(["pgrep", "-f", f"sleep {self.linger}"], capture_output=True, text=True).stdout
+        return out.split()
+
     def test_version_put_and_refusals(self):
-        head, out = self.chan.call("version", path=os.path.join(self.bin, "fakeptxas"))
+        head, out = self.chan.call("version", path=self.ptxas)
         self.assertEqual(head["rc"], 0)
         self.assertIn(b"release 12.8", out)
+        for path in ("/bin/true", os.path.join(self.folder, "ptxas"), "/usr/bin/sh"):
+            with self.subTest(path=path):
+                with self.assertRaisesRegex(tritontools.ToolError, "not a tool the helper runs"):
+                    self.chan.call("version", path=path)
 
         head, _ = self.chan.call("put", b"\x7fELF launcher", key="ABCDEF234", filename="__triton_launcher.so")
         path = os.path.join(self.folder, "cache", "ABCDEF234", "__triton_launcher.so")
@@ -94,20 +154,34 @@ class Helper(unittest.TestCase):
                 with self.assertRaisesRegex(tritontools.ToolError, "cache name"):
                     self.chan.call("put", b"x", key=key, filename=filename)
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "escape")))
+        # the folder's budget (1 MiB here): a put past it is refused and writes nothing
+        self.chan.call("put", b"a" * (600 << 10), key="BIG", filename="one")
+        with self.assertRaisesRegex(tritontools.ToolError, "budget"):
+            self.chan.call("put", b"b" * (600 << 10), key="BIG", filename="two")
+        self.assertEqual(os.listdir(os.path.join(self.folder, "cache", "BIG")), ["one"])
 
         with self.assertRaisesRegex(tritontools.ToolError, "unknown request"):
             self.chan.call("format-disk")
-        if not helpers.have_module("triton"):
-            with self.assertRaisesRegex(tritontools.ToolError, "ModuleNotFoundError|ImportError"):
-                self.chan.call("module", src="int x;", name="__triton_launcher")
         with self.assertRaisesRegex(tritontools.ToolError, "module name"):
             self.chan.call("module", src="int x;", name="../evil")
         # still serving after every refusal
-        head, _ = self.chan.call("version", path=os.path.join(self.bin, "fakeptxas"))
+        head, _ = self.chan.call("version", path=self.ptxas)
         self.assertEqual(head["rc"], 0)
 
-    def test_programs_it_runs_are_confined(self):
-        head, out = self.chan.call("version", path=os.path.join(self.bin, "probe"))
+    def test_module_builds_with_tritons_own_flags(self):
+        marker = os.path.join(self.folder, "tmp", "wrapper-ran")
+        head, _ = self.chan.call("module", src="int kevald_stub = 42;\n", name="__triton_launcher",
+                                 ccflags=["-wrapper", f"/bin/sh,-c,touch {marker}"], libraries=["evil"])
+        path = head["path"]
+        self.assertTrue(path.startswith(os.path.join(self.folder, "cache") + "/"), path)
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(4), b"\x7fELF")
+        self.assertFalse(os.path.exists(marker), "the request's ccflags reached the compiler")
+        again, _ = self.chan.call("module", src="int kevald_stub = 42;\n", name="__triton_launcher")
+        self.assertEqual(again["path"], path)   # the cache answers the same source
+
+    def test_programs_it_runs_are_confined_and_end_with_the_request(self):
+        head, out = self.chan.call("version", path=self.ptxas)
         lines = out.decode().split()
         if os.geteuid() == 0:
             self.assertEqual(lines[0], "65534")       # root dropped before anything runs
@@ -115,10 +189,18 @@ class Helper(unittest.TestCase):
         if landlock_on():
             self.assertNotIn("wrote-outside", lines)
             self.assertFalse(os.path.exists(self.outside))
+        # what the request started in a session of its own is gone with its answer; TMPDIR emptied
+        self.assertEqual(self.lingering(), [])
+        self.assertEqual(os.listdir(os.path.join(self.folder, "tmp")), [])
 
     def test_ends_with_the_run_worker(self):
         self.chan.conn.close()
         self.assertEqual(self.proc.wait(timeout=20), 0)
+
+    def test_a_helper_that_cannot_confine_itself_is_found_at_start(self):
+        with self.assertRaisesRegex(OSError, "did not start"):
+            tritontools.spawn([BUILD_PY, str(helpers.WORKER), "--role", "tools"], self.folder,
+                              dict(self.env, KEVALD_CONFINE_LIB="/nonexistent/libkevald-confine.so"))
 
 
 class RunSide(unittest.TestCase):
@@ -146,6 +228,7 @@ class RunSide(unittest.TestCase):
         t = threading.Thread(target=tritontools.serve, args=(b.detach(), {"boom": boom}))
         t.start()
         chan = tritontools.Channel(a.detach())
+        self.assertTrue(chan.wait_ready(10))
         with self.assertRaisesRegex(tritontools.ToolError, r"ValueError: no ptxas here \(3 bytes\)"):
             chan.call("boom", b"abc", what="ptxas")
         chan.conn.close()
