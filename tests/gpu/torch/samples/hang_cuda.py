@@ -30,8 +30,9 @@ __global__ void softmax_rows(const float* __restrict__ x, float* __restrict__ y,
         __syncthreads();
     }
     float inv = 1.f / red[0];
-    volatile int spin = 1;
-    while (spin) { }
+    // Two volatile reads of the input, always equal: a loop with side effects, which no compiler
+    // may drop (a spin on a local volatile was dropped by CUDA 13's, and the sample ran "correct").
+    while (*(volatile const int*)xr == *(volatile const int*)xr) { }
     for (int i = threadIdx.x; i < cols; i += blockDim.x) yr[i] = expf(xr[i] - m) * inv;
 }
 
