@@ -203,8 +203,8 @@ static int add_list(scmp_filter_ctx ctx, const char *const *names, size_t n, int
 {
         for (size_t i = 0; i < n; i++) {
                 int nr = seccomp_syscall_resolve_name(names[i]);
-                if (nr == __NR_SCMP_ERROR)
-                        continue;   /* not a system call on this architecture */
+                if (nr < 0)
+                        continue;   /* not a system call on this architecture (libseccomp's pseudo-number) */
                 int r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
                 if (r < 0)
                         return r;
@@ -228,7 +228,7 @@ static int add_torch_build_rules(scmp_filter_ctx ctx, int *ret_count)
 
         for (size_t i = 0; i < sizeof(deny_torch_build) / sizeof(deny_torch_build[0]) && r == 0; i++) {
                 int nr = seccomp_syscall_resolve_name(deny_torch_build[i]);
-                if (nr == __NR_SCMP_ERROR)
+                if (nr < 0)
                         continue;
                 r = seccomp_rule_add(ctx, SCMP_ACT_TRAP, nr, 0);
                 if (r == 0)
@@ -287,7 +287,7 @@ static int add_torch_run_rules(scmp_filter_ctx ctx, int *ret_count)
                                      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
         for (size_t i = 0; i < sizeof(no_process) / sizeof(no_process[0]) && r == 0; i++) {
                 int nr = seccomp_syscall_resolve_name(no_process[i]);
-                if (nr != __NR_SCMP_ERROR) /* arm64 has no fork or vfork: nothing to answer */
+                if (nr >= 0) /* arm64 has no fork or vfork (libseccomp's pseudo-numbers): nothing to answer */
                         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
         }
         /* Signals to its own threads only (pthread_kill, abort). */

@@ -144,10 +144,9 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
                          * (the worker says so by this status: sandbox_blame_candidate()); one made
                          * while the reference or the judge ran is SIGSYS, the worker's fault below. */
                         json_t *err = pipeline_error("sandbox", "the candidate made a system call the run stage's "
-                                                     "sandbox forbids, which ended its process: no new process, "
-                                                     "no program run, no socket while it runs (a Triton kernel "
-                                                     "compiles at its first call, which needs the first two: "
-                                                     "kernelbench submissions cannot use Triton yet)");
+                                                     "sandbox forbids, which ended its process (a socket, "
+                                                     "ptrace, a mount, ...; a new process or program is "
+                                                     "refused with EPERM instead)");
                         json_t *compile = json_object_get(j->sj->compile, "candidate");
                         json_t *res = pipeline_result(job_task_name(j), "runtime_error", compile, NULL, err, j->seed);
                         json_decref(err);
@@ -174,8 +173,14 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
                 w->failures = 0;
         if (w->malformed)
                 w->failures++;
-        if (w->spec->role == PROC_TORCH_RUN)
+        if (w->spec->role == PROC_TORCH_RUN) {
+                /* What it leaves in its process group goes first: its compiler helper (SIGKILLed
+                 * with it) and a ptxas or cc of a request the helper could not end; then its view
+                 * and the helper's folder. */
+                if (proc->pid > 0)
+                        (void)kill(-proc->pid, SIGKILL);
                 torch_view_close(w); /* its view goes with it; the next process gets a fresh one */
+        }
         w->state = W_STOPPED;
         w->restarts++;
         json_decref(w->hello);

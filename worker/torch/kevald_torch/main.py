@@ -365,7 +365,7 @@ def tools_main(fd):
         log.error("tools: the sandbox: %s", err)
         return loop.EXIT_FAILED
     from . import tritontools
-    return tritontools.serve(fd, kill=confine.kill_descendants)
+    return tritontools.serve(fd, kill=confine.kill_descendants, tmp=os.environ.get("TMPDIR"))
 
 
 def main(argv):

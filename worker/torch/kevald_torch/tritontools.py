@@ -205,11 +205,12 @@ def op_put(args, payload):
 OPS = {"version": op_version, "cubin": op_cubin, "module": op_module, "put": op_put}
 
 
-def clear_tmp():
-    """Empty TMPDIR (what a failed ptxas or build left there); the folder stays."""
+def clear_tmp(tmp):
+    """Empty @tmp (what a failed ptxas or build left there), a folder beneath the
+    helper's own (KEVALD_TORCH_EXT_ROOT) and nothing else; the folder stays."""
     import shutil
-    tmp = os.environ.get("TMPDIR")
-    if not tmp or not os.path.isdir(tmp):
+    root = os.path.realpath(os.environ.get("KEVALD_TORCH_EXT_ROOT") or "/nonexistent")
+    if not tmp or not os.path.isdir(tmp) or not os.path.realpath(tmp).startswith(root + "/"):
         return
     for name in os.listdir(tmp):
         p = os.path.join(tmp, name)
@@ -233,11 +234,12 @@ def reap():
             return
 
 
-def serve(fd, ops=None, kill=None):
+def serve(fd, ops=None, kill=None, tmp=None):
     """Say ready, then answer requests on @fd until the run worker closes its
     end. @kill (the helper's confine.kill_descendants) ends, after each
     request and past REQUEST_TIMEOUT_S, every process the request started,
-    also one that left in a session of its own. Returns 0."""
+    also one that left in a session of its own; @tmp (the helper's TMPDIR)
+    is emptied after each. Returns 0."""
     from multiprocessing.connection import Connection
     ops = ops or OPS
     conn = Connection(fd)
@@ -268,10 +270,11 @@ def serve(fd, ops=None, kill=None):
         finally:
             if timer:
                 timer.cancel()
+                timer.join()   # one that had already begun to fire ends here, not in the next request
             if kill:
                 kill()
                 reap()
-            clear_tmp()
+            clear_tmp(tmp)
         try:
             conn.send_bytes(json.dumps(out).encode())
             conn.send_bytes(data)

@@ -136,7 +136,8 @@ class Helper(unittest.TestCase):
         head, out = self.chan.call("version", path=self.ptxas)
         self.assertEqual(head["rc"], 0)
         self.assertIn(b"release 12.8", out)
-        for path in ("/bin/true", os.path.join(self.folder, "ptxas"), "/usr/bin/sh"):
+        not_ptxas = self.tool("cuobjdump", "echo 'release 12.8'\n")   # beneath Triton's tools, not its ptxas
+        for path in ("/bin/true", os.path.join(self.folder, "ptxas"), "/usr/bin/sh", not_ptxas):
             with self.subTest(path=path):
                 with self.assertRaisesRegex(tritontools.ToolError, "not a tool the helper runs"):
                     self.chan.call("version", path=path)
@@ -221,6 +222,8 @@ class RunSide(unittest.TestCase):
         import socket
         import threading
         a, b = socket.socketpair()
+        # serve() here, in the test's process: it must leave the runner's TMPDIR alone
+        keep = tempfile.NamedTemporaryFile(prefix="kevald-tools-keep-")
 
         def boom(args, payload):
             raise ValueError(f"no {args['what']} here ({len(payload)} bytes)")
@@ -234,6 +237,8 @@ class RunSide(unittest.TestCase):
         chan.conn.close()
         t.join(10)
         self.assertFalse(t.is_alive())
+        self.assertTrue(os.path.exists(keep.name))
+        keep.close()
 
 
 if __name__ == "__main__":
