@@ -199,19 +199,27 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
         _exit(128 + SIGSYS);
 }
 
-static int add_list(scmp_filter_ctx ctx, const char *const *names, size_t n, int *ret_count)
+/*
+ * One rule of @action for each of the @n system calls @names; a name this
+ * architecture lacks (libseccomp's pseudo-number, < 0: arm64's fork, vfork,
+ * poll, stat) is skipped. Each rule added counts in *@ret_count, unless it is NULL.
+ */
+static int add_list(scmp_filter_ctx ctx, uint32_t action, const char *const *names, size_t n, int *ret_count)
 {
         for (size_t i = 0; i < n; i++) {
                 int nr = seccomp_syscall_resolve_name(names[i]);
                 if (nr < 0)
-                        continue;   /* not a system call on this architecture (libseccomp's pseudo-number) */
-                int r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+                        continue;
+                int r = seccomp_rule_add(ctx, action, nr, 0);
                 if (r < 0)
                         return r;
-                (*ret_count)++;
+                if (ret_count)
+                        (*ret_count)++;
         }
         return 0;
 }
+
+#define ADD_LIST(ctx, action, list, ret_count) add_list(ctx, action, list, sizeof(list) / sizeof(list[0]), ret_count)
 
 #define WRITE_FLAGS (O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND | __O_TMPFILE)
 
@@ -224,16 +232,8 @@ static const scmp_datum_t write_masks[][2] = {
 /* The torch build profile's denylist: the filter's default is ALLOW. */
 static int add_torch_build_rules(scmp_filter_ctx ctx, int *ret_count)
 {
-        int r = 0;
+        int r = ADD_LIST(ctx, SCMP_ACT_TRAP, deny_torch_build, ret_count);
 
-        for (size_t i = 0; i < sizeof(deny_torch_build) / sizeof(deny_torch_build[0]) && r == 0; i++) {
-                int nr = seccomp_syscall_resolve_name(deny_torch_build[i]);
-                if (nr < 0)
-                        continue;
-                r = seccomp_rule_add(ctx, SCMP_ACT_TRAP, nr, 0);
-                if (r == 0)
-                        (*ret_count)++;
-        }
         /* No socket of any family: EACCES. A unix socket named by a path is a
          * channel to local daemons that Landlock does not cover; the toolchain
          * makes none (ninja, nvcc, g++ and Python's subprocess run on pipes),
@@ -266,10 +266,9 @@ static int add_torch_run_rules(scmp_filter_ctx ctx, int *ret_count)
                                        PR_GET_NO_NEW_PRIVS, PR_GET_SECCOMP, PR_CAPBSET_READ};
         int r;
 
-        r = add_list(ctx, allow_gpu, sizeof(allow_gpu) / sizeof(allow_gpu[0]), ret_count);
+        r = ADD_LIST(ctx, SCMP_ACT_ALLOW, allow_gpu, ret_count);
         if (r == 0)
-                r = add_list(ctx, allow_torch_run, sizeof(allow_torch_run) / sizeof(allow_torch_run[0]),
-                             ret_count);
+                r = ADD_LIST(ctx, SCMP_ACT_ALLOW, allow_torch_run, ret_count);
         /* Threads, never processes. */
         if (r == 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
@@ -285,11 +284,8 @@ static int add_torch_run_rules(scmp_filter_ctx ctx, int *ret_count)
         if (r == 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
                                      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
-        for (size_t i = 0; i < sizeof(no_process) / sizeof(no_process[0]) && r == 0; i++) {
-                int nr = seccomp_syscall_resolve_name(no_process[i]);
-                if (nr >= 0) /* arm64 has no fork or vfork (libseccomp's pseudo-numbers): nothing to answer */
-                        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-        }
+        if (r == 0) /* not counted: the report counts what the profile allows */
+                r = ADD_LIST(ctx, SCMP_ACT_ERRNO(EPERM), no_process, NULL);
         /* Signals to its own threads only (pthread_kill, abort). */
         if (r == 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
@@ -322,7 +318,7 @@ static int add_rules(scmp_filter_ctx ctx, SandboxProfile profile, int *ret_count
         if (profile == SANDBOX_PROFILE_TORCH_BUILD)
                 return add_torch_build_rules(ctx, ret_count);
 
-        r = add_list(ctx, allow_common, sizeof(allow_common) / sizeof(allow_common[0]), ret_count);
+        r = ADD_LIST(ctx, SCMP_ACT_ALLOW, allow_common, ret_count);
         if (r < 0)
                 return r;
         /* prlimit64(0, RLIMIT_STACK | RLIMIT_CPU, ...) on itself only. */
@@ -337,14 +333,14 @@ static int add_rules(scmp_filter_ctx ctx, SandboxProfile profile, int *ret_count
         if (profile == SANDBOX_PROFILE_TORCH_RUN)
                 return add_torch_run_rules(ctx, ret_count);
         if (profile == SANDBOX_PROFILE_GPU) {
-                r = add_list(ctx, allow_gpu, sizeof(allow_gpu) / sizeof(allow_gpu[0]), ret_count);
+                r = ADD_LIST(ctx, SCMP_ACT_ALLOW, allow_gpu, ret_count);
                 if (r == 0)
                         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 0);
                 if (r == 0)
                         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0);
                 return r;
         }
-        r = add_list(ctx, allow_compile, sizeof(allow_compile) / sizeof(allow_compile[0]), ret_count);
+        r = ADD_LIST(ctx, SCMP_ACT_ALLOW, allow_compile, ret_count);
         if (r < 0)
                 return r;
         r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
