@@ -65,6 +65,17 @@ def python_trees():
 SYSTEM_BIN = ("/usr/bin", "/bin", "/usr/local/bin")   # /usr/bin first, as kevald serve's PATH
 
 
+def package_folders(name):
+    """The folders of package @name, found without importing it (its code does
+    not run); none for a package that is missing or broken."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec(name)
+    except Exception:  # noqa: BLE001 (a broken package is no package: the build says so, not the HELLO)
+        return []
+    return list(spec.submodule_search_locations or []) if spec else []
+
+
 def tool_path():
     """PATH for the build role: the folder of the ninja binary that pip's
     `ninja` package carries (where a virtual environment's torch finds ninja;
@@ -74,14 +85,7 @@ def tool_path():
     `ninja` by PATH, ninja runs nvcc by absolute path and nvcc the host
     compiler by PATH. exec_trees() lets the sandbox run what the first three
     hold."""
-    cand = []
-    try:
-        import importlib.util
-        spec = importlib.util.find_spec("ninja")   # found, not imported: its code does not run
-        for loc in (spec.submodule_search_locations or []) if spec else []:
-            cand.append(os.path.join(loc, "data", "bin"))
-    except Exception:  # noqa: BLE001 (a broken package is no ninja: the build says so, not the HELLO)
-        pass
+    cand = [os.path.join(loc, "data", "bin") for loc in package_folders("ninja")]
     cand += [sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]
     out = []
     for p in [c for c in cand if c not in SYSTEM_BIN] + list(SYSTEM_BIN):
@@ -212,19 +216,19 @@ class Worker:
             self.tools_note = "no Triton installed"
             return
         folder = self.ext_root.rstrip("/") + ".tools"
+        tmp, cache = os.path.join(folder, "tmp"), os.path.join(folder, "cache")
         env = dict(os.environ)
         env.update({"CUDA_VISIBLE_DEVICES": "", "PATH": tool_path(), "KEVALD_TORCH_EXT_ROOT": folder,
-                    "KEVALD_TOOLS_EXEC": tbin, "TMPDIR": os.path.join(folder, "tmp")})
-        trit = {"TRITON_CACHE_DIR": os.path.join(folder, "cache"), "TRITON_HOME": folder}
+                    "KEVALD_TOOLS_EXEC": tbin, "TMPDIR": tmp})
+        trit = {"TRITON_CACHE_DIR": cache, "TRITON_HOME": folder}
         cuda_dir = tritontools.libcuda_dir()
         if cuda_dir:
             trit["TRITON_LIBCUDA_PATH"] = cuda_dir
         env.update(trit)
         try:
-            os.makedirs(os.path.join(folder, "tmp"), exist_ok=True)
-            os.makedirs(os.path.join(folder, "cache"), exist_ok=True)
-            if os.geteuid() == 0:
-                for p in (folder, os.path.join(folder, "tmp"), os.path.join(folder, "cache")):
+            for p in (folder, tmp, cache):
+                os.makedirs(p, exist_ok=True)
+                if os.geteuid() == 0:
                     os.chown(p, 65534, 65534)
             script = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "kevald-torch")
             self.tools, self.tools_proc = tritontools.spawn([sys.executable, script, "--role", "tools"],

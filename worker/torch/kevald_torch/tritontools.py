@@ -56,6 +56,18 @@ class ToolError(RuntimeError):
     """The helper could not do what was asked (its message says why)."""
 
 
+def send(conn, head, payload=b""):
+    """One message: @head (a dict) as JSON, then @payload."""
+    conn.send_bytes(json.dumps(head).encode())
+    conn.send_bytes(payload)
+
+
+def recv(conn):
+    """The next message as (the header's bytes, the payload), within HEADER_MAX and PAYLOAD_MAX."""
+    head = conn.recv_bytes(HEADER_MAX)
+    return head, conn.recv_bytes(PAYLOAD_MAX)
+
+
 class Channel:
     """The run worker's end: one request at a time (a lock: the candidate may compile from threads)."""
 
@@ -67,10 +79,9 @@ class Channel:
     def call(self, op, payload=b"", **args):
         with self.lock:
             try:
-                self.conn.send_bytes(json.dumps({"op": op, **args}).encode())
-                self.conn.send_bytes(payload)
-                head = json.loads(self.conn.recv_bytes(HEADER_MAX))
-                data = self.conn.recv_bytes(PAYLOAD_MAX)
+                send(self.conn, {"op": op, **args}, payload)
+                raw, data = recv(self.conn)
+                head = json.loads(raw)
             except (EOFError, OSError, ValueError) as e:
                 raise ToolError(f"the compiler helper is gone ({type(e).__name__}: {e})") from e
         if not head.get("ok"):
@@ -80,11 +91,7 @@ class Channel:
     def wait_ready(self, timeout):
         """Whether the helper said "ready" (serve()'s first message) within @timeout seconds."""
         try:
-            if not self.conn.poll(timeout):
-                return False
-            ready = json.loads(self.conn.recv_bytes(HEADER_MAX)).get("ready")
-            self.conn.recv_bytes(PAYLOAD_MAX)
-            return bool(ready)
+            return self.conn.poll(timeout) and bool(json.loads(recv(self.conn)[0]).get("ready"))
         except (EOFError, OSError, ValueError):
             return False
 
@@ -244,14 +251,12 @@ def serve(fd, ops=None, kill=None, tmp=None):
     ops = ops or OPS
     conn = Connection(fd)
     try:
-        conn.send_bytes(json.dumps({"ok": True, "ready": True}).encode())
-        conn.send_bytes(b"")
+        send(conn, {"ok": True, "ready": True})
     except OSError:
         return 0
     while True:
         try:
-            head = conn.recv_bytes(HEADER_MAX)
-            payload = conn.recv_bytes(PAYLOAD_MAX)
+            head, payload = recv(conn)
         except (EOFError, OSError):
             return 0
         timer = threading.Timer(REQUEST_TIMEOUT_S, kill) if kill else None
@@ -276,8 +281,7 @@ def serve(fd, ops=None, kill=None, tmp=None):
                 reap()
             clear_tmp(tmp)
         try:
-            conn.send_bytes(json.dumps(out).encode())
-            conn.send_bytes(data)
+            send(conn, out, data)
         except OSError:
             return 0
 
@@ -311,12 +315,8 @@ def libcuda_dir():
 
 def triton_bin():
     """Triton's bundled tools folder (ptxas), found without importing Triton, or None."""
-    import importlib.util
-    try:
-        spec = importlib.util.find_spec("triton")
-    except (ImportError, ValueError):
-        return None
-    for loc in (spec.submodule_search_locations or []) if spec else []:
+    from .main import package_folders
+    for loc in package_folders("triton"):
         p = os.path.join(loc, "backends", "nvidia", "bin")
         if os.path.isdir(p):
             return os.path.realpath(p)
