@@ -9,7 +9,7 @@ tools/tasks/cpu_check.py's comparison with numpy on the real source (it must
 pass) and on mutated copies that each break one part of the new code (the
 online rescaling, the unaligned head, the cross-warp merge, the float4 tail,
 the warp scan, the chunk carry, the reversed float4 store, the slice merge,
-the row decoding); every mutant must be reported as a mismatch. The norms
+the row-tiled pooling's staging, slices, taps and edge loads); every mutant must be reported as a mismatch. The norms
 are also run at shapes whose segments span several chunks (the default sets
 do, the small ones do not), with chunks that are and are not 16-byte aligned. A mutation
 whose text is not found once in the source is a failure too, so the test
@@ -47,8 +47,14 @@ MUTANTS = [
      "make_float4(r[3], r[2], r[1], r[0])", "make_float4(r[0], r[1], r[2], r[3])"),
     ("argreduce/l1_51_argmax_over_a_dimension", "small", "the merge of the slices",
      "for (int w = 1; w < TY; w++)", "for (int w = 1; w < TY - 1; w++)"),
-    ("pooling/l1_42_max_pooling_2d", "tiny", "the output row decoding",
-     "int oh = (int)(row % (unsigned int)OH);", "int oh = (int)(row / (unsigned int)OH);"),
+    ("pooling/l1_42_max_pooling_2d", "tiny", "the staged row's 16-byte alignment",
+     "return (la + (ih & 3) * lw) & 3;", "return la & 3;"),
+    ("pooling/l1_42_max_pooling_2d", "small", "the slices of output rows",
+     "r0 += slice) {", "r0 += slice + 1) {"),
+    ("pooling/l1_41_max_pooling_1d", "tiny", "the window's first tap",
+     "for (int kw = 0; kw < KT; kw++) {", "for (int kw = 1; kw < KT; kw++) {"),
+    ("pooling/l1_44_average_pooling_1d", "tiny", "the float4 edge load",
+     "v[u].w = src[iw + 3];", ""),
 ]
 
 # (task file, params): segments longer than one 32768-element chunk
