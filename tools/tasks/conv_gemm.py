@@ -39,8 +39,11 @@ SPAN = 1024                       # output-row elements one warp handles per ste
 # Rough H100 rates used only to choose between the two transposed forms.
 GEMM_FLOPS = 40e12
 MEM_BYTES = 2.5e12
+IGEMM_FLOPS = 30e12               # the implicit kernel's rate, padding included (H100, measured)
+IGEMM_BM = (32, 64, 128)          # its output-channel tiles (conv_igemm_m32, _m64, _m128)
+IGEMM_BK = 8                      # its k step (rows of A and B per shared-memory stage)
 
-KERNELS = r'''
+COMMON = r'''
 // Convolution as im2col + cuBLAS SGEMM (tools/tasks/conv_gemm.py). Every kernel takes
 // three spatial axes (D, H, W); a 1-D or 2-D convolution passes size-1 leading axes
 // with kernel 1, stride 1, padding 0, dilation 1. A warp handles a segment of at most
@@ -72,7 +75,9 @@ static __device__ inline int conv_split(unsigned long long* r, int d)
         }
         return m;
 }
+'''
 
+COL = r'''
 // col[j][ci][kd][kh][kw][od][oh][ow] for images n0 + j (rows of OW elements, `rows` of
 // them): the B operand of the GEMM of image n0 + j (rows ci*KK + k, columns the output
 // positions). Standard (tr = 0): x[n, ci, o*S - PAD + k*DIL]; transposed gather form
@@ -300,10 +305,289 @@ extern "C" __global__ void conv_col2im(const float* __restrict__ col, const floa
 '''
 
 
-def source(epilogue="return v;"):
-    """The kernels, with `epilogue` (C statements over v, co, ep; returns) as the epilogue."""
+IGEMM = r'''
+// The implicit-GEMM form (tools/tasks/conv_gemm.py): per group g and phase, the GEMM
+// y[n, g*cog + co, o] = sum over k of A[k][co] * B[k][(n, j)] with B gathered from x as the
+// tile is loaded (no column buffer is ever written). Output o = j*M + r per axis, where the
+// phase's residue r runs over [0, M): M = 1 for a standard convolution (one phase), M = S for a
+// transposed one, whose every phase is a stride-1 gather over the taps that land on it. Row k
+// of a phase is (c, tap): B[k][(n, j)] = x[n, g*cig + c, j*SA + F + t] per axis, zero outside
+// the input, with the tap's displacement t = tap*DIL (standard: SA = S, F = -PAD) or
+// t = (r + PAD - tap*DIL) / S where that divides exactly (transposed: SA = 1, F = 0).
+// A block computes a BM x 128 tile (output channels by (n, j) positions), 256 threads with
+// BM/16 x 8 outputs each, k in steps of 8 through double-buffered shared memory (the next
+// step's global loads in registers while this step's FMAs run); fp32 FMAs throughout (no
+// TF32); the bias and the task's epilogue applied as the tile is stored.
+#define IG_BK @@BK@@
+#define IG_BN 128
+
+// The taps along one axis that land on residue r: their count, and for i < count the i-th
+// one's index *q and input displacement *t.
+static __device__ inline int ig_axis(int r, int K, int S, int P, int D, int tr, int i, int* q, int* t)
+{
+        int n = 0;
+        for (int k = 0; k < K; k++) {
+                int v = r + P - k * D;
+                if (tr && ((v % S) + S) % S != 0)
+                        continue;
+                if (n == i) {
+                        *q = k;
+                        *t = tr ? v / S : k * D;
+                }
+                n++;
+        }
+        return n;
+}
+
+// The packed operands, per phase ph (residues over M): wp[ph][g][k][co'] (k over Kp =
+// cig*KK rounded up to 8, co' over cogp = cog rounded up to the tile's BM; zeros past the
+// phase's taps and in the padding) and tab[ph][0] = {rows of the phase rounded up to 8},
+// tab[ph][1 + k] = {offset of the row's input element from its position's window origin
+// (c*ID*IH*IW plus the displacement), displacement along D, H, W}; a row past the phase's
+// taps has a displacement no position reaches, so it reads as zeros. The offsets fit in 32
+// bits (choose() checks every shape set).
+extern "C" __global__ void conv_igemm_pack(const float* __restrict__ w, float* __restrict__ wp,
+        int* __restrict__ tab, int G, int cig, int cog, int cogp, int Kp, int MD, int MH, int MW,
+        int KD, int KH, int KW, int SD, int SH, int SW, int PD, int PH, int PW, int DD, int DH,
+        int DW, int ID, int IH, int IW, int tr)
+{
+        int KK = KD * KH * KW, nph = MD * MH * MW;
+        unsigned long long nw = (unsigned long long)nph * G * Kp * cogp;
+        unsigned long long total = nw + (unsigned long long)nph * (Kp + 1);
+        unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+             i += stride) {
+                unsigned long long r = i < nw ? i : i - nw;
+                int co = 0, k, g = 0, ph;
+                if (i < nw) {
+                        co = conv_split(&r, cogp);
+                        k = conv_split(&r, Kp);
+                        g = conv_split(&r, G);
+                } else {
+                        k = conv_split(&r, Kp + 1) - 1;
+                }
+                ph = (int)r;
+                int rd = ph / (MH * MW), rh = ph / MW % MH, rw = ph % MW, q, t;
+                int nd = ig_axis(rd, KD, SD, PD, DD, tr, -1, &q, &t);
+                int nh = ig_axis(rh, KH, SH, PH, DH, tr, -1, &q, &t);
+                int nn = ig_axis(rw, KW, SW, PW, DW, tr, -1, &q, &t);
+                int T = nd * nh * nn, qd = 0, qh = 0, qw = 0, td = 0, th = 0, tw = 0;
+                bool tap = k >= 0 && k < cig * T;
+                if (tap) {
+                        int e = k % T;
+                        ig_axis(rd, KD, SD, PD, DD, tr, e / (nh * nn), &qd, &td);
+                        ig_axis(rh, KH, SH, PH, DH, tr, e / nn % nh, &qh, &th);
+                        ig_axis(rw, KW, SW, PW, DW, tr, e % nn, &qw, &tw);
+                }
+                int c = tap ? k / T : 0, kt = (qd * KH + qh) * KW + qw;
+                if (i < nw) {
+                        float v = 0.0f;
+                        if (tap && co < cog)
+                                v = tr ? w[(((unsigned long long)g * cig + c) * cog + co) * KK + kt]
+                                       : w[(((unsigned long long)g * cog + co) * cig + c) * KK + kt];
+                        wp[i] = v;
+                        continue;
+                }
+                int* e = tab + 4 * (unsigned long long)(i - nw);
+                if (k < 0) {
+                        e[0] = (cig * T + IG_BK - 1) / IG_BK * IG_BK;
+                        e[1] = e[2] = e[3] = 0;
+                } else {
+                        e[0] = (int)(((long long)c * ID + td) * IH * (long long)IW + (long long)th * IW + tw);
+                        e[1] = tap ? td : -(1 << 30);
+                        e[2] = th;
+                        e[3] = tw;
+                }
+        }
+}
+
+template <int BM>
+static __device__ inline void conv_igemm_tile(const float* __restrict__ x, const float* __restrict__ wp,
+        const int* __restrict__ tab, const float* __restrict__ bias, const float* __restrict__ ep,
+        float* __restrict__ y, int N, int CI, int CO, int cig, int cog, int cogp, int Kp, int ID,
+        int IH, int IW, int OD, int OH, int OW, int JD, int JH, int JW, int MD, int MH, int MW,
+        int SD, int SH, int SW, int FD, int FH, int FW, int has_bias)
+{
+        enum { TM = BM / 16, RB = IG_BK / 2, TPR = 256 / IG_BK, AL = BM / TPR };
+        alignas(16) __shared__ float As[2][IG_BK][BM];
+        alignas(16) __shared__ float Bs[2][IG_BK][IG_BN];
+        int tid = threadIdx.x;
+        int nph = MD * MH * MW;
+        int g = blockIdx.z / nph, ph = blockIdx.z % nph;
+        int rd = ph / (MH * MW), rh = ph / MW % MH, rw = ph % MW;
+        int co0 = blockIdx.y * BM;
+        unsigned long long IP = (unsigned long long)ID * IH * IW;
+        unsigned long long P = (unsigned long long)N * JD * JH * JW;
+        unsigned long long p0 = (unsigned long long)blockIdx.x * IG_BN;
+        const int4* tb = (const int4*)tab + (unsigned long long)ph * (Kp + 1);
+        int Kl = tb[0].x;
+        tb++;
+
+        // this thread's B column: one (n, j) position, its input base and window origin
+        int bc = tid & (IG_BN - 1), br = (tid >> 7) * RB;
+        int bd = -(1 << 29), bh = 0, bw = 0;
+        long long xb = 0;
+        if (p0 + bc < P) {
+                unsigned long long r = p0 + bc;
+                int jw = conv_split(&r, JW);
+                int jh = conv_split(&r, JH);
+                int jd = conv_split(&r, JD);
+                bd = jd * SD + FD;
+                bh = jh * SH + FH;
+                bw = jw * SW + FW;
+                xb = ((long long)r * CI + (long long)g * cig) * (long long)IP +
+                     ((long long)bd * IH + bh) * IW + bw;
+        }
+        // this thread's A loads: AL consecutive output channels of one k row
+        int ar = tid / TPR, ac = (tid % TPR) * AL;
+        const float* wg = wp + ((unsigned long long)ph * (CO / cog) + g) * Kp * cogp + co0 + ac;
+
+        float rb[RB], ra[AL];
+        float acc[TM][8];
+#pragma unroll
+        for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                        acc[i][j] = 0.0f;
+
+        // the loads of the k step at k0 into registers, and their stores into buffer buf
+#define IG_LOAD(k0) do { \
+                _Pragma("unroll") for (int i = 0; i < RB; i++) { \
+                        int4 e = tb[(k0) + br + i]; \
+                        int id = bd + e.y, ih = bh + e.z, iw = bw + e.w; \
+                        rb[i] = ((unsigned)id < (unsigned)ID && (unsigned)ih < (unsigned)IH && \
+                                 (unsigned)iw < (unsigned)IW) \
+                                ? x[xb + e.x] : 0.0f; \
+                } \
+                _Pragma("unroll") for (int i = 0; i < AL; i++) \
+                        ra[i] = wg[(unsigned long long)((k0) + ar) * cogp + i]; \
+        } while (0)
+#define IG_STORE(buf) do { \
+                _Pragma("unroll") for (int i = 0; i < RB; i++) \
+                        Bs[buf][br + i][bc] = rb[i]; \
+                _Pragma("unroll") for (int i = 0; i < AL; i++) \
+                        As[buf][ar][ac + i] = ra[i]; \
+        } while (0)
+
+        if (Kl > 0) {
+                IG_LOAD(0);
+                IG_STORE(0);
+        }
+        __syncthreads();
+        int tm = tid >> 4, tn = tid & 15;
+        for (int k0 = 0, cur = 0; k0 < Kl; k0 += IG_BK, cur ^= 1) {
+                bool more = k0 + IG_BK < Kl;
+                if (more)
+                        IG_LOAD(k0 + IG_BK);
+#pragma unroll
+                for (int kk = 0; kk < IG_BK; kk++) {
+                        float a[TM], b[8];
+                        float4 v = *(const float4*)&Bs[cur][kk][tn * 4];
+                        b[0] = v.x; b[1] = v.y; b[2] = v.z; b[3] = v.w;
+                        v = *(const float4*)&Bs[cur][kk][64 + tn * 4];
+                        b[4] = v.x; b[5] = v.y; b[6] = v.z; b[7] = v.w;
+                        if constexpr (TM == 8) {
+                                v = *(const float4*)&As[cur][kk][tm * 4];
+                                a[0] = v.x; a[1] = v.y; a[2] = v.z; a[3] = v.w;
+                                v = *(const float4*)&As[cur][kk][64 + tm * 4];
+                                a[4] = v.x; a[5] = v.y; a[6] = v.z; a[7] = v.w;
+                        } else if constexpr (TM == 4) {
+                                v = *(const float4*)&As[cur][kk][tm * 4];
+                                a[0] = v.x; a[1] = v.y; a[2] = v.z; a[3] = v.w;
+                        } else {
+#pragma unroll
+                                for (int i = 0; i < TM; i++)
+                                        a[i] = As[cur][kk][tm * TM + i];
+                        }
+#pragma unroll
+                        for (int i = 0; i < TM; i++)
+#pragma unroll
+                                for (int j = 0; j < 8; j++)
+                                        acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                }
+                if (more)
+                        IG_STORE(cur ^ 1);
+                __syncthreads();
+        }
+#undef IG_LOAD
+#undef IG_STORE
+
+        // store: columns tn*4 + jj and 64 + tn*4 + jj (jj < 4), rows as the A fragments were
+        // read; one division per group of 4 columns, then (n, j) advances by carries
+        unsigned long long OHW = (unsigned long long)OH * OW;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+                unsigned long long p = p0 + h * 64 + tn * 4;
+                if (p >= P)
+                        continue;
+                unsigned long long n = p;
+                int jw = conv_split(&n, JW);
+                int jh = conv_split(&n, JH);
+                int jd = conv_split(&n, JD);
+#pragma unroll
+                for (int jj = 0; jj < 4; jj++) {
+                        int od = jd * MD + rd, oh = jh * MH + rh, ow = jw * MW + rw;
+                        if (n < (unsigned long long)N && od < OD && oh < OH && ow < OW) {
+                                float* yp = y + ((n * CO + (unsigned long long)g * cog) * OD + od) * OHW +
+                                            (unsigned long long)oh * OW + ow;
+#pragma unroll
+                                for (int i = 0; i < TM; i++) {
+                                        int co = co0 + (TM == 8 ? (i < 4 ? tm * 4 + i : 64 + tm * 4 + i - 4)
+                                                                : tm * TM + i);
+                                        if (co >= cog)
+                                                continue;
+                                        int cg = g * cog + co;
+                                        float v = acc[i][h * 4 + jj] + (has_bias ? bias[cg] : 0.0f);
+                                        yp[(unsigned long long)co * OD * OHW] = conv_epilogue(v, cg, ep);
+                                }
+                        }
+                        if (++jw == JW) {
+                                jw = 0;
+                                if (++jh == JH) {
+                                        jh = 0;
+                                        if (++jd == JD) {
+                                                jd = 0;
+                                                n++;
+                                        }
+                                }
+                        }
+                }
+        }
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) conv_igemm_m@@BM@@(const float* __restrict__ x,
+        const float* __restrict__ wp, const int* __restrict__ tab, const float* __restrict__ bias,
+        const float* __restrict__ ep, float* __restrict__ y, int N, int CI, int CO, int cig, int cog,
+        int cogp, int Kp, int ID, int IH, int IW, int OD, int OH, int OW, int JD, int JH, int JW,
+        int MD, int MH, int MW, int SD, int SH, int SW, int FD, int FH, int FW, int has_bias)
+{
+        conv_igemm_tile<@@BM@@>(x, wp, tab, bias, ep, y, N, CI, CO, cig, cog, cogp, Kp, ID, IH, IW, OD,
+                                OH, OW, JD, JH, JW, MD, MH, MW, SD, SH, SW, FD, FH, FW, has_bias);
+}
+'''
+
+def source(epilogue="return v;", form=None):
+    """The kernels of `form` (choose()'s; the column forms when None), with `epilogue` (C
+    statements over v, co, ep; returns) as the epilogue."""
     body = "\n".join("        " + ln for ln in epilogue.strip("\n").split("\n"))
-    return KERNELS.replace("@@EPILOGUE@@", body).replace("@@SPAN@@", str(SPAN))
+    if form and form.startswith("implicit"):
+        text = COMMON + "\n" + IGEMM.replace("@@BM@@", str(_bm(form))).replace("@@BK@@", str(IGEMM_BK))
+    else:
+        text = COMMON + COL
+    return text.replace("@@EPILOGUE@@", body).replace("@@SPAN@@", str(SPAN))
+
+
+def _bm(form):
+    """The output-channel tile of an implicit form ("implicit128" -> 128)."""
+    return int(form[len("implicit"):])
+
+
+def _implicit_bm(cog):
+    """The smallest of the implicit kernel's output-channel tiles that covers cog (or 128)."""
+    for bm in IGEMM_BM:
+        if cog <= bm:
+            return bm
+    return IGEMM_BM[-1]
 
 
 def _prod(xs):
@@ -365,16 +649,58 @@ def _cost(c, form, slices, params):
     return fl / GEMM_FLOPS + by / MEM_BYTES
 
 
-def choose(c, default, ytmp=False):
+def _axis_taps(r, k, s, p, d, tr):
+    """The taps along one axis that land on residue r (every tap for a standard convolution)."""
+    return sum(1 for q in range(k) if not tr or (r + p - q * d) % s == 0)
+
+
+def _implicit_cost(c, default):
+    """Rough seconds of the implicit form at params `default`: its FMAs with the tiles'
+    padding (output channels to the tile, each phase's k to 8, positions to 128)."""
+    e = lambda x: ev(x, default)  # noqa: E731
+    cog, cig = e(c.cog), e(c.cig)
+    bm = _implicit_bm(cog)
+    ax = [(e(c.O[a]), e(c.K[a]), e(c.S[a]), e(c.P[a]), e(c.D[a])) for a in range(3)]
+    flops = 0.0
+    if c.tr:
+        phases = [[(-(-o // s), _axis_taps(r, k, s, p, d, True)) for r in range(s)] for o, k, s, p, d in ax]
+    else:
+        phases = [[(o, k)] for o, k, s, p, d in ax]
+    for pd in phases[0]:
+        for ph in phases[1]:
+            for pw in phases[2]:
+                cols = -(-e(c.N) * pd[0] * ph[0] * pw[0] // 128) * 128
+                kl = -(-cig * pd[1] * ph[1] * pw[1] // IGEMM_BK) * IGEMM_BK
+                flops += 2.0 * cols * e(c.G) * (-(-cog // bm) * bm) * kl
+    return flops / IGEMM_FLOPS
+
+
+def _implicit_fits(c, params):
+    """Whether the implicit form's 32-bit row offsets hold at params: the largest is below
+    (cig + KD*DD + PD + 2) * ID*IH*IW."""
+    e = lambda x: ev(x, params)  # noqa: E731
+    return (e(c.cig) + e(c.K[0]) * e(c.D[0]) + e(c.P[0]) + 2) * e(c.IP) < 2 ** 31
+
+
+def choose(c, default, ytmp=False, shapes=(), exclude=()):
     """((form, slices), None) for the default shape set `default` (a params dict), or
-    (None, why). ytmp: the plan's GEMM always writes a scratch slice (a plan() consumer)."""
+    (None, why). ytmp: the plan's GEMM always writes a scratch slice (a plan() consumer).
+    shapes: every shape set's params (the implicit form needs its offsets to fit in each);
+    exclude: forms not to choose (where a measurement overruled the rough costs)."""
     forms = ["im2col"] if not c.tr else ["gather", "col2im"]
     best = None
     why = []
     n = ev(c.N, default)
+    if not ytmp and "implicit" not in exclude and all(_implicit_fits(c, p) for p in [default, *shapes]):
+        forms.append("implicit")
     for form in forms:
         if form == "gather" and any(ev(s, default) != 1 for s in c.S):
-            why.append("the gather form is for stride 1 only")
+            why.append("the %s form is for stride 1 only" % form)
+            continue
+        if form == "implicit":
+            cost = _implicit_cost(c, default)
+            if best is None or cost < best[2]:
+                best = ("implicit%d" % _implicit_bm(ev(c.cog, default)), 1, cost)
             continue
         per_step = 3
         fit = None
@@ -421,6 +747,32 @@ def plan(c, form, slices, x="x", w="w", y="y", bias=None, ep=None, epilogue=Fals
     bias_arg = bias or w
     ep_arg = ep or w
     dims = [i32(v) for v in c.I + c.O + c.K + c.S + c.P + c.D]
+    if form.startswith("implicit"):
+        bm = _bm(form)
+        cogp = "ceil_div(%s, %d) * %d" % (c.cog, bm, bm)
+        kp = "ceil_div(%s * %s, %d) * %d" % (c.cig, c.KK, IGEMM_BK, IGEMM_BK)
+        # per axis: output step M (the phases' residues), phase-grid size J, origin stride and
+        # offset (standard: o*S - PAD; transposed: j, the displacement in the tap table)
+        M = c.S if c.tr else ["1"] * 3
+        J = ["ceil_div(%s, %s)" % (o, s) for o, s in zip(c.O, c.S)] if c.tr else c.O
+        SA = ["1"] * 3 if c.tr else c.S
+        F = ["0"] * 3 if c.tr else ["0 - (%s)" % q for q in c.P]
+        nph = _prod(M)
+        wcount = "(%s) * (%s) * (%s) * (%s)" % (nph, c.G, kp, cogp)
+        scr.append(scratch("wp", "f32", wcount))
+        scr.append(scratch("tab", "i32", "4 * (%s) * (%s + 1)" % (nph, kp)))
+        steps.append(launch("conv_igemm_pack",
+                            ["min(ceil_div(%s + (%s) * (%s + 1), 256), 65536)" % (wcount, nph, kp)], [256],
+                            [w, "wp", "tab", i32(c.G), i32(c.cig), i32(c.cog), i32(cogp), i32(kp)] +
+                            [i32(v) for v in M + c.K + c.S + c.P + c.D + c.I] +
+                            [i32("1" if c.tr else "0")]))
+        steps.append(launch("conv_igemm_m%d" % bm,
+                            ["ceil_div((%s) * %s, 128)" % (c.N, _prod(J)), "ceil_div(%s, %d)" % (c.cog, bm),
+                             "(%s) * %s" % (c.G, nph)], [256],
+                            [x, "wp", "tab", bias_arg, ep_arg, y, i32(c.N), i32(c.CI), i32(c.CO),
+                             i32(c.cig), i32(c.cog), i32(cogp), i32(kp)] +
+                            [i32(v) for v in c.I + c.O + J + M + SA + F] + [i32(hb)]))
+        return steps, scr
     if form == "col2im":
         wper = "%s * %s * %s" % (c.CI, c.cog, c.KK)
         wtotal = "(%s) * %s" % (nb, wper)
@@ -496,6 +848,10 @@ CUDNN = ("PyTorch eager calls cuDNN (implicit or explicit GEMM, FFT or Winograd 
 
 def note(form, slices):
     """What a plan does, for a task's reference_note (the caller adds what PyTorch does)."""
+    if form.startswith("implicit"):
+        return ("one implicit-GEMM kernel (the im2col tiles formed in shared memory, never "
+                "written out; %d output channels by 128 output positions per block, fp32 FMA, "
+                "no TF32), the bias and any epilogue applied as the tile is stored" % _bm(form))
     what = {"im2col": "im2col into scratch, then the convolution as a strided-batched cuBLAS "
                       "SGEMM per (image, group) (TF32 off)",
             "gather": "the transposed convolution in its gather form (stride 1): im2col of the "

@@ -16,8 +16,7 @@ import conv_gemm
 
 HEAD = r'''
 // Reference for KernelBench level 2 problem {problem}.
-// The convolution (stride 1, no padding) as im2col + a strided-batched cuBLAS SGEMM per
-// image (TF32 off), then: {what}
+// The convolution (stride 1, no padding) as {conv}, then: {what}
 // PyTorch eager calls cuDNN for the convolution and runs one kernel per following op.
 '''
 
@@ -61,6 +60,9 @@ extern "C" __global__ void __launch_bounds__(THREADS) avgpool_ref(const float* _
 }
 '''
 
+CONV_HOW = {"im2col": "im2col + a strided-batched cuBLAS SGEMM per\n// image (TF32 off)",
+            "implicit": "one implicit-GEMM kernel (fp32 FMA, TF32 off) that\n// applies the bias "
+                        "and the epilogue as it stores"}
 GELU = "gelu(v) = 0.5*v*(1 + erf(v/sqrt(2))) (exact, PyTorch's default)"
 REFNOTE = ("; the bias and the epilogue in one elementwise pass (conv_store) after the "
            "GEMM; " + conv_gemm.CUDNN + ", then one kernel per op")
@@ -118,11 +120,12 @@ def ew_conv(num, title, hw, ops_desc, body, extras=(), hw_note=""):
     p = problem(num)
     params, shapes, bufs = conv_common(num, hw)
     conv = conv_of()
-    (form, slices), _ = conv_gemm.choose(conv, dflt(shapes))
+    (form, slices), _ = conv_gemm.choose(conv, dflt(shapes), shapes=[dflt([d]) for d in shapes])
     plan, scr = conv_gemm.plan(conv, form, slices, bias="cb", ep=extras[0][0] if extras else None,
                                epilogue=True)
-    src = (HEAD.format(problem=p["problem"], what="the bias and " + ops_desc) + "@@DEVC@@" +
-           conv_gemm.source(body + "\nreturn v;"))
+    src = (HEAD.format(problem=p["problem"], conv=CONV_HOW[form[:8]],
+                       what="the bias and " + ops_desc) + "@@DEVC@@" +
+           conv_gemm.source(body + "\nreturn v;", form=form))
     edesc = ""
     for name, init, d in extras:
         bufs.append(buf(name, ["CO"], "in", init=init))
@@ -134,7 +137,9 @@ def ew_conv(num, title, hw, ops_desc, body, extras=(), hw_note=""):
     return make_task2(num, "conv_epilogue", title, desc, params, shapes, bufs, src, plan,
                       scratch_bufs=scr, tolerance={"atol": 2e-4, "rtol": 1e-3},
                       tolerance_note=TOL_NOTE, flops=fl, bytes_=by, trials=1,
-                      reference_note=conv_gemm.note(form, slices) + REFNOTE,
+                      reference_note=conv_gemm.note(form, slices) + (
+                          REFNOTE if form == "im2col" else "; " + conv_gemm.CUDNN +
+                          ", then one kernel per op"),
                       notes=("KernelBench's height/width are not in problems.json: %dx%d %s."
                              % (hw, hw, hw_note)))
 
@@ -184,7 +189,8 @@ def pool_conv():
     plan, scr = conv_gemm.plan(conv, form, slices, bias="cb", consumer=pool)
     what = ("avgpool_ref averages gelu(t + bias) over each (n, co) plane of the GEMM's output "
             "(%s)." % GELU)
-    src = HEAD.format(problem=p["problem"], what=what) + "@@DEVC@@" + conv_gemm.source() + POOL
+    src = (HEAD.format(problem=p["problem"], conv=CONV_HOW[form[:8]], what=what) + "@@DEVC@@" +
+           conv_gemm.source(form=form) + POOL)
     bufs.append(buf("y", ["N", "CO"], "out"))
     desc = ("%s Then %s elementwise, and adaptive_avg_pool2d to 1x1 squeezed: y[n, co] = mean "
             "over (oh, ow) of gelu(t[n, co, oh, ow]); y is [N, CO]. %s" % (CONV_DESC, GELU, INIT))

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""test_conv_gemm - the im2col/col2im + GEMM convolution plans of conv_gemm.py against numpy.
+"""test_conv_gemm - the convolution plans of conv_gemm.py against numpy.
 
 Usage: /usr/bin/python3 tools/tasks/test_conv_gemm.py
 
-Runs every form (standard im2col, transposed gather, transposed col2im) on the CPU shim
+Runs every form (standard im2col, transposed gather, transposed col2im, and the implicit
+GEMM kernel with each of its output-channel tiles, standard and transposed) on the CPU shim
 (tools/tasks/cpu_check.py's driver: the kernels as C++, the GEMM steps as a double-
 accumulating host GEMM) for convolutions the library's tasks do not all cover: groups
 with stride, padding and dilation on a standard convolution, a transposed one with
@@ -73,7 +74,7 @@ def case(nd, tr, form, slices, N, CI, CO, G, I, K, S, P, D, OP=None, bias=False,
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "ref.cu")
         with open(src, "w") as f:
-            f.write(conv_gemm.source(EPI if epi else "return v;"))
+            f.write(conv_gemm.source(EPI if epi else "return v;", form=form))
         files = []
         for b, _ in bufs:
             fn = os.path.join(tmp, b["name"] + ".bin")
@@ -118,6 +119,16 @@ CASES = [
     ("tr 2d gather G=2 p(1,2) d(2,1) bias", dict(nd=2, tr=True, form="gather", slices=1, N=2, CI=4, CO=6, G=2, I=[5, 7], K=[3, 4], S=[1, 1], P=[1, 2], D=[2, 1], bias=True)),
     ("tr 3d gather G=2 p(0,1,1), 3 slices of 2 (N=5) epilogue", dict(nd=3, tr=True, form="gather", slices=3, N=5, CI=4, CO=2, G=2, I=[3, 4, 5], K=[2, 3, 3], S=[1, 1, 1], P=[0, 1, 1], D=[1, 1, 2], epi=True)),
     ("tr 1d gather d3", dict(nd=1, tr=True, form="gather", slices=1, N=2, CI=3, CO=2, G=1, I=[20], K=[5], S=[1], P=[0], D=[3])),
+    # implicit GEMM, every tile: two output-channel tiles per group (the second partly
+    # padding), position tiles that cross images, k rows past a phase's taps; transposed
+    # with strides, so phases with no tap at all (stores only the bias and epilogue)
+    ("implicit32 std 2d G=2 s(2,1) p(1,2) d(2,2) bias+epilogue", dict(nd=2, tr=False, form="implicit32", slices=1, N=3, CI=6, CO=80, G=2, I=[11, 13], K=[3, 4], S=[2, 1], P=[1, 2], D=[2, 2], bias=True, epi=True)),
+    ("implicit64 std 1d s3 d4", dict(nd=1, tr=False, form="implicit64", slices=1, N=5, CI=3, CO=5, G=1, I=[70], K=[3], S=[3], P=[0], D=[4])),
+    ("implicit128 std 3d G=3 s(1,2,2) p(1,0,1)", dict(nd=3, tr=False, form="implicit128", slices=1, N=3, CI=3, CO=6, G=3, I=[4, 6, 7], K=[2, 3, 3], S=[1, 2, 2], P=[1, 0, 1], D=[1, 1, 1])),
+    ("implicit32 tr 2d G=2 s(2,3) p(1,2) d(2,1) op(1,2) bias+epilogue", dict(nd=2, tr=True, form="implicit32", slices=1, N=2, CI=4, CO=70, G=2, I=[5, 6], K=[3, 4], S=[2, 3], P=[1, 2], D=[2, 1], OP=[1, 2], bias=True, epi=True)),
+    ("implicit64 tr 3d G=2 s2 p1 op1", dict(nd=3, tr=True, form="implicit64", slices=1, N=1, CI=4, CO=2, G=2, I=[3, 4, 5], K=[3, 3, 2], S=[2, 2, 2], P=[1, 1, 1], D=[1, 1, 1], OP=[1, 1, 1])),
+    ("implicit128 tr 1d s5 p1 d2 (phases without a tap)", dict(nd=1, tr=True, form="implicit128", slices=1, N=3, CI=2, CO=3, G=1, I=[37], K=[3], S=[5], P=[1], D=[2], bias=True)),
+    ("implicit64 tr 2d gather G=2 p(1,2) d(2,1) bias", dict(nd=2, tr=True, form="implicit64", slices=1, N=2, CI=4, CO=6, G=2, I=[5, 7], K=[3, 4], S=[1, 1], P=[1, 2], D=[2, 1], bias=True)),
 ]
 
 

@@ -32,227 +32,262 @@ static __device__ inline int conv_split(unsigned long long* r, int d)
         return m;
 }
 
-// col[j][ci][kd][kh][kw][od][oh][ow] for images n0 + j (rows of OW elements, `rows` of
-// them): the B operand of the GEMM of image n0 + j (rows ci*KK + k, columns the output
-// positions). Standard (tr = 0): x[n, ci, o*S - PAD + k*DIL]; transposed gather form
-// (tr = 1): x[n, ci, (o + PAD - k*DIL) / S] where that divides exactly; zero where the
-// tap falls outside the input and for images n >= N.
-extern "C" __global__ void conv_im2col(const float* __restrict__ x, float* __restrict__ col,
-        int N, int n0, int C, int ID, int IH, int IW, int OD, int OH, int OW, int KD, int KH,
-        int KW, int SD, int SH, int SW, int PD, int PH, int PW, int DD, int DH, int DW, int tr,
-        unsigned long long rows, int spans, int rb)
+
+// The implicit-GEMM form (tools/tasks/conv_gemm.py): per group g and phase, the GEMM
+// y[n, g*cog + co, o] = sum over k of A[k][co] * B[k][(n, j)] with B gathered from x as the
+// tile is loaded (no column buffer is ever written). Output o = j*M + r per axis, where the
+// phase's residue r runs over [0, M): M = 1 for a standard convolution (one phase), M = S for a
+// transposed one, whose every phase is a stride-1 gather over the taps that land on it. Row k
+// of a phase is (c, tap): B[k][(n, j)] = x[n, g*cig + c, j*SA + F + t] per axis, zero outside
+// the input, with the tap's displacement t = tap*DIL (standard: SA = S, F = -PAD) or
+// t = (r + PAD - tap*DIL) / S where that divides exactly (transposed: SA = 1, F = 0).
+// A block computes a BM x 128 tile (output channels by (n, j) positions), 256 threads with
+// BM/16 x 8 outputs each, k in steps of 8 through double-buffered shared memory (the next
+// step's global loads in registers while this step's FMAs run); fp32 FMAs throughout (no
+// TF32); the bias and the task's epilogue applied as the tile is stored.
+#define IG_BK 8
+#define IG_BN 128
+
+// The taps along one axis that land on residue r: their count, and for i < count the i-th
+// one's index *q and input displacement *t.
+static __device__ inline int ig_axis(int r, int K, int S, int P, int D, int tr, int i, int* q, int* t)
 {
-        unsigned long long nw = ((unsigned long long)gridDim.x * blockDim.x) >> 5;
-        unsigned long long steps = (rows + rb - 1) / rb * spans;
-        int lane = threadIdx.x & 31;
-        for (unsigned long long q = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-             q < steps; q += nw) {
-                unsigned long long r = q;
-                int w0 = conv_split(&r, spans) * CONV_SPAN;
-                int wend = OW - w0 < CONV_SPAN ? OW : w0 + CONV_SPAN;
-                unsigned long long row = r * rb;
-                r = row;
-                int oh = conv_split(&r, OH);
-                int od = conv_split(&r, OD);
-                int kw = conv_split(&r, KW);
-                int kh = conv_split(&r, KH);
-                int kd = conv_split(&r, KD);
-                int ci = conv_split(&r, C);
-                long long n = n0 + (long long)r;
-                for (int k = 0; k < rb && row < rows; k++, row++) {
-                        int id, ih;
-                        bool ok = n < N;
-                        if (!tr) {
-                                id = od * SD - PD + kd * DD;
-                                ih = oh * SH - PH + kh * DH;
-                        } else {
-                                int td = od + PD - kd * DD, th = oh + PH - kh * DH;
-                                ok = ok && td >= 0 && th >= 0 && (SD == 1 || td % SD == 0) &&
-                                     (SH == 1 || th % SH == 0);
-                                id = SD == 1 ? td : td / SD;
-                                ih = SH == 1 ? th : th / SH;
-                        }
-                        ok = ok && id >= 0 && id < ID && ih >= 0 && ih < IH;
-                        const float* xr = x;
-                        if (ok)
-                                xr = x + (((unsigned long long)n * C + ci) * ID + id) * IH * (unsigned long long)IW +
-                                     (unsigned long long)ih * IW;
-                        float* cr = col + row * OW;
-                        for (int ow = w0 + lane; ow < wend; ow += 32) {
-                                float v = 0.0f;
-                                if (ok) {
-                                        int iw;
-                                        bool okw;
-                                        if (!tr) {
-                                                iw = ow * SW - PW + kw * DW;
-                                                okw = iw >= 0;
-                                        } else {
-                                                int tw = ow + PW - kw * DW;
-                                                okw = tw >= 0 && (SW == 1 || tw % SW == 0);
-                                                iw = SW == 1 ? tw : tw / SW;
-                                        }
-                                        if (okw && iw < IW)
-                                                v = xr[iw];
-                                }
-                                cr[ow] = v;
-                        }
-                        if (++oh == OH) {
-                                oh = 0;
-                                if (++od == OD) {
-                                        od = 0;
-                                        if (++kw == KW) {
-                                                kw = 0;
-                                                if (++kh == KH) {
-                                                        kh = 0;
-                                                        if (++kd == KD) {
-                                                                kd = 0;
-                                                                if (++ci == C) {
-                                                                        ci = 0;
-                                                                        n++;
-                                                                }
-                                                        }
-                                                }
-                                        }
-                                }
-                        }
+        int n = 0;
+        for (int k = 0; k < K; k++) {
+                int v = r + P - k * D;
+                if (tr && ((v % S) + S) % S != 0)
+                        continue;
+                if (n == i) {
+                        *q = k;
+                        *t = tr ? v / S : k * D;
                 }
+                n++;
         }
+        return n;
 }
 
-// wrep[i] = w[i % per]: the weights once per (image, group) of a slice, the packed A
-// operands of one strided-batched GEMM.
-extern "C" __global__ void conv_rep_weights(const float* __restrict__ w, float* __restrict__ wrep,
-        unsigned long long per, unsigned long long total)
+// The packed operands, per phase ph (residues over M): wp[ph][g][k][co'] (k over Kp =
+// cig*KK rounded up to 8, co' over cogp = cog rounded up to the tile's BM; zeros past the
+// phase's taps and in the padding) and tab[ph][0] = {rows of the phase rounded up to 8},
+// tab[ph][1 + k] = {offset of the row's input element from its position's window origin
+// (c*ID*IH*IW plus the displacement), displacement along D, H, W}; a row past the phase's
+// taps has a displacement no position reaches, so it reads as zeros. The offsets fit in 32
+// bits (choose() checks every shape set).
+extern "C" __global__ void conv_igemm_pack(const float* __restrict__ w, float* __restrict__ wp,
+        int* __restrict__ tab, int G, int cig, int cog, int cogp, int Kp, int MD, int MH, int MW,
+        int KD, int KH, int KW, int SD, int SH, int SW, int PD, int PH, int PW, int DD, int DH,
+        int DW, int ID, int IH, int IW, int tr)
 {
-        unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-             i += stride)
-                wrep[i] = w[i % per];
-}
-
-// Transposed weights [CI][CO/G][KK] to the gather form's A operands, once per (image,
-// group): wrep[j][g][co'][c][k] = w[g*cig + c][co'][k].
-extern "C" __global__ void conv_flip_weights(const float* __restrict__ w, float* __restrict__ wrep,
-        int G, int cig, int cog, int KK, unsigned long long total)
-{
+        int KK = KD * KH * KW, nph = MD * MH * MW;
+        unsigned long long nw = (unsigned long long)nph * G * Kp * cogp;
+        unsigned long long total = nw + (unsigned long long)nph * (Kp + 1);
         unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
         for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
              i += stride) {
-                unsigned long long r = i;
-                int k = conv_split(&r, KK);
-                int c = conv_split(&r, cig);
-                int co = conv_split(&r, cog);
-                int g = conv_split(&r, G);
-                wrep[i] = w[(((unsigned long long)g * cig + c) * cog + co) * KK + k];
-        }
-}
-
-// xs[j] = x[n0 + j] for the images of a slice (per floats each; zero past image N):
-// the B operand of the col2im form's GEMM for a slice after the first.
-extern "C" __global__ void conv_slice(const float* __restrict__ x, float* __restrict__ xs,
-        unsigned long long per, int N, int n0, unsigned long long total)
-{
-        unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-        unsigned long long have = N > n0 ? (unsigned long long)(N - n0) * per : 0;
-        const float* xp = x + (unsigned long long)n0 * per;
-        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-             i += stride)
-                xs[i] = i < have ? xp[i] : 0.0f;
-}
-
-// y[n0 + j, co, :] = conv_epilogue(src[j, co, :] + bias[co]) for the images of a slice
-// below N (src may be y itself: each element is read and written by one thread).
-extern "C" __global__ void conv_store(const float* src, const float* __restrict__ bias,
-        const float* __restrict__ ep, float* y, int N, int n0, int nb, int CO,
-        unsigned long long P, int has_bias)
-{
-        for (unsigned long long row = blockIdx.y; row < (unsigned long long)nb * CO; row += gridDim.y) {
-                unsigned long long r = row;
-                int co = conv_split(&r, CO);
-                long long n = n0 + (long long)r;
-                if (n >= N)
+                unsigned long long r = i < nw ? i : i - nw;
+                int co = 0, k, g = 0, ph;
+                if (i < nw) {
+                        co = conv_split(&r, cogp);
+                        k = conv_split(&r, Kp);
+                        g = conv_split(&r, G);
+                } else {
+                        k = conv_split(&r, Kp + 1) - 1;
+                }
+                ph = (int)r;
+                int rd = ph / (MH * MW), rh = ph / MW % MH, rw = ph % MW, q, t;
+                int nd = ig_axis(rd, KD, SD, PD, DD, tr, -1, &q, &t);
+                int nh = ig_axis(rh, KH, SH, PH, DH, tr, -1, &q, &t);
+                int nn = ig_axis(rw, KW, SW, PW, DW, tr, -1, &q, &t);
+                int T = nd * nh * nn, qd = 0, qh = 0, qw = 0, td = 0, th = 0, tw = 0;
+                bool tap = k >= 0 && k < cig * T;
+                if (tap) {
+                        int e = k % T;
+                        ig_axis(rd, KD, SD, PD, DD, tr, e / (nh * nn), &qd, &td);
+                        ig_axis(rh, KH, SH, PH, DH, tr, e / nn % nh, &qh, &th);
+                        ig_axis(rw, KW, SW, PW, DW, tr, e % nn, &qw, &tw);
+                }
+                int c = tap ? k / T : 0, kt = (qd * KH + qh) * KW + qw;
+                if (i < nw) {
+                        float v = 0.0f;
+                        if (tap && co < cog)
+                                v = tr ? w[(((unsigned long long)g * cig + c) * cog + co) * KK + kt]
+                                       : w[(((unsigned long long)g * cog + co) * cig + c) * KK + kt];
+                        wp[i] = v;
                         continue;
-                float b = has_bias ? bias[co] : 0.0f;
-                const float* s = src + row * P;
-                float* d = y + ((unsigned long long)n * CO + co) * P;
-                for (unsigned long long p = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; p < P;
-                     p += (unsigned long long)gridDim.x * blockDim.x)
-                        d[p] = conv_epilogue(s[p] + b, co, ep);
+                }
+                int* e = tab + 4 * (unsigned long long)(i - nw);
+                if (k < 0) {
+                        e[0] = (cig * T + IG_BK - 1) / IG_BK * IG_BK;
+                        e[1] = e[2] = e[3] = 0;
+                } else {
+                        e[0] = (int)(((long long)c * ID + td) * IH * (long long)IW + (long long)th * IW + tw);
+                        e[1] = tap ? td : -(1 << 30);
+                        e[2] = th;
+                        e[3] = tw;
+                }
         }
 }
 
-// y[n0 + j, co, o] = conv_epilogue(bias[co] + sum over taps k of col[j][co][k][i]) where
-// i = (o + PAD - k*DIL) / S divides exactly and lies in the input: the transposed
-// convolution's col2im as a gather, taps in a fixed order (deterministic, no atomics).
-// The (kd, kh) taps are warp-uniform for a row: each adds its sum over kw to the
-// warp's own row segment of y (cache-resident), then the epilogue rewrites it.
-extern "C" __global__ void conv_col2im(const float* __restrict__ col, const float* __restrict__ bias,
-        const float* __restrict__ ep, float* __restrict__ y, int N, int n0, int CO, int ID, int IH,
-        int IW, int OD, int OH, int OW, int KD, int KH, int KW, int SD, int SH, int SW, int PD,
-        int PH, int PW, int DD, int DH, int DW, int has_bias, unsigned long long rows, int spans,
-        int rb)
+template <int BM>
+static __device__ inline void conv_igemm_tile(const float* __restrict__ x, const float* __restrict__ wp,
+        const int* __restrict__ tab, const float* __restrict__ bias, const float* __restrict__ ep,
+        float* __restrict__ y, int N, int CI, int CO, int cig, int cog, int cogp, int Kp, int ID,
+        int IH, int IW, int OD, int OH, int OW, int JD, int JH, int JW, int MD, int MH, int MW,
+        int SD, int SH, int SW, int FD, int FH, int FW, int has_bias)
 {
-        unsigned long long nw = ((unsigned long long)gridDim.x * blockDim.x) >> 5;
-        unsigned long long steps = (rows + rb - 1) / rb * spans;
-        unsigned long long ip = (unsigned long long)ID * IH * IW;
-        int lane = threadIdx.x & 31;
-        for (unsigned long long q = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-             q < steps; q += nw) {
-                unsigned long long r = q;
-                int w0 = conv_split(&r, spans) * CONV_SPAN;
-                int wend = OW - w0 < CONV_SPAN ? OW : w0 + CONV_SPAN;
-                unsigned long long row = r * rb;
-                r = row;
-                int oh = conv_split(&r, OH);
-                int od = conv_split(&r, OD);
-                int co = conv_split(&r, CO);
-                unsigned long long j = r;
-                for (int k = 0; k < rb && row < rows; k++, row++) {
-                        long long n = n0 + (long long)j;
-                        if (n < N) {
-                                const float* cj = col + (j * CO + co) * (unsigned long long)KD * KH * KW * ip;
-                                float* yr = y + (((unsigned long long)n * CO + co) * OD + od) * OH *
-                                                (unsigned long long)OW + (unsigned long long)oh * OW;
-                                float b = has_bias ? bias[co] : 0.0f;
-                                for (int ow = w0 + lane; ow < wend; ow += 32)
-                                        yr[ow] = b;
-                                for (int kd = 0; kd < KD; kd++) {
-                                        int td = od + PD - kd * DD;
-                                        if (td < 0 || (SD > 1 && td % SD != 0) || td / SD >= ID)
-                                                continue;
-                                        for (int kh = 0; kh < KH; kh++) {
-                                                int th = oh + PH - kh * DH;
-                                                if (th < 0 || (SH > 1 && th % SH != 0) || th / SH >= IH)
-                                                        continue;
-                                                const float* ck = cj + ((unsigned long long)kd * KH + kh) * KW * ip +
-                                                                  ((unsigned long long)(td / SD) * IH + th / SH) * IW;
-                                                for (int ow = w0 + lane; ow < wend; ow += 32) {
-                                                        float s = 0.0f;
-                                                        for (int kw = 0; kw < KW; kw++) {
-                                                                int tw = ow + PW - kw * DW;
-                                                                if (tw < 0 || (SW > 1 && tw % SW != 0))
-                                                                        continue;
-                                                                int iw = SW == 1 ? tw : tw / SW;
-                                                                if (iw < IW)
-                                                                        s += ck[(unsigned long long)kw * ip + iw];
-                                                        }
-                                                        yr[ow] += s;
-                                                }
-                                        }
-                                }
-                                for (int ow = w0 + lane; ow < wend; ow += 32)
-                                        yr[ow] = conv_epilogue(yr[ow], co, ep);
+        enum { TM = BM / 16, RB = IG_BK / 2, TPR = 256 / IG_BK, AL = BM / TPR };
+        alignas(16) __shared__ float As[2][IG_BK][BM];
+        alignas(16) __shared__ float Bs[2][IG_BK][IG_BN];
+        int tid = threadIdx.x;
+        int nph = MD * MH * MW;
+        int g = blockIdx.z / nph, ph = blockIdx.z % nph;
+        int rd = ph / (MH * MW), rh = ph / MW % MH, rw = ph % MW;
+        int co0 = blockIdx.y * BM;
+        unsigned long long IP = (unsigned long long)ID * IH * IW;
+        unsigned long long P = (unsigned long long)N * JD * JH * JW;
+        unsigned long long p0 = (unsigned long long)blockIdx.x * IG_BN;
+        const int4* tb = (const int4*)tab + (unsigned long long)ph * (Kp + 1);
+        int Kl = tb[0].x;
+        tb++;
+
+        // this thread's B column: one (n, j) position, its input base and window origin
+        int bc = tid & (IG_BN - 1), br = (tid >> 7) * RB;
+        int bd = -(1 << 29), bh = 0, bw = 0;
+        long long xb = 0;
+        if (p0 + bc < P) {
+                unsigned long long r = p0 + bc;
+                int jw = conv_split(&r, JW);
+                int jh = conv_split(&r, JH);
+                int jd = conv_split(&r, JD);
+                bd = jd * SD + FD;
+                bh = jh * SH + FH;
+                bw = jw * SW + FW;
+                xb = ((long long)r * CI + (long long)g * cig) * (long long)IP +
+                     ((long long)bd * IH + bh) * IW + bw;
+        }
+        // this thread's A loads: AL consecutive output channels of one k row
+        int ar = tid / TPR, ac = (tid % TPR) * AL;
+        const float* wg = wp + ((unsigned long long)ph * (CO / cog) + g) * Kp * cogp + co0 + ac;
+
+        float rb[RB], ra[AL];
+        float acc[TM][8];
+#pragma unroll
+        for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                        acc[i][j] = 0.0f;
+
+        // the loads of the k step at k0 into registers, and their stores into buffer buf
+#define IG_LOAD(k0) do { \
+                _Pragma("unroll") for (int i = 0; i < RB; i++) { \
+                        int4 e = tb[(k0) + br + i]; \
+                        int id = bd + e.y, ih = bh + e.z, iw = bw + e.w; \
+                        rb[i] = ((unsigned)id < (unsigned)ID && (unsigned)ih < (unsigned)IH && \
+                                 (unsigned)iw < (unsigned)IW) \
+                                ? x[xb + e.x] : 0.0f; \
+                } \
+                _Pragma("unroll") for (int i = 0; i < AL; i++) \
+                        ra[i] = wg[(unsigned long long)((k0) + ar) * cogp + i]; \
+        } while (0)
+#define IG_STORE(buf) do { \
+                _Pragma("unroll") for (int i = 0; i < RB; i++) \
+                        Bs[buf][br + i][bc] = rb[i]; \
+                _Pragma("unroll") for (int i = 0; i < AL; i++) \
+                        As[buf][ar][ac + i] = ra[i]; \
+        } while (0)
+
+        if (Kl > 0) {
+                IG_LOAD(0);
+                IG_STORE(0);
+        }
+        __syncthreads();
+        int tm = tid >> 4, tn = tid & 15;
+        for (int k0 = 0, cur = 0; k0 < Kl; k0 += IG_BK, cur ^= 1) {
+                bool more = k0 + IG_BK < Kl;
+                if (more)
+                        IG_LOAD(k0 + IG_BK);
+#pragma unroll
+                for (int kk = 0; kk < IG_BK; kk++) {
+                        float a[TM], b[8];
+                        float4 v = *(const float4*)&Bs[cur][kk][tn * 4];
+                        b[0] = v.x; b[1] = v.y; b[2] = v.z; b[3] = v.w;
+                        v = *(const float4*)&Bs[cur][kk][64 + tn * 4];
+                        b[4] = v.x; b[5] = v.y; b[6] = v.z; b[7] = v.w;
+                        if constexpr (TM == 8) {
+                                v = *(const float4*)&As[cur][kk][tm * 4];
+                                a[0] = v.x; a[1] = v.y; a[2] = v.z; a[3] = v.w;
+                                v = *(const float4*)&As[cur][kk][64 + tm * 4];
+                                a[4] = v.x; a[5] = v.y; a[6] = v.z; a[7] = v.w;
+                        } else if constexpr (TM == 4) {
+                                v = *(const float4*)&As[cur][kk][tm * 4];
+                                a[0] = v.x; a[1] = v.y; a[2] = v.z; a[3] = v.w;
+                        } else {
+#pragma unroll
+                                for (int i = 0; i < TM; i++)
+                                        a[i] = As[cur][kk][tm * TM + i];
                         }
-                        if (++oh == OH) {
-                                oh = 0;
-                                if (++od == OD) {
-                                        od = 0;
-                                        if (++co == CO) {
-                                                co = 0;
-                                                j++;
+#pragma unroll
+                        for (int i = 0; i < TM; i++)
+#pragma unroll
+                                for (int j = 0; j < 8; j++)
+                                        acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                }
+                if (more)
+                        IG_STORE(cur ^ 1);
+                __syncthreads();
+        }
+#undef IG_LOAD
+#undef IG_STORE
+
+        // store: columns tn*4 + jj and 64 + tn*4 + jj (jj < 4), rows as the A fragments were
+        // read; one division per group of 4 columns, then (n, j) advances by carries
+        unsigned long long OHW = (unsigned long long)OH * OW;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+                unsigned long long p = p0 + h * 64 + tn * 4;
+                if (p >= P)
+                        continue;
+                unsigned long long n = p;
+                int jw = conv_split(&n, JW);
+                int jh = conv_split(&n, JH);
+                int jd = conv_split(&n, JD);
+#pragma unroll
+                for (int jj = 0; jj < 4; jj++) {
+                        int od = jd * MD + rd, oh = jh * MH + rh, ow = jw * MW + rw;
+                        if (n < (unsigned long long)N && od < OD && oh < OH && ow < OW) {
+                                float* yp = y + ((n * CO + (unsigned long long)g * cog) * OD + od) * OHW +
+                                            (unsigned long long)oh * OW + ow;
+#pragma unroll
+                                for (int i = 0; i < TM; i++) {
+                                        int co = co0 + (TM == 8 ? (i < 4 ? tm * 4 + i : 64 + tm * 4 + i - 4)
+                                                                : tm * TM + i);
+                                        if (co >= cog)
+                                                continue;
+                                        int cg = g * cog + co;
+                                        float v = acc[i][h * 4 + jj] + (has_bias ? bias[cg] : 0.0f);
+                                        yp[(unsigned long long)co * OD * OHW] = conv_epilogue(v, cg, ep);
+                                }
+                        }
+                        if (++jw == JW) {
+                                jw = 0;
+                                if (++jh == JH) {
+                                        jh = 0;
+                                        if (++jd == JD) {
+                                                jd = 0;
+                                                n++;
                                         }
                                 }
                         }
                 }
         }
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) conv_igemm_m32(const float* __restrict__ x,
+        const float* __restrict__ wp, const int* __restrict__ tab, const float* __restrict__ bias,
+        const float* __restrict__ ep, float* __restrict__ y, int N, int CI, int CO, int cig, int cog,
+        int cogp, int Kp, int ID, int IH, int IW, int OD, int OH, int OW, int JD, int JH, int JW,
+        int MD, int MH, int MW, int SD, int SH, int SW, int FD, int FH, int FW, int has_bias)
+{
+        conv_igemm_tile<32>(x, wp, tab, bias, ep, y, N, CI, CO, cig, cog, cogp, Kp, ID, IH, IW, OD,
+                                OH, OW, JD, JH, JW, MD, MH, MW, SD, SH, SW, FD, FH, FW, has_bias);
 }

@@ -30,6 +30,7 @@ static inline void __syncthreads(void) { pthread_barrier_wait(&g_barrier); }
 /* Vector types the references load and store (16-byte aligned, as in CUDA). */
 struct alignas(16) float4 { float x, y, z, w; };
 static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+struct alignas(16) int4 { int x, y, z, w; };
 
 /*
  * Warp shuffles: a warp is 32 consecutive threads of the block (linear id);
