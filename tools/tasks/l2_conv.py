@@ -61,8 +61,9 @@ extern "C" __global__ void __launch_bounds__(THREADS) avgpool_ref(const float* _
 '''
 
 CONV_HOW = {"im2col": "im2col + a strided-batched cuBLAS SGEMM per\n// image (TF32 off)",
-            "implicit": "one implicit-GEMM kernel (fp32 FMA, TF32 off) that\n// applies the bias "
-                        "and the epilogue as it stores"}
+            "implicit": "one implicit-GEMM kernel (fp32-accurate: fp32 FMAs, or 3xTF32\n// on the "
+                        "tensor cores for a 128-channel tile) that applies the bias and the\n// "
+                        "epilogue as it stores"}
 GELU = "gelu(v) = 0.5*v*(1 + erf(v/sqrt(2))) (exact, PyTorch's default)"
 REFNOTE = ("; the bias and the epilogue in one elementwise pass (conv_store) after the "
            "GEMM; " + conv_gemm.CUDNN + ", then one kernel per op")

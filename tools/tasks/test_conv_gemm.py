@@ -128,6 +128,10 @@ CASES = [
     ("implicit32 tr 2d G=2 s(2,3) p(1,2) d(2,1) op(1,2) bias+epilogue", dict(nd=2, tr=True, form="implicit32", slices=1, N=2, CI=4, CO=70, G=2, I=[5, 6], K=[3, 4], S=[2, 3], P=[1, 2], D=[2, 1], OP=[1, 2], bias=True, epi=True)),
     ("implicit64 tr 3d G=2 s2 p1 op1", dict(nd=3, tr=True, form="implicit64", slices=1, N=1, CI=4, CO=2, G=2, I=[3, 4, 5], K=[3, 3, 2], S=[2, 2, 2], P=[1, 1, 1], D=[1, 1, 1], OP=[1, 1, 1])),
     ("implicit128 tr 1d s5 p1 d2 (phases without a tap)", dict(nd=1, tr=True, form="implicit128", slices=1, N=3, CI=2, CO=3, G=1, I=[37], K=[3], S=[5], P=[1], D=[2], bias=True)),
+    # the 128-channel tile (3xTF32): more than 64 and 128 output channels, so both warp rows,
+    # every m16 tile and its rows g + 8 hold real channels, and a second channel tile
+    ("implicit128 std 2d CO=130 s(1,2) p1 d(1,2) bias+epilogue", dict(nd=2, tr=False, form="implicit128", slices=1, N=2, CI=5, CO=130, G=1, I=[7, 9], K=[3, 3], S=[1, 2], P=[1, 1], D=[1, 2], bias=True, epi=True)),
+    ("implicit128 tr 1d CO=131 s2 p1 op1", dict(nd=1, tr=True, form="implicit128", slices=1, N=3, CI=4, CO=131, G=1, I=[9], K=[3], S=[2], P=[1], D=[1], OP=[1])),
     ("implicit64 tr 2d gather G=2 p(1,2) d(2,1) bias", dict(nd=2, tr=True, form="implicit64", slices=1, N=2, CI=4, CO=6, G=2, I=[5, 7], K=[3, 4], S=[1, 1], P=[1, 2], D=[2, 1], bias=True)),
 ]
 

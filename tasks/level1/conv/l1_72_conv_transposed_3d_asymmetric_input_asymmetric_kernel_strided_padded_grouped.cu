@@ -41,12 +41,90 @@ static __device__ inline int conv_split(unsigned long long* r, int d)
 // of a phase is (c, tap): B[k][(n, j)] = x[n, g*cig + c, j*SA + F + t] per axis, zero outside
 // the input, with the tap's displacement t = tap*DIL (standard: SA = S, F = -PAD) or
 // t = (r + PAD - tap*DIL) / S where that divides exactly (transposed: SA = 1, F = 0).
-// A block computes a BM x 128 tile (output channels by (n, j) positions), 256 threads with
-// BM/16 x 8 outputs each, k in steps of 8 through double-buffered shared memory (the next
-// step's global loads in registers while this step's FMAs run); fp32 FMAs throughout (no
-// TF32); the bias and the task's epilogue applied as the tile is stored.
+// A block computes a BM x 128 tile (output channels by (n, j) positions), 256 threads, k in
+// steps of 8 through double-buffered shared memory (the next step's global loads in
+// registers while this step's products run): fp32 FMAs, BM/16 x 8 outputs a thread, or for
+// BM = 128 the tensor cores in 3xTF32 (IG_TC below), fp32-accurate either way (plain TF32
+// is not); the bias and the task's epilogue applied as the tile is stored.
 #define IG_BK 8
 #define IG_BN 128
+
+// IG_TC: the tile's products on the tensor cores, fp32-accurate: each operand is split into
+// a TF32 high part and a TF32 remainder (hi = tf32(v), lo = tf32(v - hi)) and each product is
+// lo*hi' + hi*lo' + hi*hi' (three m16n8k8 TF32 MMAs: the "3xTF32" of CUTLASS's fast-accurate
+// mode; only lo*lo', ~2^-22 relative, is dropped). The MMAs of one k step of 8 sum into a
+// fresh fragment, which is added to the accumulator with an fp32 add: chained across the
+// whole k loop, the MMA's own accumulation (not rounded to nearest) erred up to 10x more
+// than fp32 FMAs at k = 2240. The CPU shim runs the same fragments through a plain per-warp
+// product.
+#define IG_TC 0
+
+static __device__ inline float ig_tf32(float v)
+{
+#ifdef __CUDA_ARCH__
+        unsigned u;
+        asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(v));
+        return __uint_as_float(u);
+#else
+        unsigned u;
+        memcpy(&u, &v, 4);
+        u = (u + 0x1000u) & 0xffffe000u;        // to nearest, ties away: cvt.rna
+        memcpy(&v, &u, 4);
+        return v;
+#endif
+}
+
+#if IG_TC
+static __device__ inline unsigned ig_bits(float v)
+{
+#ifdef __CUDA_ARCH__
+        return __float_as_uint(v);
+#else
+        unsigned u;
+        memcpy(&u, &v, 4);
+        return u;
+#endif
+}
+
+// d = A (16x8, row) * B (8x8, col) + c for the warp: a[0..3] = A[g][t], A[g+8][t], A[g][t+4],
+// A[g+8][t+4] and b[0..1] = B[t][g], B[t+4][g] of lane 4g + t; d[0..3] (and c[0..3]) =
+// D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1] (PTX's m16n8k8 .tf32 fragments).
+static __device__ inline void ig_mma(float* d, const float* c, const unsigned* a, const unsigned* b)
+{
+#ifdef __CUDA_ARCH__
+        asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%10,%11,%12,%13};"
+            : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
+              "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+#else
+        static unsigned sa[32][32][4], sb[32][32][2];
+        int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+        for (int i = 0; i < 4; i++)
+                sa[w][lane][i] = a[i];
+        sb[w][lane][0] = b[0];
+        sb[w][lane][1] = b[1];
+        __syncthreads();
+        float e[4];
+        for (int i = 0; i < 4; i++) {
+                int r = g + (i >= 2 ? 8 : 0), col = 2 * t + (i & 1);
+                float s = c[i];
+                for (int k = 0; k < 8; k++) {
+                        float av, bv;
+                        unsigned ua = sa[w][(r % 8) * 4 + k % 4][(r >= 8 ? 1 : 0) + (k >= 4 ? 2 : 0)];
+                        unsigned ub = sb[w][col * 4 + k % 4][k >= 4 ? 1 : 0];
+                        memcpy(&av, &ua, 4);
+                        memcpy(&bv, &ub, 4);
+                        s += av * bv;
+                }
+                e[i] = s;
+        }
+        for (int i = 0; i < 4; i++)
+                d[i] = e[i];
+        __syncthreads();
+#endif
+}
+#endif
 
 // The taps along one axis that land on residue r: their count, and for i < count the i-th
 // one's index *q and input displacement *t.
@@ -72,7 +150,7 @@ static __device__ inline int ig_axis(int r, int K, int S, int P, int D, int tr, 
 // tab[ph][1 + k] = {offset of the row's input element from its position's window origin
 // (c*ID*IH*IW plus the displacement), displacement along D, H, W}; a row past the phase's
 // taps has a displacement no position reaches, so it reads as zeros. The offsets fit in 32
-// bits (choose() checks every shape set).
+// bits (choose() checks every shape set: _implicit_ok).
 extern "C" __global__ void conv_igemm_pack(const float* __restrict__ w, float* __restrict__ wp,
         int* __restrict__ tab, int G, int cig, int cog, int cogp, int Kp, int MD, int MH, int MW,
         int KD, int KH, int KW, int SD, int SH, int SW, int PD, int PH, int PW, int DD, int DH,
@@ -135,9 +213,14 @@ static __device__ inline void conv_igemm_tile(const float* __restrict__ x, const
         int IH, int IW, int OD, int OH, int OW, int JD, int JH, int JW, int MD, int MH, int MW,
         int SD, int SH, int SW, int FD, int FH, int FW, int has_bias)
 {
-        enum { TM = BM / 16, RB = IG_BK / 2, TPR = 256 / IG_BK, AL = BM / TPR };
-        alignas(16) __shared__ float As[2][IG_BK][BM];
-        alignas(16) __shared__ float Bs[2][IG_BK][IG_BN];
+        // TC: 8 warps as 2 (output channels) x 4 (positions), each MT x 4 m16n8 tiles; the
+        // shared rows padded by 8 so a fragment's 32 reads hit 32 banks, lo parts beside
+        enum { TM = BM / 16, RB = IG_BK / 2, TPR = 256 / IG_BK, AL = BM / TPR, MT = BM / 32,
+               PAD = IG_TC ? 8 : 0 };
+        alignas(16) __shared__ float As[2][IG_BK][BM + PAD];
+        alignas(16) __shared__ float Bs[2][IG_BK][IG_BN + PAD];
+        alignas(16) __shared__ float Al[IG_TC ? 2 : 1][IG_BK][IG_TC ? BM + PAD : 1];
+        alignas(16) __shared__ float Bl[IG_TC ? 2 : 1][IG_BK][IG_TC ? IG_BN + PAD : 1];
         int tid = threadIdx.x;
         int nph = MD * MH * MW;
         int g = blockIdx.z / nph, ph = blockIdx.z % nph;
@@ -170,12 +253,12 @@ static __device__ inline void conv_igemm_tile(const float* __restrict__ x, const
         const float* wg = wp + ((unsigned long long)ph * (CO / cog) + g) * Kp * cogp + co0 + ac;
 
         float rb[RB], ra[AL];
-        float acc[TM][8];
+        // SIMT: acc[i * 8 + j] (row i, column j of the thread's 8 x 8 or TM x 8); TC:
+        // acc[(mi * 4 + ni) * 4 + v] (m16n8 tile (mi, ni), fragment element v)
+        float acc[TM * 8];
 #pragma unroll
-        for (int i = 0; i < TM; i++)
-#pragma unroll
-                for (int j = 0; j < 8; j++)
-                        acc[i][j] = 0.0f;
+        for (int i = 0; i < TM * 8; i++)
+                acc[i] = 0.0f;
 
         // the loads of the k step at k0 into registers, and their stores into buffer buf
 #define IG_LOAD(k0) do { \
@@ -190,10 +273,18 @@ static __device__ inline void conv_igemm_tile(const float* __restrict__ x, const
                         ra[i] = wg[(unsigned long long)((k0) + ar) * cogp + i]; \
         } while (0)
 #define IG_STORE(buf) do { \
-                _Pragma("unroll") for (int i = 0; i < RB; i++) \
-                        Bs[buf][br + i][bc] = rb[i]; \
-                _Pragma("unroll") for (int i = 0; i < AL; i++) \
-                        As[buf][ar][ac + i] = ra[i]; \
+                _Pragma("unroll") for (int i = 0; i < RB; i++) { \
+                        float hi = IG_TC ? ig_tf32(rb[i]) : rb[i]; \
+                        Bs[buf][br + i][bc] = hi; \
+                        if (IG_TC) \
+                                Bl[buf & (IG_TC ? 1 : 0)][br + i][IG_TC ? bc : 0] = ig_tf32(rb[i] - hi); \
+                } \
+                _Pragma("unroll") for (int i = 0; i < AL; i++) { \
+                        float hi = IG_TC ? ig_tf32(ra[i]) : ra[i]; \
+                        As[buf][ar][ac + i] = hi; \
+                        if (IG_TC) \
+                                Al[buf & (IG_TC ? 1 : 0)][ar][IG_TC ? ac + i : 0] = ig_tf32(ra[i] - hi); \
+                } \
         } while (0)
 
         if (Kl > 0) {
@@ -202,10 +293,50 @@ static __device__ inline void conv_igemm_tile(const float* __restrict__ x, const
         }
         __syncthreads();
         int tm = tid >> 4, tn = tid & 15;
+        int lane = tid & 31, gq = lane >> 2, tq = lane & 3;
+        int mb = ((tid >> 5) & 1) * (BM / 2), nb = (tid >> 6) * 32;
         for (int k0 = 0, cur = 0; k0 < Kl; k0 += IG_BK, cur ^= 1) {
                 bool more = k0 + IG_BK < Kl;
                 if (more)
                         IG_LOAD(k0 + IG_BK);
+#if IG_TC
+#pragma unroll
+                for (int kk = 0; kk < IG_BK; kk += 8) {
+                        unsigned bh[4][2], bl[4][2];
+#pragma unroll
+                        for (int ni = 0; ni < 4; ni++) {
+                                int c = nb + ni * 8 + gq;
+                                bh[ni][0] = ig_bits(Bs[cur][kk + tq][c]);
+                                bh[ni][1] = ig_bits(Bs[cur][kk + tq + 4][c]);
+                                bl[ni][0] = ig_bits(Bl[cur][kk + tq][c]);
+                                bl[ni][1] = ig_bits(Bl[cur][kk + tq + 4][c]);
+                        }
+#pragma unroll
+                        for (int mi = 0; mi < MT; mi++) {
+                                int r = mb + mi * 16 + gq;
+                                unsigned ah[4], al[4];
+                                ah[0] = ig_bits(As[cur][kk + tq][r]);
+                                ah[1] = ig_bits(As[cur][kk + tq][r + 8]);
+                                ah[2] = ig_bits(As[cur][kk + tq + 4][r]);
+                                ah[3] = ig_bits(As[cur][kk + tq + 4][r + 8]);
+                                al[0] = ig_bits(Al[cur][kk + tq][r]);
+                                al[1] = ig_bits(Al[cur][kk + tq][r + 8]);
+                                al[2] = ig_bits(Al[cur][kk + tq + 4][r]);
+                                al[3] = ig_bits(Al[cur][kk + tq + 4][r + 8]);
+#pragma unroll
+                                for (int ni = 0; ni < 4; ni++) {
+                                        const float z[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+                                        float t[4], *d = &acc[(mi * 4 + ni) * 4];
+                                        ig_mma(t, z, al, bh[ni]);
+                                        ig_mma(t, t, ah, bl[ni]);
+                                        ig_mma(t, t, ah, bh[ni]);
+#pragma unroll
+                                        for (int v = 0; v < 4; v++)
+                                                d[v] += t[v];
+                                }
+                        }
+                }
+#else
 #pragma unroll
                 for (int kk = 0; kk < IG_BK; kk++) {
                         float a[TM], b[8];
@@ -230,8 +361,9 @@ static __device__ inline void conv_igemm_tile(const float* __restrict__ x, const
                         for (int i = 0; i < TM; i++)
 #pragma unroll
                                 for (int j = 0; j < 8; j++)
-                                        acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                                        acc[i * 8 + j] = fmaf(a[i], b[j], acc[i * 8 + j]);
                 }
+#endif
                 if (more)
                         IG_STORE(cur ^ 1);
                 __syncthreads();
@@ -239,12 +371,14 @@ static __device__ inline void conv_igemm_tile(const float* __restrict__ x, const
 #undef IG_LOAD
 #undef IG_STORE
 
-        // store: columns tn*4 + jj and 64 + tn*4 + jj (jj < 4), rows as the A fragments were
-        // read; one division per group of 4 columns, then (n, j) advances by carries
+        // store: the thread's columns come in NG groups of GW consecutive ones (SIMT: tn*4 and
+        // 64 + tn*4, 4 each; TC: nb + ni*8 + 2*tq, 2 each), its rows as its A operands were
+        // read; one division per group, then (n, j) advances by carries
+        enum { NG = IG_TC ? 4 : 2, GW = IG_TC ? 2 : 4, NR = IG_TC ? 2 * MT : TM };
         unsigned long long OHW = (unsigned long long)OH * OW;
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-                unsigned long long p = p0 + h * 64 + tn * 4;
+        for (int h = 0; h < NG; h++) {
+                unsigned long long p = p0 + (IG_TC ? nb + h * 8 + 2 * tq : h * 64 + tn * 4);
                 if (p >= P)
                         continue;
                 unsigned long long n = p;
@@ -252,19 +386,22 @@ static __device__ inline void conv_igemm_tile(const float* __restrict__ x, const
                 int jh = conv_split(&n, JH);
                 int jd = conv_split(&n, JD);
 #pragma unroll
-                for (int jj = 0; jj < 4; jj++) {
+                for (int jj = 0; jj < GW; jj++) {
                         int od = jd * MD + rd, oh = jh * MH + rh, ow = jw * MW + rw;
                         if (n < (unsigned long long)N && od < OD && oh < OH && ow < OW) {
                                 float* yp = y + ((n * CO + (unsigned long long)g * cog) * OD + od) * OHW +
                                             (unsigned long long)oh * OW + ow;
 #pragma unroll
-                                for (int i = 0; i < TM; i++) {
-                                        int co = co0 + (TM == 8 ? (i < 4 ? tm * 4 + i : 64 + tm * 4 + i - 4)
-                                                                : tm * TM + i);
+                                for (int i = 0; i < NR; i++) {
+                                        int co = co0 + (IG_TC ? mb + (i >> 1) * 16 + gq + (i & 1) * 8
+                                                        : TM == 8 ? (i < 4 ? tm * 4 + i : 64 + tm * 4 + i - 4)
+                                                                  : tm * TM + i);
                                         if (co >= cog)
                                                 continue;
                                         int cg = g * cog + co;
-                                        float v = acc[i][h * 4 + jj] + (has_bias ? bias[cg] : 0.0f);
+                                        float v = acc[IG_TC ? (((i >> 1) * 4 + h) * 4 + (i & 1) * 2 + jj)
+                                                            : i * 8 + h * 4 + jj] +
+                                                  (has_bias ? bias[cg] : 0.0f);
                                         yp[(unsigned long long)co * OD * OHW] = conv_epilogue(v, cg, ep);
                                 }
                         }
