@@ -133,10 +133,10 @@ def main():
         if args.timing:
             sub["timing"] = json.loads(args.timing) if args.timing.startswith("{") else args.timing
         if args.shapes:
-            names = [doc["shapes"][0]["name"]] if args.shapes == "first" else \
+            sets = [doc["shapes"][0]["name"]] if args.shapes == "first" else \
                 [n for n in args.shapes.split(",") if n in {x["name"] for x in doc["shapes"]}]
-            if names:
-                sub["shapes"] = names
+            if sets:
+                sub["shapes"] = sets
         sub["tags"] = {"run_id": "selfeval", "labels": {"candidate": how}}
         subs.append(sub)
         meta.append((doc, how))
