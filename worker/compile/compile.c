@@ -486,7 +486,8 @@ static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const
          * First with -minimal, which leaves out of the implicit headers what a
          * kernel here cannot use or rarely does (textures and surfaces, device
          * runtime calls, launches from the device, the runtime API's types):
-         * about a third of a small kernel's compile time. What needs them fails
+         * 10-13 % of a small kernel's compile time (NVRTC 13.0, measured in
+         * session 17; an earlier note said a third). What needs them fails
          * to compile that way and is compiled again without, so the log and the
          * CUBIN are always those of a compile that succeeded or of the full one.
          */
