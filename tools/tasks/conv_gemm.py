@@ -30,13 +30,15 @@ never stored).  A gemm step has no element offsets, so only the first slice's GE
 write y (or read x) itself; a later slice's GEMM writes scratch that conv_store copies
 into y (standard and gather forms) or reads a copy of its images of x (col2im).
 """
+import itertools
+
 from check_tasks import ev
 from taskgen import launch, gemm, i32, u64, scratch
 
 SCRATCH_BUDGET = 4 << 30          # common/limits.h LIMIT_SCRATCH_BYTES_MAX
 PLAN_STEPS_MAX = 64               # common/limits.h LIMIT_LAUNCHES_MAX
 SPAN = 1024                       # output-row elements one warp handles per step (CONV_SPAN)
-# Rough H100 rates used only to choose between the two transposed forms.
+# Rough H100 rates, used only to choose between the forms.
 GEMM_FLOPS = 40e12
 MEM_BYTES = 2.5e12
 IGEMM_FLOPS = 30e12               # the implicit kernel's rate, padding included (H100, measured)
@@ -789,9 +791,20 @@ def _cost(c, form, slices, params):
     return fl / GEMM_FLOPS + by / MEM_BYTES
 
 
-def _axis_taps(r, k, s, p, d, tr):
-    """The taps along one axis that land on residue r (every tap for a standard convolution)."""
-    return sum(1 for q in range(k) if not tr or (r + p - q * d) % s == 0)
+def _axis_phases(o, k, s, p, d, tr):
+    """Along one axis, per output phase (one for a standard convolution): its positions
+    (ceil(O/S) for a transposed one) and the input displacements of its taps, as the kernel's
+    ig_axis enumerates them."""
+    if not tr:
+        return [(o, [q * d for q in range(k)])]
+    return [(-(-o // s), [(r + p - q * d) // s for q in range(k) if (r + p - q * d) % s == 0])
+            for r in range(s)]
+
+
+def _phases(c, params):
+    """_axis_phases of every axis of c at params."""
+    e = lambda x: ev(x, params)  # noqa: E731
+    return [_axis_phases(e(c.O[a]), e(c.K[a]), e(c.S[a]), e(c.P[a]), e(c.D[a]), c.tr) for a in range(3)]
 
 
 def _implicit_cost(c, default):
@@ -800,18 +813,11 @@ def _implicit_cost(c, default):
     e = lambda x: ev(x, default)  # noqa: E731
     cog, cig = e(c.cog), e(c.cig)
     bm = _implicit_bm(cog)
-    ax = [(e(c.O[a]), e(c.K[a]), e(c.S[a]), e(c.P[a]), e(c.D[a])) for a in range(3)]
     flops = 0.0
-    if c.tr:
-        phases = [[(-(-o // s), _axis_taps(r, k, s, p, d, True)) for r in range(s)] for o, k, s, p, d in ax]
-    else:
-        phases = [[(o, k)] for o, k, s, p, d in ax]
-    for pd in phases[0]:
-        for ph in phases[1]:
-            for pw in phases[2]:
-                cols = -(-e(c.N) * pd[0] * ph[0] * pw[0] // 128) * 128
-                kl = -(-cig * pd[1] * ph[1] * pw[1] // IGEMM_BK) * IGEMM_BK
-                flops += 2.0 * cols * e(c.G) * (-(-cog // bm) * bm) * kl
+    for (nd, td), (nh, th), (nw, tw) in itertools.product(*_phases(c, default)):
+        cols = -(-e(c.N) * nd * nh * nw // 128) * 128
+        kl = -(-cig * len(td) * len(th) * len(tw) // IGEMM_BK) * IGEMM_BK
+        flops += 2.0 * cols * e(c.G) * (-(-cog // bm) * bm) * kl
     return flops / IGEMM_FLOPS
 
 
@@ -821,17 +827,10 @@ def _implicit_ok(c, params):
     CUDA's limits (groups times phases in z, output-channel tiles in y)."""
     e = lambda x: ev(x, params)  # noqa: E731
     I = [e(v) for v in c.I]
-    K, S, P, D = ([e(v) for v in xs] for xs in (c.K, c.S, c.P, c.D))
-    reach = []
-    for a in range(3):
-        if c.tr:
-            ts = [(r + P[a] - k * D[a]) // S[a] for r in range(S[a]) for k in range(K[a])
-                  if (r + P[a] - k * D[a]) % S[a] == 0]
-        else:
-            ts = [k * D[a] for k in range(K[a])]
-        reach.append(max([abs(t) for t in ts] or [0]))
+    phases = _phases(c, params)
+    reach = [max([abs(t) for _, ts in ax for t in ts] or [0]) for ax in phases]
     off = (e(c.cig) - 1) * I[0] * I[1] * I[2] + reach[0] * I[1] * I[2] + reach[1] * I[2] + reach[2]
-    nph = S[0] * S[1] * S[2] if c.tr else 1
+    nph = len(phases[0]) * len(phases[1]) * len(phases[2])
     return (off < 2 ** 31 and e(c.G) * nph <= 65535 and
             -(-e(c.cog) // _implicit_bm(e(c.cog))) <= 65535)
 
