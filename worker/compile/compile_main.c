@@ -27,6 +27,7 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -386,6 +387,24 @@ static bool cpu_budget_low(void *ctx)
         return true;
 }
 
+/*
+ * NVRTC allocates and frees tens of MB per program. With glibc's defaults
+ * the large blocks are mmap()ed and unmapped and the heap's top is trimmed
+ * after every compile, so the next compile faults every page in again: 3-4
+ * ms of system time in a 23-27 ms compile (1,660 page faults; session 18,
+ * NVRTC 13.0). Blocks up to 64 MiB from the heap, trimmed only above 64
+ * MiB free, grown 16 MiB at a time: the pages stay mapped between jobs (7
+ * faults a compile), for ~5 MB more resident memory. Within
+ * LIMIT_COMPILE_AS_BYTES either way: the address space a compile uses is
+ * the same, only held longer.
+ */
+static void keep_heap(void)
+{
+        (void)mallopt(M_MMAP_THRESHOLD, 64 << 20);
+        (void)mallopt(M_TRIM_THRESHOLD, 64 << 20);
+        (void)mallopt(M_TOP_PAD, 16 << 20);
+}
+
 int main(int argc, char **argv)
 {
         SandboxProfile profile = SANDBOX_PROFILE_COMPILE;
@@ -401,6 +420,7 @@ int main(int argc, char **argv)
         if (level)
                 (void)log_level_parse(level, &lvl);
         log_init("kevald-compile", lvl);
+        keep_heap();
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--no-sandbox") == 0) {
                         profile = SANDBOX_PROFILE_NONE;
