@@ -53,6 +53,7 @@
 #include "worker/compile/compile_scan.h"
 #include "worker/cubin.h"
 #include "worker/compile/fence.h"
+#include "worker/compile/group.h"
 #include "worker/compile/logtrim.h"
 #include "worker/compile/stdshim.h"
 
@@ -440,36 +441,31 @@ static int take_cubin(nvrtcProgram prog, json_t *res, CompileOutput *out)
  * compiled with --diag-suppress=47: NVRTC would warn of an incompatible
  * redefinition "declared at line 20 of kevald_math.h", a file the source
  * never named.
+ *
+ * The NVRTC options of @job (its own, -O levels as ptxas options, then the
+ * worker's), in @opts (room for job->n_options + 10 + the include folders,
+ * the last one left free for -minimal); @oflags and @arch_opt hold what was
+ * allocated (free them after). Return: how many, or -ENOMEM.
  */
-static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const char *src,
-                     unsigned flags, json_t *res, CompileOutput *out)
+static int nvrtc_options(const Compiler *c, const CompileJob *job, const char *arch, unsigned flags,
+                         const char **opts, char **oflags, char **arch_opt)
 {
-        nvrtcProgram prog = NULL;
-        const char **opts = NULL;
-        char *arch_opt = NULL, *raw = NULL, *ptx = NULL, *oflags[LIMIT_OPTIONS_MAX] = { 0 };
-        size_t n_opts = 0, log_size = 0;
-        nvrtcResult nr;
-        int r = 0;
+        size_t n_opts = 0;
 
-        opts = calloc(job->n_options + 10 + COMPILE_INCLUDE_DIRS, sizeof(char *));
-        arch_opt = xasprintf("-arch=%s", arch);
-        if (!opts || !arch_opt) {
-                r = -ENOMEM;
-                goto out;
-        }
+        *arch_opt = xasprintf("-arch=%s", arch);
+        if (!*arch_opt)
+                return -ENOMEM;
         for (size_t i = 0; i < job->n_options; i++) {
                 const char *o = job->options[i];
                 if (o[0] == '-' && o[1] == 'O' && o[2] >= '0' && o[2] <= '3' && o[3] == '\0') {
                         oflags[i] = xasprintf("--ptxas-options=%s", o);
-                        if (!oflags[i]) {
-                                r = -ENOMEM;
-                                goto out;
-                        }
+                        if (!oflags[i])
+                                return -ENOMEM;
                         o = oflags[i];
                 }
                 opts[n_opts++] = o;
         }
-        opts[n_opts++] = arch_opt;
+        opts[n_opts++] = *arch_opt;
         for (size_t i = 0; i < c->n_include_dirs; i++)
                 opts[n_opts++] = c->include_opts[i];
         opts[n_opts++] = "--ptxas-options=-v";
@@ -482,6 +478,29 @@ static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const
                                                                   "-D" STDSHIM_LIBCUDACXX "=1";
         if (!has_option(job, "-lineinfo") && !has_option(job, "--generate-line-info"))
                 opts[n_opts++] = "-lineinfo";
+        return (int)n_opts;
+}
+
+static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const char *src,
+                     unsigned flags, json_t *res, CompileOutput *out)
+{
+        nvrtcProgram prog = NULL;
+        const char **opts = NULL;
+        char *arch_opt = NULL, *raw = NULL, *ptx = NULL, *oflags[LIMIT_OPTIONS_MAX] = { 0 };
+        size_t n_opts = 0, log_size = 0;
+        nvrtcResult nr;
+        int r = 0;
+
+        opts = calloc(job->n_options + 10 + COMPILE_INCLUDE_DIRS, sizeof(char *));
+        if (!opts) {
+                r = -ENOMEM;
+                goto out;
+        }
+        r = nvrtc_options(c, job, arch, flags, opts, oflags, &arch_opt);
+        if (r < 0)
+                goto out;
+        n_opts = (size_t)r;
+        r = 0;
         /*
          * First with -minimal, which leaves out of the implicit headers what a
          * kernel here cannot use or rarely does (textures and surfaces, device
@@ -894,69 +913,72 @@ out:
  * Return: 0, -ENOMEM, or -EIO when NVRTC or nvJitLink failed in a way that
  * is not the submission's fault.
  */
-int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out)
+/*
+ * Everything compile_run() checks before a compiler runs, into @out.
+ * Return: 0 when the source is to be compiled (*ret_src, a NUL-terminated
+ * copy, and *ret_flags set), 1 when out->result is final (refused), or -ENOMEM.
+ */
+static int compile_prepare(Compiler *c, const CompileJob *job, const char *arch, CompileOutput *out,
+                           unsigned *ret_flags, char **ret_src)
 {
-        CompileOutput out = { 0 };
-        const char *arch = job->arch && *job->arch ? job->arch : COMPILE_ARCH_DEFAULT;
         bool ptx = job->language && strcmp(job->language, "ptx") == 0;
-        char msg[COMPILE_MSG_BYTES], *src = NULL;
-        double t0 = now_ms();
-        unsigned flags = 0;
+        char msg[COMPILE_MSG_BYTES], *src;
         size_t bad;
-        int r = 0;
+        int r;
 
-        out.result = result_new(c, arch_valid(arch) ? arch : "");
-        if (!out.result)
+        *ret_flags = 0;
+        out->result = result_new(c, arch_valid(arch) ? arch : "");
+        if (!out->result)
                 return -ENOMEM;
         if (job->language && strcmp(job->language, "cuda") != 0 && !ptx) {
-                r = result_fail(out.result, "rejected_option", "error: language must be \"cuda\" or \"ptx\"");
-                goto done;
+                r = result_fail(out->result, "rejected_option", "error: language must be \"cuda\" or \"ptx\"");
+                return r < 0 ? r : 1;
         }
         if (!arch_valid(arch)) {
-                r = result_fail(out.result, "rejected_option",
+                r = result_fail(out->result, "rejected_option",
                                 "error: the target architecture is not of the form sm_NN[a|f]");
-                goto done;
+                return r < 0 ? r : 1;
         }
         if (job->source_len > LIMIT_SOURCE_BYTES) {
                 snprintf(msg, sizeof(msg), "error: the source is %zu bytes; the limit is %u bytes",
                          job->source_len, (unsigned)LIMIT_SOURCE_BYTES);
-                r = result_fail(out.result, "too_large", msg);
-                goto done;
+                r = result_fail(out->result, "too_large", msg);
+                return r < 0 ? r : 1;
         }
         if (job->n_options > LIMIT_OPTIONS_MAX) {
                 snprintf(msg, sizeof(msg), "error: %zu options; the limit is %d", job->n_options,
                          LIMIT_OPTIONS_MAX);
-                r = result_fail(out.result, "rejected_option", msg);
-                goto done;
+                r = result_fail(out->result, "rejected_option", msg);
+                return r < 0 ? r : 1;
         }
         for (size_t i = 0; i < job->n_options; i++) {
                 char why[256];
                 if (options_check(job->options[i], why, sizeof(why)) != 0) {
                         snprintf(msg, sizeof(msg), "error: %s", why);
-                        r = result_fail(out.result, "rejected_option", msg);
-                        goto done;
+                        r = result_fail(out->result, "rejected_option", msg);
+                        return r < 0 ? r : 1;
                 }
         }
         if (job->n_name_expressions > LIMIT_NAME_EXPRESSIONS_MAX) {
                 snprintf(msg, sizeof(msg), "error: %zu name expressions; the limit is %d",
                          job->n_name_expressions, LIMIT_NAME_EXPRESSIONS_MAX);
-                r = result_fail(out.result, "too_large", msg);
-                goto done;
+                r = result_fail(out->result, "too_large", msg);
+                return r < 0 ? r : 1;
         }
         for (size_t i = 0; i < job->n_name_expressions; i++)
                 if (!name_expression_valid(job->name_expressions[i])) {
-                        r = result_fail(out.result, "compile",
+                        r = result_fail(out->result, "compile",
                                         "error: a name expression is empty, too long, or has "
                                         "characters other than letters, digits, spaces and "
                                         "_ : < > , ( ) * & . + - [ ]");
-                        goto done;
+                        return r < 0 ? r : 1;
                 }
         if (job->source_len > 0 && memchr(job->source, '\0', job->source_len)) {
                 snprintf(msg, sizeof(msg), "error: the source contains a NUL byte (offset %zu)",
                          (size_t)((const char *)memchr(job->source, '\0', job->source_len) -
                                   job->source));
-                r = result_fail(out.result, "not_utf8", msg);
-                goto done;
+                r = result_fail(out->result, "not_utf8", msg);
+                return r < 0 ? r : 1;
         }
         bad = logtrim_utf8_prefix((const unsigned char *)job->source, job->source_len);
         if (bad != job->source_len) {
@@ -965,45 +987,464 @@ int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out)
                         line += job->source[i] == '\n';
                 snprintf(msg, sizeof(msg), "error: the source is not valid UTF-8 (line %zu, byte "
                          "offset %zu)", line, bad);
-                r = result_fail(out.result, "not_utf8", msg);
-                goto done;
+                r = result_fail(out->result, "not_utf8", msg);
+                return r < 0 ? r : 1;
         }
         if (!ptx) {
-                r = compile_check_source(c, job->source, job->source_len, &flags, msg,
-                                         sizeof(msg));
+                r = compile_check_source(c, job->source, job->source_len, ret_flags, msg, sizeof(msg));
                 if (r == COMPILE_E_REJECTED) {
-                        r = result_fail(out.result, "compile", msg);
-                        goto done;
+                        r = result_fail(out->result, "compile", msg);
+                        return r < 0 ? r : 1;
                 }
                 if (r != 0)
-                        goto done;
+                        return r;
         }
         src = malloc(job->source_len + 1);
-        if (!src) {
-                r = -ENOMEM;
-                goto done;
-        }
+        if (!src)
+                return -ENOMEM;
         memcpy(src, job->source, job->source_len);
         src[job->source_len] = '\0';
-        r = ptx ? run_jitlink(c, job, arch, src, out.result, &out) :
-                  run_nvrtc(c, job, arch, src, flags, out.result, &out);
-done:
-        free(src);
-        if (r == 0 && json_object_set_new(out.result, "compile_ms",
+        *ret_src = src;
+        return 0;
+}
+
+/* The end of compile_run() for @out after @r: compile_ms, no CUBIN unless ok. */
+static int compile_finish(CompileOutput *out, int r, double t0, CompileOutput *ret_out)
+{
+        if (r == 0 && json_object_set_new(out->result, "compile_ms",
                                           json_real((double)(long)((now_ms() - t0) * 100) / 100.0)))
                 r = -ENOMEM;
-        if (r == 0 && !json_is_true(json_object_get(out.result, "ok"))) {
-                free(out.cubin);
-                free(out.fenced);
-                out.cubin = out.fenced = NULL;
-                out.cubin_len = out.fenced_len = 0;
+        if (r == 0 && !json_is_true(json_object_get(out->result, "ok"))) {
+                free(out->cubin);
+                free(out->fenced);
+                out->cubin = out->fenced = NULL;
+                out->cubin_len = out->fenced_len = 0;
         }
         if (r != 0) {
-                compile_output_clear(&out);
+                compile_output_clear(out);
                 return r;
         }
-        *ret_out = out;
+        *ret_out = *out;
         return 0;
+}
+
+int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out)
+{
+        CompileOutput out = { 0 };
+        const char *arch = job->arch && *job->arch ? job->arch : COMPILE_ARCH_DEFAULT;
+        bool ptx = job->language && strcmp(job->language, "ptx") == 0;
+        double t0 = now_ms();
+        unsigned flags = 0;
+        char *src = NULL;
+        int r;
+
+        r = compile_prepare(c, job, arch, &out, &flags, &src);
+        if (r == 0)
+                r = ptx ? run_jitlink(c, job, arch, src, out.result, &out) :
+                          run_nvrtc(c, job, arch, src, flags, out.result, &out);
+        else if (r == 1)
+                r = 0;
+        free(src);
+        return compile_finish(&out, r, t0, ret_out);
+}
+
+/* ---- merged compiles (worker/compile/group.h) ------------------------------- */
+
+/* One NVRTC compile of @src as kernel.cu with @opts: its result, raw log and, when
+ * it compiled and @ret_cubin is given, the CUBIN. Return: 0, -ENOMEM, or -EIO. */
+static int nvrtc_plain(const char *src, const char **opts, size_t n_opts, nvrtcResult *ret_nr, char **ret_log,
+                       uint8_t **ret_cubin, size_t *ret_len)
+{
+        nvrtcProgram prog = NULL;
+        size_t log_size = 0;
+        nvrtcResult nr;
+        int r = 0;
+
+        *ret_log = NULL;
+        nr = nvrtcCreateProgram(&prog, src, COMPILE_SOURCE_NAME, (int)stdshim_count(), stdshim_texts(),
+                                stdshim_names());
+        if (nr != NVRTC_SUCCESS)
+                return nr == NVRTC_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO;
+        nr = nvrtcCompileProgram(prog, (int)n_opts, opts);
+        *ret_nr = nr;
+        if (nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS) {
+                *ret_log = malloc(log_size + 1);
+                if (!*ret_log) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                if (log_size == 0 || nvrtcGetProgramLog(prog, *ret_log) != NVRTC_SUCCESS)
+                        (*ret_log)[0] = '\0';
+                (*ret_log)[log_size] = '\0';
+        }
+        if (nr == NVRTC_SUCCESS && ret_cubin) {
+                size_t size = 0;
+                if (nvrtcGetCUBINSize(prog, &size) != NVRTC_SUCCESS || size == 0 || size > LIMIT_CUBIN_BYTES) {
+                        *ret_nr = NVRTC_ERROR_COMPILATION; /* as if it failed: each member alone says why */
+                        goto out;
+                }
+                *ret_cubin = malloc(size);
+                if (!*ret_cubin) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                if (nvrtcGetCUBIN(prog, (char *)*ret_cubin) != NVRTC_SUCCESS) {
+                        free(*ret_cubin);
+                        *ret_cubin = NULL;
+                        r = -EIO;
+                        goto out;
+                }
+                *ret_len = size;
+        }
+out:
+        nvrtcDestroyProgram(&prog);
+        return r;
+}
+
+_Static_assert(GROUP_MAX == COMPILE_GROUP_MAX, "one bound on a group");
+
+enum { MEMBER_DONE, MEMBER_ALONE, MEMBER_MERGE, MEMBER_MERGED };
+
+/* Names a merged compile leaves alone: the compiler's and the toolkit's own prefixes. */
+static bool reserved_name(const char *n)
+{
+        return strncmp(n, "__builtin", 9) == 0 || strncmp(n, "__nv", 4) == 0 || strncmp(n, "__cuda", 6) == 0 ||
+               strncmp(n, "__kvg", 5) == 0;
+}
+
+/* Which members may join: their facts, and the most common list of headers among them. */
+static int group_candidates(Compiler *c, const CompileJob *jobs, size_t n, int *state, MergeFacts *facts,
+                            const char **ret_includes)
+{
+        CompileScanDirs dirs = { .include_dirs = (const char *const *)c->include_dirs,
+                                 .n_include_dirs = c->n_include_dirs };
+        size_t best = 0;
+
+        *ret_includes = NULL;
+        for (size_t i = 0; i < n; i++) {
+                unsigned flags = 0;
+                int r;
+                if (state[i] != MEMBER_MERGE)
+                        continue;
+                r = compile_scan_merge(&dirs, jobs[i].source, jobs[i].source_len, &flags, &facts[i]);
+                if (r == -ENOMEM)
+                        return r;
+                if (r != 0 || !facts[i].mergeable || jobs[i].n_name_expressions || !jobs[i].no_fence ||
+                    (flags & (COMPILE_SOURCE_LIBCUDACXX | COMPILE_SOURCE_REDEFINES_PRELUDE))) {
+                        state[i] = MEMBER_ALONE;
+                        continue;
+                }
+                for (size_t k = 0; k < facts[i].n_names; k++)
+                        if (reserved_name(facts[i].names[k].name))
+                                state[i] = MEMBER_ALONE;
+        }
+        for (size_t i = 0; i < n; i++) {
+                size_t count = 0;
+                if (state[i] != MEMBER_MERGE)
+                        continue;
+                for (size_t k = 0; k < n; k++)
+                        count += state[k] == MEMBER_MERGE && strcmp(facts[k].includes, facts[i].includes) == 0;
+                if (count > best) {
+                        best = count;
+                        *ret_includes = facts[i].includes;
+                }
+        }
+        for (size_t i = 0; i < n; i++)
+                if (state[i] == MEMBER_MERGE && (best < 2 || strcmp(facts[i].includes, *ret_includes) != 0))
+                        state[i] = MEMBER_ALONE;
+        return 0;
+}
+
+/* The members in @state MEMBER_MERGE, in order, as GroupMembers; returns how many. */
+static size_t group_members(const CompileJob *jobs, char *const *srcs, size_t n, const int *state,
+                            const MergeFacts *facts, uint32_t tag, GroupMember *m, size_t *idx)
+{
+        size_t k = 0;
+
+        for (size_t i = 0; i < n; i++)
+                if (state[i] == MEMBER_MERGE) {
+                        m[k].src = srcs[i];
+                        m[k].len = jobs[i].source_len;
+                        m[k].facts = &facts[i];
+                        group_member_ns(&m[k], tag, i);
+                        idx[k++] = i;
+                }
+        return k;
+}
+
+/* Ask the global scope about every member's names (group_probe_source()). */
+static int group_probe(const char *includes, const char **opts, size_t n_opts, GroupMember *m, size_t k,
+                       const size_t *idx, int *state)
+{
+        GroupProbe *probes = NULL;
+        size_t n_probes = 0;
+        bool present[GROUP_MAX] = { false };
+        nvrtcResult nr;
+        char *src = group_probe_source(includes, m, k, &probes, &n_probes), *log = NULL;
+        int r;
+
+
+        if (!src) {
+                for (size_t j = 0; j < k; j++)
+                        state[idx[j]] = MEMBER_ALONE; /* too many names to ask about (or no memory) */
+                return 0;
+        }
+        opts[n_opts] = "-fdevice-syntax-only";
+        r = nvrtc_plain(src, opts, n_opts + 1, &nr, &log, NULL, NULL);
+
+        if (r == 0)
+                r = group_probe_read(log, probes, n_probes, present, k);
+
+        for (size_t j = 0; j < k && r == 0; j++)
+                if (present[j])
+                        state[idx[j]] = MEMBER_ALONE;
+        free(src);
+        free(log);
+        free(probes);
+        return r;
+}
+
+/* A merged member's output: its log, its kernels out of the merged CUBIN, a copy of that CUBIN.
+ * Return: 0; 1 when the member must be compiled alone after all; -ENOMEM. */
+static int group_member_output(const Compiler *c, const GroupMember *m, const char *arch, const char *member_raw,
+                               const CubinInfo *info, const PtxasKernel *px, size_t n_px, const uint8_t *cubin,
+                               size_t len, double share_ms, CompileOutput *out)
+{
+        char prefix[GROUP_NS_BYTES + 2], *raw = NULL;
+        size_t plen;
+        json_t *arr;
+        int r;
+
+        snprintf(prefix, sizeof(prefix), "%s_", m->ns);
+        plen = strlen(prefix);
+        out->result = result_new(c, arch);
+        if (!out->result)
+                return -ENOMEM;
+        arr = json_object_get(out->result, "kernels");
+        for (size_t i = 0; i < info->n_kernels; i++) {
+                const CubinKernel *k = &info->kernels[i];
+                CubinKernel kk;
+                if (strncmp(k->name, prefix, plen) != 0) {
+                        if (strstr(k->name, m->ns))
+                                return 1; /* a C++ kernel: its name alone is mangled without the namespace */
+                        continue;
+                }
+                kk = *k;
+                kk.name = k->name + plen;
+                if (json_array_append_new(arr, kernel_json(&kk, logtrim_find_ptxas(px, n_px, k->name))))
+                        return -ENOMEM;
+        }
+        raw = group_unname(member_raw, m);
+        if (!raw)
+                return -ENOMEM;
+        r = set_clean_log(c, out->result, raw, NULL, COMPILE_SOURCE_NAME);
+        free(raw);
+        if (r != 0)
+                return r;
+        if (json_object_set_new(out->result, "ok", json_true()) ||
+            json_object_set_new(out->result, "group_prefix", json_string(prefix)) ||
+            json_object_set_new(out->result, "compile_ms", json_real((double)(long)(share_ms * 100) / 100.0)))
+                return -ENOMEM;
+        out->cubin = malloc(len);
+        if (!out->cubin)
+                return -ENOMEM;
+        memcpy(out->cubin, cubin, len);
+        out->cubin_len = len;
+        return 0;
+}
+
+/*
+ * One merged compile of the members in MEMBER_MERGE. Success: each gets its
+ * output (MEMBER_MERGED) or goes alone. Failure: the members with errors of
+ * their own go alone and the others stay in MEMBER_MERGE for another try;
+ * an error in no member's file sends every one alone.
+ */
+static int group_compile(Compiler *c, const CompileJob *jobs, char *const *srcs, size_t n, const char *arch,
+                         const char *includes, const char **opts, size_t n_opts, uint32_t tag, int *state,
+                         const MergeFacts *facts, CompileOutput *outs)
+{
+        GroupMember m[GROUP_MAX];
+        size_t idx[GROUP_MAX], k = group_members(jobs, srcs, n, state, facts, tag, m, idx);
+        char *member_raw[GROUP_MAX] = { 0 }, *src, *log = NULL;
+        bool has_error[GROUP_MAX] = { false };
+        uint8_t *cubin = NULL;
+        size_t len = 0, n_px = 0, flagged = 0;
+        CubinInfo *info = NULL;
+        PtxasKernel *px = NULL;
+        double t0 = now_ms();
+        nvrtcResult nr = NVRTC_ERROR_COMPILATION;
+        int r;
+
+        src = group_merged_source(includes, m, k, tag);
+        if (!src)
+                return -ENOMEM;
+        opts[n_opts] = "-minimal";
+        r = nvrtc_plain(src, opts, n_opts + 1, &nr, &log, &cubin, &len);
+        free(src);
+        if (r != 0)
+                goto out;
+        r = group_split_log(log, m, k, member_raw, has_error);
+        if (r == -EAGAIN) {
+                r = 0;
+                goto alone;
+        }
+        if (r != 0)
+                goto out;
+        if (nr != NVRTC_SUCCESS) {
+                for (size_t j = 0; j < k; j++)
+                        if (has_error[j]) {
+                                state[idx[j]] = MEMBER_ALONE;
+                                flagged++;
+                        }
+                if (flagged == 0)
+                        goto alone;
+                goto out;
+        }
+        r = cubin_parse(cubin, len, &info);
+        if (r == 0)
+                r = logtrim_parse_ptxas(log, &px, &n_px);
+        if (r == CUBIN_E_MALFORMED) {
+                r = 0;
+                goto alone;
+        }
+        if (r != 0)
+                goto out;
+        for (size_t i = 0; i < info->n_kernels; i++) {
+                bool owned = false;
+                for (size_t j = 0; j < k && !owned; j++)
+                        owned = strstr(info->kernels[i].name, m[j].ns) != NULL;
+                if (!owned)
+                        goto alone; /* a kernel no member's names account for */
+        }
+        for (size_t j = 0; j < k; j++) {
+                r = group_member_output(c, &m[j], arch, member_raw[j], info, px, n_px, cubin, len,
+                                        (now_ms() - t0) / (double)k, &outs[idx[j]]);
+                if (r < 0)
+                        goto out;
+                if (r == 1) {
+                        compile_output_clear(&outs[idx[j]]);
+                        state[idx[j]] = MEMBER_ALONE;
+                        r = 0;
+                } else {
+                        state[idx[j]] = MEMBER_MERGED;
+                }
+        }
+        goto out;
+alone:
+        for (size_t j = 0; j < k; j++)
+                state[idx[j]] = MEMBER_ALONE;
+out:
+        for (size_t j = 0; j < k; j++)
+                free(member_raw[j]);
+        cubin_info_free(info);
+        logtrim_ptxas_free(px, n_px);
+        free(cubin);
+        free(log);
+        return r;
+}
+
+/**
+ * compile_run_group() - compile_run() for each of @n CUDA jobs that share
+ * arch and options, merged into one NVRTC program where each is sure to get
+ * the result it would get alone (worker/compile/group.h), alone otherwise
+ * @tag:        a number of this worker's own, unknown to sources, in the merged names
+ * @outs:       n outputs, as compile_run()'s; a merged member's result says
+ *              "group_prefix": its kernels are those of the CUBIN (the merged
+ *              program's, copied) whose names begin with it, and its
+ *              compile_ms is its share of the merged compile
+ * @ret_merged: how many were merged
+ *
+ * Up to two merged compiles: after the first fails, the members with errors
+ * of their own are compiled alone and the others merged once more. A job
+ * that does not share the first one's arch or options, or has name
+ * expressions or a fenced build, is compiled alone.
+ *
+ * Return: 0, or -ENOMEM / -EIO as compile_run() (every output cleared).
+ */
+int compile_run_group(Compiler *c, const CompileJob *jobs, size_t n, uint32_t tag, CompileOutput *outs,
+                      size_t *ret_merged)
+{
+        int state[GROUP_MAX];
+        MergeFacts facts[GROUP_MAX];
+        char *srcs[GROUP_MAX] = { 0 }, *arch_opt = NULL, *oflags[LIMIT_OPTIONS_MAX] = { 0 };
+        const char *arch = jobs[0].arch && *jobs[0].arch ? jobs[0].arch : COMPILE_ARCH_DEFAULT, *includes = NULL;
+        const char **opts = NULL;
+        size_t merged = 0, waiting;
+        int r = 0, n_opts = 0;
+
+        if (n > GROUP_MAX)
+                return -EINVAL;
+        memset(facts, 0, sizeof(facts));
+        memset(outs, 0, n * sizeof(*outs));
+        for (size_t i = 0; i < n; i++) {
+                bool same = jobs[i].n_options == jobs[0].n_options &&
+                            strcmp(jobs[i].arch && *jobs[i].arch ? jobs[i].arch : COMPILE_ARCH_DEFAULT, arch) == 0;
+                for (size_t o = 0; same && o < jobs[i].n_options; o++)
+                        same = strcmp(jobs[i].options[o], jobs[0].options[o]) == 0;
+                state[i] = same && (!jobs[i].language || strcmp(jobs[i].language, "cuda") == 0) ? MEMBER_MERGE
+                                                                                                 : MEMBER_ALONE;
+                if (state[i] == MEMBER_MERGE) {
+                        CompileOutput pre = { 0 };
+                        unsigned flags;
+                        r = compile_prepare(c, &jobs[i], arch, &pre, &flags, &srcs[i]);
+                        compile_output_clear(&pre);
+                        if (r < 0)
+                                goto out;
+                        if (r == 1)
+                                state[i] = MEMBER_ALONE; /* refused: compile_run() says why */
+                        r = 0;
+                }
+        }
+        r = group_candidates(c, jobs, n, state, facts, &includes);
+        if (r != 0)
+                goto out;
+
+        waiting = 0;
+        for (size_t i = 0; i < n; i++)
+                waiting += state[i] == MEMBER_MERGE;
+        if (waiting >= 2) {
+                opts = calloc(jobs[0].n_options + 11 + COMPILE_INCLUDE_DIRS, sizeof(char *));
+                if (!opts) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                n_opts = nvrtc_options(c, &jobs[0], arch, 0, opts, oflags, &arch_opt);
+                if (n_opts < 0) {
+                        r = n_opts;
+                        goto out;
+                }
+                GroupMember m[GROUP_MAX];
+                size_t idx[GROUP_MAX], k = group_members(jobs, srcs, n, state, facts, tag, m, idx);
+                r = group_probe(includes, opts, (size_t)n_opts, m, k, idx, state);
+        }
+        for (int round = 0; r == 0 && round < 2; round++) {
+                waiting = 0;
+                for (size_t i = 0; i < n; i++)
+                        waiting += state[i] == MEMBER_MERGE;
+                if (waiting < 2)
+                        break;
+                r = group_compile(c, jobs, srcs, n, arch, includes, opts, (size_t)n_opts, tag, state, facts, outs);
+        }
+        for (size_t i = 0; i < n && r == 0; i++) {
+                if (state[i] == MEMBER_MERGED)
+                        merged++;
+                else
+                        r = compile_run(c, &jobs[i], &outs[i]);
+        }
+out:
+        for (size_t i = 0; i < n; i++) {
+                if (r != 0)
+                        compile_output_clear(&outs[i]);
+                free(srcs[i]);
+                merge_facts_clear(&facts[i]);
+        }
+        for (size_t i = 0; i < LIMIT_OPTIONS_MAX; i++)
+                free(oflags[i]);
+        free(arch_opt);
+        free(opts);
+        if (ret_merged)
+                *ret_merged = merged;
+        return r;
 }
 
 /** compile_output_clear() - free an output's result and CUBIN; accepts a zeroed one. */

@@ -62,6 +62,7 @@ typedef struct CompileOutput {
 } CompileOutput;
 
 #define COMPILE_ARCH_DEFAULT "sm_90a"
+#define COMPILE_GROUP_MAX 16 /* jobs of one compile_run_group() */
 #define COMPILE_SOURCE_NAME "kernel.cu"
 #define COMPILE_PTX_NAME "kernel.ptx"
 
@@ -69,6 +70,8 @@ int compile_open(const char *cuda_home, Compiler **ret_compiler);
 void compile_close(Compiler *c);
 const char *compile_nvrtc_version(const Compiler *c);
 int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out);
+int compile_run_group(Compiler *c, const CompileJob *jobs, size_t n, uint32_t tag, CompileOutput *outs,
+                      size_t *ret_merged);
 void compile_output_clear(CompileOutput *out);
 int compile_check_source(const Compiler *c, const char *src, size_t len, unsigned *ret_flags,
                          char *msg, size_t msglen);

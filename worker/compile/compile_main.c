@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +55,7 @@ static const char warmup_ptx[] =
         ".visible .entry kevald_warmup_ptx()\n{\n\tret;\n}\n";
 
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t group_tag; /* in a merged program's names (worker/compile/group.h); random, set at start */
 static pthread_cond_t wd_cond;
 
 /* Watchdog state; guarded by out_lock. */
@@ -255,6 +257,74 @@ static int warm_up(Compiler *c)
 }
 
 /*
+ * A group JOB: "group" lists the lengths of the sources the blob holds one
+ * after another, all with the JOB's language, arch and options
+ * (compile_run_group()); one RESULT per source, in order, each with
+ * "member": its index. Past the deadline the watchdog sends one RESULT
+ * with "group_timeout": true for all of them, and the worker exits.
+ * Return: as handle_job().
+ */
+static int handle_group(Compiler *c, json_t *id, const CompileJob *base, json_t *group, const Frame *f,
+                        long deadline_ms)
+{
+        CompileJob jobs[COMPILE_GROUP_MAX];
+        CompileOutput outs[COMPILE_GROUP_MAX];
+        size_t n = json_array_size(group), off = 0, merged = 0;
+        char *timeout_text = NULL;
+        json_t *tr, *e;
+        size_t i;
+        int r;
+
+        if (!json_is_array(group) || n < 1 || n > COMPILE_GROUP_MAX)
+                return WORKER_EXIT_PROTOCOL;
+        json_array_foreach(group, i, e) {
+                if (!json_is_integer(e) || json_integer_value(e) < 0 ||
+                    (uint64_t)json_integer_value(e) > f->blob_len - off)
+                        return WORKER_EXIT_PROTOCOL;
+                jobs[i] = *base;
+                jobs[i].source = (const char *)f->blob + off;
+                jobs[i].source_len = (size_t)json_integer_value(e);
+                off += jobs[i].source_len;
+        }
+        if (off != f->blob_len)
+                return WORKER_EXIT_PROTOCOL;
+        tr = compile_timeout_result(base->arch, (double)deadline_ms, compile_nvrtc_version(c));
+        if (!tr || json_object_set(tr, "id", id) || json_object_set_new(tr, "group_timeout", json_true()) ||
+            !(timeout_text = json_dumps(tr, JSON_COMPACT))) {
+                json_decref(tr);
+                return -ENOMEM;
+        }
+        json_decref(tr);
+        (void)sandbox_rearm_cpu(LIMIT_COMPILE_CPU_S);
+        watchdog_arm(deadline_ms, timeout_text);
+        r = compile_run_group(c, jobs, n, group_tag, outs, &merged);
+        if (r != 0) {
+                json_t *res;
+                log_error("compile: group job %lld: %s", (long long)json_integer_value(id), strerror(-r));
+                res = json_pack("{s:O, s:b, s:b, s:s, s:s}", "id", id, "group_timeout", 0, "ok", 0, "error",
+                                "internal", "log", "internal error in the compile worker");
+                for (i = 0; res && i < n; i++)
+                        if (json_object_set_new(res, "member", json_integer((json_int_t)i)) ||
+                            send_result(res, NULL, 0) != 0)
+                                break;
+                json_decref(res);
+                (void)sandbox_rearm_cpu(0);
+                return r;
+        }
+        for (i = 0; i < n; i++) {
+                if (r == 0 && (json_object_set(outs[i].result, "id", id) ||
+                               json_object_set_new(outs[i].result, "member", json_integer((json_int_t)i))))
+                        r = -ENOMEM;
+                if (r == 0 && (r = send_output(&outs[i])) != 0)
+                        log_error("compile: writing a group RESULT failed: %s", strerror(-r));
+                compile_output_clear(&outs[i]);
+        }
+        (void)sandbox_rearm_cpu(0);
+        log_debug("compile: group job %lld: %zu sources, %zu merged", (long long)json_integer_value(id), n, merged);
+        return r;
+}
+
+/*
  * One JOB frame (the frame loop's handler; @ctx the Compiler). Return: 0 when
  * answered, WORKER_EXIT_PROTOCOL for a malformed JOB, or a negative errno
  * after an "internal" RESULT was attempted.
@@ -313,7 +383,11 @@ static int handle_job(void *ctx, const Frame *f)
                 goto out;
         cj.source = f->blob ? (const char *)f->blob : "";
         cj.source_len = f->blob_len;
-
+        v = json_object_get(job, "group");
+        if (v && !json_is_null(v)) {
+                r = handle_group(c, id, &cj, v, f, deadline_ms);
+                goto out;
+        }
         tr = compile_timeout_result(cj.arch, (double)deadline_ms, compile_nvrtc_version(c));
         if (!tr || json_object_set(tr, "id", id)) {
                 r = -ENOMEM;
@@ -431,6 +505,8 @@ int main(int argc, char **argv)
                 }
         }
 
+        if (getrandom(&group_tag, sizeof(group_tag), 0) != (ssize_t)sizeof(group_tag))
+                group_tag = (uint32_t)getpid() * 2654435761u ^ (uint32_t)time(NULL);
         r = sandbox_enter(profile, NULL, 0, &report);
         if (r < 0)
                 goto out;

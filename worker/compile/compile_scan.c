@@ -22,6 +22,7 @@
 
 #include "common/limits.h"
 #include "worker/compile/compile.h"
+#include "worker/compile/merge_scan.h"
 #include "worker/compile/stdshim.h"
 
 #define COMPILE_HOST_SITES_MAX 8 /* host code lines named in one refusal */
@@ -112,6 +113,7 @@ typedef struct ScanState {
         bool libcudacxx;                          /* an #include of libcu++, CUB or Thrust */
         bool inf_nan;                             /* the identifier INFINITY or NAN */
         bool redefines_prelude;                   /* #define of a macro the prelude defines */
+        MergeScan merge;                          /* merge.f NULL: no merge facts wanted */
 } ScanState;
 
 static void host_site(ScanState *hs, const Spliced *sp, size_t at, const char *fmt, ...)
@@ -320,6 +322,7 @@ static int check_directive(const CompileScanDirs *c, const Spliced *sp, ScanStat
         j = skip_directive_space(sp, j);
         for (k = j; k < sp->n && is_ident(sp->t[k]); k++)
                 ;
+        merge_scan_directive(&hs->merge, sp->t + j, k - j);
         if (k - j == 0 || k - j >= sizeof(name)) {
                 *ret_next = k;
                 return 0;
@@ -338,7 +341,10 @@ static int check_directive(const CompileScanDirs *c, const Spliced *sp, ScanStat
         }
         if (strcmp(name, "pragma") == 0) {
                 const char *nl = memchr(sp->t + k, '\n', sp->n - k);
-                size_t len = nl ? (size_t)(nl - (sp->t + k)) : sp->n - k;
+                size_t len = nl ? (size_t)(nl - (sp->t + k)) : sp->n - k, w = skip_directive_space(sp, k), we = w;
+                while (we < sp->n && is_ident(sp->t[we]))
+                        we++;
+                merge_scan_pragma(&hs->merge, sp->t + w, we - w);
                 if (memmem(sp->t + k, len, "include", 7) || memmem(sp->t + k, len, "dependency", 10))
                         return reject(msg, msglen, sp, i,
                                       "#pragma directives that name files are not allowed");
@@ -369,6 +375,7 @@ static int check_directive(const CompileScanDirs *c, const Spliced *sp, ScanStat
                         const char *host;
                         memcpy(h, sp->t + j + 1, end - j - 1);
                         h[end - j - 1] = '\0';
+                        merge_scan_include(&hs->merge, h, end - j - 1);
                         host = stdshim_host_header(h);
                         if (strncmp(h, "cuda/", 5) == 0 || strncmp(h, "cub/", 4) == 0 ||
                             strncmp(h, "thrust/", 7) == 0 || strcmp(h, "complex") == 0)
@@ -533,6 +540,7 @@ static int scan(const CompileScanDirs *c, const Spliced *sp, ScanState *hs, char
                 char ch = sp->t[i];
                 if (ch == '\n') {
                         bol = true;
+                        merge_scan_newline(&hs->merge);
                         i++;
                 } else if (is_hspace(ch) || (unsigned char)ch < 0x20 || ch == 0x7f) {
                         /* Other control characters: conservatively blanks too. */
@@ -553,9 +561,11 @@ static int scan(const CompileScanDirs *c, const Spliced *sp, ScanState *hs, char
                                 return r;
                         bol = false;
                 } else if (ch == '"' || ch == '\'') {
+                        size_t s = i;
                         r = skip_literal(sp, i, false, &i, msg, msglen);
                         if (r != 0)
                                 return r;
+                        merge_scan_token(&hs->merge, MERGE_TOK_LITERAL, sp->t + s, i - s);
                         bol = false;
                 } else if ((ch >= '0' && ch <= '9') ||
                            (ch == '.' && i + 1 < sp->n && sp->t[i + 1] >= '0' && sp->t[i + 1] <= '9')) {
@@ -572,12 +582,14 @@ static int scan(const CompileScanDirs *c, const Spliced *sp, ScanState *hs, char
                                 else
                                         break;
                         }
+                        merge_scan_token(&hs->merge, MERGE_TOK_OTHER, "", 0);
                         bol = false;
                 } else if (is_ident(ch)) {
-                        size_t s = i;
-                        bool ascii = false;
+                        size_t s = i, e;
+                        bool ascii = false, lit = false;
                         while (i < sp->n && is_ident(sp->t[i]))
                                 ascii |= (unsigned char)sp->t[i++] < 0x80;
+                        e = i;
                         /*
                          * Non-ASCII alone (a byte-order mark, a Unicode blank) keeps a
                          * line start: a compiler that skips it must not see a directive
@@ -592,6 +604,8 @@ static int scan(const CompileScanDirs *c, const Spliced *sp, ScanState *hs, char
                                 r = skip_literal(sp, i, true, &i, msg, msglen);
                                 if (r != 0)
                                         return r;
+                                merge_scan_token(&hs->merge, MERGE_TOK_LITERAL, sp->t + s, i - s);
+                                lit = true;
                         } else if (ident_is(sp, s, i, "__has_include") ||
                                    ident_is(sp, s, i, "__has_include_next")) {
                                 r = check_has_include(c, sp, s, i, &i, msg, msglen);
@@ -610,6 +624,8 @@ static int scan(const CompileScanDirs *c, const Spliced *sp, ScanState *hs, char
                                         hs->inf_nan = true;
                                 host_ident(hs, sp, s, i);
                         }
+                        if (!lit)
+                                merge_scan_token(&hs->merge, MERGE_TOK_IDENT, sp->t + s, e - s);
                 } else if (ch == '<' && i + 1 < sp->n && sp->t[i + 1] == '<' && next_char(sp, i + 2) == '<') {
                         /* A launch: <<<, or "<< <" as some code writes it; neither is device C++. */
                         if (!host_skipped(hs))
@@ -620,10 +636,25 @@ static int scan(const CompileScanDirs *c, const Spliced *sp, ScanState *hs, char
                                 i++;
                         i++;
                 } else {
+                        /* punctuation; the digraphs of braces and brackets as what they spell */
+                        char p = ch, n1 = i + 1 < sp->n ? sp->t[i + 1] : '\0';
+                        size_t adv = 1;
+                        if (ch == '<' && n1 == '%')
+                                p = '{', adv = 2;
+                        else if (ch == '%' && n1 == '>')
+                                p = '}', adv = 2;
+                        else if (ch == '<' && n1 == ':' &&
+                                 !(i + 2 < sp->n && sp->t[i + 2] == ':' &&
+                                   !(i + 3 < sp->n && (sp->t[i + 3] == ':' || sp->t[i + 3] == '>'))))
+                                p = '[', adv = 2;
+                        else if (ch == ':' && n1 == '>')
+                                p = ']', adv = 2;
+                        merge_scan_token(&hs->merge, MERGE_TOK_PUNCT, &p, 1);
                         bol = false;
-                        i++;
+                        i += adv;
                 }
         }
+        merge_scan_finish(&hs->merge);
         return 0;
 }
 
@@ -673,8 +704,8 @@ static int host_reject(const Spliced *sp, const ScanState *hs, char *msg, size_t
  *
  * Return: 0, COMPILE_E_REJECTED, or -ENOMEM.
  */
-int compile_scan_source(const CompileScanDirs *c, const char *src, size_t len, unsigned *ret_flags,
-                        char *msg, size_t msglen)
+static int scan_source(const CompileScanDirs *c, const char *src, size_t len, unsigned *ret_flags,
+                       char *msg, size_t msglen, MergeFacts *facts)
 {
         Spliced sp = { .src = src, .src_len = len };
         ScanState *hs = NULL;
@@ -731,6 +762,7 @@ int compile_scan_source(const CompileScanDirs *c, const char *src, size_t len, u
                 r = -ENOMEM;
                 goto out;
         }
+        hs->merge.f = facts;
         r = scan(c, &sp, hs, msg, msglen);
         if (r == 0 && hs->n > 0)
                 r = host_reject(&sp, hs, msg, msglen);
@@ -745,3 +777,27 @@ out:
         return r;
 }
 
+int compile_scan_source(const CompileScanDirs *c, const char *src, size_t len, unsigned *ret_flags,
+                        char *msg, size_t msglen)
+{
+        return scan_source(c, src, len, ret_flags, msg, msglen, NULL);
+}
+
+/**
+ * compile_scan_merge() - compile_scan_source() and the facts a merged compile
+ * needs of the source (worker/compile/merge_scan.h)
+ * @facts: zeroed; filled when 0 is returned (mergeable false with a reason
+ *         where the source must be compiled alone); merge_facts_clear() it
+ *
+ * Return: 0, COMPILE_E_REJECTED (the source is refused: compile it alone for
+ * its message), or -ENOMEM.
+ */
+int compile_scan_merge(const CompileScanDirs *c, const char *src, size_t len, unsigned *ret_flags,
+                       MergeFacts *facts)
+{
+        char msg[256];
+
+        memset(facts, 0, sizeof(*facts));
+        facts->mergeable = true;
+        return scan_source(c, src, len, ret_flags, msg, sizeof(msg), facts);
+}

@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "worker/compile/merge_scan.h"
+
 /* The folders a toolkit header name must resolve under, symlinks and all
  * (realpaths, without a trailing slash). */
 typedef struct CompileScanDirs {
@@ -18,3 +20,5 @@ typedef struct CompileScanDirs {
 
 int compile_scan_source(const CompileScanDirs *c, const char *src, size_t len, unsigned *ret_flags,
                         char *msg, size_t msglen);
+int compile_scan_merge(const CompileScanDirs *c, const char *src, size_t len, unsigned *ret_flags,
+                       MergeFacts *facts);

@@ -1,0 +1,435 @@
+/*
+ * merge_scan - the facts a merged compile needs of one source (see
+ * merge_scan.h), gathered from the scanner's tokens.
+ *
+ * File scope is followed through braces: an `extern "C" {` block and an
+ * anonymous namespace keep it (their names are file-scope names), every
+ * other brace (a body, a class, a named namespace, an initializer) leaves
+ * it until it closes. At file scope a name is recorded where a declaration
+ * names something: before `(` (a function), before `;` `,` `=` `[` or a
+ * single `:` (a variable, a type, a base list), before `{` (a class, a
+ * named namespace). That over-approximates (a template's parameter, a
+ * macro's invocation): every recorded name is only probed against the
+ * global scope, and a name also found there compiles the source alone.
+ */
+#include "worker/compile/merge_scan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void alone(MergeScan *ms, const char *why)
+{
+        if (ms->f->mergeable) {
+                ms->f->mergeable = false;
+                ms->f->why = why;
+        }
+}
+
+static bool word_is(const char *t, size_t n, const char *w)
+{
+        return strlen(w) == n && memcmp(t, w, n) == 0;
+}
+
+static bool in_list(const char *t, size_t n, const char *const *list)
+{
+        for (; *list; list++)
+                if (word_is(t, n, *list))
+                        return true;
+        return false;
+}
+
+/* Words that name no declaration of their own: keywords and CUDA's qualifiers. */
+static const char *const keywords[] = {
+        "void", "bool", "char", "short", "int", "long", "float", "double", "signed", "unsigned", "auto",
+        "const", "volatile", "static", "inline", "extern", "struct", "class", "union", "typename", "template",
+        "typedef", "constexpr", "namespace", "public", "private", "protected", "virtual", "explicit",
+        "friend", "mutable", "register", "thread_local", "final", "override", "__global__", "__device__",
+        "__host__", "__constant__", "__shared__", "__managed__", "__forceinline__", "__noinline__",
+        "__inline__", "__restrict__", "__restrict", "restrict", "__grid_constant__", "size_t", NULL,
+};
+
+/* Words followed by a parenthesised argument that is not a declaration's. */
+static const char *const attributes[] = {
+        "__launch_bounds__", "__attribute__", "__align__", "alignas", "__declspec", "decltype",
+        "__maxnreg__", "__cluster_dims__", "noexcept", "sizeof", "alignof", "static_assert",
+        "__builtin_align__", "throw", NULL,
+};
+
+static bool in_c_block(const MergeScan *ms)
+{
+        return ms->depth > 0 && ms->c_block[ms->depth - 1];
+}
+
+static bool file_scope(const MergeScan *ms)
+{
+        return ms->opaque == 0 && ms->paren == 0 && !ms->attr_parens && ms->angle == 0;
+}
+
+static void record(MergeScan *ms, const char *t, size_t n, bool c_linkage)
+{
+        MergeFacts *f = ms->f;
+        MergeName *v;
+
+        if (in_list(t, n, keywords))
+                return;
+        for (size_t i = 0; i < f->n_names; i++)
+                if (strlen(f->names[i].name) == n && memcmp(f->names[i].name, t, n) == 0) {
+                        f->names[i].c_linkage |= c_linkage;
+                        return;
+                }
+        if (f->n_names >= MERGE_NAMES_MAX) {
+                alone(ms, "more file-scope names than a merged compile probes");
+                return;
+        }
+        v = realloc(f->names, (f->n_names + 1) * sizeof(*v));
+        if (!v) {
+                alone(ms, "out of memory");
+                return;
+        }
+        f->names = v;
+        v[f->n_names].name = strndup(t, n);
+        v[f->n_names].c_linkage = c_linkage;
+        if (!v[f->n_names].name) {
+                alone(ms, "out of memory");
+                return;
+        }
+        f->n_names++;
+}
+
+static void record_prev(MergeScan *ms)
+{
+        if (ms->prev == MERGE_TOK_IDENT && !ms->in_init)
+                record(ms, ms->prev_ident, strlen(ms->prev_ident), ms->c_pending || in_c_block(ms));
+}
+
+/* A file-scope declaration ended (`;`, or the `}` of its body). */
+static void end_declaration(MergeScan *ms)
+{
+        ms->c_pending = false;
+        ms->in_init = false;
+        ms->using_directive = false;
+        ms->template_pending = false;
+}
+
+void merge_scan_directive(MergeScan *ms, const char *name, size_t len)
+{
+        if (!ms->f)
+                return;
+        ms->dir = word_is(name, len, "define") ? MERGE_DIR_DEFINE : MERGE_DIR_OTHER;
+        ms->define_braces = 0;
+        ms->define_at = 0;
+        if (word_is(name, len, "include")) {
+                if (ms->code_seen || ms->directive_seen)
+                        alone(ms, "an #include after code or another directive");
+                return;
+        }
+        if (word_is(name, len, "pragma"))
+                return; /* merge_scan_pragma() decides */
+        ms->directive_seen = true;
+        if (word_is(name, len, "if") || word_is(name, len, "ifdef") || word_is(name, len, "ifndef"))
+                ms->cond_depth++;
+        else if (word_is(name, len, "endif"))
+                ms->cond_depth--;
+        else if (word_is(name, len, "undef"))
+                alone(ms, "#undef");
+        else if (word_is(name, len, "line") || len == 0)
+                alone(ms, "#line or a line marker");
+}
+
+void merge_scan_include(MergeScan *ms, const char *header, size_t len)
+{
+        MergeFacts *f = ms->f;
+        size_t have;
+        char *v;
+
+        if (!f)
+                return;
+        have = f->includes ? strlen(f->includes) : 0;
+        v = realloc(f->includes, have + len + 2);
+        if (!v) {
+                alone(ms, "out of memory");
+                return;
+        }
+        memcpy(v + have, header, len);
+        v[have + len] = '\n';
+        v[have + len + 1] = '\0';
+        f->includes = v;
+}
+
+void merge_scan_pragma(MergeScan *ms, const char *word, size_t len)
+{
+        if (!ms->f)
+                return;
+        if (word_is(word, len, "once"))
+                return;
+        ms->directive_seen = true;
+        if (!word_is(word, len, "unroll") && !word_is(word, len, "nounroll"))
+                alone(ms, "a #pragma other than unroll and once");
+}
+
+void merge_scan_newline(MergeScan *ms)
+{
+        if (!ms->f)
+                return;
+        if (ms->dir == MERGE_DIR_DEFINE && ms->define_braces != 0)
+                alone(ms, "a macro whose braces do not balance");
+        ms->dir = MERGE_DIR_NONE;
+}
+
+static void define_token(MergeScan *ms, int kind, const char *t, size_t n)
+{
+        MergeFacts *f = ms->f;
+
+        if (ms->define_at++ == 0 && kind == MERGE_TOK_IDENT) {
+                char **v;
+                if (f->n_macros >= MERGE_MACROS_MAX) {
+                        alone(ms, "more macros than a merged compile follows");
+                        return;
+                }
+                v = realloc(f->macros, (f->n_macros + 1) * sizeof(*v));
+                if (!v || !(v[f->n_macros] = strndup(t, n))) {
+                        if (v)
+                                f->macros = v;
+                        alone(ms, "out of memory");
+                        return;
+                }
+                f->macros = v;
+                f->n_macros++;
+                return;
+        }
+        if (kind == MERGE_TOK_IDENT && word_is(t, n, "extern"))
+                alone(ms, "extern in a macro");
+        if (kind == MERGE_TOK_PUNCT && t[0] == '{')
+                ms->define_braces++;
+        if (kind == MERGE_TOK_PUNCT && t[0] == '}' && --ms->define_braces < 0)
+                ms->define_braces = -1000; /* never balances again */
+}
+
+static void open_brace(MergeScan *ms)
+{
+        bool fs = file_scope(ms), transparent = false, c = in_c_block(ms);
+
+        if (ms->cond_depth > 0)
+                alone(ms, "a brace inside #if");
+        if (ms->paren > 0 && ms->opaque == 0)
+                alone(ms, "a brace inside parentheses at file scope");
+        if (fs) {
+                if (ms->prev == MERGE_TOK_IDENT && !ms->in_init)
+                        record_prev(ms);
+                if (ms->c_pending && ms->prev == MERGE_TOK_LITERAL) {
+                        transparent = c = true; /* extern "C" { */
+                        ms->c_pending = false;
+                } else if (ms->ns_pending && !ms->ns_named) {
+                        transparent = true;     /* namespace { */
+                }
+                ms->ns_pending = false;
+        }
+        if (ms->depth >= MERGE_DEPTH_MAX) {
+                alone(ms, "braces nested too deeply to follow");
+                return;
+        }
+        ms->transparent[ms->depth] = transparent;
+        ms->c_block[ms->depth] = c;
+        ms->depth++;
+        if (!transparent)
+                ms->opaque++;
+}
+
+static void close_brace(MergeScan *ms)
+{
+        if (ms->cond_depth > 0)
+                alone(ms, "a brace inside #if");
+        if (ms->depth == 0) {
+                alone(ms, "a } without its {");
+                return;
+        }
+        ms->depth--;
+        if (!ms->transparent[ms->depth] && --ms->opaque == 0 && ms->paren == 0 && !ms->in_init)
+                end_declaration(ms); /* a function's body, or a class before its `;` */
+        else if (ms->transparent[ms->depth])
+                end_declaration(ms);
+}
+
+static void punct(MergeScan *ms, char ch)
+{
+        bool fs = file_scope(ms);
+
+        if (ms->colon_pending) {
+                ms->colon_pending = false;
+                if (ch != ':' && !ms->in_init)
+                        record(ms, ms->colon_ident, strlen(ms->colon_ident), ms->c_pending || in_c_block(ms));
+                if (ch == ':') { /* `::`: a qualified name, not a declaration's */
+                        ms->prev = MERGE_TOK_PUNCT;
+                        ms->prev_punct = ':';
+                        return;
+                }
+        }
+        switch (ch) {
+        case '(':
+                if (fs && !ms->in_init && !ms->using_directive) {
+                        if (ms->prev == MERGE_TOK_IDENT && in_list(ms->prev_ident, strlen(ms->prev_ident), attributes)) {
+                                ms->attr_parens = true;
+                                ms->attr_paren_base = ms->paren;
+                        } else if (ms->prev == MERGE_TOK_IDENT) {
+                                record_prev(ms);
+                        } else {
+                                alone(ms, "a parenthesis after something other than a name at file scope");
+                        }
+                }
+                ms->paren++;
+                break;
+        case ')':
+                if (--ms->paren < 0) {
+                        alone(ms, "a ) without its (");
+                        ms->paren = 0;
+                }
+                if (ms->attr_parens && ms->paren == ms->attr_paren_base)
+                        ms->attr_parens = false;
+                break;
+        case '{':
+                open_brace(ms);
+                break;
+        case '}':
+                close_brace(ms);
+                break;
+        case '<':
+                if (ms->opaque == 0 && ms->paren == 0 && ms->template_pending)
+                        ms->angle++;
+                break;
+        case '>':
+                if (ms->opaque == 0 && ms->paren == 0 && ms->angle > 0 && --ms->angle == 0)
+                        ms->template_pending = false;
+                break;
+        case ';':
+                if (fs) {
+                        if (!ms->using_directive)
+                                record_prev(ms);
+                        end_declaration(ms);
+                }
+                break;
+        case ',':
+                if (fs) {
+                        record_prev(ms);
+                        ms->in_init = false;
+                }
+                break;
+        case '=':
+                if (fs) {
+                        record_prev(ms);
+                        ms->in_init = true;
+                }
+                break;
+        case '[':
+                if (fs)
+                        record_prev(ms);
+                break;
+        case ':':
+                if (fs && ms->prev == MERGE_TOK_IDENT && !ms->in_init) {
+                        memcpy(ms->colon_ident, ms->prev_ident, sizeof(ms->colon_ident));
+                        ms->colon_pending = true;
+                }
+                break;
+        default:
+                break;
+        }
+        ms->prev = MERGE_TOK_PUNCT;
+        ms->prev_punct = ch;
+}
+
+void merge_scan_token(MergeScan *ms, int kind, const char *t, size_t n)
+{
+        if (!ms->f)
+                return;
+        if (ms->dir == MERGE_DIR_DEFINE) {
+                define_token(ms, kind, t, n);
+                return;
+        }
+        if (ms->dir != MERGE_DIR_NONE)
+                return; /* the rest of #if, #error, #include, #pragma lines */
+        ms->code_seen = true;
+        if (kind == MERGE_TOK_PUNCT) {
+                ms->after_extern = false;
+                punct(ms, t[0]);
+                return;
+        }
+        if (ms->colon_pending) {
+                ms->colon_pending = false;
+                if (!ms->in_init)
+                        record(ms, ms->colon_ident, strlen(ms->colon_ident), ms->c_pending || in_c_block(ms));
+        }
+        if (kind == MERGE_TOK_LITERAL) {
+                if (ms->after_extern && file_scope(ms) && word_is(t, n, "\"C\""))
+                        ms->c_pending = true;
+                ms->after_extern = false;
+                ms->prev = MERGE_TOK_LITERAL;
+                return;
+        }
+        ms->after_extern = false;
+        if (kind != MERGE_TOK_IDENT) {
+                ms->prev = MERGE_TOK_OTHER;
+                return;
+        }
+        if (n >= MERGE_NAME_BYTES) {
+                alone(ms, "an identifier too long to follow");
+                return;
+        }
+        if (word_is(t, n, "__COUNTER__") || word_is(t, n, "__FILE__") || word_is(t, n, "__BASE_FILE__") ||
+            word_is(t, n, "__FILE_NAME__"))
+                alone(ms, "__COUNTER__ or __FILE__");
+        if (word_is(t, n, "_Pragma") || word_is(t, n, "__pragma"))
+                alone(ms, "a _Pragma operator");
+        if (file_scope(ms)) {
+                if (word_is(t, n, "operator"))
+                        alone(ms, "an operator declared at file scope");
+                else if (word_is(t, n, "enum"))
+                        alone(ms, "an enum at file scope");
+                else if (word_is(t, n, "extern"))
+                        ms->after_extern = true;
+                else if (word_is(t, n, "template"))
+                        ms->template_pending = true;
+                else if (word_is(t, n, "namespace") && ms->prev == MERGE_TOK_IDENT &&
+                         word_is(ms->prev_ident, strlen(ms->prev_ident), "using"))
+                        ms->using_directive = true;
+                else if (word_is(t, n, "namespace")) {
+                        ms->ns_pending = true;
+                        ms->ns_named = false;
+                } else if (ms->ns_pending)
+                        ms->ns_named = true;
+        }
+        memcpy(ms->prev_ident, t, n);
+        ms->prev_ident[n] = '\0';
+        ms->prev = MERGE_TOK_IDENT;
+}
+
+void merge_scan_finish(MergeScan *ms)
+{
+        MergeFacts *f = ms->f;
+
+        if (!f)
+                return;
+        merge_scan_newline(ms);
+        if (ms->depth != 0 || ms->paren != 0)
+                alone(ms, "braces or parentheses left open");
+        if (ms->cond_depth != 0)
+                alone(ms, "an #if left open");
+        for (size_t i = 0; i < f->n_names; i++)
+                for (size_t m = 0; m < f->n_macros; m++)
+                        if (strcmp(f->names[i].name, f->macros[m]) == 0)
+                                alone(ms, "a file-scope name that is also its own macro");
+        if (!f->includes && !(f->includes = strdup("")))
+                alone(ms, "out of memory");
+}
+
+void merge_facts_clear(MergeFacts *f)
+{
+        if (!f)
+                return;
+        free(f->includes);
+        for (size_t i = 0; i < f->n_names; i++)
+                free(f->names[i].name);
+        free(f->names);
+        for (size_t i = 0; i < f->n_macros; i++)
+                free(f->macros[i]);
+        free(f->macros);
+        memset(f, 0, sizeof(*f));
+}
