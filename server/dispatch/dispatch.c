@@ -341,6 +341,7 @@ static void shutdown_now(Dispatcher *d)
         for (int i = 0; i < d->n_workers; i++) {
                 Worker *w = &d->workers[i];
                 w->req = NULL;
+                w->n_group = w->group_left = 0;
                 if (w->job) {
                         store_requeue(d->store, w->job->sj->id, d->owner, STAGE_RUN);
                         job_free(w->job);

@@ -77,7 +77,7 @@ static void ref_remember(Dispatcher *d, const Artifact *a)
  * before RESULTs were checked may be forged): one that fails is a miss, and
  * the compile that follows replaces it.
  */
-static Artifact *artifact_lookup(Dispatcher *d, const uint8_t key[32], bool remember)
+static Artifact *artifact_lookup(Dispatcher *d, const uint8_t key[32], bool remember, bool compile_only)
 {
         char why[RESULTCHECK_WHY_BYTES];
         json_t *compile = NULL;
@@ -92,6 +92,14 @@ static Artifact *artifact_lookup(Dispatcher *d, const uint8_t key[32], bool reme
                 return NULL;
         if (resultcheck_compile(compile, cubin, len, d->arch, why) != 0) {
                 log_warn("dispatch: ignoring a compile cache entry that fails its checks: %s", why);
+                json_decref(compile);
+                free(cubin);
+                return NULL;
+        }
+        if (!compile_only && json_object_get(compile, "group_prefix")) {
+                /* a merged compile's (on_group_result()): its CUBIN names the kernels otherwise, so it
+                 * answers a compile-only candidate alone; a miss here, and the compile that follows
+                 * replaces it */
                 json_decref(compile);
                 free(cubin);
                 return NULL;
@@ -237,7 +245,7 @@ static int job_need(Dispatcher *d, Job *j, Slot slot, const char *language, json
         uint8_t key[32];
 
         pipeline_cache_key(language, d->arch, d->nvrtc, fence, options, names, source, strlen(source), key);
-        j->art[slot] = artifact_lookup(d, key, slot == SLOT_REF);
+        j->art[slot] = artifact_lookup(d, key, slot == SLOT_REF, compile_only && slot == SLOT_CAND);
         if (j->art[slot]) {
                 d->cache_hits++;
                 return 0;
@@ -257,9 +265,11 @@ int compile_request(Dispatcher *d, Job *j, Slot slot, const uint8_t key[32], con
         size_t len = strlen(source);
         CompileReq *req;
 
+        bool compile_only = slot == SLOT_CAND && j->sj->mode && strcmp(j->sj->mode, "compile") == 0;
+
         for (req = d->compiles; req; req = req->next)
-                if (memcmp(req->key, key, 32) == 0)
-                        return compile_req_wait(req, j, slot);
+                if (memcmp(req->key, key, 32) == 0 && (!req->grouped || compile_only))
+                        return compile_req_wait(req, j, slot); /* a merged result serves compile-only jobs alone */
         req = calloc(1, sizeof(*req));
         if (!req)
                 return -ENOMEM;
@@ -440,6 +450,91 @@ void job_begin_compile(Dispatcher *d, Job *j)
                 job_compiled(d, j);
 }
 
+/* May @req go in a group JOB? CUDA without name expressions or a fenced build, waited for by
+ * compile-only candidates alone (a merged member's CUBIN holds its kernels under other names:
+ * nothing may run it). */
+static bool req_groupable(const CompileReq *req)
+{
+        if (req->in_flight || req->no_group || req->fence || strcmp(req->language, "cuda") != 0 ||
+            json_array_size(req->name_expressions) > 0 || req->n_waiting == 0)
+                return false;
+        for (size_t i = 0; i < req->n_waiting; i++) {
+                const char *mode = req->waiting[i]->sj->mode;
+                if (req->slots[i] != SLOT_CAND || !mode || strcmp(mode, "compile") != 0)
+                        return false;
+        }
+        return true;
+}
+
+/*
+ * The group JOB that @first starts, into @g: the groupable queue shared out
+ * over the idle compile workers (a group each, of at most
+ * COMPILE_GROUP_JOB_MAX), so that a short queue still uses every worker and
+ * a long one pays NVRTC's cost per program once per group. Members share
+ * @first's arch and options. Return: how many (0: send @first alone).
+ */
+static size_t gather_group(Dispatcher *d, CompileReq *first, CompileReq **g)
+{
+        size_t queued = 0, idle = 0, k, n = 0;
+
+        if (!req_groupable(first))
+                return 0;
+        for (CompileReq *r = d->compiles; r; r = r->next)
+                queued += req_groupable(r);
+        for (int i = 0; i < d->n_workers; i++)
+                idle += d->workers[i].spec->role == PROC_COMPILE && d->workers[i].state == W_IDLE &&
+                        !d->workers[i].dying;
+        k = (queued + (idle ? idle : 1) - 1) / (idle ? idle : 1);
+        if (k > COMPILE_GROUP_JOB_MAX)
+                k = COMPILE_GROUP_JOB_MAX;
+        for (CompileReq *r = first; r && n < k; r = r->next)
+                if (req_groupable(r) && strcmp(r->arch, first->arch) == 0 && json_equal(r->options, first->options))
+                        g[n++] = r;
+        return n >= 2 ? n : 0;
+}
+
+/* Send @n requests to @w as one group JOB: "group" their sources' lengths, the blob the sources. */
+static int send_group(Dispatcher *d, Worker *w, CompileReq **g, size_t n)
+{
+        json_t *msg, *lens = json_array();
+        size_t total = 0, off = 0;
+        uint8_t *blob;
+        int r;
+
+        for (size_t i = 0; i < n; i++) {
+                total += g[i]->source_len;
+                if (!lens || json_array_append_new(lens, json_integer((json_int_t)g[i]->source_len))) {
+                        json_decref(lens);
+                        return -ENOMEM;
+                }
+        }
+        msg = json_pack("{s:I, s:s, s:s, s:O, s:[], s:i, s:b, s:o}", "id", (json_int_t)d->compiles_sent + 1,
+                        "language", "cuda", "arch", g[0]->arch, "options", g[0]->options, "name_expressions",
+                        "deadline_ms", d->cfg.compile_timeout_ms, "fence", 0, "group", lens);
+        blob = malloc(total ? total : 1);
+        if (!msg || !blob) {
+                json_decref(msg);
+                free(blob);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                memcpy(blob + off, g[i]->source, g[i]->source_len);
+                off += g[i]->source_len;
+        }
+        r = worker_send(w, FRAME_JOB, msg, blob, total, NULL, 0);
+        json_decref(msg);
+        free(blob);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                g[i]->in_flight = true;
+                g[i]->grouped = true;
+                w->group[i] = g[i];
+        }
+        w->n_group = w->group_left = n;
+        return 0;
+}
+
 void send_compiles(Dispatcher *d)
 {
         char log[200];
@@ -464,6 +559,26 @@ void send_compiles(Dispatcher *d)
                                 torch_build_fail(d, req, log);
                                 again = true;
                                 break;
+                        }
+                        if (!torch) {
+                                CompileReq *g[COMPILE_GROUP_JOB_MAX];
+                                size_t ng = gather_group(d, req, g);
+                                if (ng) {
+                                        if (send_group(d, w, g, ng) < 0) {
+                                                worker_kill(w, "could not send a job");
+                                                return;
+                                        }
+                                        d->compiles_sent++;
+                                        d->compile_groups++;
+                                        w->req = NULL;
+                                        w->state = W_BUSY;
+                                        w->result_seen = false;
+                                        w->sent_at_ms = now_ms(d);
+                                        w->deadline_ms = w->sent_at_ms + (uint64_t)d->cfg.compile_timeout_ms +
+                                                         WATCHDOG_GRACE_MS;
+                                        d->status_dirty = true;
+                                        continue;
+                                }
                         }
                         if (!torch)
                                 msg = json_pack("{s:I, s:s, s:s, s:O, s:O, s:i, s:b}", "id",
@@ -496,5 +611,5 @@ Artifact *artifact_by_hex(Dispatcher *d, const char *hex)
 {
         uint8_t key[32];
 
-        return hex_decode(hex, key, sizeof(key)) == 0 ? artifact_lookup(d, key, false) : NULL;
+        return hex_decode(hex, key, sizeof(key)) == 0 ? artifact_lookup(d, key, false, false) : NULL;
 }

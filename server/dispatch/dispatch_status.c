@@ -190,10 +190,11 @@ void status_rebuild(Dispatcher *d)
         json_object_set_new(st, "torch", torch_status(d));
         json_object_set_new(st, "layers", layers);
         json_object_set_new(st, "counters",
-                            json_pack("{s:I, s:I, s:I, s:I, s:o}", "jobs_done", (json_int_t)d->jobs_done,
+                            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "jobs_done", (json_int_t)d->jobs_done,
                                       "cache_hits", (json_int_t)d->cache_hits, "cache_misses",
                                       (json_int_t)d->cache_misses, "compiles", (json_int_t)d->compiles_sent,
-                                      "verdicts", json_deep_copy(d->verdicts)));
+                                      "compile_groups", (json_int_t)d->compile_groups, "compile_merged",
+                                      (json_int_t)d->compile_merged, "verdicts", json_deep_copy(d->verdicts)));
         json_object_set_new(st, "ready", json_boolean(ready));
         json_object_set_new(st, "reason",
                             json_string(d->stopping ? "shutting down"

@@ -119,6 +119,13 @@ static void on_exit_cb(uv_process_t *proc, int64_t status, int sig)
         log_info("dispatch: %s worker %d (pid %d) exited: status %" PRId64 ", signal %d", w->spec->name, w->index,
                  proc->pid, status, sig);
         worker_orphan_queued(d, w); /* it never started: no attempt is charged */
+        if (w->n_group) {
+                /* uncharged: each is tried alone next, where a source that kills or hangs
+                 * its worker is charged as ever */
+                log_warn("dispatch: compile worker %d ended during a group of %zu: each again alone", w->index,
+                         w->group_left);
+                group_release(d, w, NULL);
+        }
         if (w->req) {
                 CompileReq *req = w->req;
                 w->req = NULL;
@@ -286,6 +293,83 @@ static void on_hello(Worker *w, json_t *msg)
         d->status_dirty = true;
 }
 
+/* The requests of @w's group JOB not yet answered go back to the queue, each
+ * to be sent alone from now on; with @why, charged an attempt (compile_req_fault()). */
+void group_release(Dispatcher *d, Worker *w, const char *why)
+{
+        for (size_t i = 0; i < w->n_group; i++) {
+                CompileReq *req = w->group[i];
+                if (!req)
+                        continue;
+                w->group[i] = NULL;
+                req->in_flight = false;
+                req->no_group = true;
+                if (why)
+                        compile_req_fault(d, req, why);
+        }
+        w->n_group = w->group_left = 0;
+}
+
+/*
+ * One RESULT of a group JOB (send_group()): "member" names the request it
+ * answers, checked as a lone compile's (a merged member's kernels against
+ * the CUBIN's under its "group_prefix"). A merged member's result is cached
+ * with its prefix and the merged CUBIN, whose kernels have other names:
+ * artifact_lookup() serves it to compile-only candidates alone.
+ * "group_timeout": the group ran past its deadline, and its requests go
+ * back to be compiled alone, uncharged (which of them ran long is not known).
+ */
+static void on_group_result(Worker *w, json_t *msg, Frame *f)
+{
+        Dispatcher *d = w->d;
+        json_t *m = json_object_get(msg, "member");
+        char why[RESULTCHECK_WHY_BYTES];
+        CompileReq *req;
+        size_t i;
+
+        if (json_is_true(json_object_get(msg, "group_timeout"))) {
+                log_warn("dispatch: a group of %zu compiles ran past its deadline: each again alone", w->group_left);
+                group_release(d, w, NULL);
+                w->result_seen = true;
+                w->state = W_IDLE; /* it exits now: its exit restarts it */
+                d->status_dirty = true;
+                return;
+        }
+        if (!json_is_integer(m) || json_integer_value(m) < 0 || (size_t)json_integer_value(m) >= w->n_group ||
+            !w->group[json_integer_value(m)]) {
+                snprintf(why, sizeof(why), "/member names no unanswered request of its group");
+                goto invalid;
+        }
+        i = (size_t)json_integer_value(m);
+        req = w->group[i];
+        if (resultcheck_compile(msg, f->blob, f->blob_len, req->arch, why) != 0)
+                goto invalid;
+        w->group[i] = NULL;
+        req->in_flight = false;
+        d->compile_answers++;
+        {
+                const char *err = json_string_value(json_object_get(msg, "error"));
+                d->compile_merged += json_object_get(msg, "group_prefix") != NULL;
+                json_object_del(msg, "member");
+                compile_done(d, req, msg, f->blob, f->blob_len, !err || strcmp(err, "compile") == 0);
+        }
+        if (--w->group_left == 0) {
+                w->n_group = 0;
+                w->result_seen = true;
+                w->failures = 0;
+                w->state = W_IDLE;
+                w->busy_s += (double)(now_ms(d) - w->sent_at_ms) / 1000.0;
+        }
+        d->status_dirty = true;
+        return;
+invalid:
+        w->malformed = true;
+        worker_kill(w, "sent an invalid compile RESULT");
+        log_warn("dispatch: compile worker %d's group RESULT: %s", w->index, why);
+        group_release(d, w, why);
+        d->status_dirty = true;
+}
+
 /* A worker's RESULT: checked before anything in it is believed, then the
  * compile request or the GPU job it answers is done. */
 static void on_result(Worker *w, json_t *msg, Frame *f)
@@ -296,6 +380,10 @@ static void on_result(Worker *w, json_t *msg, Frame *f)
         if (w->state != W_BUSY) {
                 w->malformed = true;
                 worker_kill(w, "sent a RESULT without a job");
+                return;
+        }
+        if (w->n_group) {
+                on_group_result(w, msg, f);
                 return;
         }
         /* Nothing a worker says is believed before it is checked: an invalid

@@ -103,12 +103,14 @@ static int check_kernel_fields(json_t *k, size_t i, char *why)
         return 0;
 }
 
-/* The plain CUBIN against the kernels the RESULT lists. */
-static int check_cubin(const uint8_t *cubin, size_t len, int sm, json_t *kernels, const char *what, char *why)
+/* The plain CUBIN against the kernels the RESULT lists; with @prefix (a merged
+ * compile's member), against the CUBIN's kernels whose names begin with it. */
+static int check_cubin(const uint8_t *cubin, size_t len, int sm, json_t *kernels, const char *prefix, const char *what,
+                       char *why)
 {
         CubinInfo *info = NULL;
         json_t *k;
-        size_t i;
+        size_t i, n_own = 0, plen = prefix ? strlen(prefix) : 0;
         int r = cubin_parse(cubin, len, &info);
 
         if (r == -ENOMEM)
@@ -121,14 +123,21 @@ static int check_cubin(const uint8_t *cubin, size_t len, int sm, json_t *kernels
         }
         if (!kernels)
                 goto out;
-        if (info->n_kernels != json_array_size(kernels)) {
-                r = bad(why, "the %s has %zu kernel(s), the RESULT lists %zu", what, info->n_kernels,
-                        json_array_size(kernels));
+        for (i = 0; i < info->n_kernels; i++)
+                n_own += !prefix || strncmp(info->kernels[i].name, prefix, plen) == 0;
+        if (n_own != json_array_size(kernels)) {
+                r = bad(why, "the %s has %zu kernel(s), the RESULT lists %zu", what, n_own, json_array_size(kernels));
                 goto out;
         }
         json_array_foreach(kernels, i, k) {
                 const char *name = json_string_value(json_object_get(k, "name"));
-                const CubinKernel *ck = cubin_find_kernel(info, name);
+                char full[512];
+                const CubinKernel *ck;
+                if (prefix && snprintf(full, sizeof(full), "%s%s", prefix, name) >= (int)sizeof(full)) {
+                        r = bad(why, "/kernels/%zu/name is too long", i);
+                        goto out;
+                }
+                ck = cubin_find_kernel(info, prefix ? full : name);
                 json_t *params = json_object_get(k, "params"), *p;
                 size_t n;
 
@@ -218,9 +227,12 @@ int resultcheck_compile(json_t *result, const uint8_t *blob, size_t blob_len, co
                         return bad(why, "/fence: offset and size do not place the fenced CUBIN after the plain one");
                 plain = (size_t)json_integer_value(off);
         }
-        r = check_cubin(blob, plain, sm, kernels, "CUBIN", why);
+        if ((v = json_object_get(result, "group_prefix")) &&
+            (!json_is_string(v) || !json_string_length(v) || json_string_length(v) > 64 || fence))
+                return bad(why, "/group_prefix is not a short string, or comes with a fenced build");
+        r = check_cubin(blob, plain, sm, kernels, json_string_value(v), "CUBIN", why);
         if (r == 0 && plain < blob_len)
-                r = check_cubin(blob + plain, blob_len - plain, sm, NULL, "fenced CUBIN", why);
+                r = check_cubin(blob + plain, blob_len - plain, sm, NULL, NULL, "fenced CUBIN", why);
         return r;
 }
 

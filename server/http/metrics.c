@@ -248,6 +248,12 @@ static void render_dispatch(json_t *d, Buf *b)
         bprintf(b, "# HELP kevald_compile_cache_misses_total Compile cache misses.\n"
                    "# TYPE kevald_compile_cache_misses_total counter\n"
                    "kevald_compile_cache_misses_total %lld\n", jint(counters, "cache_misses"));
+        bprintf(b, "# HELP kevald_compile_groups_total Compile-only requests sent to a compile worker together.\n"
+                   "# TYPE kevald_compile_groups_total counter\n"
+                   "kevald_compile_groups_total %lld\n", jint(counters, "compile_groups"));
+        bprintf(b, "# HELP kevald_compile_merged_total Compile requests answered from a merged NVRTC program.\n"
+                   "# TYPE kevald_compile_merged_total counter\n"
+                   "kevald_compile_merged_total %lld\n", jint(counters, "compile_merged"));
         bprintf(b, "# HELP kevald_gpu_busy_seconds_total Seconds each GPU worker spent on jobs.\n"
                    "# TYPE kevald_gpu_busy_seconds_total counter\n");
         json_array_foreach(gpus, i, g) {

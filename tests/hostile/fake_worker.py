@@ -9,7 +9,8 @@ starts it, it misbehaves as the file `mode` beside it says; every later start
 execs the real worker (path in the file `real`), so the test can check that
 the supervisor killed the bad one and recovered with a good one. With a file
 `persist` beside it, every start misbehaves (a worker that is broken for
-good). Each JOB it receives appends a line to the file `jobs`. Nothing in
+good). Each JOB it receives appends a line to the file `jobs` (its pid) and
+one to `job_sources` (how many sources: more than 1 for a group JOB). Nothing in
 the production code knows about it.
 
 Modes that answer a JOB (after a normal HELLO):
@@ -55,9 +56,12 @@ def read_job():
             sys.exit(0)
         ftype, body, _ = fr
         if ftype == JOB:
+            job = json.loads(body)
             with open(os.path.join(HERE, "jobs"), "a") as f:
                 f.write(f"{os.getpid()}\n")
-            return json.loads(body)
+            with open(os.path.join(HERE, "job_sources"), "a") as f:
+                f.write(f"{len(job.get('group') or [0])}\n")   # a group JOB carries several sources
+            return job
 
 
 def proxy_hang_marked(argv):

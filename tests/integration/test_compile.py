@@ -5,6 +5,7 @@ and the compile cache.
 """
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -167,3 +168,43 @@ def test_compile_mode_builds_no_fenced_copy(client):
     done = wait_done(client, sid)
     assert done["verdict"] == "compiled", done
     assert "fence" not in done["result"]["compile"], done["result"]["compile"]
+
+
+def merged_total(client):
+    m = re.search(r"^kevald_compile_merged_total (\d+)$", client.get("/metrics").text, re.M)
+    assert m, "kevald_compile_merged_total is exported"
+    return int(m.group(1))
+
+
+def test_a_compile_mode_batch_is_merged_and_each_gets_its_own_result(client):
+    """A batch of compile-mode kernels is compiled in merged NVRTC programs
+    (worker/compile/group.h), and each gets exactly what it gets alone: the
+    verdict, the log and the kernels. Among them, sources that must not
+    merge: compile errors, one that closes its namespace and one that uses
+    what it leaked, a helper that collides with CUDA's max() alone (an
+    error there, which its own namespace would hide), a kernel with a
+    warning."""
+    leak = ("} __device__ float leaked(float v) { return v; } namespace q {\n"
+            "extern \"C\" __global__ void k(float *x) { x[0] = leaked(1.0f); }\n")
+    uses_leak = "extern \"C\" __global__ void k(float *x) { x[0] = leaked(2.0f); }\n"
+    # alone, its max() is ambiguous with CUDA's; in a namespace of its own it would hide CUDA's and compile
+    helper = ("namespace { __device__ float max(float a, float b) { return a > b ? a : b; } }\n"
+              "extern \"C\" __global__ void k(float *x) { x[0] = max(x[0], 1.0f); }\n")
+    warning = "extern \"C\" __global__ void k(float *x) {\n  int unused;\n  x[0] = 1.0f; }\n"
+    srcs = ([unique(GOOD_KERNEL) for _ in range(14)] + [unique(BROKEN_KERNEL) for _ in range(3)]
+            + [unique(leak), unique(uses_leak), unique(helper), unique(warning)])
+    before = merged_total(client)
+    r = client.post("/v1/submissions", json={"submissions": [compile_sub(s) for s in srcs]})
+    assert r.status_code == 202, r.text
+    batch = [wait_done(client, i) for i in r.json()["ids"]]
+    assert merged_total(client) >= before + 2, "some of the batch was merged"
+    want = {"compiled": 15, "compile_error": 6}
+    got = {}
+    for src, b in zip(srcs, batch):
+        got[b["verdict"]] = got.get(b["verdict"], 0) + 1
+        alone = wait_done(client, accepted(client.post("/v1/submissions", json=compile_sub(src))))
+        assert b["verdict"] == alone["verdict"], (src, b, alone)
+        for key in ("ok", "log", "kernels", "error"):
+            assert b["result"]["compile"].get(key) == alone["result"]["compile"].get(key), (key, src, b, alone)
+        assert "group_prefix" not in b["result"]["compile"] and "member" not in b["result"]["compile"]
+    assert got == want, got
