@@ -304,6 +304,7 @@ void group_release(Dispatcher *d, Worker *w, const char *why)
                 w->group[i] = NULL;
                 req->in_flight = false;
                 req->no_group = true;
+                req->grouped = false; /* alone from now on: a full-mode job may join it again */
                 if (why)
                         compile_req_fault(d, req, why);
         }
@@ -331,7 +332,9 @@ static void on_group_result(Worker *w, json_t *msg, Frame *f)
                 log_warn("dispatch: a group of %zu compiles ran past its deadline: each again alone", w->group_left);
                 group_release(d, w, NULL);
                 w->result_seen = true;
-                w->state = W_IDLE; /* it exits now: its exit restarts it */
+                /* it exits now (its watchdog's exit): nothing more is sent to it */
+                w->state = W_EXITING;
+                w->deadline_ms = now_ms(d) + EXIT_GRACE_MS;
                 d->status_dirty = true;
                 return;
         }

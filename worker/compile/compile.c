@@ -1157,7 +1157,7 @@ static int group_candidates(Compiler *c, const CompileJob *jobs, size_t n, int *
 
 /* The members in @state MEMBER_MERGE, in order, as GroupMembers; returns how many. */
 static size_t group_members(const CompileJob *jobs, char *const *srcs, size_t n, const int *state,
-                            const MergeFacts *facts, uint32_t tag, GroupMember *m, size_t *idx)
+                            const MergeFacts *facts, uint64_t tag, GroupMember *m, size_t *idx)
 {
         size_t k = 0;
 
@@ -1260,7 +1260,7 @@ static int group_member_output(const Compiler *c, const GroupMember *m, const ch
  * an error in no member's file sends every one alone.
  */
 static int group_compile(Compiler *c, const CompileJob *jobs, char *const *srcs, size_t n, const char *arch,
-                         const char *includes, const char **opts, size_t n_opts, uint32_t tag, int *state,
+                         const char *includes, const char **opts, size_t n_opts, uint64_t tag, int *state,
                          const MergeFacts *facts, CompileOutput *outs)
 {
         GroupMember m[GROUP_MAX];
@@ -1361,7 +1361,7 @@ out:
  *
  * Return: 0, or -ENOMEM / -EIO as compile_run() (every output cleared).
  */
-int compile_run_group(Compiler *c, const CompileJob *jobs, size_t n, uint32_t tag, CompileOutput *outs,
+int compile_run_group(Compiler *c, const CompileJob *jobs, size_t n, uint64_t tag, CompileOutput *outs,
                       size_t *ret_merged)
 {
         int state[GROUP_MAX];
@@ -1426,10 +1426,24 @@ int compile_run_group(Compiler *c, const CompileJob *jobs, size_t n, uint32_t ta
                 r = group_compile(c, jobs, srcs, n, arch, includes, opts, (size_t)n_opts, tag, state, facts, outs);
         }
         for (size_t i = 0; i < n && r == 0; i++) {
-                if (state[i] == MEMBER_MERGED)
+                int ri;
+                if (state[i] == MEMBER_MERGED) {
                         merged++;
-                else
-                        r = compile_run(c, &jobs[i], &outs[i]);
+                        continue;
+                }
+                ri = compile_run(c, &jobs[i], &outs[i]);
+                if (ri == -ENOMEM) {
+                        r = ri;
+                } else if (ri != 0) {
+                        /* this source's compile failed the worker (-EIO): its own internal
+                         * result, as alone; the others keep theirs */
+                        outs[i].result = json_pack("{s:b, s:s, s:s, s:b, s:f, s:s, s:s, s:{}, s:[]}", "ok", 0,
+                                                   "error", "internal", "log", "internal error in the compile worker",
+                                                   "log_truncated", 0, "compile_ms", 0.0, "nvrtc", c->nvrtc_version,
+                                                   "arch", arch, "lowered_names", "kernels");
+                        if (!outs[i].result)
+                                r = -ENOMEM;
+                }
         }
 out:
         for (size_t i = 0; i < n; i++) {

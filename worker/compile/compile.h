@@ -70,7 +70,7 @@ int compile_open(const char *cuda_home, Compiler **ret_compiler);
 void compile_close(Compiler *c);
 const char *compile_nvrtc_version(const Compiler *c);
 int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out);
-int compile_run_group(Compiler *c, const CompileJob *jobs, size_t n, uint32_t tag, CompileOutput *outs,
+int compile_run_group(Compiler *c, const CompileJob *jobs, size_t n, uint64_t tag, CompileOutput *outs,
                       size_t *ret_merged);
 void compile_output_clear(CompileOutput *out);
 int compile_check_source(const Compiler *c, const char *src, size_t len, unsigned *ret_flags,

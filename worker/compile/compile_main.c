@@ -41,6 +41,7 @@
 #include "common/frame.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "sandbox/sandbox.h"
 #include "worker/compile/compile.h"
 #include "worker/exitcode.h"
@@ -55,7 +56,22 @@ static const char warmup_ptx[] =
         ".visible .entry kevald_warmup_ptx()\n{\n\tret;\n}\n";
 
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint32_t group_tag; /* in a merged program's names (worker/compile/group.h); random, set at start */
+/* The secret behind each group's tag (the names of a merged program, worker/compile/group.h):
+ * random, drawn at start; a tag is HMAC-SHA-256(secret, group number), so that one group's tag
+ * (which a source could read back through a diagnostic) tells nothing of another's. */
+static uint8_t group_secret[32];
+static uint64_t groups_run;
+
+static uint64_t next_group_tag(void)
+{
+        uint8_t mac[32];
+        uint64_t tag = 0;
+
+        groups_run++;
+        hmac_sha256(group_secret, sizeof(group_secret), &groups_run, sizeof(groups_run), mac);
+        memcpy(&tag, mac, sizeof(tag));
+        return tag;
+}
 static pthread_cond_t wd_cond;
 
 /* Watchdog state; guarded by out_lock. */
@@ -297,7 +313,7 @@ static int handle_group(Compiler *c, json_t *id, const CompileJob *base, json_t 
         json_decref(tr);
         (void)sandbox_rearm_cpu(LIMIT_COMPILE_CPU_S);
         watchdog_arm(deadline_ms, timeout_text);
-        r = compile_run_group(c, jobs, n, group_tag, outs, &merged);
+        r = compile_run_group(c, jobs, n, next_group_tag(), outs, &merged);
         if (r != 0) {
                 json_t *res;
                 log_error("compile: group job %lld: %s", (long long)json_integer_value(id), strerror(-r));
@@ -505,8 +521,10 @@ int main(int argc, char **argv)
                 }
         }
 
-        if (getrandom(&group_tag, sizeof(group_tag), 0) != (ssize_t)sizeof(group_tag))
-                group_tag = (uint32_t)getpid() * 2654435761u ^ (uint32_t)time(NULL);
+        if (getrandom(group_secret, sizeof(group_secret), 0) != (ssize_t)sizeof(group_secret)) {
+                log_error("compile: getrandom failed: %s", strerror(errno));
+                return WORKER_EXIT_FAILED;
+        }
         r = sandbox_enter(profile, NULL, 0, &report);
         if (r < 0)
                 goto out;

@@ -551,6 +551,8 @@ static int scan(const CompileScanDirs *c, const Spliced *sp, ScanState *hs, char
                 } else if (ch == '/' && i + 1 < sp->n && sp->t[i + 1] == '*') {
                         const char *e = memmem(sp->t + i + 2, sp->n - i - 2, "*/", 2);
                         size_t end = e ? (size_t)(e - sp->t) + 2 : sp->n;
+                        if (!e)
+                                merge_scan_refuse(&hs->merge, "an unterminated comment");
                         /* Conservative: a comment with a newline leaves us at a line start. */
                         if (memchr(sp->t + i, '\n', end - i))
                                 bol = true;

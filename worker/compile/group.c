@@ -11,9 +11,9 @@
 
 #define GROUP_REMARK "Remark: The warnings can be suppressed with \"-diag-suppress <warning-number>\""
 
-void group_member_ns(GroupMember *m, uint32_t tag, size_t i)
+void group_member_ns(GroupMember *m, uint64_t tag, size_t i)
 {
-        snprintf(m->ns, sizeof(m->ns), "__kvg%08x_%zu", (unsigned)tag, i);
+        snprintf(m->ns, sizeof(m->ns), "__kvg%016llx_%zu", (unsigned long long)tag, i);
 }
 
 static void put_includes(FILE *f, const char *includes, unsigned *line)
@@ -40,9 +40,10 @@ static char *close_text(FILE *f, char **buf)
 /*
  * group_probe_source() - the program that asks the global scope, after the
  * members' headers and the prelude, about each member's file-scope names
- * and macros: for a name N, `#ifdef N #error` (a macro of that name), then
+ * and macros: for a name N, `#ifdef N #warning` (a macro of that name), then
  * `using ::N;` (an error when nothing is named N) and `namespace x = ::N;`
- * (an error unless N is a namespace); for a macro only the first.
+ * (an error unless N is a namespace), and for a member with `using
+ * namespace std;` `using ::std::N;` too; for a macro only the first.
  * @ret_probes: what each question's lines are (malloc)
  *
  * Return: the source (malloc), or NULL when out of memory or when the
@@ -73,8 +74,8 @@ char *group_probe_source(const char *includes, const GroupMember *m, size_t n, G
                 for (size_t j = 0; j < mf->n_names + mf->n_macros; j++, k++) {
                         const char *name = j < mf->n_names ? mf->names[j].name : mf->macros[j - mf->n_names];
                         p[k].member = i;
-                        fprintf(f, "#ifdef %s\n#error kevald probe\n#endif\n", name);
-                        p[k].err_line = line + 1;
+                        fprintf(f, "#ifdef %s\n#warning kevald probe\n#endif\n", name);
+                        p[k].macro_line = line + 1;
                         line += 3;
                         if (j < mf->n_names) {
                                 fprintf(f, "namespace __kvgp_%zu { using ::%s; }\nnamespace __kvgq_%zu = ::%s;\n", k,
@@ -82,6 +83,10 @@ char *group_probe_source(const char *includes, const GroupMember *m, size_t n, G
                                 p[k].using_line = line;
                                 p[k].alias_line = line + 1;
                                 line += 2;
+                                if (mf->uses_std) {
+                                        fprintf(f, "namespace __kvgs_%zu { using ::std::%s; }\n", k, name);
+                                        p[k].std_line = line++;
+                                }
                         }
                 }
         }
@@ -95,18 +100,18 @@ char *group_probe_source(const char *includes, const GroupMember *m, size_t n, G
         return buf;
 }
 
-/* The line of a "kernel.cu(L): error" diagnostic, or 0. */
-static unsigned error_line(const char *ln, size_t len)
+/* The line of a "kernel.cu(L): <kind>" diagnostic (kind "error" or "warning"), or 0. */
+static unsigned diag_line(const char *ln, size_t len, const char *kind)
 {
         static const char pre[] = "kernel.cu(";
+        size_t i = sizeof(pre) - 1, k = strlen(kind);
         unsigned v = 0;
-        size_t i = sizeof(pre) - 1;
 
         if (len < i || memcmp(ln, pre, i) != 0)
                 return 0;
         while (i < len && ln[i] >= '0' && ln[i] <= '9' && v < 100000000)
                 v = v * 10 + (unsigned)(ln[i++] - '0');
-        if (i + 9 > len || memcmp(ln + i, "): error", 8) != 0)
+        if (i + 3 + k > len || memcmp(ln + i, "): ", 3) != 0 || memcmp(ln + i + 3, kind, k) != 0)
                 return 0;
         return v;
 }
@@ -119,49 +124,59 @@ static bool has_line(const unsigned *v, size_t n, unsigned line)
         return false;
 }
 
+static int push_line(unsigned **v, size_t *n, size_t *cap, unsigned line)
+{
+        if (*n == *cap) {
+                unsigned *nv = realloc(*v, (*cap = *cap ? *cap * 2 : 64) * sizeof(**v));
+                if (!nv)
+                        return -ENOMEM;
+                *v = nv;
+        }
+        (*v)[(*n)++] = line;
+        return 0;
+}
+
 /*
- * group_probe_read() - which members declare a name the global scope has
- * (@present[member] set). A name is absent only when both of its `using`
- * lines failed and its #error did not; an error on any other line (the
- * headers, a line no question asked) makes every member present.
+ * group_probe_read() - which members declare a name the global scope (or std,
+ * for a member using it) has (@present[member] set). A name is absent only
+ * when both of its `using` lines failed, its std line (if any) failed too,
+ * and its #warning did not fire; an error on any other line (the headers, a
+ * line no question asked) makes every member present, and so does an error
+ * that ended the compile early (the questions after it were not answered).
  *
  * Return: 0, or -ENOMEM.
  */
 int group_probe_read(const char *log, const GroupProbe *p, size_t n_probes, bool *present, size_t n_members)
 {
-        size_t n = 0, cap = 64;
-        unsigned *err = malloc(cap * sizeof(*err));
+        unsigned *err = NULL, *warn = NULL;
+        size_t n_err = 0, cap_err = 0, n_warn = 0, cap_warn = 0;
         bool stray = false;
+        int r = 0;
 
-        if (!err)
-                return -ENOMEM;
-        for (const char *ln = log ? log : ""; *ln;) {
+        for (const char *ln = log ? log : ""; *ln && r == 0;) {
                 const char *nl = strchr(ln, '\n');
                 size_t len = nl ? (size_t)(nl - ln) : strlen(ln);
-                unsigned l = error_line(ln, len);
+                unsigned l = diag_line(ln, len, "error"), w = diag_line(ln, len, "warning");
                 if (l) {
                         bool asked = false;
                         for (size_t k = 0; k < n_probes && !asked; k++)
-                                asked = l == p[k].err_line || l == p[k].using_line || l == p[k].alias_line;
+                                asked = l == p[k].using_line || l == p[k].alias_line || l == p[k].std_line;
                         stray |= !asked;
-                        if (n == cap) {
-                                unsigned *v = realloc(err, (cap *= 2) * sizeof(*err));
-                                if (!v) {
-                                        free(err);
-                                        return -ENOMEM;
-                                }
-                                err = v;
-                        }
-                        err[n++] = l;
-                } else if (len > 0 && ln[0] != ' ' && memmem(ln, len, "): error", 8)) {
-                        stray = true; /* an error in a header, or of a form not asked for */
+                        r = push_line(&err, &n_err, &cap_err, l);
+                } else if (w) {
+                        r = push_line(&warn, &n_warn, &cap_warn, w);
+                } else if (len > 0 && ln[0] != ' ' &&
+                           (memmem(ln, len, "): error", 8) || memmem(ln, len, "catastrophic", 12) ||
+                            memmem(ln, len, "Compilation terminated", 22))) {
+                        stray = true; /* an error in a header, or one that ended the compile */
                 }
                 ln += len + (nl != NULL);
         }
-        for (size_t k = 0; k < n_probes; k++) {
-                bool macro = has_line(err, n, p[k].err_line);
-                bool absent = p[k].using_line ? has_line(err, n, p[k].using_line) && has_line(err, n, p[k].alias_line)
-                                              : true;
+        for (size_t k = 0; k < n_probes && r == 0; k++) {
+                bool macro = has_line(warn, n_warn, p[k].macro_line);
+                bool absent = !p[k].using_line ||
+                              (has_line(err, n_err, p[k].using_line) && has_line(err, n_err, p[k].alias_line) &&
+                               (!p[k].std_line || has_line(err, n_err, p[k].std_line)));
                 if (macro || !absent)
                         present[p[k].member] = true;
         }
@@ -169,14 +184,15 @@ int group_probe_read(const char *log, const GroupProbe *p, size_t n_probes, bool
                 for (size_t i = 0; i < n_members; i++)
                         present[i] = true;
         free(err);
-        return 0;
+        free(warn);
+        return r;
 }
 
 /*
  * group_merged_source() - the merged program of @n members (group.h).
  * Return: the source (malloc), or NULL when out of memory.
  */
-char *group_merged_source(const char *includes, const GroupMember *m, size_t n, uint32_t tag)
+char *group_merged_source(const char *includes, const GroupMember *m, size_t n, uint64_t tag)
 {
         size_t size = 0;
         unsigned line = 1;
@@ -194,7 +210,8 @@ char *group_merged_source(const char *includes, const GroupMember *m, size_t n, 
                                 fprintf(f, "#define %s %s_%s\n", mf->names[j].name, m[i].ns, mf->names[j].name);
                 fprintf(f, "namespace %s {\n#line 1 \"%s.cu\"\n", m[i].ns, m[i].ns);
                 fwrite(m[i].src, 1, m[i].len, f);
-                fprintf(f, "\n\n}\n#line 1 \"__kvg%08x_w.cu\"\n", (unsigned)tag);
+                fprintf(f, "\n\nstruct %s_end {};\n}\n#line 1 \"__kvg%016llx_w.cu\"\n", m[i].ns, (unsigned long long)tag);
+                fprintf(f, "static_assert(sizeof(::%s::%s_end) == 1, \"\");\n", m[i].ns, m[i].ns);
                 for (size_t j = 0; j < mf->n_names; j++)
                         if (mf->names[j].c_linkage)
                                 fprintf(f, "#undef %s\n", mf->names[j].name);

@@ -14,13 +14,20 @@
  *     namespace <ns> {
  *     #line 1 "<ns>.cu"
  *     ...the source...
+ *
+ *     struct <ns>_end {};
  *     }
- *     #line 1 "<tag>_w.cu"
+ *     #line 1 "__kvg<tag>_w.cu"
+ *     static_assert(sizeof(::<ns>::<ns>_end) == 1, "");
  *     #undef k  (and each macro the source defines)
  *     #pragma nv_diagnostic pop
  *
- * where <ns> is "__kvg<tag>_<i>" and the tag a per-worker random number, so
- * no source can name another's namespace. In its namespace a member's
+ * where <ns> is "__kvg<tag>_<i>" and the tag a secret number drawn for each
+ * group, so no source can name another's namespace. The static_assert
+ * fails unless the source left its namespace exactly as it found it: a
+ * source that closes it early or leaves a brace open (through a header's
+ * macro, which the scanner does not see) fails the whole program in the
+ * wrapper's file, and every member is compiled alone. In its namespace a member's
  * file-scope names would hide the global ones that the same names would
  * collide with alone (a helper named like a CUDA math function, a kernel
  * named like a builtin): the probe program (group_probe_source()) asks the
@@ -51,18 +58,19 @@ typedef struct GroupMember {
         char ns[GROUP_NS_BYTES];      /* "__kvg1a2b3c4d_3" */
 } GroupMember;
 
-/* One question of the probe program: the lines whose errors answer it. */
+/* One question of the probe program: the lines whose diagnostics answer it. */
 typedef struct GroupProbe {
         size_t member;
-        unsigned err_line;     /* #error: the name is a macro */
+        unsigned macro_line;   /* #warning under #ifdef N: N is a macro */
         unsigned using_line;   /* using ::N; (0 for a macro) */
         unsigned alias_line;   /* namespace x = ::N; (0 for a macro) */
+        unsigned std_line;     /* using ::std::N; (0 unless the member has `using namespace std;`) */
 } GroupProbe;
 
-void group_member_ns(GroupMember *m, uint32_t tag, size_t i);
+void group_member_ns(GroupMember *m, uint64_t tag, size_t i);
 char *group_probe_source(const char *includes, const GroupMember *m, size_t n, GroupProbe **ret_probes,
                          size_t *ret_n);
 int group_probe_read(const char *log, const GroupProbe *p, size_t n_probes, bool *present, size_t n_members);
-char *group_merged_source(const char *includes, const GroupMember *m, size_t n, uint32_t tag);
+char *group_merged_source(const char *includes, const GroupMember *m, size_t n, uint64_t tag);
 int group_split_log(const char *raw, const GroupMember *m, size_t n, char **member_raw, bool *has_error);
 char *group_unname(const char *text, const GroupMember *m);

@@ -25,6 +25,12 @@ static void alone(MergeScan *ms, const char *why)
         }
 }
 
+void merge_scan_refuse(MergeScan *ms, const char *why)
+{
+        if (ms->f)
+                alone(ms, why);
+}
+
 static bool word_is(const char *t, size_t n, const char *w)
 {
         return strlen(w) == n && memcmp(t, w, n) == 0;
@@ -54,6 +60,49 @@ static const char *const attributes[] = {
         "__maxnreg__", "__cluster_dims__", "noexcept", "sizeof", "alignof", "static_assert",
         "__builtin_align__", "throw", NULL,
 };
+
+/* Identifiers that see the file, the function or the program around a source, or reach past
+ * it, wherever they stand (in a macro too): a source naming one is compiled alone. */
+static const char *const banned[] = {
+        "__FILE__", "__FILE_NAME__", "__BASE_FILE__", "__COUNTER__", "__func__", "__FUNCTION__",
+        "__PRETTY_FUNCTION__", "_Pragma", "__pragma", "friend", NULL,
+};
+
+static bool banned_ident(MergeScan *ms, const char *t, size_t n)
+{
+        if (in_list(t, n, banned) || (n >= 5 && memcmp(t, "__kvg", 5) == 0)) {
+                alone(ms, "an identifier that sees past the source (__FILE__, __func__, _Pragma, friend, __kvg...)");
+                return true;
+        }
+        return false;
+}
+
+static bool is_macro(const MergeScan *ms, const char *t, size_t n)
+{
+        for (size_t i = 0; i < ms->f->n_macros; i++)
+                if (strlen(ms->f->macros[i]) == n && memcmp(ms->f->macros[i], t, n) == 0)
+                        return true;
+        return false;
+}
+
+static void push_name(MergeScan *ms, char ***v, size_t *n, const char *t, size_t len)
+{
+        char **nv;
+
+        if (*n >= MERGE_MACROS_MAX) {
+                alone(ms, "more names than a merged compile follows");
+                return;
+        }
+        nv = realloc(*v, (*n + 1) * sizeof(*nv));
+        if (!nv || !(nv[*n] = strndup(t, len))) {
+                if (nv)
+                        *v = nv;
+                alone(ms, "out of memory");
+                return;
+        }
+        *v = nv;
+        (*n)++;
+}
 
 static bool in_c_block(const MergeScan *ms)
 {
@@ -118,6 +167,8 @@ void merge_scan_directive(MergeScan *ms, const char *name, size_t len)
         ms->dir = word_is(name, len, "define") ? MERGE_DIR_DEFINE : MERGE_DIR_OTHER;
         ms->define_braces = 0;
         ms->define_at = 0;
+        ms->cond_line = word_is(name, len, "if") || word_is(name, len, "ifdef") || word_is(name, len, "ifndef") ||
+                        word_is(name, len, "elif") || word_is(name, len, "elifdef") || word_is(name, len, "elifndef");
         if (word_is(name, len, "include")) {
                 if (ms->code_seen || ms->directive_seen)
                         alone(ms, "an #include after code or another directive");
@@ -181,24 +232,13 @@ static void define_token(MergeScan *ms, int kind, const char *t, size_t n)
         MergeFacts *f = ms->f;
 
         if (ms->define_at++ == 0 && kind == MERGE_TOK_IDENT) {
-                char **v;
-                if (f->n_macros >= MERGE_MACROS_MAX) {
-                        alone(ms, "more macros than a merged compile follows");
-                        return;
-                }
-                v = realloc(f->macros, (f->n_macros + 1) * sizeof(*v));
-                if (!v || !(v[f->n_macros] = strndup(t, n))) {
-                        if (v)
-                                f->macros = v;
-                        alone(ms, "out of memory");
-                        return;
-                }
-                f->macros = v;
-                f->n_macros++;
+                push_name(ms, &f->macros, &f->n_macros, t, n);
                 return;
         }
-        if (kind == MERGE_TOK_IDENT && word_is(t, n, "extern"))
-                alone(ms, "extern in a macro");
+        if (kind == MERGE_TOK_IDENT && (word_is(t, n, "extern") || word_is(t, n, "using") || word_is(t, n, "namespace")))
+                alone(ms, "extern, using or namespace in a macro");
+        if (kind == MERGE_TOK_IDENT)
+                (void)banned_ident(ms, t, n);
         if (kind == MERGE_TOK_PUNCT && t[0] == '{')
                 ms->define_braces++;
         if (kind == MERGE_TOK_PUNCT && t[0] == '}' && --ms->define_braces < 0)
@@ -336,6 +376,16 @@ static void punct(MergeScan *ms, char ch)
         ms->prev_punct = ch;
 }
 
+/* `using namespace std;` ends well; anything else after `using namespace` is refused. */
+static void using_punct(MergeScan *ms, char ch)
+{
+        if (ms->using_state == 2 && ch == ';')
+                ms->f->uses_std = true;
+        else
+                alone(ms, "a using-directive of a namespace other than std");
+        ms->using_state = 0;
+}
+
 void merge_scan_token(MergeScan *ms, int kind, const char *t, size_t n)
 {
         if (!ms->f)
@@ -344,11 +394,21 @@ void merge_scan_token(MergeScan *ms, int kind, const char *t, size_t n)
                 define_token(ms, kind, t, n);
                 return;
         }
-        if (ms->dir != MERGE_DIR_NONE)
-                return; /* the rest of #if, #error, #include, #pragma lines */
+        if (ms->dir != MERGE_DIR_NONE) {
+                /* the rest of #if, #error, #include, #pragma lines */
+                if (kind == MERGE_TOK_IDENT && !banned_ident(ms, t, n) && ms->cond_line)
+                        push_name(ms, &ms->f->cond_names, &ms->f->n_cond_names, t, n);
+                return;
+        }
         ms->code_seen = true;
         if (kind == MERGE_TOK_PUNCT) {
                 ms->after_extern = false;
+                if (ms->using_state)
+                        using_punct(ms, t[0]);
+                if (t[0] == '[')
+                        ms->bracket++;
+                else if (t[0] == ']' && ms->bracket > 0)
+                        ms->bracket--;
                 punct(ms, t[0]);
                 return;
         }
@@ -358,8 +418,14 @@ void merge_scan_token(MergeScan *ms, int kind, const char *t, size_t n)
                         record(ms, ms->colon_ident, strlen(ms->colon_ident), ms->c_pending || in_c_block(ms));
         }
         if (kind == MERGE_TOK_LITERAL) {
-                if (ms->after_extern && file_scope(ms) && word_is(t, n, "\"C\""))
-                        ms->c_pending = true;
+                if (ms->using_state)
+                        alone(ms, "a using-directive of a namespace other than std");
+                if (ms->after_extern && word_is(t, n, "\"C\"")) {
+                        if (file_scope(ms))
+                                ms->c_pending = true;
+                        else
+                                alone(ms, "extern \"C\" inside a body or a class");
+                }
                 ms->after_extern = false;
                 ms->prev = MERGE_TOK_LITERAL;
                 return;
@@ -373,11 +439,16 @@ void merge_scan_token(MergeScan *ms, int kind, const char *t, size_t n)
                 alone(ms, "an identifier too long to follow");
                 return;
         }
-        if (word_is(t, n, "__COUNTER__") || word_is(t, n, "__FILE__") || word_is(t, n, "__BASE_FILE__") ||
-            word_is(t, n, "__FILE_NAME__"))
-                alone(ms, "__COUNTER__ or __FILE__");
-        if (word_is(t, n, "_Pragma") || word_is(t, n, "__pragma"))
-                alone(ms, "a _Pragma operator");
+        if (banned_ident(ms, t, n))
+                return;
+        if (ms->using_state == 1 && word_is(t, n, "std")) {
+                ms->using_state = 2;
+                return;
+        } else if (ms->using_state) {
+                alone(ms, "a using-directive of a namespace other than std");
+        }
+        if (file_scope(ms) && ms->bracket == 0 && !ms->in_init && is_macro(ms, t, n))
+                alone(ms, "a macro of its own where a declaration stands at file scope");
         if (file_scope(ms)) {
                 if (word_is(t, n, "operator"))
                         alone(ms, "an operator declared at file scope");
@@ -388,9 +459,13 @@ void merge_scan_token(MergeScan *ms, int kind, const char *t, size_t n)
                 else if (word_is(t, n, "template"))
                         ms->template_pending = true;
                 else if (word_is(t, n, "namespace") && ms->prev == MERGE_TOK_IDENT &&
-                         word_is(ms->prev_ident, strlen(ms->prev_ident), "using"))
+                         word_is(ms->prev_ident, strlen(ms->prev_ident), "using")) {
                         ms->using_directive = true;
-                else if (word_is(t, n, "namespace")) {
+                        ms->using_state = 1;
+                } else if (word_is(t, n, "namespace") && ms->prev == MERGE_TOK_IDENT &&
+                           word_is(ms->prev_ident, strlen(ms->prev_ident), "inline")) {
+                        alone(ms, "an inline namespace");
+                } else if (word_is(t, n, "namespace")) {
                         ms->ns_pending = true;
                         ms->ns_named = false;
                 } else if (ms->ns_pending)
@@ -412,10 +487,16 @@ void merge_scan_finish(MergeScan *ms)
                 alone(ms, "braces or parentheses left open");
         if (ms->cond_depth != 0)
                 alone(ms, "an #if left open");
-        for (size_t i = 0; i < f->n_names; i++)
+        for (size_t i = 0; i < f->n_names; i++) {
                 for (size_t m = 0; m < f->n_macros; m++)
                         if (strcmp(f->names[i].name, f->macros[m]) == 0)
                                 alone(ms, "a file-scope name that is also its own macro");
+                for (size_t m = 0; m < f->n_cond_names && f->names[i].c_linkage; m++)
+                        if (strcmp(f->names[i].name, f->cond_names[m]) == 0)
+                                alone(ms, "an #if on one of its extern \"C\" names (renamed when merged)");
+        }
+        if (ms->using_state)
+                alone(ms, "a using-directive left open");
         if (!f->includes && !(f->includes = strdup("")))
                 alone(ms, "out of memory");
 }
@@ -431,5 +512,8 @@ void merge_facts_clear(MergeFacts *f)
         for (size_t i = 0; i < f->n_macros; i++)
                 free(f->macros[i]);
         free(f->macros);
+        for (size_t i = 0; i < f->n_cond_names; i++)
+                free(f->cond_names[i]);
+        free(f->cond_names);
         memset(f, 0, sizeof(*f));
 }

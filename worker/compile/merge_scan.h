@@ -38,6 +38,9 @@ typedef struct MergeFacts {
         size_t n_names;
         char **macros;
         size_t n_macros;
+        char **cond_names;   /* identifiers in #if, #ifdef, #ifndef, #elif lines */
+        size_t n_cond_names;
+        bool uses_std;       /* `using namespace std;` at file scope: its names are probed in std too */
 } MergeFacts;
 
 enum { MERGE_TOK_IDENT, MERGE_TOK_LITERAL, MERGE_TOK_PUNCT, MERGE_TOK_OTHER };
@@ -72,6 +75,9 @@ typedef struct MergeScan {
         int angle;
         bool colon_pending;        /* a name before `:`, recorded unless a second `:` follows */
         char colon_ident[MERGE_NAME_BYTES];
+        int bracket;
+        int using_state;           /* after `using namespace` at file scope: 1, then 2 after `std` */
+        bool cond_line;            /* the current directive is #if, #ifdef, #ifndef or #elif */
 } MergeScan;
 
 enum { MERGE_DIR_NONE, MERGE_DIR_DEFINE, MERGE_DIR_OTHER };
@@ -82,6 +88,8 @@ void merge_scan_include(MergeScan *ms, const char *header, size_t len);
 void merge_scan_pragma(MergeScan *ms, const char *word, size_t len);
 void merge_scan_token(MergeScan *ms, int kind, const char *text, size_t len);
 void merge_scan_newline(MergeScan *ms);
+/* The source cannot be followed from here (an unterminated comment). */
+void merge_scan_refuse(MergeScan *ms, const char *why);
 /* After the last token: the final checks (braces closed, no name also a macro). */
 void merge_scan_finish(MergeScan *ms);
 
