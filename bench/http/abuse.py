@@ -31,12 +31,14 @@ batch: N compile-mode submissions, submit_batch() then wait_all() with the
   client package at --client; seconds from the first byte to the last
   result. --distinct: every kernel a distinct source (N real compiles);
   otherwise one source, so after the first compile every job is a cache hit
-  and the figure is the HTTP path's. --one-by-one: submit() each kernel (one
+  and the figure is the HTTP path's. --bad F: every round(1/F)-th kernel has
+  a compile error (an undefined name). The RESULT counts the verdicts. --one-by-one: submit() each kernel (one
   POST each, as an agent calls) instead of submit_batch().
 Each mode prints one `RESULT {json}` line. The temp folder (server.log)
 is removed at the end unless KEEP=1.
 """
 import argparse
+import collections
 import json
 import os
 import re
@@ -57,8 +59,12 @@ KERNEL = ('extern "C" __global__ void k(float *x, int n) {\n'
           '  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f; }\n')
 
 
-def sub(distinct=True):
-    src = (f"// {uuid.uuid4().hex}\n" if distinct else "") + KERNEL
+BAD_KERNEL = ('extern "C" __global__ void k(float *x, int n) {\n'
+              '  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= undefined_scale; }\n')
+
+
+def sub(distinct=True, bad=False):
+    src = (f"// {uuid.uuid4().hex}\n" if distinct else "") + (BAD_KERNEL if bad else KERNEL)
     return {"mode": "compile", "source": src}
 
 
@@ -346,7 +352,9 @@ def mode_batch(a):
     srv = Server(a.kevald, a.serve_args)
     with kevald.Client(srv.url) as c:
         c.evaluate(sub(False), timeout=120)   # the shared source compiled once, before the clock
-        subs = [sub(a.distinct) for _ in range(a.n)]
+        # every round(1 / bad)-th kernel does not compile (an RL batch's share of mistakes)
+        step = round(1 / a.bad) if a.bad > 0 else 0
+        subs = [sub(a.distinct, bad=step > 0 and i % step == step - 1) for i in range(a.n)]
         t0 = time.monotonic()
         if a.one_by_one:
             ids = [c.submit(x) for x in subs]
@@ -359,7 +367,8 @@ def mode_batch(a):
     print("RESULT " + json.dumps({"mode": "batch", "n": a.n, "distinct": a.distinct, "one_by_one": a.one_by_one,
                                   "submit_s": round(t_sub, 3),
                                   "collected_s": round(took, 3), "done": sum(1 for r in res if r.done),
-                                  "client": str(a.client)}))
+                                  "verdicts": dict(collections.Counter(r.verdict for r in res)),
+                                  "bad": a.bad, "client": str(a.client)}))
 
 
 def main():
@@ -376,6 +385,7 @@ def main():
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--n", type=int, default=500)
     ap.add_argument("--distinct", action="store_true")
+    ap.add_argument("--bad", type=float, default=0.0, help="batch: the share of kernels that do not compile")
     ap.add_argument("--one-by-one", action="store_true")
     ap.add_argument("--serve-args", default="", help="extra `kevald serve` flags, one string")
     a = ap.parse_args()
