@@ -16,6 +16,10 @@ folders, --ptxas-options=-v, the header shims with -include kevald_prelude.h, -l
     nominimal   without -minimal
     empty       as-is on an empty kernel (NVRTC's fixed cost per program)
     batch10     10 of the kernels in one program (per kernel)
+    group8      8 of the kernels as the compile worker merges a group (worker/compile/group.h:
+                each in a namespace of its own after a `#line`, its extern "C" name renamed,
+                diagnostics pushed and popped, the end-of-namespace check), per kernel; the
+                probe program a group also needs (~10 ms, front end only) is not included
 
 Per kernel every configuration runs once, in a rotating order, in this one process, so the
 machine's load drifts over all of them alike; CPU time (time.process_time). Prints the
@@ -82,6 +86,21 @@ extern "C" __global__ void half_%(i)d(const __half* __restrict__ x, __half* __re
 EMPTY = 'extern "C" __global__ void empty_%(i)d() {}\n'
 
 
+def group_text(srcs, tag="00000000deadbeef"):
+    """@srcs merged as worker/compile/group.c's group_merged_source() writes them."""
+    out = ["#include <cuda_fp16.h>\n"]
+    for i, src in enumerate(srcs):
+        ns = "__kvg%s_%d" % (tag, i)
+        name = src.split("void ", 1)[1].split("(", 1)[0]
+        out.append("#pragma nv_diagnostic push\n#define %s %s_%s\nnamespace %s {\n#line 1 \"%s.cu\"\n"
+                   % (name, ns, name, ns, ns))
+        out.append(src.replace("#include <cuda_fp16.h>\n", ""))
+        out.append("\n\nstruct %s_end {};\n}\n#line 1 \"__kvg%s_w.cu\"\n" % (ns, tag))
+        out.append("static_assert(sizeof(::%s::%s_end) == 1, \"\");\n#undef %s\n#pragma nv_diagnostic pop\n"
+                   % (ns, ns, name))
+    return "".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cuda", default="/usr/local/cuda")
@@ -121,7 +140,7 @@ def main():
         assert r == 0, (cfg, src[:80])
         return (time.process_time() - t) * 1e3
 
-    cfgs = ["as-is", "ptx", "pch", "nolineinfo", "nominimal", "empty", "batch10"]
+    cfgs = ["as-is", "ptx", "pch", "nolineinfo", "nominimal", "empty", "batch10", "group8"]
     kinds = list(KINDS)
     times = {c: [] for c in cfgs}
     with tempfile.TemporaryDirectory() as tmp:
@@ -138,6 +157,9 @@ def main():
                     # <cuda_fp16.h> once, at the top, as a merged source would have it
                     many = "#include <cuda_fp16.h>\n" + many.replace("#include <cuda_fp16.h>\n", "")
                     times[c].append(compile_ms(many, "as-is") / 10)
+                elif c == "group8":
+                    srcs = [KINDS[kinds[(i + j) % len(kinds)]] % {"i": 7000 + 10 * i + j} for j in range(8)]
+                    times[c].append(compile_ms(group_text(srcs), "as-is") / 8)
                 else:
                     times[c].append(compile_ms(src, c))
     base = statistics.median(times["as-is"][1:])

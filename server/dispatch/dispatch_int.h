@@ -65,7 +65,7 @@ typedef struct CompileReq CompileReq;
 /* Compile-only requests sent to one compile worker in a group JOB, at most
  * (the worker merges them into one NVRTC program where that gives each the
  * result it would get alone: worker/compile/group.h). 8 small kernels merged
- * cost 0.21x of 8 compiles alone (session 18, NVRTC 13.0). */
+ * cost 0.42x of 8 compiles alone (bench/compile/nvrtc_cost.py, NVRTC 13.0). */
 #define COMPILE_GROUP_JOB_MAX 8
 
 /* Where a GPU's time goes, as the dispatcher sees it. Settled each time the
