@@ -158,6 +158,12 @@ static const char *route_name(Metrics *m, size_t i)
         return i < m->n ? m->routes[i] : "unmatched";
 }
 
+/* One counter without labels: its HELP, TYPE and value lines. */
+static void counter(Buf *b, const char *name, const char *help, long long value)
+{
+        bprintf(b, "# HELP %s %s\n# TYPE %s counter\n%s %lld\n", name, help, name, name, value);
+}
+
 static void render_http(Metrics *m, Buf *b)
 {
         char e[256];
@@ -242,18 +248,12 @@ static void render_dispatch(json_t *d, Buf *b)
                    "# TYPE kevald_worker_restarts_total counter\n");
         bprintf(b, "kevald_worker_restarts_total{role=\"compile\"} %lld\n", cw ? jint(cw, "restarts") : 0);
         bprintf(b, "kevald_worker_restarts_total{role=\"gpu\"} %lld\n", gpu_restarts);
-        bprintf(b, "# HELP kevald_compile_cache_hits_total Compile cache hits.\n"
-                   "# TYPE kevald_compile_cache_hits_total counter\n"
-                   "kevald_compile_cache_hits_total %lld\n", jint(counters, "cache_hits"));
-        bprintf(b, "# HELP kevald_compile_cache_misses_total Compile cache misses.\n"
-                   "# TYPE kevald_compile_cache_misses_total counter\n"
-                   "kevald_compile_cache_misses_total %lld\n", jint(counters, "cache_misses"));
-        bprintf(b, "# HELP kevald_compile_groups_total Compile-only requests sent to a compile worker together.\n"
-                   "# TYPE kevald_compile_groups_total counter\n"
-                   "kevald_compile_groups_total %lld\n", jint(counters, "compile_groups"));
-        bprintf(b, "# HELP kevald_compile_merged_total Compile requests answered from a merged NVRTC program.\n"
-                   "# TYPE kevald_compile_merged_total counter\n"
-                   "kevald_compile_merged_total %lld\n", jint(counters, "compile_merged"));
+        counter(b, "kevald_compile_cache_hits_total", "Compile cache hits.", jint(counters, "cache_hits"));
+        counter(b, "kevald_compile_cache_misses_total", "Compile cache misses.", jint(counters, "cache_misses"));
+        counter(b, "kevald_compile_groups_total", "Group JOBs: compile-only requests sent to a compile worker together.",
+                jint(counters, "compile_groups"));
+        counter(b, "kevald_compile_merged_total", "Compile requests answered from a merged NVRTC program.",
+                jint(counters, "compile_merged"));
         bprintf(b, "# HELP kevald_gpu_busy_seconds_total Seconds each GPU worker spent on jobs.\n"
                    "# TYPE kevald_gpu_busy_seconds_total counter\n");
         json_array_foreach(gpus, i, g) {
