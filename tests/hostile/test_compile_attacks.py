@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from conftest import (PASSWD_MARK, SECRET_ENV, SLOW, assert_nothing_leaked,
-                      assert_serves_normally, compile_body, submit)
+                      assert_serves_normally, compile_body, submit, unique_good_source, wait_done)
 
 INCLUDE_ATTACKS = {
     "absolute": '#include "/etc/passwd"\n',
@@ -81,6 +81,26 @@ def test_runaway_compile_is_killed_at_the_limit(server, client, source):
     # fault, so it is not retried.
     assert 2.5 < elapsed < 3.0 + 10 * SLOW, elapsed
     assert d["attempts"] == 1
+    assert_serves_normally(server, client)
+
+
+def test_runaway_compile_in_a_batch_costs_the_others_one_limit(server, client):
+    """A template bomb among compile-only candidates posted together: the group it is merged
+    into runs past the 3 s limit, every member goes back to be compiled alone (uncharged), the
+    bomb times out alone and the others compile."""
+    goods = [unique_good_source() for _ in range(3)]
+    t0 = time.monotonic()
+    r = client.post("/v1/submissions", json={"submissions": [compile_body(TEMPLATE_BOMB)] +
+                                              [compile_body(g) for g in goods]})
+    assert r.status_code == 202, r.text
+    done = [wait_done(client, i, 60) for i in r.json()["ids"]]
+    elapsed = time.monotonic() - t0
+    assert done[0]["verdict"] == "compile_error", json.dumps(done[0])[:2000]
+    assert "3 s" in done[0]["result"]["compile"]["log"], done[0]["result"]["compile"]
+    assert [d["verdict"] for d in done[1:]] == ["compiled"] * 3, [d["verdict"] for d in done]
+    assert all(d["attempts"] == 1 for d in done), [d["attempts"] for d in done]
+    assert "ran past its deadline: each again alone" in server.log_text(), server.log_tail()
+    assert elapsed < 2 * 3.0 + 20 * SLOW, elapsed   # the group's limit, then the bomb's own
     assert_serves_normally(server, client)
 
 
