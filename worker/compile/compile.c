@@ -1210,12 +1210,13 @@ static int group_member_output(const Compiler *c, const GroupMember *m, const ch
                                const CubinInfo *info, const PtxasKernel *px, size_t n_px, const uint8_t *cubin,
                                size_t len, double share_ms, CompileOutput *out)
 {
-        char prefix[GROUP_NS_BYTES + 2], *raw = NULL;
+        char prefix[GROUP_NS_BYTES + 2], mangled[GROUP_NS_BYTES + 4], *raw = NULL;
         size_t plen;
         json_t *arr;
         int r;
 
         snprintf(prefix, sizeof(prefix), "%s_", m->ns);
+        snprintf(mangled, sizeof(mangled), "%zu%s", strlen(m->ns), m->ns); /* as a mangled name holds it */
         plen = strlen(prefix);
         out->result = result_new(c, arch);
         if (!out->result)
@@ -1225,7 +1226,7 @@ static int group_member_output(const Compiler *c, const GroupMember *m, const ch
                 const CubinKernel *k = &info->kernels[i];
                 CubinKernel kk;
                 if (strncmp(k->name, prefix, plen) != 0) {
-                        if (strstr(k->name, m->ns))
+                        if (strstr(k->name, mangled))
                                 return 1; /* a C++ kernel: its name alone is mangled without the namespace */
                         continue;
                 }
@@ -1311,8 +1312,13 @@ static int group_compile(Compiler *c, const CompileJob *jobs, char *const *srcs,
                 goto out;
         for (size_t i = 0; i < info->n_kernels; i++) {
                 bool owned = false;
-                for (size_t j = 0; j < k && !owned; j++)
-                        owned = strstr(info->kernels[i].name, m[j].ns) != NULL;
+                for (size_t j = 0; j < k && !owned; j++) {
+                        char pre[GROUP_NS_BYTES + 2], mang[GROUP_NS_BYTES + 4];
+                        snprintf(pre, sizeof(pre), "%s_", m[j].ns);
+                        snprintf(mang, sizeof(mang), "%zu%s", strlen(m[j].ns), m[j].ns);
+                        owned = strncmp(info->kernels[i].name, pre, strlen(pre)) == 0 ||
+                                strstr(info->kernels[i].name, mang) != NULL;
+                }
                 if (!owned)
                         goto alone; /* a kernel no member's names account for */
         }

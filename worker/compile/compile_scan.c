@@ -773,6 +773,8 @@ static int scan_source(const CompileScanDirs *c, const char *src, size_t len, un
                              (hs->inf_nan ? COMPILE_SOURCE_INF_NAN : 0u) |
                              (hs->redefines_prelude ? COMPILE_SOURCE_REDEFINES_PRELUDE : 0u);
 out:
+        if (hs)
+                merge_scan_release(&hs->merge);
         free(hs);
         free(sp.t);
         free(sp.orig);

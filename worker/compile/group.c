@@ -210,13 +210,15 @@ char *group_merged_source(const char *includes, const GroupMember *m, size_t n, 
                                 fprintf(f, "#define %s %s_%s\n", mf->names[j].name, m[i].ns, mf->names[j].name);
                 fprintf(f, "namespace %s {\n#line 1 \"%s.cu\"\n", m[i].ns, m[i].ns);
                 fwrite(m[i].src, 1, m[i].len, f);
-                fprintf(f, "\n\nstruct %s_end {};\n}\n#line 1 \"__kvg%016llx_w.cu\"\n", m[i].ns, (unsigned long long)tag);
-                fprintf(f, "static_assert(sizeof(::%s::%s_end) == 1, \"\");\n", m[i].ns, m[i].ns);
+                /* its macros and renames gone before the check, which none of them may touch */
+                fputs("\n\n", f);
                 for (size_t j = 0; j < mf->n_names; j++)
                         if (mf->names[j].c_linkage)
                                 fprintf(f, "#undef %s\n", mf->names[j].name);
                 for (size_t j = 0; j < mf->n_macros; j++)
                         fprintf(f, "#undef %s\n", mf->macros[j]);
+                fprintf(f, "struct %s_end {};\n}\n#line 1 \"__kvg%016llx_w.cu\"\n", m[i].ns, (unsigned long long)tag);
+                fprintf(f, "static_assert(sizeof(::%s::%s_end) == 1, \"\");\n", m[i].ns, m[i].ns);
                 fputs("#pragma nv_diagnostic pop\n", f);
         }
         return close_text(f, &buf);

@@ -54,6 +54,19 @@ static const char *const keywords[] = {
         "__inline__", "__restrict__", "__restrict", "restrict", "__grid_constant__", "size_t", NULL,
 };
 
+/* C++'s keywords: a source that #defines one (static_assert, sizeof, struct...) is alone. */
+static const char *const cxx_keywords[] = {
+        "alignas", "alignof", "asm", "auto", "bool", "break", "case", "catch", "char", "char8_t", "char16_t",
+        "char32_t", "class", "concept", "const", "consteval", "constexpr", "constinit", "const_cast", "continue",
+        "co_await", "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast",
+        "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline",
+        "int", "long", "mutable", "namespace", "new", "noexcept", "nullptr", "operator", "private", "protected",
+        "public", "register", "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static",
+        "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true",
+        "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
+        "wchar_t", "while", "defined", NULL,
+};
+
 /* Words followed by a parenthesised argument that is not a declaration's. */
 static const char *const attributes[] = {
         "__launch_bounds__", "__attribute__", "__align__", "alignas", "__declspec", "decltype",
@@ -65,7 +78,8 @@ static const char *const attributes[] = {
  * it, wherever they stand (in a macro too): a source naming one is compiled alone. */
 static const char *const banned[] = {
         "__FILE__", "__FILE_NAME__", "__BASE_FILE__", "__COUNTER__", "__func__", "__FUNCTION__",
-        "__PRETTY_FUNCTION__", "_Pragma", "__pragma", "friend", NULL,
+        "__PRETTY_FUNCTION__", "_Pragma", "__pragma", "friend", "__builtin_FILE", "__builtin_FUNCTION",
+        "__builtin_source_location", NULL,
 };
 
 static bool banned_ident(MergeScan *ms, const char *t, size_t n)
@@ -85,11 +99,15 @@ static bool is_macro(const MergeScan *ms, const char *t, size_t n)
         return false;
 }
 
-static void push_name(MergeScan *ms, char ***v, size_t *n, const char *t, size_t len)
+/* Add [@t, @t + @len) to the list @v of @n, unless there; past @cap the source is alone. */
+static void push_name(MergeScan *ms, char ***v, size_t *n, const char *t, size_t len, size_t cap)
 {
         char **nv;
 
-        if (*n >= MERGE_MACROS_MAX) {
+        for (size_t i = 0; i < *n; i++)
+                if (strlen((*v)[i]) == len && memcmp((*v)[i], t, len) == 0)
+                        return;
+        if (*n >= cap) {
                 alone(ms, "more names than a merged compile follows");
                 return;
         }
@@ -121,6 +139,13 @@ static void record(MergeScan *ms, const char *t, size_t n, bool c_linkage)
 
         if (in_list(t, n, keywords))
                 return;
+        for (size_t i = 0; i < ms->n_tmpl_used; i++)
+                if (strlen(ms->tmpl_used[i]) == n && memcmp(ms->tmpl_used[i], t, n) == 0) {
+                        /* alone, a template's unqualified call finds it by ADL (for a global type);
+                         * in a namespace it would not */
+                        alone(ms, "a name declared after a template that uses it");
+                        return;
+                }
         for (size_t i = 0; i < f->n_names; i++)
                 if (strlen(f->names[i].name) == n && memcmp(f->names[i].name, t, n) == 0) {
                         f->names[i].c_linkage |= c_linkage;
@@ -154,6 +179,7 @@ static void record_prev(MergeScan *ms)
 /* A file-scope declaration ended (`;`, or the `}` of its body). */
 static void end_declaration(MergeScan *ms)
 {
+        ms->in_template = false;
         ms->c_pending = false;
         ms->in_init = false;
         ms->using_directive = false;
@@ -232,9 +258,13 @@ static void define_token(MergeScan *ms, int kind, const char *t, size_t n)
         MergeFacts *f = ms->f;
 
         if (ms->define_at++ == 0 && kind == MERGE_TOK_IDENT) {
-                push_name(ms, &f->macros, &f->n_macros, t, n);
+                if (in_list(t, n, cxx_keywords))
+                        alone(ms, "a macro named like a keyword");
+                push_name(ms, &f->macros, &f->n_macros, t, n, MERGE_MACROS_MAX);
                 return;
         }
+        if (kind == MERGE_TOK_PUNCT && t[0] == '#')
+                alone(ms, "# or ## in a macro (a stringified or pasted name)");
         if (kind == MERGE_TOK_IDENT && (word_is(t, n, "extern") || word_is(t, n, "using") || word_is(t, n, "namespace")))
                 alone(ms, "extern, using or namespace in a macro");
         if (kind == MERGE_TOK_IDENT)
@@ -261,6 +291,7 @@ static void open_brace(MergeScan *ms)
                         ms->c_pending = false;
                 } else if (ms->ns_pending && !ms->ns_named) {
                         transparent = true;     /* namespace { */
+                        alone(ms, "an anonymous namespace (an unused entity is warned of alone, not in a namespace)");
                 }
                 ms->ns_pending = false;
         }
@@ -310,6 +341,9 @@ static void punct(MergeScan *ms, char ch)
                         if (ms->prev == MERGE_TOK_IDENT && in_list(ms->prev_ident, strlen(ms->prev_ident), attributes)) {
                                 ms->attr_parens = true;
                                 ms->attr_paren_base = ms->paren;
+                        } else if (ms->prev == MERGE_TOK_IDENT &&
+                                   in_list(ms->prev_ident, strlen(ms->prev_ident), keywords)) {
+                                alone(ms, "a parenthesised declarator at file scope");
                         } else if (ms->prev == MERGE_TOK_IDENT) {
                                 record_prev(ms);
                         } else {
@@ -397,7 +431,7 @@ void merge_scan_token(MergeScan *ms, int kind, const char *t, size_t n)
         if (ms->dir != MERGE_DIR_NONE) {
                 /* the rest of #if, #error, #include, #pragma lines */
                 if (kind == MERGE_TOK_IDENT && !banned_ident(ms, t, n) && ms->cond_line)
-                        push_name(ms, &ms->f->cond_names, &ms->f->n_cond_names, t, n);
+                        push_name(ms, &ms->f->cond_names, &ms->f->n_cond_names, t, n, MERGE_MACROS_MAX);
                 return;
         }
         ms->code_seen = true;
@@ -420,6 +454,8 @@ void merge_scan_token(MergeScan *ms, int kind, const char *t, size_t n)
         if (kind == MERGE_TOK_LITERAL) {
                 if (ms->using_state)
                         alone(ms, "a using-directive of a namespace other than std");
+                if (ms->after_extern && !word_is(t, n, "\"C\""))
+                        alone(ms, "extern \"C++\" or another linkage");
                 if (ms->after_extern && word_is(t, n, "\"C\"")) {
                         if (file_scope(ms))
                                 ms->c_pending = true;
@@ -457,7 +493,9 @@ void merge_scan_token(MergeScan *ms, int kind, const char *t, size_t n)
                 else if (word_is(t, n, "extern"))
                         ms->after_extern = true;
                 else if (word_is(t, n, "template"))
-                        ms->template_pending = true;
+                        ms->template_pending = ms->in_template = true;
+                else if (word_is(t, n, "static"))
+                        alone(ms, "static at file scope (an unused one is warned of alone, not in a namespace)");
                 else if (word_is(t, n, "namespace") && ms->prev == MERGE_TOK_IDENT &&
                          word_is(ms->prev_ident, strlen(ms->prev_ident), "using")) {
                         ms->using_directive = true;
@@ -471,6 +509,8 @@ void merge_scan_token(MergeScan *ms, int kind, const char *t, size_t n)
                 } else if (ms->ns_pending)
                         ms->ns_named = true;
         }
+        if (ms->in_template && ms->opaque > 0)
+                push_name(ms, &ms->tmpl_used, &ms->n_tmpl_used, t, n, MERGE_TMPL_USED_MAX);
         memcpy(ms->prev_ident, t, n);
         ms->prev_ident[n] = '\0';
         ms->prev = MERGE_TOK_IDENT;
@@ -483,6 +523,11 @@ void merge_scan_finish(MergeScan *ms)
         if (!f)
                 return;
         merge_scan_newline(ms);
+        if (ms->code_seen && !(ms->prev == MERGE_TOK_PUNCT && (ms->prev_punct == ';' || ms->prev_punct == '}')))
+                alone(ms, "a last declaration that does not end");
+        if (ms->c_pending || ms->in_init || ms->template_pending || ms->colon_pending)
+                alone(ms, "a last declaration that does not end");
+        merge_scan_release(ms);
         if (ms->depth != 0 || ms->paren != 0)
                 alone(ms, "braces or parentheses left open");
         if (ms->cond_depth != 0)
@@ -499,6 +544,15 @@ void merge_scan_finish(MergeScan *ms)
                 alone(ms, "a using-directive left open");
         if (!f->includes && !(f->includes = strdup("")))
                 alone(ms, "out of memory");
+}
+
+void merge_scan_release(MergeScan *ms)
+{
+        for (size_t i = 0; i < ms->n_tmpl_used; i++)
+                free(ms->tmpl_used[i]);
+        free(ms->tmpl_used);
+        ms->tmpl_used = NULL;
+        ms->n_tmpl_used = 0;
 }
 
 void merge_facts_clear(MergeFacts *f)

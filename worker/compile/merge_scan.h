@@ -24,6 +24,7 @@
 #define MERGE_MACROS_MAX 64
 #define MERGE_NAME_BYTES 96  /* longer identifiers: alone */
 #define MERGE_DEPTH_MAX 32   /* nested braces followed at file scope */
+#define MERGE_TMPL_USED_MAX 256 /* identifiers in templates followed (more: alone) */
 
 typedef struct MergeName {
         char *name;
@@ -76,6 +77,9 @@ typedef struct MergeScan {
         bool colon_pending;        /* a name before `:`, recorded unless a second `:` follows */
         char colon_ident[MERGE_NAME_BYTES];
         int bracket;
+        bool in_template;          /* the current file-scope declaration began with `template` */
+        char **tmpl_used;          /* identifiers in file-scope templates' bodies so far */
+        size_t n_tmpl_used;
         int using_state;           /* after `using namespace` at file scope: 1, then 2 after `std` */
         bool cond_line;            /* the current directive is #if, #ifdef, #ifndef or #elif */
 } MergeScan;
@@ -93,4 +97,6 @@ void merge_scan_refuse(MergeScan *ms, const char *why);
 /* After the last token: the final checks (braces closed, no name also a macro). */
 void merge_scan_finish(MergeScan *ms);
 
+/* Free what the scan holds besides the facts (merge_scan_finish() does; a scan cut short calls it). */
+void merge_scan_release(MergeScan *ms);
 void merge_facts_clear(MergeFacts *f);
