@@ -93,6 +93,9 @@ static const KeyDef keys[] = {
         NUM("job_timeout_s", job_timeout_s, "120", 1, 3600, "watchdog per GPU job"),
         INT("compile_timeout_ms", compile_timeout_ms, XSTR(LIMIT_COMPILE_WALL_MS), 100,
             LIMIT_COMPILE_WALL_MS, "wall-clock limit of one compile; the worker is killed past it"),
+        INT("compile_group", compile_group, "8", 1, 8,
+            "compile-only candidates queued beyond the idle compile workers go to a worker this many "
+            "at a time, merged into one NVRTC program where each gets its result alone (1: never)"),
         INT("launch_timeout_ms", launch_timeout_ms, "10000", 100, 600000,
             "ceiling of one plan execution on the GPU; a kernel still running past it is a timeout"),
         NUM("launch_factor", launch_factor, "1000", 0, 1e6,

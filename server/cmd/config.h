@@ -54,6 +54,7 @@ typedef struct Config {
         double lease_s;
         double job_timeout_s;
         int64_t compile_timeout_ms;
+        int64_t compile_group;
         int64_t launch_timeout_ms;
         double launch_factor;
         int64_t launch_floor_ms;

@@ -147,6 +147,7 @@ static void dispatch_config(const Config *cfg, TaskLib *lib, Baselines *baseline
         dc->arch = cfg->arch;
         dc->job_timeout_s = cfg->job_timeout_s;
         dc->compile_timeout_ms = (int)cfg->compile_timeout_ms;
+        dc->compile_group = (int)cfg->compile_group;
         dc->launch_timeout_ms = (int)cfg->launch_timeout_ms;
         dc->launch_factor = cfg->launch_factor > 0 ? cfg->launch_factor : -1;
         dc->launch_floor_ms = (int)cfg->launch_floor_ms;

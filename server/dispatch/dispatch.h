@@ -43,6 +43,7 @@ typedef struct DispatchConfig {
         bool no_prefetch;           /* send a GPU worker its next job only once it is idle (config gpu_prefetch = false) */
         int gpu_workers_per_gpu;    /* worker processes per GPU, one running at a time (0: default 3) */
         int compile_timeout_ms;     /* deadline of one compile (default LIMIT_COMPILE_WALL_MS) */
+        int compile_group;          /* at most this many requests in a group JOB (1 or 0: none) */
         const char *dump_dir;       /* `kevald eval --dump`: write reference-side buffers here */
         const KbIndex *kbtasks;     /* KernelBench tasks; borrowed, immutable; NULL: none */
         int torch_workers;          /* kevald-torch run workers per GPU; 0: no kevald-torch worker at all */

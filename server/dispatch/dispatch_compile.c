@@ -487,6 +487,8 @@ static size_t gather_group(Dispatcher *d, CompileReq *first, CompileReq **g)
         k = (queued + (idle ? idle : 1) - 1) / (idle ? idle : 1);
         if (k > COMPILE_GROUP_JOB_MAX)
                 k = COMPILE_GROUP_JOB_MAX;
+        if (k > (size_t)(d->cfg.compile_group > 0 ? d->cfg.compile_group : 1))
+                k = (size_t)(d->cfg.compile_group > 0 ? d->cfg.compile_group : 1);
         for (CompileReq *r = first; r && n < k; r = r->next)
                 if (req_groupable(r) && strcmp(r->arch, first->arch) == 0 && json_equal(r->options, first->options))
                         g[n++] = r;

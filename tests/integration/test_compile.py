@@ -10,7 +10,7 @@ import subprocess
 import time
 
 from conftest import (accepted, compile_sub, unique, wait_done, BROKEN_KERNEL, GOOD_KERNEL, KEVALD, LIBEXEC, SLOW,
-                      SOURCE_ROOT)
+                      SOURCE_ROOT, Server)
 
 TEMPLATE_KERNEL = r'''
 template <typename T, int B>
@@ -208,3 +208,18 @@ def test_a_compile_mode_batch_is_merged_and_each_gets_its_own_result(client):
             assert b["result"]["compile"].get(key) == alone["result"]["compile"].get(key), (key, src, b, alone)
         assert "group_prefix" not in b["result"]["compile"] and "member" not in b["result"]["compile"]
     assert got == want, got
+
+
+def test_compile_group_1_sends_each_alone(tmp_path):
+    """--compile-group 1 (the operator's off switch): a batch is compiled one request at a time."""
+    s = Server(tmp_path / "g1", ["--compile-group", "1", "--compile-workers", "1"]).start()
+    try:
+        s.wait_ready()
+        with s.client() as c:
+            r = c.post("/v1/submissions", json={"submissions": [compile_sub(unique(GOOD_KERNEL)) for _ in range(6)]})
+            assert r.status_code == 202, r.text
+            assert [wait_done(c, i)["verdict"] for i in r.json()["ids"]] == ["compiled"] * 6
+            assert merged_total(c) == 0
+            assert re.search(r"^kevald_compile_groups_total 0$", c.get("/metrics").text, re.M)
+    finally:
+        s.stop()
