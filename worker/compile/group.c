@@ -116,6 +116,17 @@ static unsigned diag_line(const char *ln, size_t len, const char *kind)
         return v;
 }
 
+/* Does the line [@ln, @ln + @len) hold @w? */
+static bool line_has(const char *ln, size_t len, const char *w)
+{
+        size_t k = strlen(w);
+
+        for (size_t i = 0; i + k <= len; i++)
+                if (memcmp(ln + i, w, k) == 0)
+                        return true;
+        return false;
+}
+
 static bool has_line(const unsigned *v, size_t n, unsigned line)
 {
         for (size_t i = 0; i < n; i++)
@@ -166,8 +177,8 @@ int group_probe_read(const char *log, const GroupProbe *p, size_t n_probes, bool
                 } else if (w) {
                         r = push_line(&warn, &n_warn, &cap_warn, w);
                 } else if (len > 0 && ln[0] != ' ' &&
-                           (memmem(ln, len, "): error", 8) || memmem(ln, len, "catastrophic", 12) ||
-                            memmem(ln, len, "Compilation terminated", 22))) {
+                           (line_has(ln, len, "): error") || line_has(ln, len, "catastrophic") ||
+                            line_has(ln, len, "Compilation terminated"))) {
                         stray = true; /* an error in a header, or one that ended the compile */
                 }
                 ln += len + (nl != NULL);
