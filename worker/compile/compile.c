@@ -181,11 +181,16 @@ const char *compile_nvrtc_version(const Compiler *c)
  *
  * Return: 0, COMPILE_E_REJECTED, or -ENOMEM.
  */
+static CompileScanDirs scan_dirs(const Compiler *c)
+{
+        return (CompileScanDirs){ .include_dirs = (const char *const *)c->include_dirs,
+                                  .n_include_dirs = c->n_include_dirs };
+}
+
 int compile_check_source(const Compiler *c, const char *src, size_t len, unsigned *ret_flags,
                          char *msg, size_t msglen)
 {
-        CompileScanDirs dirs = { .include_dirs = (const char *const *)c->include_dirs,
-                                 .n_include_dirs = c->n_include_dirs };
+        CompileScanDirs dirs = scan_dirs(c);
 
         return compile_scan_source(&dirs, src, len, ret_flags, msg, msglen);
 }
@@ -229,6 +234,21 @@ json_t *compile_timeout_result(const char *arch, double deadline_ms, const char 
                          "log_truncated", 0, "compile_ms", deadline_ms, "nvrtc",
                          nvrtc_version ? nvrtc_version : "", "arch", arch ? arch : "",
                          "lowered_names", "kernels", "error", "timeout");
+}
+
+/**
+ * compile_internal_result() - the RESULT (without "id") of a job the worker
+ * itself failed (compile_run() gave -ENOMEM or -EIO)
+ * @arch:          the job's target
+ * @nvrtc_version: "13.0"
+ *
+ * Return: a new JSON object, or NULL on allocation failure.
+ */
+json_t *compile_internal_result(const char *arch, const char *nvrtc_version)
+{
+        return json_pack("{s:b, s:s, s:s, s:b, s:f, s:s, s:s, s:{}, s:[]}", "ok", 0, "error", "internal", "log",
+                         "internal error in the compile worker", "log_truncated", 0, "compile_ms", 0.0, "nvrtc",
+                         nvrtc_version ? nvrtc_version : "", "arch", arch ? arch : "", "lowered_names", "kernels");
 }
 
 static bool arch_valid(const char *a)
@@ -402,33 +422,66 @@ static int lowered_names(nvrtcProgram prog, const CompileJob *job, json_t *res)
         return 0;
 }
 
-/* The compiled CUBIN into @out (a new buffer), within LIMIT_CUBIN_BYTES.
- * Return: 0 to go on, 1 when the result now says it is too large
- * (result_fail()), -ENOMEM, or -EIO. */
-static int take_cubin(nvrtcProgram prog, json_t *res, CompileOutput *out)
+/* The program's log into *@ret_raw (malloc), or NULL when it has none. Return: 0 or -ENOMEM. */
+static int program_log(nvrtcProgram prog, char **ret_raw)
+{
+        size_t log_size = 0;
+        char *raw;
+
+        *ret_raw = NULL;
+        if (nvrtcGetProgramLogSize(prog, &log_size) != NVRTC_SUCCESS || log_size == 0)
+                return 0;
+        raw = malloc(log_size + 1);
+        if (!raw)
+                return -ENOMEM;
+        if (nvrtcGetProgramLog(prog, raw) != NVRTC_SUCCESS)
+                raw[0] = '\0';
+        raw[log_size] = '\0';
+        *ret_raw = raw;
+        return 0;
+}
+
+/* The compiled CUBIN into *@ret_cubin (a new buffer) and *@ret_len. Return: 0, 1 when it
+ * is larger than LIMIT_CUBIN_BYTES (nothing taken), -ENOMEM, or -EIO. */
+static int program_cubin(nvrtcProgram prog, uint8_t **ret_cubin, size_t *ret_len)
 {
         size_t cubin_size = 0;
         nvrtcResult nr;
+        uint8_t *cubin;
 
         nr = nvrtcGetCUBINSize(prog, &cubin_size);
         if (nr != NVRTC_SUCCESS || cubin_size == 0) {
                 log_error("compile: nvrtcGetCUBINSize: %s", nvrtcGetErrorString(nr));
                 return -EIO;
         }
-        if (cubin_size > LIMIT_CUBIN_BYTES) {
-                int r = result_fail(res, "too_large", "error: the compiled CUBIN is larger than the limit");
-                return r < 0 ? r : 1;
-        }
-        out->cubin = malloc(cubin_size);
-        if (!out->cubin)
+        if (cubin_size > LIMIT_CUBIN_BYTES)
+                return 1;
+        cubin = malloc(cubin_size);
+        if (!cubin)
                 return -ENOMEM;
-        nr = nvrtcGetCUBIN(prog, (char *)out->cubin);
+        nr = nvrtcGetCUBIN(prog, (char *)cubin);
         if (nr != NVRTC_SUCCESS) {
                 log_error("compile: nvrtcGetCUBIN: %s", nvrtcGetErrorString(nr));
+                free(cubin);
                 return -EIO;
         }
-        out->cubin_len = cubin_size;
+        *ret_cubin = cubin;
+        *ret_len = cubin_size;
         return 0;
+}
+
+/* The compiled CUBIN into @out, within LIMIT_CUBIN_BYTES.
+ * Return: 0 to go on, 1 when the result now says it is too large
+ * (result_fail()), -ENOMEM, or -EIO. */
+static int take_cubin(nvrtcProgram prog, json_t *res, CompileOutput *out)
+{
+        int r = program_cubin(prog, &out->cubin, &out->cubin_len);
+
+        if (r == 1) {
+                r = result_fail(res, "too_large", "error: the compiled CUBIN is larger than the limit");
+                return r < 0 ? r : 1;
+        }
+        return r;
 }
 
 /*
@@ -487,7 +540,7 @@ static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const
         nvrtcProgram prog = NULL;
         const char **opts = NULL;
         char *arch_opt = NULL, *raw = NULL, *ptx = NULL, *oflags[LIMIT_OPTIONS_MAX] = { 0 };
-        size_t n_opts = 0, log_size = 0;
+        size_t n_opts = 0;
         nvrtcResult nr;
         int r = 0;
 
@@ -536,17 +589,9 @@ static int run_nvrtc(Compiler *c, const CompileJob *job, const char *arch, const
                 nvrtcDestroyProgram(&prog);
                 prog = NULL;
         }
-        if (nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 0) {
-                raw = malloc(log_size + 1);
-                if (!raw) {
-                        r = -ENOMEM;
-                        goto out;
-                }
-                if (nvrtcGetProgramLog(prog, raw) != NVRTC_SUCCESS)
-                        raw[0] = '\0';
-                raw[log_size] = '\0';
-        }
-        r = set_clean_log(c, res, raw, NULL, COMPILE_SOURCE_NAME);
+        r = program_log(prog, &raw);
+        if (r == 0)
+                r = set_clean_log(c, res, raw, NULL, COMPILE_SOURCE_NAME);
         if (r != 0)
                 goto out;
         if (nr != NVRTC_SUCCESS) {
@@ -914,12 +959,14 @@ out:
  * is not the submission's fault.
  */
 /*
- * Everything compile_run() checks before a compiler runs, into @out.
+ * Everything compile_run() checks before a compiler runs, into @out; with
+ * @facts, the same scan of a CUDA source also gathers what a merged compile
+ * needs of it (compile_scan_merge()).
  * Return: 0 when the source is to be compiled (*ret_src, a NUL-terminated
  * copy, and *ret_flags set), 1 when out->result is final (refused), or -ENOMEM.
  */
 static int compile_prepare(Compiler *c, const CompileJob *job, const char *arch, CompileOutput *out,
-                           unsigned *ret_flags, char **ret_src)
+                           unsigned *ret_flags, char **ret_src, MergeFacts *facts)
 {
         bool ptx = job->language && strcmp(job->language, "ptx") == 0;
         char msg[COMPILE_MSG_BYTES], *src;
@@ -991,7 +1038,8 @@ static int compile_prepare(Compiler *c, const CompileJob *job, const char *arch,
                 return r < 0 ? r : 1;
         }
         if (!ptx) {
-                r = compile_check_source(c, job->source, job->source_len, ret_flags, msg, sizeof(msg));
+                CompileScanDirs dirs = scan_dirs(c);
+                r = compile_scan_merge(&dirs, job->source, job->source_len, ret_flags, msg, sizeof(msg), facts);
                 if (r == COMPILE_E_REJECTED) {
                         r = result_fail(out->result, "compile", msg);
                         return r < 0 ? r : 1;
@@ -1038,7 +1086,7 @@ int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out)
         char *src = NULL;
         int r;
 
-        r = compile_prepare(c, job, arch, &out, &flags, &src);
+        r = compile_prepare(c, job, arch, &out, &flags, &src, NULL);
         if (r == 0)
                 r = ptx ? run_jitlink(c, job, arch, src, out.result, &out) :
                           run_nvrtc(c, job, arch, src, flags, out.result, &out);
@@ -1050,94 +1098,45 @@ int compile_run(Compiler *c, const CompileJob *job, CompileOutput *ret_out)
 
 /* ---- merged compiles (worker/compile/group.h) ------------------------------- */
 
-/* One NVRTC compile of @src as kernel.cu with @opts: its result, raw log and, when
- * it compiled and @ret_cubin is given, the CUBIN. Return: 0, -ENOMEM, or -EIO. */
+/* One NVRTC compile of @src as kernel.cu with @opts: its result, raw log (NULL when empty)
+ * and, when it compiled and @ret_cubin is given, the CUBIN (one larger than the limit
+ * counts as a failed compile: each member alone says why). Return: 0, -ENOMEM, or -EIO. */
 static int nvrtc_plain(const char *src, const char **opts, size_t n_opts, nvrtcResult *ret_nr, char **ret_log,
                        uint8_t **ret_cubin, size_t *ret_len)
 {
         nvrtcProgram prog = NULL;
-        size_t log_size = 0;
         nvrtcResult nr;
-        int r = 0;
+        int r;
 
         *ret_log = NULL;
         nr = nvrtcCreateProgram(&prog, src, COMPILE_SOURCE_NAME, (int)stdshim_count(), stdshim_texts(),
                                 stdshim_names());
         if (nr != NVRTC_SUCCESS)
                 return nr == NVRTC_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO;
-        nr = nvrtcCompileProgram(prog, (int)n_opts, opts);
-        *ret_nr = nr;
-        if (nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS) {
-                *ret_log = malloc(log_size + 1);
-                if (!*ret_log) {
-                        r = -ENOMEM;
-                        goto out;
+        *ret_nr = nvrtcCompileProgram(prog, (int)n_opts, opts);
+        r = program_log(prog, ret_log);
+        if (r == 0 && *ret_nr == NVRTC_SUCCESS && ret_cubin) {
+                r = program_cubin(prog, ret_cubin, ret_len);
+                if (r == 1) {
+                        *ret_nr = NVRTC_ERROR_COMPILATION;
+                        r = 0;
                 }
-                if (log_size == 0 || nvrtcGetProgramLog(prog, *ret_log) != NVRTC_SUCCESS)
-                        (*ret_log)[0] = '\0';
-                (*ret_log)[log_size] = '\0';
         }
-        if (nr == NVRTC_SUCCESS && ret_cubin) {
-                size_t size = 0;
-                if (nvrtcGetCUBINSize(prog, &size) != NVRTC_SUCCESS || size == 0 || size > LIMIT_CUBIN_BYTES) {
-                        *ret_nr = NVRTC_ERROR_COMPILATION; /* as if it failed: each member alone says why */
-                        goto out;
-                }
-                *ret_cubin = malloc(size);
-                if (!*ret_cubin) {
-                        r = -ENOMEM;
-                        goto out;
-                }
-                if (nvrtcGetCUBIN(prog, (char *)*ret_cubin) != NVRTC_SUCCESS) {
-                        free(*ret_cubin);
-                        *ret_cubin = NULL;
-                        r = -EIO;
-                        goto out;
-                }
-                *ret_len = size;
-        }
-out:
         nvrtcDestroyProgram(&prog);
         return r;
 }
 
 _Static_assert(GROUP_MAX == COMPILE_GROUP_MAX, "one bound on a group");
 
-enum { MEMBER_DONE, MEMBER_ALONE, MEMBER_MERGE, MEMBER_MERGED };
+enum { MEMBER_ALONE, MEMBER_MERGE, MEMBER_MERGED };
 
-/* Names a merged compile leaves alone: the compiler's and the toolkit's own prefixes. */
-static bool reserved_name(const char *n)
+/* Of the members in MEMBER_MERGE (their facts gathered), those with the most common list
+ * of headers stay, if two or more, in *@ret_includes; the others go alone. */
+static void group_candidates(size_t n, int *state, const MergeFacts *facts, const char **ret_includes)
 {
-        return strncmp(n, "__builtin", 9) == 0 || strncmp(n, "__nv", 4) == 0 || strncmp(n, "__cuda", 6) == 0 ||
-               strncmp(n, "__kvg", 5) == 0;
-}
-
-/* Which members may join: their facts, and the most common list of headers among them. */
-static int group_candidates(Compiler *c, const CompileJob *jobs, size_t n, int *state, MergeFacts *facts,
-                            const char **ret_includes)
-{
-        CompileScanDirs dirs = { .include_dirs = (const char *const *)c->include_dirs,
-                                 .n_include_dirs = c->n_include_dirs };
         size_t best = 0;
 
         *ret_includes = NULL;
-        for (size_t i = 0; i < n; i++) {
-                unsigned flags = 0;
-                int r;
-                if (state[i] != MEMBER_MERGE)
-                        continue;
-                r = compile_scan_merge(&dirs, jobs[i].source, jobs[i].source_len, &flags, &facts[i]);
-                if (r == -ENOMEM)
-                        return r;
-                if (r != 0 || !facts[i].mergeable || jobs[i].n_name_expressions || !jobs[i].no_fence ||
-                    (flags & (COMPILE_SOURCE_LIBCUDACXX | COMPILE_SOURCE_REDEFINES_PRELUDE))) {
-                        state[i] = MEMBER_ALONE;
-                        continue;
-                }
-                for (size_t k = 0; k < facts[i].n_names; k++)
-                        if (reserved_name(facts[i].names[k].name))
-                                state[i] = MEMBER_ALONE;
-        }
         for (size_t i = 0; i < n; i++) {
                 size_t count = 0;
                 if (state[i] != MEMBER_MERGE)
@@ -1152,7 +1151,6 @@ static int group_candidates(Compiler *c, const CompileJob *jobs, size_t n, int *
         for (size_t i = 0; i < n; i++)
                 if (state[i] == MEMBER_MERGE && (best < 2 || strcmp(facts[i].includes, *ret_includes) != 0))
                         state[i] = MEMBER_ALONE;
-        return 0;
 }
 
 /* The members in @state MEMBER_MERGE, in order, as GroupMembers; returns how many. */
@@ -1392,18 +1390,18 @@ int compile_run_group(Compiler *c, const CompileJob *jobs, size_t n, uint64_t ta
                 if (state[i] == MEMBER_MERGE) {
                         CompileOutput pre = { 0 };
                         unsigned flags;
-                        r = compile_prepare(c, &jobs[i], arch, &pre, &flags, &srcs[i]);
+                        r = compile_prepare(c, &jobs[i], arch, &pre, &flags, &srcs[i], &facts[i]);
                         compile_output_clear(&pre);
                         if (r < 0)
                                 goto out;
-                        if (r == 1)
-                                state[i] = MEMBER_ALONE; /* refused: compile_run() says why */
+                        /* refused (compile_run() says why), or what merging cannot follow */
+                        if (r == 1 || !facts[i].mergeable || jobs[i].n_name_expressions || !jobs[i].no_fence ||
+                            (flags & (COMPILE_SOURCE_LIBCUDACXX | COMPILE_SOURCE_REDEFINES_PRELUDE)))
+                                state[i] = MEMBER_ALONE;
                         r = 0;
                 }
         }
-        r = group_candidates(c, jobs, n, state, facts, &includes);
-        if (r != 0)
-                goto out;
+        group_candidates(n, state, facts, &includes);
 
         waiting = 0;
         for (size_t i = 0; i < n; i++)
@@ -1443,10 +1441,7 @@ int compile_run_group(Compiler *c, const CompileJob *jobs, size_t n, uint64_t ta
                 } else if (ri != 0) {
                         /* this source's compile failed the worker (-EIO): its own internal
                          * result, as alone; the others keep theirs */
-                        outs[i].result = json_pack("{s:b, s:s, s:s, s:b, s:f, s:s, s:s, s:{}, s:[]}", "ok", 0,
-                                                   "error", "internal", "log", "internal error in the compile worker",
-                                                   "log_truncated", 0, "compile_ms", 0.0, "nvrtc", c->nvrtc_version,
-                                                   "arch", arch, "lowered_names", "kernels");
+                        outs[i].result = compile_internal_result(arch, c->nvrtc_version);
                         if (!outs[i].result)
                                 r = -ENOMEM;
                 }

@@ -76,3 +76,4 @@ void compile_output_clear(CompileOutput *out);
 int compile_check_source(const Compiler *c, const char *src, size_t len, unsigned *ret_flags,
                          char *msg, size_t msglen);
 json_t *compile_timeout_result(const char *arch, double deadline_ms, const char *nvrtc_version);
+json_t *compile_internal_result(const char *arch, const char *nvrtc_version);

@@ -317,8 +317,11 @@ static int handle_group(Compiler *c, json_t *id, const CompileJob *base, json_t 
         if (r != 0) {
                 json_t *res;
                 log_error("compile: group job %lld: %s", (long long)json_integer_value(id), strerror(-r));
-                res = json_pack("{s:O, s:b, s:b, s:s, s:s}", "id", id, "group_timeout", 0, "ok", 0, "error",
-                                "internal", "log", "internal error in the compile worker");
+                res = compile_internal_result(base->arch, compile_nvrtc_version(c));
+                if (res && json_object_set(res, "id", id)) {
+                        json_decref(res);
+                        res = NULL;
+                }
                 for (i = 0; res && i < n; i++)
                         if (json_object_set_new(res, "member", json_integer((json_int_t)i)) ||
                             send_result(res, NULL, 0) != 0)
@@ -419,12 +422,8 @@ static int handle_job(void *ctx, const Frame *f)
         r = compile_run(c, &cj, &out);
         if (r != 0) {
                 log_error("compile: job %lld: %s", (long long)json_integer_value(id), strerror(-r));
-                res = json_pack("{s:O, s:b, s:s, s:s, s:b, s:f, s:s, s:s, s:{}, s:[]}", "id", id, "ok",
-                                0, "error", "internal", "log",
-                                "internal error in the compile worker", "log_truncated", 0,
-                                "compile_ms", 0.0, "nvrtc", compile_nvrtc_version(c), "arch", cj.arch,
-                                "lowered_names", "kernels");
-                if (res)
+                res = compile_internal_result(cj.arch, compile_nvrtc_version(c));
+                if (res && json_object_set(res, "id", id) == 0)
                         (void)send_result(res, NULL, 0);
                 goto out;
         }

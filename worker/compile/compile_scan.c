@@ -788,20 +788,20 @@ int compile_scan_source(const CompileScanDirs *c, const char *src, size_t len, u
 }
 
 /**
- * compile_scan_merge() - compile_scan_source() and the facts a merged compile
- * needs of the source (worker/compile/merge_scan.h)
- * @facts: zeroed; filled when 0 is returned (mergeable false with a reason
+ * compile_scan_merge() - compile_scan_source(), and with @facts the facts a
+ * merged compile needs of the source (worker/compile/merge_scan.h), from the
+ * same scan
+ * @facts: NULL, or filled when 0 is returned (mergeable false with a reason
  *         where the source must be compiled alone); merge_facts_clear() it
  *
- * Return: 0, COMPILE_E_REJECTED (the source is refused: compile it alone for
- * its message), or -ENOMEM.
+ * Return: as compile_scan_source().
  */
 int compile_scan_merge(const CompileScanDirs *c, const char *src, size_t len, unsigned *ret_flags,
-                       MergeFacts *facts)
+                       char *msg, size_t msglen, MergeFacts *facts)
 {
-        char msg[256];
-
-        memset(facts, 0, sizeof(*facts));
-        facts->mergeable = true;
-        return scan_source(c, src, len, ret_flags, msg, sizeof(msg), facts);
+        if (facts) {
+                memset(facts, 0, sizeof(*facts));
+                facts->mergeable = true;
+        }
+        return scan_source(c, src, len, ret_flags, msg, msglen, facts);
 }

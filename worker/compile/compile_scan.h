@@ -21,4 +21,4 @@ typedef struct CompileScanDirs {
 int compile_scan_source(const CompileScanDirs *c, const char *src, size_t len, unsigned *ret_flags,
                         char *msg, size_t msglen);
 int compile_scan_merge(const CompileScanDirs *c, const char *src, size_t len, unsigned *ret_flags,
-                       MergeFacts *facts);
+                       char *msg, size_t msglen, MergeFacts *facts);

@@ -139,6 +139,11 @@ static void record(MergeScan *ms, const char *t, size_t n, bool c_linkage)
 
         if (in_list(t, n, keywords))
                 return;
+        if ((n >= 9 && memcmp(t, "__builtin", 9) == 0) || (n >= 4 && memcmp(t, "__nv", 4) == 0) ||
+            (n >= 6 && memcmp(t, "__cuda", 6) == 0)) {
+                alone(ms, "a file-scope name the compiler or the toolkit reserves (__builtin*, __nv*, __cuda*)");
+                return;
+        }
         for (size_t i = 0; i < ms->n_tmpl_used; i++)
                 if (strlen(ms->tmpl_used[i]) == n && memcmp(ms->tmpl_used[i], t, n) == 0) {
                         /* alone, a template's unqualified call finds it by ADL (for a global type);
@@ -182,7 +187,6 @@ static void end_declaration(MergeScan *ms)
         ms->in_template = false;
         ms->c_pending = false;
         ms->in_init = false;
-        ms->using_directive = false;
         ms->template_pending = false;
 }
 
@@ -337,7 +341,7 @@ static void punct(MergeScan *ms, char ch)
         }
         switch (ch) {
         case '(':
-                if (fs && !ms->in_init && !ms->using_directive) {
+                if (fs && !ms->in_init) {
                         if (ms->prev == MERGE_TOK_IDENT && in_list(ms->prev_ident, strlen(ms->prev_ident), attributes)) {
                                 ms->attr_parens = true;
                                 ms->attr_paren_base = ms->paren;
@@ -376,8 +380,7 @@ static void punct(MergeScan *ms, char ch)
                 break;
         case ';':
                 if (fs) {
-                        if (!ms->using_directive)
-                                record_prev(ms);
+                        record_prev(ms); /* after `using namespace std`, the keyword `namespace`: nothing */
                         end_declaration(ms);
                 }
                 break;
@@ -498,7 +501,6 @@ void merge_scan_token(MergeScan *ms, int kind, const char *t, size_t n)
                         alone(ms, "static at file scope (an unused one is warned of alone, not in a namespace)");
                 else if (word_is(t, n, "namespace") && ms->prev == MERGE_TOK_IDENT &&
                          word_is(ms->prev_ident, strlen(ms->prev_ident), "using")) {
-                        ms->using_directive = true;
                         ms->using_state = 1;
                 } else if (word_is(t, n, "namespace") && ms->prev == MERGE_TOK_IDENT &&
                            word_is(ms->prev_ident, strlen(ms->prev_ident), "inline")) {

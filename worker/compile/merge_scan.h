@@ -71,7 +71,6 @@ typedef struct MergeScan {
         bool attr_parens;          /* inside the parentheses of an attribute (__launch_bounds__(...)) */
         int attr_paren_base;
         bool in_init;              /* after a file-scope `=`: names are uses, not declarations */
-        bool using_directive;      /* `using namespace X;` declares nothing */
         bool template_pending;     /* `template` seen: its <...> holds parameters, not names */
         int angle;
         bool colon_pending;        /* a name before `:`, recorded unless a second `:` follows */
