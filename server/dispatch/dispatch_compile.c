@@ -537,6 +537,18 @@ static int send_group(Dispatcher *d, Worker *w, CompileReq **g, size_t n)
         return 0;
 }
 
+/* A compile JOB went to @w: @req, or a group (NULL; send_group() holds its requests). */
+static void compile_sent(Dispatcher *d, Worker *w, CompileReq *req, int64_t timeout_ms)
+{
+        d->compiles_sent++;
+        w->req = req;
+        w->state = W_BUSY;
+        w->result_seen = false;
+        w->sent_at_ms = now_ms(d);
+        w->deadline_ms = w->sent_at_ms + (uint64_t)timeout_ms + WATCHDOG_GRACE_MS;
+        d->status_dirty = true;
+}
+
 void send_compiles(Dispatcher *d)
 {
         char log[200];
@@ -570,15 +582,8 @@ void send_compiles(Dispatcher *d)
                                                 worker_kill(w, "could not send a job");
                                                 return;
                                         }
-                                        d->compiles_sent++;
                                         d->compile_groups++;
-                                        w->req = NULL;
-                                        w->state = W_BUSY;
-                                        w->result_seen = false;
-                                        w->sent_at_ms = now_ms(d);
-                                        w->deadline_ms = w->sent_at_ms + (uint64_t)d->cfg.compile_timeout_ms +
-                                                         WATCHDOG_GRACE_MS;
-                                        d->status_dirty = true;
+                                        compile_sent(d, w, NULL, d->cfg.compile_timeout_ms);
                                         continue;
                                 }
                         }
@@ -595,16 +600,8 @@ void send_compiles(Dispatcher *d)
                                 return;
                         }
                         json_decref(msg);
-                        d->compiles_sent++;
                         req->in_flight = true;
-                        w->req = req;
-                        w->state = W_BUSY;
-                        w->result_seen = false;
-                        w->sent_at_ms = now_ms(d);
-                        w->deadline_ms = w->sent_at_ms + (uint64_t)(torch ? d->cfg.torch_build_timeout_ms
-                                                                           : d->cfg.compile_timeout_ms) +
-                                         WATCHDOG_GRACE_MS;
-                        d->status_dirty = true;
+                        compile_sent(d, w, req, torch ? d->cfg.torch_build_timeout_ms : d->cfg.compile_timeout_ms);
                 }
         }
 }

@@ -293,6 +293,15 @@ static void on_hello(Worker *w, json_t *msg)
         d->status_dirty = true;
 }
 
+/* @w answered its JOB in full: idle again, its busy time counted. */
+static void worker_answered(Dispatcher *d, Worker *w)
+{
+        w->result_seen = true;
+        w->failures = 0;
+        w->state = W_IDLE;
+        w->busy_s += (double)(now_ms(d) - w->sent_at_ms) / 1000.0;
+}
+
 /* The requests of @w's group JOB not yet answered go back to the queue, each
  * to be sent alone from now on; with @why, charged an attempt (compile_req_fault()). */
 void group_release(Dispatcher *d, Worker *w, const char *why)
@@ -358,10 +367,7 @@ static void on_group_result(Worker *w, json_t *msg, Frame *f)
         }
         if (--w->group_left == 0) {
                 w->n_group = 0;
-                w->result_seen = true;
-                w->failures = 0;
-                w->state = W_IDLE;
-                w->busy_s += (double)(now_ms(d) - w->sent_at_ms) / 1000.0;
+                worker_answered(d, w);
         }
         d->status_dirty = true;
         return;
@@ -419,10 +425,7 @@ static void on_result(Worker *w, json_t *msg, Frame *f)
                 d->status_dirty = true;
                 return;
         }
-        w->result_seen = true;
-        w->failures = 0;
-        w->state = W_IDLE;
-        w->busy_s += (double)(now_ms(d) - w->sent_at_ms) / 1000.0;
+        worker_answered(d, w);
         /* A GPU worker, or a kevald-torch build worker (one JOB per process:
          * it exits after every RESULT), that says it exits gets nothing more;
          * its exit after a RESULT is no failure (on_exit_cb: no backoff). */
