@@ -95,9 +95,8 @@ def group_text(srcs, tag="00000000deadbeef"):
         out.append("#pragma nv_diagnostic push\n#define %s %s_%s\nnamespace %s {\n#line 1 \"%s.cu\"\n"
                    % (name, ns, name, ns, ns))
         out.append(src.replace("#include <cuda_fp16.h>\n", ""))
-        out.append("\n\nstruct %s_end {};\n}\n#line 1 \"__kvg%s_w.cu\"\n" % (ns, tag))
-        out.append("static_assert(sizeof(::%s::%s_end) == 1, \"\");\n#undef %s\n#pragma nv_diagnostic pop\n"
-                   % (ns, ns, name))
+        out.append("\n\n#undef %s\nstruct %s_end {};\n}\n#line 1 \"__kvg%s_w.cu\"\n" % (name, ns, tag))
+        out.append("static_assert(sizeof(::%s::%s_end) == 1, \"\");\n#pragma nv_diagnostic pop\n" % (ns, ns))
     return "".join(out)
 
 

@@ -175,10 +175,28 @@ static void record(MergeScan *ms, const char *t, size_t n, bool c_linkage)
         f->n_names++;
 }
 
+/* Record @name as declared here (with C linkage inside extern "C"), unless it stands in an initializer. */
+static void record_here(MergeScan *ms, const char *name)
+{
+        if (!ms->in_init)
+                record(ms, name, strlen(name), ms->c_pending || in_c_block(ms));
+}
+
 static void record_prev(MergeScan *ms)
 {
-        if (ms->prev == MERGE_TOK_IDENT && !ms->in_init)
-                record(ms, ms->prev_ident, strlen(ms->prev_ident), ms->c_pending || in_c_block(ms));
+        if (ms->prev == MERGE_TOK_IDENT)
+                record_here(ms, ms->prev_ident);
+}
+
+/* The name before a `:` is a declaration's unless the next token is a second `:`
+ * (a qualified name); @next_colon says which. */
+static void flush_colon(MergeScan *ms, bool next_colon)
+{
+        if (!ms->colon_pending)
+                return;
+        ms->colon_pending = false;
+        if (!next_colon)
+                record_here(ms, ms->colon_ident);
 }
 
 /* A file-scope declaration ended (`;`, or the `}` of its body). */
@@ -330,9 +348,7 @@ static void punct(MergeScan *ms, char ch)
         bool fs = file_scope(ms);
 
         if (ms->colon_pending) {
-                ms->colon_pending = false;
-                if (ch != ':' && !ms->in_init)
-                        record(ms, ms->colon_ident, strlen(ms->colon_ident), ms->c_pending || in_c_block(ms));
+                flush_colon(ms, ch == ':');
                 if (ch == ':') { /* `::`: a qualified name, not a declaration's */
                         ms->prev = MERGE_TOK_PUNCT;
                         ms->prev_punct = ':';
@@ -399,6 +415,11 @@ static void punct(MergeScan *ms, char ch)
         case '[':
                 if (fs)
                         record_prev(ms);
+                ms->bracket++;
+                break;
+        case ']':
+                if (ms->bracket > 0)
+                        ms->bracket--;
                 break;
         case ':':
                 if (fs && ms->prev == MERGE_TOK_IDENT && !ms->in_init) {
@@ -442,18 +463,10 @@ void merge_scan_token(MergeScan *ms, int kind, const char *t, size_t n)
                 ms->after_extern = false;
                 if (ms->using_state)
                         using_punct(ms, t[0]);
-                if (t[0] == '[')
-                        ms->bracket++;
-                else if (t[0] == ']' && ms->bracket > 0)
-                        ms->bracket--;
                 punct(ms, t[0]);
                 return;
         }
-        if (ms->colon_pending) {
-                ms->colon_pending = false;
-                if (!ms->in_init)
-                        record(ms, ms->colon_ident, strlen(ms->colon_ident), ms->c_pending || in_c_block(ms));
-        }
+        flush_colon(ms, false);
         if (kind == MERGE_TOK_LITERAL) {
                 if (ms->using_state)
                         alone(ms, "a using-directive of a namespace other than std");
