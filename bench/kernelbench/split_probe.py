@@ -6,39 +6,44 @@ taking the candidate's word for anything? (issue 29: today the candidate runs
 in the judge's interpreter, docs/kernelbench.md "Still open".)
 
 Two processes on one GPU: the judge (this process) and a child standing in for
-the candidate's process. The judge owns the input and output buffers (CUDA IPC:
-the child maps them) and one IPC event, GO; the child owns two IPC events, DONE
-(recorded after its forward) and COPIED (after it copied its output into the
-judge's buffer). One timed run:
+the candidate's process. Version 2 (version 1, commit b5d8b05, gated with a
+spin kernel and IPC events: BENCHMARKS.md says what it found). The judge owns
+every shared thing:
+  * the input buffer and a flag word pair on the GPU, mapped by the child
+    through the driver's IPC (cuIpcGetMemHandle: no IPC events, which need
+    /dev/shm);
+  * a page of host memory (memfd) both spin on: "go k" from the judge,
+    "launched k" from the child with its output's IPC handle;
+  * the child's output is mapped by the judge (cached per handle): no copy.
+One timed run k:
 
-  judge: fresh inputs; L2 flush; a spin kernel of G µs (the gate); start event;
-         GO recorded; "go" sent to the child
-  child: its stream waits for GO; forward; DONE; output copied; COPIED; "launched"
-  judge: its stream waits for DONE; end event; waits for COPIED; compares the
-         output with its own computation on the same inputs; start->end is the
-         candidate's time, measured by the judge's own events
+  judge: fresh inputs; its own result on them (untimed); L2 flush; start event;
+         GPU flag GO := k (cuStreamWriteValue32); host "go k"
+  child: sees "go k" (spinning); its stream waits for GO >= k
+         (cuStreamWaitValue32); forward; GPU flag DONE := k; host
+         "launched k" with its output's handle
+  judge: sees "launched k"; its stream waits for DONE >= k; end event; at
+         once compares the child's output with its own result
 
-Without the gate the judge's start would be recorded before the child even read
-"go" (pipe and Python latency counted as GPU time). Contexts of two processes
-share the GPU by time slices, never at once: the judge's end event cannot pass
-while the child's work holds the GPU within a slice; a child that records DONE
-early gains time only where a slice ends in the middle of its work, and then
-the judge's comparison (in the same slice) reads an output not yet written.
+start->end is measured by the judge's events; the comparison follows the end
+event in the judge's stream, so a child that sets DONE before its work is
+done has its output read before it is written.
 
 Measured per workload (medians of --runs after --warmup, alternated):
   in      the judge runs the workload itself between its events (today's way)
   child   the child's own events around its forward (what it could report)
   split   the judge's events around the child's work (the design above)
-and, for lying children (DONE recorded before the work, never recorded, or the
-work on a side stream), what the judge measured and how many comparisons failed.
-Also: child start (import torch + CUDA context), IPC mapping cost, and whether
-all of it works with the child inside kevald's torch-run sandbox (--confine).
+and, for lying children (DONE before the work; the work on a side stream),
+what the judge measured and how many comparisons failed. Also the child's
+start (import torch, CUDA context), the IPC mapping cost, and whether it all
+works with the child inside kevald's torch-run sandbox (--confine).
 
   python3 bench/kernelbench/split_probe.py [--confine] [--json OUT]
 """
 import argparse
 import json
 import os
+import mmap
 import pickle
 import socket
 import statistics
@@ -81,17 +86,19 @@ def work(torch, name, x, w, cycles_per_us):
     raise ValueError(name)
 
 
-# ---- messages: 4-byte length, pickle (both ends are this script) ----
-def send(sock, obj):
+# ---- setup messages over a socket (os.read/os.write: read and write are what the sandbox allows) ----
+def send(fd, obj):
     data = pickle.dumps(obj)
-    sock.sendall(struct.pack("<I", len(data)) + data)
+    data = struct.pack("<I", len(data)) + data
+    while data:
+        data = data[os.write(fd, data):]
 
 
-def recv(sock):
+def recv(fd):
     def exact(n):
         buf = b""
         while len(buf) < n:
-            chunk = sock.recv(n - len(buf))
+            chunk = os.read(fd, n - len(buf))
             if not chunk:
                 raise EOFError("the other side closed")
             buf += chunk
@@ -100,42 +107,80 @@ def recv(sock):
     return pickle.loads(exact(n))
 
 
+# ---- the driver API (ctypes): IPC memory and stream memory operations ----
 class _Cai:
     """A device pointer as __cuda_array_interface__ (torch.as_tensor maps it, no copy)."""
 
-    def __init__(self, ptr, n):
-        self.__cuda_array_interface__ = {"shape": (n,), "typestr": "<f4", "data": (ptr, False), "version": 3}
+    def __init__(self, ptr, nbytes, typestr="<f4", itemsize=4):
+        self.__cuda_array_interface__ = {"shape": (nbytes // itemsize,), "typestr": typestr,
+                                         "data": (ptr, False), "version": 3}
 
 
-def _cuda():
-    import ctypes
-    lib = ctypes.CDLL("libcuda.so.1")
-    return ctypes, lib
+class Driver:
+    GEQ = 0x0
+
+    def __init__(self):
+        import ctypes
+        self.c = ctypes
+        self.lib = ctypes.CDLL("libcuda.so.1")
+
+        class Handle(ctypes.Structure):     # CUipcMemHandle: 64 bytes, passed by value to the open
+            _fields_ = [("reserved", ctypes.c_char * 64)]
+        self.Handle = Handle
+        self.lib.cuIpcOpenMemHandle_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), Handle, ctypes.c_uint]
+        self.lib.cuIpcGetMemHandle.argtypes = [ctypes.POINTER(Handle), ctypes.c_uint64]
+        self.wait = getattr(self.lib, "cuStreamWaitValue32_v2", None) or self.lib.cuStreamWaitValue32
+        self.write = getattr(self.lib, "cuStreamWriteValue32_v2", None) or self.lib.cuStreamWriteValue32
+        for f in (self.wait, self.write):
+            f.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint]
+
+    def check(self, r, what):
+        if r:
+            raise RuntimeError(f"{what}: CUresult {r}")
+
+    def share(self, ptr):
+        """(64-byte IPC handle, offset) of the allocation holding device pointer @ptr."""
+        c = self.c
+        base, size = c.c_uint64(), c.c_size_t()
+        self.check(self.lib.cuMemGetAddressRange_v2(c.byref(base), c.byref(size), c.c_uint64(ptr)),
+                   "cuMemGetAddressRange")
+        h = self.Handle()
+        self.check(self.lib.cuIpcGetMemHandle(c.byref(h), base.value), "cuIpcGetMemHandle")
+        return c.string_at(c.addressof(h), 64), ptr - base.value
+
+    def open(self, handle):
+        c = self.c
+        ptr = c.c_uint64()
+        h = self.Handle.from_buffer_copy(handle)
+        self.check(self.lib.cuIpcOpenMemHandle_v2(c.byref(ptr), h, 1), "cuIpcOpenMemHandle")
+        return ptr.value
+
+    def wait_geq(self, stream, addr, k):
+        self.check(self.wait(stream, addr, k, self.GEQ), "cuStreamWaitValue32")
+
+    def write_value(self, stream, addr, k):
+        self.check(self.write(stream, addr, k, 0), "cuStreamWriteValue32")
 
 
-def raw_share(t):
-    """(64-byte IPC handle, offset, floats) of tensor @t through the driver API (no torch refcounting)."""
-    ctypes, lib = _cuda()
-    base, size = ctypes.c_uint64(), ctypes.c_size_t()
-    r = lib.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(t.data_ptr()))
-    if r:
-        raise RuntimeError(f"cuMemGetAddressRange: {r}")
-    h = (ctypes.c_char * 64)()
-    r = lib.cuIpcGetMemHandle(h, base)
-    if r:
-        raise RuntimeError(f"cuIpcGetMemHandle: {r}")
-    return bytes(h), t.data_ptr() - base.value, t.numel()
+# ---- the host page: u64 slots ----
+GO, LAUNCHED, WORK, MODE, CHILD_NS, OUT_OFF, OUT_BYTES, CHILD_K = 0, 1, 2, 3, 4, 5, 6, 7
+HANDLE_AT = 128
+MODES = ("honest", "early", "side")
 
 
-def raw_open(torch, shared):
-    handle, off, n = shared
-    ctypes, lib = _cuda()
-    ptr = ctypes.c_uint64()
-    h = (ctypes.c_char * 64).from_buffer_copy(handle)
-    r = lib.cuIpcOpenMemHandle_v2(ctypes.byref(ptr), h, ctypes.c_uint(1))
-    if r:
-        raise RuntimeError(f"cuIpcOpenMemHandle: {r}")
-    return torch.as_tensor(_Cai(ptr.value + off, n), device="cuda")
+def put(m, slot, v):
+    struct.pack_into("<Q", m, slot * 8, v)
+
+
+def get(m, slot):
+    return struct.unpack_from("<Q", m, slot * 8)[0]
+
+
+def spin(m, slot, k, limit_s=30.0):
+    t = time.monotonic()
+    while get(m, slot) < k:
+        if time.monotonic() - t > limit_s:
+            raise TimeoutError(f"slot {slot} never reached {k}")
 
 
 def sleep_rate(torch):
@@ -150,90 +195,84 @@ def sleep_rate(torch):
 
 
 # ---- the child ----
-def child_main(fd, confine):
+def child_main(fd, page_fd, confine):
     t0 = time.monotonic()
-    sock = socket.socket(fileno=fd)
     layers = None
     if confine:
         sys.path.insert(0, os.path.join(ROOT, "worker", "torch"))
         from kevald_torch.confine import Confine
         from kevald_torch.main import python_trees, PATHS_MAX
         c, err = Confine.load(os.path.join(ROOT, "build", "worker", "libkevald-confine.so"), -1)
-        err = err or c.enter("torch-run", read=python_trees()[:PATHS_MAX], keep_fds=[fd])
+        err = err or c.enter("torch-run", read=python_trees()[:PATHS_MAX], keep_fds=[fd, page_fd])
         if err:
-            send(sock, {"error": f"confine: {err}", "layers": c.layers})
+            send(fd, {"error": f"confine: {err}", "layers": c.layers})
             return 1
+    page = mmap.mmap(page_fd, 4096)
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.cuda.init()
     torch.zeros(1, device="cuda").add_(1).item()
+    drv = Driver()
     if confine:
         err = c.lock()
         if err:
-            send(sock, {"error": f"lock: {err}", "layers": c.layers})
+            send(fd, {"error": f"lock: {err}", "layers": c.layers})
             return 1
         layers = c.layers
-    t_ready = time.monotonic() - t0
-    dev = torch.device("cuda", 0)
     cyc = sleep_rate(torch)
-    done, copied = torch.cuda.Event(interprocess=True), torch.cuda.Event(interprocess=True)
-    send(sock, {"ready_s": t_ready, "done": done.ipc_handle(), "copied": copied.ipc_handle(), "layers": layers})
-    side = torch.cuda.Stream()
+    send(fd, {"ready_s": time.monotonic() - t0, "layers": layers})
+    m = recv(fd)
+    t = time.monotonic()
+    try:
+        xp = drv.open(m["x"][0]) + m["x"][1]
+        fp = drv.open(m["flags"][0]) + m["flags"][1]
+    except Exception as e:  # noqa: BLE001
+        send(fd, {"error": f"mapping: {type(e).__name__}: {e}"})
+        return 1
+    x = torch.as_tensor(_Cai(xp, m["x_bytes"]), device="cuda")
+    g = torch.Generator(device="cuda").manual_seed(7)
+    w = torch.randn(x.numel(), device="cuda", generator=g)
+    torch.cuda.synchronize()
+    send(fd, {"map_ms": (time.monotonic() - t) * 1000.0})
+    names = list(WORKLOADS)
     stream = torch.cuda.current_stream()
-    bufs = {}
+    side = torch.cuda.Stream()
     c0, c1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    last = None
+    keep, k, shared = None, 0, {}
     while True:
-        m = recv(sock)
-        op = m["op"]
-        if op == "quit":
+        k += 1
+        spin(page, GO, k, limit_s=600.0)
+        name, mode = names[get(page, WORK)] if get(page, WORK) < len(names) else None, MODES[get(page, MODE)]
+        if name is None:
             return 0
-        if op == "map":
-            t = time.monotonic()
-            try:
-                if m["raw"]:
-                    x, y = raw_open(torch, m["x"]), raw_open(torch, m["y"])
-                else:
-                    x = m["x"][0](*m["x"][1])
-                    y = m["y"][0](*m["y"][1])
-                go = torch.cuda.Event.from_ipc_handle(dev, m["go"])
-            except Exception as e:  # noqa: BLE001
-                send(sock, {"error": f"mapping: {type(e).__name__}: {e}"})
-                continue
-            g = torch.Generator(device="cuda").manual_seed(7)
-            w = torch.randn(x.numel(), device="cuda", generator=g) if m["weights"] else None
-            bufs = {"x": x, "y": y, "go": go, "w": w}
-            torch.cuda.synchronize()
-            send(sock, {"map_ms": (time.monotonic() - t) * 1000.0})
-            continue
-        # op == "run"
-        if last is not None:
-            c1.synchronize()
-            last = c0.elapsed_time(c1)
-        name, mode = m["work"], m["mode"]
-        n_in, n_out = WORKLOADS[name]
-        x, y, go = bufs["x"][:n_in], bufs["y"][:n_out], bufs["go"]
-        stream.wait_event(go)
+        n_in, _ = WORKLOADS[name]
+        xs = x[:n_in]
+        drv.wait_geq(stream.cuda_stream, fp, k)
         if mode == "early":
-            done.record()
+            drv.write_value(stream.cuda_stream, fp + 4, k)
         c0.record()
         if mode == "side":
-            side.wait_event(go)
+            drv.wait_geq(side.cuda_stream, fp, k)
             with torch.cuda.stream(side):
-                out = work(torch, name, x, bufs["w"], cyc)
-                y.copy_(out)
+                out = work(torch, name, xs, w, cyc)
         else:
-            out = work(torch, name, x, bufs["w"], cyc)
+            out = work(torch, name, xs, w, cyc)
         c1.record()
-        if mode in ("honest", "side"):
-            done.record()
-        if mode != "side":
-            y.copy_(out)
-        if mode != "never":
-            copied.record()
-        last = last if last is not None else 0.0
-        send(sock, {"child_prev_ms": last})
-        last = True
+        if mode != "early":
+            drv.write_value(stream.cuda_stream, fp + 4, k)
+        key = out.data_ptr()
+        if key not in shared:
+            shared[key] = drv.share(key)
+        handle, off = shared[key]
+        page[HANDLE_AT:HANDLE_AT + 64] = handle
+        put(page, OUT_OFF, off)
+        put(page, OUT_BYTES, out.numel() * out.element_size())
+        keep = out    # alive until the next run: the judge reads it
+        put(page, LAUNCHED, k)
+        c1.synchronize()
+        put(page, CHILD_NS, int(c0.elapsed_time(c1) * 1e6))
+        put(page, CHILD_K, k)
+        del keep
 
 
 # ---- the judge ----
@@ -244,77 +283,70 @@ def med(v):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--page", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--confine", action="store_true", help="the child inside kevald's torch-run sandbox")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--gate-us", type=float, default=300.0)
     ap.add_argument("--only", default="", help="comma-separated workloads")
     ap.add_argument("--json", help="write the figures here")
     a = ap.parse_args()
     if a.child is not None:
-        return child_main(a.child, a.confine)
+        return child_main(a.child, a.page, a.confine)
 
     import torch
-    from torch.multiprocessing.reductions import reduce_tensor
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.cuda.init()
+    drv = Driver()
     out = {"host": torch.cuda.get_device_name(0), "torch": torch.__version__, "confine": a.confine,
-           "gate_us": a.gate_us, "workloads": {}, "lies": {}}
+           "workloads": {}, "lies": {}}
     cyc = sleep_rate(torch)
-    out["sleep_cycles_per_us"] = cyc
+    page_fd = os.memfd_create("kevald-split")
+    os.ftruncate(page_fd, 4096)
+    page = mmap.mmap(page_fd, 4096)
     ours, theirs = socket.socketpair()
     t = time.monotonic()
-    env = dict(os.environ)
-    p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", str(theirs.fileno())]
-                         + (["--confine"] if a.confine else []), pass_fds=[theirs.fileno()], env=env)
+    p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", str(theirs.fileno()),
+                          "--page", str(page_fd)] + (["--confine"] if a.confine else []),
+                         pass_fds=[theirs.fileno(), page_fd])
     theirs.close()
-    hello = recv(ours)
+    fd = ours.fileno()
+
+    def finish(rc):
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(out, f, indent=1)
+        return rc
+
+    hello = recv(fd)
     if "error" in hello:
         print("child failed:", hello)
         out["error"] = hello
-        if a.json:
-            json.dump(out, open(a.json, "w"), indent=1)
-        return 1
-    out["child_start_s"] = time.monotonic() - t
-    out["child_ready_s"] = hello["ready_s"]
-    out["child_layers"] = hello["layers"]
-    dev = torch.device("cuda", 0)
-    done = torch.cuda.Event.from_ipc_handle(dev, hello["done"])
-    copied = torch.cuda.Event.from_ipc_handle(dev, hello["copied"])
-    go = torch.cuda.Event(interprocess=True)
+        return finish(1)
+    out["child_start_s"], out["child_ready_s"], out["child_layers"] = time.monotonic() - t, hello["ready_s"], \
+        hello["layers"]
     nmax = max(v[0] for v in WORKLOADS.values())
     x = torch.empty(nmax, device="cuda")
-    y = torch.empty(nmax, device="cuda")
+    flags = torch.zeros(1 << 19, dtype=torch.int32, device="cuda")    # 2 MiB: an allocation of its own
+    fp = flags.data_ptr()
     g = torch.Generator(device="cuda").manual_seed(7)
     w = torch.randn(nmax, device="cuda", generator=g)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     flush = torch.empty(max(2 * l2, 256 << 20), dtype=torch.uint8, device="cuda")
+    torch.cuda.synchronize()
     t = time.monotonic()
-    send(ours, {"op": "map", "x": reduce_tensor(x), "y": reduce_tensor(y), "go": go.ipc_handle(), "weights": True,
-                "raw": False})
-    r = recv(ours)
-    out["ipc"] = "torch.multiprocessing"
-    if "error" in r:
-        print("torch's IPC mapping failed:", r["error"], "- trying the driver API's")
-        out["torch_ipc_error"] = r["error"]
-        t = time.monotonic()
-        send(ours, {"op": "map", "x": raw_share(x), "y": raw_share(y), "go": go.ipc_handle(), "weights": True,
-                    "raw": True})
-        r = recv(ours)
-        out["ipc"] = "driver API"
+    send(fd, {"x": drv.share(x.data_ptr()), "x_bytes": x.numel() * 4, "flags": drv.share(fp)})
+    r = recv(fd)
     if "error" in r:
         print("mapping failed:", r["error"])
         out["error"] = r
-        send(ours, {"op": "quit"})
-        p.wait(30)
-        if a.json:
-            json.dump(out, open(a.json, "w"), indent=1)
-        return 1
-    out["map_ms_child"] = r["map_ms"]
-    out["map_ms_round_trip"] = (time.monotonic() - t) * 1000.0
+        return finish(1)
+    out["map_ms_child"], out["map_ms_round_trip"] = r["map_ms"], (time.monotonic() - t) * 1000.0
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     stream = torch.cuda.current_stream()
     gen = torch.Generator(device="cuda")
+    names = list(WORKLOADS)
+    mapped = {}
+    state = {"k": 0, "open_ms": []}
 
     def fresh(n, k):
         gen.manual_seed(1000 + k)
@@ -331,83 +363,93 @@ def main():
         return s.elapsed_time(e), r
 
     def split(name, k, mode="honest"):
-        """(judge ms, host round trip ms, child's ms of its previous run, comparison ok)."""
-        n_in, n_out = WORKLOADS[name]
+        """(judge ms, child's own ms, comparison ok, host ms from go to launched)."""
+        n_in, _ = WORKLOADS[name]
         fresh(n_in, k)
-        y[:n_out].fill_(float("nan"))
-        flush.zero_()
-        torch.cuda._sleep(int(a.gate_us * cyc))
-        s.record()
-        go.record()
-        t0 = time.monotonic()
-        send(ours, {"op": "run", "work": name, "mode": mode})
-        rep = recv(ours)
-        rt = (time.monotonic() - t0) * 1000.0
-        stream.wait_event(done)
-        e.record()
-        stream.wait_event(copied)
         want = work(torch, name, x[:n_in], w, cyc)
-        got = y[:n_out]
+        state["k"] += 1
+        kk = state["k"]
+        put(page, WORK, names.index(name))
+        put(page, MODE, MODES.index(mode))
+        flush.zero_()
+        s.record()
+        drv.write_value(stream.cuda_stream, fp, kk)
+        t0 = time.monotonic()
+        put(page, GO, kk)
+        spin(page, LAUNCHED, kk)
+        host_ms = (time.monotonic() - t0) * 1000.0
+        handle = bytes(page[HANDLE_AT:HANDLE_AT + 64])
+        if handle not in mapped:
+            t1 = time.monotonic()
+            mapped[handle] = drv.open(handle)
+            state["open_ms"].append((time.monotonic() - t1) * 1000.0)
+        nbytes = get(page, OUT_BYTES)
+        got = torch.as_tensor(_Cai(mapped[handle] + get(page, OUT_OFF), nbytes), device="cuda")
+        drv.wait_geq(stream.cuda_stream, fp + 4, kk)
+        e.record()
         if name.startswith("mm_"):
-            ok = bool(torch.allclose(got, want, rtol=1e-3, atol=1e-2))
+            ok = got.shape == want.shape and bool(torch.allclose(got, want, rtol=1e-3, atol=1e-2))
         else:
-            ok = bool(torch.equal(got, want))
+            ok = got.shape == want.shape and bool(torch.equal(got, want))
         e.synchronize()
-        return s.elapsed_time(e), rt, rep["child_prev_ms"], ok
+        torch.cuda.synchronize()
+        return s.elapsed_time(e), None, ok, host_ms
 
-    names = [n for n in WORKLOADS if n != "late_write_5ms"]
+    def child_ms():
+        spin(page, CHILD_K, state["k"])
+        return get(page, CHILD_NS) / 1e6
+
+    sel = [n for n in names if n != "late_write_5ms"]
     if a.only:
-        names = [n for n in a.only.split(",") if n in WORKLOADS]
-    for name in names:
-        ti, ts, rts, tc, bad = [], [], [], [], 0
+        sel = [n for n in a.only.split(",") if n in WORKLOADS]
+    for name in sel:
+        ti, ts, tc, hs, bad = [], [], [], [], 0
         for k in range(a.warmup + a.runs):
             t_in, _ = in_process(name, k)
-            t_sp, rt, prev, ok = split(name, k)
+            t_sp, _, ok, h = split(name, k)
+            time.sleep(0.002)
             bad += not ok
             if k >= a.warmup:
                 ti.append(t_in)
                 ts.append(t_sp)
-                rts.append(rt)
-                if k > a.warmup:
-                    tc.append(prev)   # the child's own time of run k-1
-        row = {"in_ms": med(ti), "child_ms": med(tc), "split_ms": med(ts), "round_trip_ms": med(rts),
-               "split_minus_child_us": (med(ts) - med(tc)) * 1000.0 if tc else None,
-               "split_over_in": med(ts) / med(ti), "child_over_in": med(tc) / med(ti) if tc else None,
+                tc.append(child_ms())
+                hs.append(h)
+        row = {"in_ms": med(ti), "child_ms": med(tc), "split_ms": med(ts), "go_to_launched_ms": med(hs),
+               "split_minus_child_us": (med(ts) - med(tc)) * 1000.0, "split_minus_in_us": (med(ts) - med(ti)) * 1000.0,
+               "split_over_in": med(ts) / med(ti),
                "in_spread": (max(ti) - min(ti)) / med(ti), "split_spread": (max(ts) - min(ts)) / med(ts),
                "failed_comparisons": bad}
         out["workloads"][name] = row
-        print(f"{name:14s} in {row['in_ms']:.4f}  child {row['child_ms'] or 0:.4f}  split {row['split_ms']:.4f} ms"
-              f"  split/in {row['split_over_in']:.3f}  split-child {row['split_minus_child_us'] or 0:.1f} us"
-              f"  rt {row['round_trip_ms']:.3f} ms  bad {bad}", flush=True)
+        print(f"{name:14s} in {row['in_ms']:.4f}  child {row['child_ms']:.4f}  split {row['split_ms']:.4f} ms"
+              f"  split/in {row['split_over_in']:.3f}  split-in {row['split_minus_in_us']:.1f} us"
+              f"  split-child {row['split_minus_child_us']:.1f} us  go->launched {row['go_to_launched_ms']:.3f} ms"
+              f"  bad {bad}", flush=True)
+    out["ipc_open_ms"] = state["open_ms"]
 
     for name in ("relu_64m", "chain50_16m", "mm_8192", "late_write_5ms"):
-        if a.only and name not in names and name != "late_write_5ms":
+        if a.only and name not in sel:
             continue
         honest = out["workloads"].get(name, {}).get("in_ms")
         if honest is None:
             honest = med([in_process(name, k)[0] for k in range(5)])
-        for mode in ("early", "never", "side"):
-            tm, oks, bad = [], [], 0
+        for mode in ("early", "side"):
+            tm, oks = [], []
             for k in range(a.runs):
-                t_sp, _, _, ok = split(name, 5000 + k, mode)
+                t_sp, _, ok, _ = split(name, 5000 + k, mode)
                 tm.append(t_sp)
                 oks.append(ok)
-                bad += not ok
-            row = {"honest_in_ms": honest, "judge_ms": med(tm), "judge_min_ms": min(tm), "failed_comparisons": bad,
-                   "runs": a.runs, "passed_under_0.8_honest": sum(1 for v, ok in zip(tm, oks) if ok and v < 0.8 * honest)}
+            passed_fast = sum(1 for v, ok in zip(tm, oks) if ok and v < 0.8 * honest)
+            row = {"honest_in_ms": honest, "judge_ms": med(tm), "judge_min_ms": min(tm),
+                   "failed_comparisons": oks.count(False), "runs": a.runs, "passed_under_0.8_honest": passed_fast}
             out["lies"][f"{name}/{mode}"] = row
             print(f"lie {name:14s} {mode:6s} honest {honest:.4f}  judge median {row['judge_ms']:.4f}"
-                  f" min {row['judge_min_ms']:.4f} ms  failed comparisons {bad}/{a.runs}"
-                  f"  passed yet < 0.8x honest {row['passed_under_0.8_honest']}", flush=True)
-            # a lying run can leave the child's work queued: let it drain before the next
-            torch.cuda.synchronize()
-            time.sleep(0.05)
-    send(ours, {"op": "quit"})
+                  f" min {row['judge_min_ms']:.4f} ms  failed comparisons {oks.count(False)}/{a.runs}"
+                  f"  passed yet < 0.8x honest {passed_fast}", flush=True)
+    state["k"] += 1
+    put(page, WORK, len(names))
+    put(page, GO, state["k"])
     p.wait(30)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
-    return 0
+    return finish(0)
 
 
 if __name__ == "__main__":
