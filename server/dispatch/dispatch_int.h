@@ -327,6 +327,7 @@ int torch_root_own(const char *root);
  */
 void gpu_done(Dispatcher *d, Worker *w, Job *j, json_t *result);
 void gpu_invalid(Dispatcher *d, Worker *w, Job *j, const char *why);
+void run_job_launch_limits(const Dispatcher *d, json_t *gjob);
 int run_one(Dispatcher *d, Worker *w);
 bool run_has_orphan_for(const Dispatcher *d, const Worker *w);
 void worker_begin_job(Dispatcher *d, Worker *w, Job *j);

@@ -9,6 +9,20 @@
 #include "server/dispatch/dispatch_int.h"
 
 /*
+ * The launch limits a run JOB of either worker kind carries (docs/configuration.md,
+ * launch_timeout_ms, launch_factor, launch_floor_ms): kevald-gpu holds each plan execution
+ * to them, kevald-torch each forward.
+ */
+void run_job_launch_limits(const Dispatcher *d, json_t *gjob)
+{
+        json_object_set_new(gjob, "launch_timeout_ms", json_integer(d->cfg.launch_timeout_ms));
+        if (d->cfg.launch_factor > 0) {
+                json_object_set_new(gjob, "launch_factor", json_real(d->cfg.launch_factor));
+                json_object_set_new(gjob, "launch_floor_ms", json_integer(d->cfg.launch_floor_ms));
+        }
+}
+
+/*
  * Claim the next compiled job and build its JOB. Return: 1 with *@ret_job
  * set (ready to send), 1 with NULL (the job ended here: its task is gone,
  * its plan no longer resolves, or its CUBINs are back to compiling), 0
@@ -84,11 +98,7 @@ static int run_claim(Dispatcher *d, Job **ret_job)
                 json_object_set_new(gjob, "cubins", cubins);
         }
         json_object_set_new(gjob, "deadline_ms", json_integer((json_int_t)(d->cfg.job_timeout_s * 1000)));
-        json_object_set_new(gjob, "launch_timeout_ms", json_integer(d->cfg.launch_timeout_ms));
-        if (d->cfg.launch_factor > 0) {
-                json_object_set_new(gjob, "launch_factor", json_real(d->cfg.launch_factor));
-                json_object_set_new(gjob, "launch_floor_ms", json_integer(d->cfg.launch_floor_ms));
-        }
+        run_job_launch_limits(d, gjob);
         if (d->cfg.dump_dir)
                 json_object_set_new(gjob, "dump", json_true());
         if (!json_object_get(gjob, "mode"))

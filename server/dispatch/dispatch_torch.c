@@ -431,7 +431,10 @@ int torch_run_prepare(Dispatcher *d, Job *j)
                             json_object_get(sj->request, "timing"), "correctness_trials", KB_CORRECTNESS_TRIALS,
                             "sources", "candidate", "offset", 0, "size", (json_int_t)n_cand,
                             "reference", "offset", (json_int_t)n_cand, "size", (json_int_t)n_ref, "shapes", shapes);
-        return j->gjob ? 1 : -ENOMEM;
+        if (!j->gjob)
+                return -ENOMEM;
+        run_job_launch_limits(d, j->gjob);
+        return 1;
 }
 
 /*

@@ -95,6 +95,7 @@ def faketorch_serves():
     if REASON:
         pytest.exit(f"SKIP: {REASON}", returncode=77)
 JOB_TIMEOUT_S = 6   # the run JOB's deadline_ms: what the hanging module costs
+LAUNCH_TIMEOUT_MS = 1500   # what a kernel still running after a model's first forward costs
 
 HEAD = """import torch
 import torch.nn as nn
@@ -115,6 +116,8 @@ BODIES = {
     "cuda_fault": "        raise RuntimeError('CUDA error: an illegal memory access was encountered')\n",
     "syntax": "        return (a + b\n",
     "hang": "        while True:\n            pass\n",
+    # a kernel that never ends (the stand-in's torch.cuda._sleep holds the synchronize after forward)
+    "kernel_hang": "        torch.cuda._sleep(10 ** 15)\n        return a + b\n",
     "alias": "        return a.add_(b)\n",
     "downcast": "        return (a + b).half()\n",
     "caching": "        if not hasattr(self, 'c'):\n            self.c = a + b\n        return self.c\n",
@@ -173,7 +176,8 @@ class RealTorchServer:
         self.server = Server(self.dir / "srv", [
             "--libexec", str(self.libexec), "--gpus", "0", "--gpu-workers-per-gpu", "1", "--torch-workers", "1",
             "--torch-python", str(self.python), "--tasks", str(self.tasks), "--torch-ext-dir", str(self.ext),
-            "--job-timeout-s", str(JOB_TIMEOUT_S), "--max-attempts", "1", *args])
+            "--job-timeout-s", str(JOB_TIMEOUT_S), "--launch-timeout-ms", str(LAUNCH_TIMEOUT_MS),
+            "--max-attempts", "1", *args])
 
     OLD_BUILDS = ("0" * 64, "1" * 64, "f" * 64)   # build folders' names, oldest first
 
@@ -464,12 +468,21 @@ def test_a_cuda_fault_and_a_hang_end_the_worker_and_the_next_job_runs(kbw):
     assert r["error"]["name"] == "CUDA_ERROR_ILLEGAL_ADDRESS", r["error"]
     (ok,) = kbw.run([sub("correct")])
     assert ok["result"]["verdict"] == "correct"
+    # the server's launch limits reach the judge: each shape set's limit for a later forward is
+    # launch_factor (1000) x the reference's first call, at least 1 s (judge.CALL_FLOOR_MS), at most the ceiling
+    assert all(1000 <= s["launch_limit_ms"] <= LAUNCH_TIMEOUT_MS for s in ok["result"]["correctness"]["shapes"]), ok
     after_fault = kbw.run_pids()
     assert after_fault != before, "the run worker was not replaced after a sticky CUDA error"
     (hang,) = kbw.run([sub("hang")], timeout=JOB_TIMEOUT_S * 4 + 30)
     h = hang["result"]
     assert h["verdict"] == "timeout" and h["error"]["kind"] == "timeout", h
     assert f"{JOB_TIMEOUT_S * 1000} ms deadline" in h["error"]["message"]   # the worker's own watchdog answered
+    # a kernel that never ends: the launch limit, not the job's deadline, ends it
+    (kh,) = kbw.run([sub("kernel_hang")], timeout=JOB_TIMEOUT_S * 4 + 30)
+    e = kh["result"]["error"]
+    assert kh["result"]["verdict"] == "timeout" and e["kind"] == "timeout", kh
+    assert e["launch_limit_ms"] == LAUNCH_TIMEOUT_MS and "after the forward returned" in e["message"], e
+    assert kh["result"]["wall_ms"] < JOB_TIMEOUT_S * 1000 - 1000, kh["result"]   # not the deadline's 6000
     (ok2,) = kbw.run([sub("correct")])
     assert ok2["result"]["verdict"] == "correct"
     assert kbw.run_pids() != after_fault

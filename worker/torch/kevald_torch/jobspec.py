@@ -2,6 +2,7 @@
 jobspec - the run JOB, checked and bounded before anything runs (no torch):
 
   {"id", "kind": "run", "seed": "<hex>", "mode": "full", "deadline_ms",
+   "launch_timeout_ms", "launch_factor", "launch_floor_ms",
    "timing": {"budget_ms", "target_precision", "min_trials", "max_trials", "warmup", "shapes"},
    "correctness_trials", "build_dir",
    "sources": {"candidate": {"offset", "size"}, "reference": {"offset", "size"}},
@@ -11,6 +12,13 @@ The blob holds both sources. Every quantity has a hard limit, the same as
 common/limits.h's where one exists there (LIMIT_TIMING_*, the correctness
 trials); a JOB past one is malformed (BadJob: the worker exits 2), as the
 supervisor checked the submission first.
+
+The launch limits are kevald-gpu's (docs/configuration.md): one call of the
+candidate (its module's import, its model's construction, a forward) may take
+at most launch_timeout_ms; once the reference has run on a shape set, a
+forward there at most launch_factor x the reference's time, at least
+launch_floor_ms (no launch_factor, or 0: the ceiling always). A JOB without
+launch_timeout_ms has only its deadline.
 """
 import math
 import os
@@ -85,6 +93,12 @@ def parse_run(job, blob):
     if r.mode != "full":
         raise BadJob("mode is not \"full\"")
     r.deadline_ms = _num(job, "deadline_ms", 60000, 1, DEADLINE_MS_MAX)
+    r.launch_timeout_ms = r.launch_factor = None
+    r.launch_floor_ms = 1
+    if "launch_timeout_ms" in job:
+        r.launch_timeout_ms = _num(job, "launch_timeout_ms", None, 1, DEADLINE_MS_MAX, True)
+        r.launch_factor = _num(job, "launch_factor", 0, 0, 1e6) or None
+        r.launch_floor_ms = _num(job, "launch_floor_ms", 1, 1, DEADLINE_MS_MAX, True)
     t = job.get("timing", {})
     if not isinstance(t, dict):
         raise BadJob("timing is not an object")

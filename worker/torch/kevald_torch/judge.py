@@ -28,8 +28,17 @@ worker"). Theory of operation, per JOB:
 
 The watchdog (confine.py) is re-armed at each phase with a timeout RESULT
 that names the shape set and phase; past deadline_ms it answers and the
-worker exits 4. A sticky CUDA error (cudaerr.py, or any CUDA error after
-which a probe fails) is answered with "exiting": true, then exit 3.
+worker exits 4. With the JOB's launch limits (jobspec.py) a forward is held
+to one as well, as kevald-gpu holds a plan execution (launch_limit()): a
+model's first forward (on each shape set, in each phase) may compile (Triton,
+autotuning, a module's lazy set-up) for as long as the deadline allows, but
+what it launched must finish within launch_timeout_ms after it returns; each
+later forward, to its return and its work's end, gets launch_factor x the
+reference's first call on the shape set, at least launch_floor_ms and
+CALL_FLOOR_MS (a forward is Python: a host busy with builds can hold it up),
+at most launch_timeout_ms. A hung kernel then costs seconds, not the job's
+deadline. A sticky CUDA error (cudaerr.py, or any CUDA error after which a
+probe fails) is answered with "exiting": true, then exit 3.
 
 torch's global switches (TF32, reduced-precision reductions, the float32
 matmul precision, cuDNN's benchmark and deterministic modes) are the
@@ -67,6 +76,7 @@ own. The sandbox, not these checks, is what confines a candidate that goes
 further (docs/SECURITY.md).
 """
 import logging
+import math
 import operator
 import os
 import time
@@ -84,6 +94,10 @@ _grad = getattr(torch, "is_grad_enabled", None) or (lambda: None)
 
 
 _MISSING = object()
+
+# The least a forward after a model's first is allowed (ms), whatever the reference's time: it is
+# Python on a host that other workers share.
+CALL_FLOOR_MS = 1000
 
 
 def _watched_owners():
@@ -361,16 +375,67 @@ class Judge:
         self.snapshot = _snapshot(_watched_owners())
         self.switches = _switches()
         self.state = _state()
+        self.limits, self.fresh_model = {}, False
 
     # ---- the watchdog's view of where the job is ----
+    def left_ms(self):
+        return self.job.deadline_ms - (time.monotonic() - self.t0) * 1000.0
+
     def phase(self, shape, phase, trial=None):
         if (shape, phase) == self.where:
             return
         self.where = (shape, phase)
-        left = self.job.deadline_ms - (time.monotonic() - self.t0) * 1000.0
-        frame = frames.pack(frames.RESULT, result.timeout_result(
+        self.phase_frame = frames.pack(frames.RESULT, result.timeout_result(
             self.job.id, self.job.seed_text, self.job.deadline_ms, self.gpu, shape, phase, []))
-        self.w.confine.arm(frame, max(0.0, left))
+        self.w.confine.arm(self.phase_frame, max(0.0, self.left_ms()))
+
+    def launch_limit(self):
+        """(limit ms, the reference's ms it came from or None, first) of a forward of the
+        candidate now, or None without launch limits. first: the shape set's reference has
+        not run yet, or the model was just built (a module may do lazy work at its first
+        call): the limit then holds only what the forward launched, after it returns."""
+        j = self.job
+        if j.launch_timeout_ms is None:
+            return None
+        got = self.limits.get(self.where[0])
+        return (j.launch_timeout_ms, None, True) if got is None or self.fresh_model else got + (False,)
+
+    def derive_limit(self, shape, ref_ms, entry):
+        """The launch limit of the later forwards of shape set @shape from the reference's
+        first call there (@ref_ms), written into its correctness entry."""
+        j = self.job
+        if j.launch_timeout_ms is None:
+            return
+        if j.launch_factor:
+            lim = min(j.launch_timeout_ms, max(j.launch_floor_ms, CALL_FLOOR_MS, j.launch_factor * ref_ms))
+            self.limits[shape] = (int(math.ceil(lim)), ref_ms)
+        else:
+            self.limits[shape] = (j.launch_timeout_ms, None)
+        entry["launch_limit_ms"] = self.limits[shape][0]
+
+    def arm_call(self, lim):
+        """Hold what runs now to @lim (launch_limit()'s); False where the deadline comes first."""
+        ms, ref_ms, first = lim
+        if ms >= self.left_ms():
+            return False
+        shape, phase = self.where
+        j = self.job
+        if first:
+            msg = (f"a kernel of the candidate's forward was still running {ms} ms after the forward returned "
+                   f"(launch_timeout_ms, the limit of a model's first forward): it hangs (phase {phase})")
+        elif ref_ms is not None:
+            msg = (f"the candidate's forward did not finish within the launch time limit of {ms} ms "
+                   f"({j.launch_factor:g} x the reference's {ref_ms:.3f} ms on this shape set, at least "
+                   f"{max(j.launch_floor_ms, CALL_FLOOR_MS)} ms, at most {j.launch_timeout_ms} ms): it hangs "
+                   f"(phase {phase})")
+        else:
+            msg = (f"the candidate's forward did not finish within the launch time limit of {ms} ms "
+                   f"(launch_timeout_ms): it hangs (phase {phase})")
+        wall = (time.monotonic() - self.t0) * 1000.0 + ms
+        frame = frames.pack(frames.RESULT, result.call_timeout_result(
+            j.id, j.seed_text, wall, self.gpu, shape, phase, msg, ms, ref_ms))
+        self.w.confine.arm(frame, ms)
+        return True
 
     # ---- calls into the two sides ----
     def tamper_check(self, grad):
@@ -393,29 +458,44 @@ class Judge:
             raise judge_check.CheckFail("tamper", f"the candidate replaced {what}, which the judge or the "
                                         "reference uses")
 
-    def candidate(self, fn):
+    def candidate(self, fn, forward=False):
+        """@fn() of the candidate's code, then a device-wide synchronize; a @forward is
+        held to its launch limit (launch_limit())."""
         grad = _grad()
+        lim = self.launch_limit() if forward else None
+        armed = False
         self.w.confine.blame(True)   # a forbidden system call from here is the candidate's
         try:
+            if lim and not lim[2]:
+                armed = self.arm_call(lim)
             out = fn()
+            if lim and lim[2]:
+                armed = self.arm_call(lim)
             _sync()
+            if forward:
+                self.fresh_model = False
         except judge_check.CheckFail:
             raise
         except BaseException as e:  # noqa: BLE001 (SystemExit, KeyboardInterrupt: the candidate's too)
             raise CandidateError(e) from e
         finally:
             self.w.confine.blame(False)
+            if armed:
+                self.w.confine.arm(self.phase_frame, max(0.0, self.left_ms()))
         self.tamper_check(grad)
         return out
 
     def reference(self, fn):
+        """@fn() of the reference, then a device-wide synchronize (its time in self.ref_call_ms)."""
         # again here: the candidate's code can run between its calls (a finalizer)
         self.tamper_check(_grad())
         theirs = _switches()
         _set_switches(self.switches)
         try:
+            t = time.monotonic()
             out = fn()
             _sync()
+            self.ref_call_ms = (time.monotonic() - t) * 1000.0
         except BaseException as e:  # noqa: BLE001
             raise ReferenceFailure(e) from e
         finally:
@@ -438,6 +518,7 @@ class Judge:
         s = seeds.derive(self.job.seed, si, "init", 0)
         _manual_seed(s)
         model_new = self.candidate(lambda: self.cand_mod.ModelNew(*init).cuda().eval())
+        self.fresh_model = True
         _manual_seed(s)
         model = self.reference(lambda: self.ref_mod.Model(*init).cuda().eval())
         return model, model_new
@@ -447,6 +528,8 @@ class Judge:
         self.t0 = time.monotonic()
         self.job = parse_run(job, blob)
         self.where = None
+        self.limits = {}
+        self.fresh_model = False
         self.busy_ms = 0.0
         self.shapes_done = []
         self.tampered = self.judge_failed = False
@@ -582,7 +665,7 @@ class Judge:
             seed = seeds.derive(self.job.seed, si, "check", t)
             xs_c = self.inputs(seed)
             with _no_grad():
-                out_c = self.candidate(lambda: model_new(*xs_c))
+                out_c = self.candidate(lambda: model_new(*xs_c), forward=True)
             outs_c = judge_check.flatten(out_c)
             judge_check.check_placement(outs_c, xs_c)
             xs_r = self.inputs(seed)
@@ -594,6 +677,8 @@ class Judge:
             entry["inputs_intact"] = True
             with _no_grad():
                 out_r = self.reference(lambda: model(*xs_r))
+            if t == 0:
+                self.derive_limit(shape["name"], self.ref_call_ms, entry)
             outs_r = judge_check.flatten(out_r)
             if len(outs_c) != len(outs_r):
                 raise judge_check.CheckFail("mismatch", f"forward returned {len(outs_c)} outputs, the "
@@ -617,7 +702,7 @@ class Judge:
             if t == 0:
                 xs_c2 = self.inputs(seed)
                 with _no_grad():
-                    outs_c2 = judge_check.flatten(self.candidate(lambda: model_new(*xs_c2)))
+                    outs_c2 = judge_check.flatten(self.candidate(lambda: model_new(*xs_c2), forward=True))
                 entry["deterministic"] = judge_check.same_bits(outs_c, outs_c2)
                 if not entry["deterministic"]:
                     for (name, g), (_, w) in zip(outs_c2, outs_r):

@@ -61,7 +61,7 @@ def time_shape(judge, si, shape, model, model_new, budget_ms):
         seed = seeds.derive(job.seed, si, "time", k)
         judge.phase(shape["name"], "timing", k)
         xs_c = judge.inputs(seed)
-        out_c, c_s, c_d = judge.candidate(lambda: timed(model_new, xs_c, judge.flush))
+        out_c, c_s, c_d = judge.candidate(lambda: timed(model_new, xs_c, judge.flush), forward=True)
         outs_c = judge_check.flatten(out_c)
         judge_check.check_placement(outs_c, xs_c)
         xs_r = judge.inputs(seed)

@@ -102,6 +102,14 @@ def assemble(job_id, seed_text, verdict, shapes, timing, err, gpu, phases_ms, wa
     return res
 
 
+def call_timeout_result(job_id, seed_text, wall_ms, gpu, shape, phase, message, limit_ms, ref_ms=None):
+    """The RESULT the watchdog sends when one call of the candidate runs past its launch
+    limit (@ref_ms: the reference's time the limit came from, if it did)."""
+    err = error("timeout", message, shape=shape, phase=phase, launch_limit_ms=int(limit_ms),
+                reference_ms=None if ref_ms is None else float(ref_ms))
+    return assemble(job_id, seed_text, "timeout", [], None, err, gpu, {}, wall_ms, exiting=True)
+
+
 def timeout_result(job_id, seed_text, deadline_ms, gpu, shape=None, phase=None, shapes=()):
     """The RESULT the watchdog sends past the job's deadline (the worker then exits 4)."""
     err = error("timeout", f"the job exceeded its {deadline_ms:g} ms deadline (a kernel still running, "

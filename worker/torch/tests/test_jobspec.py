@@ -32,6 +32,23 @@ class RunJob(unittest.TestCase):
         self.assertEqual((r.min_trials, r.max_trials, r.warmup, r.correctness_trials), (6, 1000, 3, 3))
         self.assertEqual(r.shapes[0]["constants"], {"batch_size": 16, "dim": 64})
 
+    def test_launch_limits(self):
+        """kevald-gpu's launch limits: absent, a forward has only the deadline; launch_factor 0 or
+        absent, the ceiling always; each bounded like the deadline."""
+        r = jobspec.parse_run(job(), BLOB)
+        self.assertEqual((r.launch_timeout_ms, r.launch_factor), (None, None))
+        r = jobspec.parse_run(job(launch_timeout_ms=10000, launch_factor=1000.0, launch_floor_ms=100), BLOB)
+        self.assertEqual((r.launch_timeout_ms, r.launch_factor, r.launch_floor_ms), (10000, 1000.0, 100))
+        r = jobspec.parse_run(job(launch_timeout_ms=10000, launch_factor=0), BLOB)
+        self.assertEqual((r.launch_timeout_ms, r.launch_factor), (10000, None))
+        for bad in ({"launch_timeout_ms": 0}, {"launch_timeout_ms": 600001}, {"launch_timeout_ms": 1.5},
+                    {"launch_timeout_ms": True}, {"launch_timeout_ms": 100, "launch_factor": -1},
+                    {"launch_timeout_ms": 100, "launch_factor": float("inf")},
+                    {"launch_timeout_ms": 100, "launch_floor_ms": 0}):
+            with self.subTest(bad):
+                with self.assertRaises(BadJob):
+                    jobspec.parse_run(job(**bad), BLOB)
+
     def test_timed_shape_sets(self):
         """timing.shapes as kevald-gpu reads it: "first" (what the server sends by default) times the
         first shape set only, "all" or none every one; anything else is a malformed JOB."""

@@ -87,6 +87,13 @@ SAMPLES = {
               b"        with torch.no_grad(), torch.overrides.TorchFunctionMode():\n"
               b"            return torch.softmax(x, 1)\n",
     "no_model_new": b"import torch\nX = 1\n",
+    # launch limits: a kernel still running after the forward returned (the stand-in's async spin); a
+    # forward that hangs after its first call; a first call slow in Python (as a compile is), then fast
+    "kernel_hang": HEAD + b"        torch.cuda._sleep(10 ** 15)\n        return torch.softmax(x, 1)\n",
+    "hang_later": HEAD + b"        if self.cache is not None:\n            import time\n            time.sleep(1000)\n"
+                         b"        self.cache = 1\n        return torch.softmax(x, 1)\n",
+    "slow_first": HEAD + b"        if self.cache is None:\n            import time\n            time.sleep(1.7)\n"
+                         b"        self.cache = 1\n        return torch.softmax(x, 1)\n",
     # a Tensor subclass that says every element agrees (the stand-in's arrays are .a)
     "subclass": HEAD + b"        class Liar(torch.Tensor):\n            def __ne__(self, o):\n"
                        b"                return torch.zeros(*self.shape) != 0\n"
@@ -109,9 +116,9 @@ class Driver:
         return fr[1] if fr else None
 
 
-def run_job(jid, sample, deadline_ms=20000, shapes=None):
+def run_job(jid, sample, deadline_ms=20000, shapes=None, launch=None):
     src = SAMPLES[sample]
-    return {"id": jid, "kind": "run", "seed": "%016x" % (0x1234 + jid), "mode": "full", "deadline_ms": deadline_ms,
+    return dict(launch or {}, **{"id": jid, "kind": "run", "seed": "%016x" % (0x1234 + jid), "mode": "full", "deadline_ms": deadline_ms,
             "timing": {"budget_ms": 200, "target_precision": 0.5, "min_trials": 4, "max_trials": 12, "warmup": 1},
             "correctness_trials": 2, "build_dir": "/nonexistent",
             "sources": {"candidate": {"offset": 0, "size": len(src)},
@@ -119,7 +126,7 @@ def run_job(jid, sample, deadline_ms=20000, shapes=None):
             "shapes": shapes or [{"name": "default", "constants": {"batch_size": 8, "dim": 32}, "atol": 1e-4,
                                   "rtol": 1e-4},
                                  {"name": "small", "constants": {"batch_size": 3, "dim": 5}, "atol": 1e-4,
-                                  "rtol": 1e-4}]}, src + REF
+                                  "rtol": 1e-4}]}), src + REF
 
 
 @unittest.skipIf(PY is None, "no python3 with numpy here")
@@ -253,6 +260,42 @@ class FakeJudge(unittest.TestCase):
         self.assertIs(res["exiting"], True)
         rc, err = self.finish(d)
         self.assertEqual(rc, 4, err)
+
+    def test_launch_limits(self):
+        """The JOB's launch limits (kevald-gpu's) hold each forward: a kernel still running after a
+        shape set's first forward returned is a timeout at launch_timeout_ms, a later forward that hangs
+        one at launch_factor x the reference's first call (at least judge.CALL_FLOOR_MS), both long
+        before the deadline; the first forward's own Python (a compile) is not held to them."""
+        import time
+        from test_result import resultcheck, schema_errors
+        launch = {"launch_timeout_ms": 1500, "launch_factor": 1000, "launch_floor_ms": 100}
+        for jid, sample, limit, first in ((330, "kernel_hang", 1500, True), (331, "hang_later", 1000, False)):
+            with self.subTest(sample):
+                job, blob = run_job(jid, sample, deadline_ms=30000, launch=launch)
+                t = time.monotonic()
+                res, _ = self.one_job("run", job, blob, status=4)
+                took = time.monotonic() - t
+                e = res["error"]
+                self.assertEqual((res["verdict"], e["kind"], e["shape"], e["phase"], e["launch_limit_ms"]),
+                                 ("timeout", "timeout", "default", "correctness", limit), res)
+                self.assertLess(took, 15.0, "the deadline, not the launch limit, ended it")
+                if first:
+                    self.assertIn("still running 1500 ms after the forward returned", e["message"])
+                    self.assertNotIn("reference_ms", e)
+                else:
+                    self.assertTrue(0 < e["reference_ms"] < 100, e)
+                    self.assertIn("x the reference's", e["message"])
+                self.assertEqual(schema_errors(res), [])
+                resultcheck(res, job["deadline_ms"])
+        job, blob = run_job(332, "slow_first", deadline_ms=30000, launch=launch)
+        res, _ = self.one_job("run", job, blob)
+        self.assertEqual((res["verdict"], res["error"]), ("correct", None), res)
+        self.assertEqual([s["launch_limit_ms"] for s in res["correctness"]["shapes"]], [1000, 1000])
+        # without launch limits in the JOB only the deadline holds a forward: no limit is reported
+        job, blob = run_job(333, "correct", deadline_ms=30000)
+        res, _ = self.one_job("run", job, blob)
+        self.assertEqual(res["verdict"], "correct", res)
+        self.assertNotIn("launch_limit_ms", res["correctness"]["shapes"][0])
 
     def test_no_gpu(self):
         d = self.start("run", {"FAKETORCH_NO_GPU": "1", "KEVALD_GPU_INDEX": "3"})

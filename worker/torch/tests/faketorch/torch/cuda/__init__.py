@@ -26,8 +26,19 @@ def get_device_properties(i):
     return _Props()
 
 
+# The one asynchronous "kernel" of the stand-in: torch.cuda._sleep(cycles) (a spin kernel in PyTorch)
+# returns at once and holds the next synchronize until it would have ended (1 cycle = 1 ns here).
+_busy_until = [0.0]
+
+
+def _sleep(cycles):
+    _busy_until[0] = max(_busy_until[0], time.monotonic()) + cycles / 1e9
+
+
 def synchronize():
-    pass
+    left = _busy_until[0] - time.monotonic()
+    if left > 0:
+        time.sleep(left)
 
 
 def empty_cache():
