@@ -30,9 +30,10 @@ The watchdog (confine.py) is re-armed at each phase with a timeout RESULT
 that names the shape set and phase; past deadline_ms it answers and the
 worker exits 4. With the JOB's launch limits (jobspec.py) a forward is held
 to one as well, as kevald-gpu holds a plan execution (launch_limit()): a
-model's first forward (on each shape set, in each phase) may compile (Triton,
-autotuning, a module's lazy set-up) for as long as the deadline allows, but
-what it launched must finish within launch_timeout_ms after it returns; each
+candidate's first forward on a shape set may compile (Triton, autotuning) for
+as long as the deadline allows, but what it launched must finish within
+launch_timeout_ms after it returns; the first forward of a model built again
+for timing gets launch_timeout_ms, whole (a module's lazy set-up); each
 later forward, to its return and its work's end, gets launch_factor x the
 reference's first call on the shape set, at least launch_floor_ms and
 CALL_FLOOR_MS (a forward is Python: a host busy with builds can hold it up),
@@ -95,7 +96,7 @@ _grad = getattr(torch, "is_grad_enabled", None) or (lambda: None)
 
 _MISSING = object()
 
-# The least a forward after a model's first is allowed (ms), whatever the reference's time: it is
+# The least a later forward (after the first on its shape set) is allowed (ms), whatever the reference's time: it is
 # Python on a host that other workers share.
 CALL_FLOOR_MS = 1000
 
@@ -390,15 +391,19 @@ class Judge:
         self.w.confine.arm(self.phase_frame, max(0.0, self.left_ms()))
 
     def launch_limit(self):
-        """(limit ms, the reference's ms it came from or None, first) of a forward of the
-        candidate now, or None without launch limits. first: the shape set's reference has
-        not run yet, or the model was just built (a module may do lazy work at its first
-        call): the limit then holds only what the forward launched, after it returns."""
+        """(limit ms, the reference's ms it came from or None, kind) of a forward of the
+        candidate now, or None without launch limits. kind "first": the candidate's first
+        forward on this shape set (it may compile: Triton, autotuning), held only in what it
+        launched, after it returns; "rebuilt": the first forward of a model built again (for
+        timing), held whole to launch_timeout_ms (a module may set itself up lazily);
+        "derived": a later forward, held whole to the shape set's limit."""
         j = self.job
         if j.launch_timeout_ms is None:
             return None
         got = self.limits.get(self.where[0])
-        return (j.launch_timeout_ms, None, True) if got is None or self.fresh_model else got + (False,)
+        if got is None:
+            return (j.launch_timeout_ms, None, "first")
+        return (j.launch_timeout_ms, None, "rebuilt") if self.fresh_model else got + ("derived",)
 
     def derive_limit(self, shape, ref_ms, entry):
         """The launch limit of the later forwards of shape set @shape from the reference's
@@ -415,14 +420,17 @@ class Judge:
 
     def arm_call(self, lim):
         """Hold what runs now to @lim (launch_limit()'s); False where the deadline comes first."""
-        ms, ref_ms, first = lim
+        ms, ref_ms, kind = lim
         if ms >= self.left_ms():
             return False
         shape, phase = self.where
         j = self.job
-        if first:
+        if kind == "first":
             msg = (f"a kernel of the candidate's forward was still running {ms} ms after the forward returned "
-                   f"(launch_timeout_ms, the limit of a model's first forward): it hangs (phase {phase})")
+                   f"(launch_timeout_ms, the limit of the first forward on a shape set): it hangs (phase {phase})")
+        elif kind == "rebuilt":
+            msg = (f"the candidate's forward did not finish within the launch time limit of {ms} ms "
+                   f"(launch_timeout_ms, the limit of a rebuilt model's first forward): it hangs (phase {phase})")
         elif ref_ms is not None:
             msg = (f"the candidate's forward did not finish within the launch time limit of {ms} ms "
                    f"({j.launch_factor:g} x the reference's {ref_ms:.3f} ms on this shape set, at least "
@@ -466,10 +474,10 @@ class Judge:
         armed = False
         self.w.confine.blame(True)   # a forbidden system call from here is the candidate's
         try:
-            if lim and not lim[2]:
+            if lim and lim[2] != "first":
                 armed = self.arm_call(lim)
             out = fn()
-            if lim and lim[2]:
+            if lim and lim[2] == "first":
                 armed = self.arm_call(lim)
             _sync()
             if forward:

@@ -92,8 +92,13 @@ SAMPLES = {
     "kernel_hang": HEAD + b"        torch.cuda._sleep(10 ** 15)\n        return torch.softmax(x, 1)\n",
     "hang_later": HEAD + b"        if self.cache is not None:\n            import time\n            time.sleep(1000)\n"
                          b"        self.cache = 1\n        return torch.softmax(x, 1)\n",
-    "slow_first": HEAD + b"        if self.cache is None:\n            import time\n            time.sleep(1.7)\n"
-                         b"        self.cache = 1\n        return torch.softmax(x, 1)\n",
+    # (a compile is once per process: the first forward ever, on the module's first model)
+    "slow_first": b"_done = []\n" + HEAD + b"        if not _done:\n            import time\n            time.sleep(1.7)\n"
+                  b"        _done.append(1)\n        return torch.softmax(x, 1)\n",
+    # the third model's first forward (the first built again for timing) hangs
+    "rebuilt_hang": b"_seen = []\n" + HEAD + b"        if self.cache is None:\n            self.cache = 1\n"
+                    b"            if len(_seen) >= 2:\n                import time\n                time.sleep(1000)\n"
+                    b"            _seen.append(1)\n        return torch.softmax(x, 1)\n",
     # a Tensor subclass that says every element agrees (the stand-in's arrays are .a)
     "subclass": HEAD + b"        class Liar(torch.Tensor):\n            def __ne__(self, o):\n"
                        b"                return torch.zeros(*self.shape) != 0\n"
@@ -262,14 +267,18 @@ class FakeJudge(unittest.TestCase):
         self.assertEqual(rc, 4, err)
 
     def test_launch_limits(self):
-        """The JOB's launch limits (kevald-gpu's) hold each forward: a kernel still running after a
-        shape set's first forward returned is a timeout at launch_timeout_ms, a later forward that hangs
-        one at launch_factor x the reference's first call (at least judge.CALL_FLOOR_MS), both long
-        before the deadline; the first forward's own Python (a compile) is not held to them."""
+        """The JOB's launch limits (kevald-gpu's) hold each forward, long before the deadline: a kernel
+        still running after a shape set's first forward returned is a timeout at launch_timeout_ms, a
+        later forward that hangs one at launch_factor x the reference's first call (at least
+        judge.CALL_FLOOR_MS), a model built again for timing whose first forward hangs one at
+        launch_timeout_ms; the first forward's own Python (a compile) is not held to them."""
         import time
         from test_result import resultcheck, schema_errors
         launch = {"launch_timeout_ms": 1500, "launch_factor": 1000, "launch_floor_ms": 100}
-        for jid, sample, limit, first in ((330, "kernel_hang", 1500, True), (331, "hang_later", 1000, False)):
+        cases = ((330, "kernel_hang", 1500, "correctness", "still running 1500 ms after the forward returned"),
+                 (331, "hang_later", 1000, "correctness", "x the reference's"),
+                 (334, "rebuilt_hang", 1500, "timing", "the limit of a rebuilt model's first forward"))
+        for jid, sample, limit, phase, text in cases:
             with self.subTest(sample):
                 job, blob = run_job(jid, sample, deadline_ms=30000, launch=launch)
                 t = time.monotonic()
@@ -277,14 +286,13 @@ class FakeJudge(unittest.TestCase):
                 took = time.monotonic() - t
                 e = res["error"]
                 self.assertEqual((res["verdict"], e["kind"], e["shape"], e["phase"], e["launch_limit_ms"]),
-                                 ("timeout", "timeout", "default", "correctness", limit), res)
+                                 ("timeout", "timeout", "default", phase, limit), res)
                 self.assertLess(took, 15.0, "the deadline, not the launch limit, ended it")
-                if first:
-                    self.assertIn("still running 1500 ms after the forward returned", e["message"])
-                    self.assertNotIn("reference_ms", e)
-                else:
+                self.assertIn(text, e["message"])
+                if sample == "hang_later":
                     self.assertTrue(0 < e["reference_ms"] < 100, e)
-                    self.assertIn("x the reference's", e["message"])
+                else:
+                    self.assertNotIn("reference_ms", e)
                 self.assertEqual(schema_errors(res), [])
                 resultcheck(res, job["deadline_ms"])
         job, blob = run_job(332, "slow_first", deadline_ms=30000, launch=launch)
