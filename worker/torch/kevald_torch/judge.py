@@ -96,8 +96,8 @@ _grad = getattr(torch, "is_grad_enabled", None) or (lambda: None)
 
 _MISSING = object()
 
-# The least a later forward (after the first on its shape set) is allowed (ms), whatever the reference's time: it is
-# Python on a host that other workers share.
+# The least a later forward (after the first on its shape set) is allowed (ms), whatever the
+# reference's time: it is Python on a host that other workers share.
 CALL_FLOOR_MS = 1000
 
 
