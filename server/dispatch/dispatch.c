@@ -34,8 +34,8 @@
  * job's timing never overlaps another job on the same GPU; its CUBINs come
  * back from the cache by key. A queued job that its worker will not run
  * (it exits, is killed or dies) is an orphan, sent next to another worker
- * with its claim and attempt count, or given back to the store when no GPU
- * worker of this host took it within ORPHAN_WAIT_MS.
+ * with its claim and attempt count, or given back to the store, uncharged,
+ * when no GPU worker of this host took it within ORPHAN_WAIT_MS.
  *
  * Faults: a watchdog kills a worker that overruns its request (SIGKILL to
  * its process group). For a GPU job that is the kernel's fault (verdict
@@ -351,11 +351,11 @@ static void shutdown_now(Dispatcher *d)
                 if (w->state != W_STOPPED)
                         worker_kill(w, "shutting down");
         }
-        while (d->orphans) {
+        while (d->orphans) {   /* queued behind a worker, never ran */
                 Job *j = d->orphans;
                 d->orphans = j->next;
                 d->n_orphans--;
-                store_requeue(d->store, j->sj->id, d->owner, STAGE_RUN);
+                store_requeue_uncharged(d->store, j->sj->id, d->owner, STAGE_RUN);
                 job_free(j);
         }
         if (d->owed)

@@ -167,7 +167,7 @@ struct Job {
  * The job stays held, under its lease, until the write succeeds or the store
  * says the lease is gone: it is never dropped while its lease is renewed.
  */
-typedef enum { OWE_FINISH, OWE_REQUEUE, OWE_COMPILED } OweKind;
+typedef enum { OWE_FINISH, OWE_REQUEUE, OWE_COMPILED, OWE_REQUEUE_UNCHARGED } OweKind;
 typedef struct Owed {
         struct Owed *next;
         OweKind kind;
@@ -273,6 +273,7 @@ void record_owe(Dispatcher *d, OweKind kind, int64_t id, Stage stage, const char
 void record_owed_free(Owed *o);
 void record_owed_retry(Dispatcher *d);
 void record_requeue(Dispatcher *d, int64_t id, Stage stage, const char *task);
+void record_requeue_uncharged(Dispatcher *d, int64_t id, Stage stage, const char *task);
 
 /* dispatch_worker.c: worker processes: start, frames in and out, exit, kill; which worker is free */
 Worker *idle_worker(Dispatcher *d, ProcRole role);

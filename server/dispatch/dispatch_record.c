@@ -27,7 +27,7 @@ void record_notify_done(Dispatcher *d, int64_t id)
                 waiters_notify(d->cfg.waiters, id);
 }
 
-static const char *const owe_what[] = { "recording the result", "re-queueing", "marking it compiled" };
+static const char *const owe_what[] = { "recording the result", "re-queueing", "marking it compiled", "re-queueing" };
 
 /* The store may take the write later: the storage or the connection failed, not the write itself. */
 static bool store_error_transient(int r)
@@ -50,6 +50,9 @@ static int owed_try(Dispatcher *d, Owed *o)
                 break;
         case OWE_REQUEUE:
                 r = store_requeue(d->store, o->id, d->owner, o->stage);
+                break;
+        case OWE_REQUEUE_UNCHARGED:
+                r = store_requeue_uncharged(d->store, o->id, d->owner, o->stage);
                 break;
         default:
                 r = store_set_compiled(d->store, o->id, d->owner, o->doc);
@@ -175,6 +178,12 @@ void record_finish(Dispatcher *d, const StoreJob *sj, const char *verdict, json_
 void record_requeue(Dispatcher *d, int64_t id, Stage stage, const char *task)
 {
         record_owe(d, OWE_REQUEUE, id, stage, NULL, 0, NULL, task);
+}
+
+/* record_requeue() for a claim under which nothing ran: not counted as an attempt. */
+void record_requeue_uncharged(Dispatcher *d, int64_t id, Stage stage, const char *task)
+{
+        record_owe(d, OWE_REQUEUE_UNCHARGED, id, stage, NULL, 0, NULL, task);
 }
 
 json_t *compile_section_of(const Job *j, Slot s)

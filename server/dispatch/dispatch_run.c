@@ -180,10 +180,13 @@ void worker_orphan_queued(Dispatcher *d, Worker *w)
 }
 
 /*
- * Give every orphan back to the store's run queue (its attempt stays
- * counted): at stop, and when no GPU worker of this host is ready to take
- * it for ORPHAN_WAIT_MS, so that another host may (the lease would
- * otherwise be renewed here for as long as the workers keep failing).
+ * Give every orphan back to the store's run queue when no GPU worker of this
+ * host is ready to take it for ORPHAN_WAIT_MS, so that another host may (the
+ * lease would otherwise be renewed here for as long as the workers keep
+ * failing). It did not run: its claim is not counted as an attempt (a
+ * kevald-torch run worker restarts after every job, so on a busy host a
+ * kernelbench job can be an orphan several times; counted, its claims used
+ * up the retries of a later fault).
  */
 void run_orphans_release(Dispatcher *d)
 {
@@ -191,7 +194,7 @@ void run_orphans_release(Dispatcher *d)
                 Job *j = d->orphans;
                 d->orphans = j->next;
                 d->n_orphans--;
-                record_requeue(d, j->sj->id, STAGE_RUN, j->sj->task);
+                record_requeue_uncharged(d, j->sj->id, STAGE_RUN, j->sj->task);
                 job_free(j);
         }
         d->status_dirty = true;

@@ -174,6 +174,7 @@ int store_set_compiled(Store *store, int64_t id, const char *owner, json_t *comp
 int store_finish(Store *store, int64_t id, const char *owner, const char *verdict, double speedup,
                  json_t *result);
 int store_requeue(Store *store, int64_t id, const char *owner, Stage stage);
+int store_requeue_uncharged(Store *store, int64_t id, const char *owner, Stage stage);
 int store_reap_collect(Store *store, int max_attempts, int *ret_requeued, int64_t **ret_failed_ids,
                        size_t *ret_n_failed);
 int store_requeue_all_leases(Store *store);   /* at start-up: every lease of a dead supervisor */

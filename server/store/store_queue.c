@@ -598,6 +598,19 @@ int store_finish(Store *store, int64_t id, const char *owner, const char *verdic
         return store_note_write(r, true);
 }
 
+static int requeue(Store *store, int64_t id, const char *owner, Stage stage, int q)
+{
+        int64_t n = 0;
+        int r;
+
+        if (!owner || (stage != STAGE_COMPILE && stage != STAGE_RUN))
+                return -EINVAL;
+        StoreVal a[] = { SV_INT(id), SV_TEXT(owner), SV_STR(stage == STAGE_COMPILE ? "queued" : "compiled"),
+                         SV_STR(stage == STAGE_COMPILE ? "compiling" : "running") };
+        r = write_one(store, false, q, a, SV_N(a), &n);
+        return store_note_write(r == 0 && n == 0 ? why_not(store, id, 0) : r, false);
+}
+
 /**
  * store_requeue() - give a claimed job back to its stage's queue
  * @store: open store; borrowed
@@ -610,15 +623,18 @@ int store_finish(Store *store, int64_t id, const char *owner, const char *verdic
  */
 int store_requeue(Store *store, int64_t id, const char *owner, Stage stage)
 {
-        int64_t n = 0;
-        int r;
+        return requeue(store, id, owner, stage, STORE_Q_REQUEUE);
+}
 
-        if (!owner || (stage != STAGE_COMPILE && stage != STAGE_RUN))
-                return -EINVAL;
-        StoreVal a[] = { SV_INT(id), SV_TEXT(owner), SV_STR(stage == STAGE_COMPILE ? "queued" : "compiled"),
-                         SV_STR(stage == STAGE_COMPILE ? "compiling" : "running") };
-        r = write_one(store, false, STORE_Q_REQUEUE, a, SV_N(a), &n);
-        return store_note_write(r == 0 && n == 0 ? why_not(store, id, 0) : r, false);
+/**
+ * store_requeue_uncharged() - store_requeue() for a claim that ran nothing (a
+ *   job queued behind a worker that went away, which no other worker took):
+ *   the claim is taken back from attempts and stage_attempts, so that its
+ *   stage's faults still get max_attempts tries and its attempts count runs.
+ */
+int store_requeue_uncharged(Store *store, int64_t id, const char *owner, Stage stage)
+{
+        return requeue(store, id, owner, stage, STORE_Q_REQUEUE_UNCHARGED);
 }
 
 /**

@@ -436,6 +436,25 @@ static void test_leases(void)
         CHECK_RC(store_claim_next(s, STAGE_RUN, "g", 0.05, &job), 0);
         CHECK(job->attempts == 1); /* the run stage counts from 0 again */
         store_job_free(job);
+        /* a claim under which nothing ran (an orphan) is taken back: not an attempt */
+        CHECK_RC(store_requeue_uncharged(s, id2, "x", STAGE_RUN), STORE_E_CONFLICT); /* not x's */
+        CHECK_RC(store_requeue_uncharged(s, id2, "g", STAGE_RUN), 0);
+        CHECK(strcmp(get_str(s, id2, "state", &o), "compiled") == 0);
+        json_decref(o);
+        CHECK_RC(store_get_submission(s, id2, &o), 0);
+        CHECK(json_integer_value(json_object_get(o, "attempts")) == 2); /* 2 compile claims, the run's taken back */
+        json_decref(o);
+        CHECK_RC(store_claim_next(s, STAGE_RUN, "g", 0.05, &job), 0);
+        CHECK(job->id == id2 && job->attempts == 1);
+        store_job_free(job);
+        CHECK_RC(store_requeue(s, id2, "g", STAGE_RUN), 0); /* counted: the next claim is the second */
+        CHECK_RC(store_claim_next(s, STAGE_RUN, "g", 0.05, &job), 0);
+        CHECK(job->id == id2 && job->attempts == 2);
+        store_job_free(job);
+        CHECK_RC(store_requeue_uncharged(s, id2, "g", STAGE_RUN), 0);
+        CHECK_RC(store_claim_next(s, STAGE_RUN, "g", 0.05, &job), 0);
+        CHECK(job->id == id2 && job->attempts == 2);
+        store_job_free(job);
         sleep_s(0.1);
         CHECK_RC(reap(s, 3, &requeued, &failed), 0);
         CHECK(requeued == 1 && failed == 0);
