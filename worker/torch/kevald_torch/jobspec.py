@@ -13,11 +13,9 @@ common/limits.h's where one exists there (LIMIT_TIMING_*, the correctness
 trials); a JOB past one is malformed (BadJob: the worker exits 2), as the
 supervisor checked the submission first.
 
-The launch limits are kevald-gpu's (docs/configuration.md): one call of the
-candidate (its module's import, its model's construction, a forward) may take
-at most launch_timeout_ms; once the reference has run on a shape set, a
-forward there at most launch_factor x the reference's time, at least
-launch_floor_ms (no launch_factor, or 0: the ceiling always). A JOB without
+The launch limits are kevald-gpu's (docs/configuration.md), applied to the
+candidate's forwards (judge.py says how): launch_timeout_ms, launch_factor
+(absent or 0: the ceiling always) and launch_floor_ms. A JOB without
 launch_timeout_ms has only its deadline.
 """
 import math

@@ -30,16 +30,16 @@ The watchdog (confine.py) is re-armed at each phase with a timeout RESULT
 that names the shape set and phase; past deadline_ms it answers and the
 worker exits 4. With the JOB's launch limits (jobspec.py) a forward is held
 to one as well, as kevald-gpu holds a plan execution (launch_limit()): a
-candidate's first forward on a shape set may compile (Triton, autotuning) for
-as long as the deadline allows, but what it launched must finish within
-launch_timeout_ms after it returns; the first forward of a model built again
-for timing gets launch_timeout_ms, whole (a module's lazy set-up); each
-later forward, to its return and its work's end, gets launch_factor x the
-reference's first call on the shape set, at least launch_floor_ms and
-CALL_FLOOR_MS (a forward is Python: a host busy with builds can hold it up),
-at most launch_timeout_ms. A hung kernel then costs seconds, not the job's
-deadline. A sticky CUDA error (cudaerr.py, or any CUDA error after which a
-probe fails) is answered with "exiting": true, then exit 3.
+model's first forward (its first on a shape set, or one built again for
+timing) may compile, autotune or set itself up for as long as the deadline
+allows, but what it launched must finish within launch_timeout_ms after it
+returns; each later forward, to its return and its work's end, gets
+launch_factor x the reference's first call on the shape set, at least
+launch_floor_ms, and both at least CALL_FLOOR_MS (a forward is Python: a
+host busy with builds can hold it up), at most launch_timeout_ms. A hung
+kernel then costs seconds, not the job's deadline. A sticky CUDA error
+(cudaerr.py, or any CUDA error after which a probe fails) is answered with
+"exiting": true, then exit 3.
 
 torch's global switches (TF32, reduced-precision reductions, the float32
 matmul precision, cuDNN's benchmark and deterministic modes) are the
@@ -376,7 +376,7 @@ class Judge:
         self.snapshot = _snapshot(_watched_owners())
         self.switches = _switches()
         self.state = _state()
-        self.limits, self.fresh_model = {}, False
+        self.limits, self.fresh_model, self.pending, self.armed = {}, False, None, False
 
     # ---- the watchdog's view of where the job is ----
     def left_ms(self):
@@ -390,20 +390,23 @@ class Judge:
             self.job.id, self.job.seed_text, self.job.deadline_ms, self.gpu, shape, phase, []))
         self.w.confine.arm(self.phase_frame, max(0.0, self.left_ms()))
 
+    def ceiling_ms(self):
+        """launch_timeout_ms, at least CALL_FLOOR_MS."""
+        return max(self.job.launch_timeout_ms, CALL_FLOOR_MS)
+
     def launch_limit(self):
-        """(limit ms, the reference's ms it came from or None, kind) of a forward of the
-        candidate now, or None without launch limits. kind "first": the candidate's first
-        forward on this shape set (it may compile: Triton, autotuning), held only in what it
-        launched, after it returns; "rebuilt": the first forward of a model built again (for
-        timing), held whole to launch_timeout_ms (a module may set itself up lazily);
-        "derived": a later forward, held whole to the shape set's limit."""
+        """(limit ms, the reference's ms it came from or None, first) of a forward of the
+        candidate now, or None without launch limits. first: a model's first forward (its
+        first on a shape set, or a model built again for timing: it may compile, autotune or
+        set itself up), held only in what it launched, from when it returns (after_forward());
+        else the shape set's limit, held whole."""
         j = self.job
         if j.launch_timeout_ms is None:
             return None
         got = self.limits.get(self.where[0])
-        if got is None:
-            return (j.launch_timeout_ms, None, "first")
-        return (j.launch_timeout_ms, None, "rebuilt") if self.fresh_model else got + ("derived",)
+        if got is None or self.fresh_model:
+            return (self.ceiling_ms(), None, True)
+        return got + (False,)
 
     def derive_limit(self, shape, ref_ms, entry):
         """The launch limit of the later forwards of shape set @shape from the reference's
@@ -412,29 +415,26 @@ class Judge:
         if j.launch_timeout_ms is None:
             return
         if j.launch_factor:
-            lim = min(j.launch_timeout_ms, max(j.launch_floor_ms, CALL_FLOOR_MS, j.launch_factor * ref_ms))
+            lim = min(self.ceiling_ms(), max(j.launch_floor_ms, CALL_FLOOR_MS, j.launch_factor * ref_ms))
             self.limits[shape] = (int(math.ceil(lim)), ref_ms)
         else:
-            self.limits[shape] = (j.launch_timeout_ms, None)
+            self.limits[shape] = (self.ceiling_ms(), None)
         entry["launch_limit_ms"] = self.limits[shape][0]
 
     def arm_call(self, lim):
         """Hold what runs now to @lim (launch_limit()'s); False where the deadline comes first."""
-        ms, ref_ms, kind = lim
+        ms, ref_ms, first = lim
         if ms >= self.left_ms():
             return False
         shape, phase = self.where
         j = self.job
-        if kind == "first":
+        if first:
             msg = (f"a kernel of the candidate's forward was still running {ms} ms after the forward returned "
-                   f"(launch_timeout_ms, the limit of the first forward on a shape set): it hangs (phase {phase})")
-        elif kind == "rebuilt":
-            msg = (f"the candidate's forward did not finish within the launch time limit of {ms} ms "
-                   f"(launch_timeout_ms, the limit of a rebuilt model's first forward): it hangs (phase {phase})")
+                   f"(launch_timeout_ms, the limit of a model's first forward): it hangs (phase {phase})")
         elif ref_ms is not None:
             msg = (f"the candidate's forward did not finish within the launch time limit of {ms} ms "
                    f"({j.launch_factor:g} x the reference's {ref_ms:.3f} ms on this shape set, at least "
-                   f"{max(j.launch_floor_ms, CALL_FLOOR_MS)} ms, at most {j.launch_timeout_ms} ms): it hangs "
+                   f"{max(j.launch_floor_ms, CALL_FLOOR_MS)} ms, at most {self.ceiling_ms()} ms): it hangs "
                    f"(phase {phase})")
         else:
             msg = (f"the candidate's forward did not finish within the launch time limit of {ms} ms "
@@ -444,6 +444,13 @@ class Judge:
             j.id, j.seed_text, wall, self.gpu, shape, phase, msg, ms, ref_ms))
         self.w.confine.arm(frame, ms)
         return True
+
+    def after_forward(self):
+        """Called when a forward has returned and before its work is waited for (candidate(),
+        judge_timing.timed()): a model's first forward is held from here."""
+        lim, self.pending = self.pending, None
+        if lim is not None:
+            self.armed = self.arm_call(lim)
 
     # ---- calls into the two sides ----
     def tamper_check(self, grad):
@@ -468,17 +475,19 @@ class Judge:
 
     def candidate(self, fn, forward=False):
         """@fn() of the candidate's code, then a device-wide synchronize; a @forward is
-        held to its launch limit (launch_limit())."""
+        held to its launch limit (launch_limit(); @fn may call after_forward() itself
+        between the forward's return and a synchronize of its own)."""
         grad = _grad()
         lim = self.launch_limit() if forward else None
-        armed = False
+        self.armed, self.pending = False, None
         self.w.confine.blame(True)   # a forbidden system call from here is the candidate's
         try:
-            if lim and lim[2] != "first":
-                armed = self.arm_call(lim)
+            if lim and not lim[2]:
+                self.armed = self.arm_call(lim)
+            elif lim:
+                self.pending = lim
             out = fn()
-            if lim and lim[2] == "first":
-                armed = self.arm_call(lim)
+            self.after_forward()
             _sync()
             if forward:
                 self.fresh_model = False
@@ -488,7 +497,9 @@ class Judge:
             raise CandidateError(e) from e
         finally:
             self.w.confine.blame(False)
-            if armed:
+            self.pending = None
+            if self.armed:
+                self.armed = False
                 self.w.confine.arm(self.phase_frame, max(0.0, self.left_ms()))
         self.tamper_check(grad)
         return out

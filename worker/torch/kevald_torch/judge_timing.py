@@ -32,14 +32,18 @@ class Policy:
         self.warmup = job.warmup
 
 
-def timed(fn, args, flush):
-    """Run @fn(*args) once between events; returns (output, stream ms, device ms)."""
+def timed(fn, args, flush, returned=None):
+    """Run @fn(*args) once between events; returns (output, stream ms, device ms).
+    @returned() is called when @fn has returned, before its work is waited for
+    (the judge's launch limit of a model's first forward starts there)."""
     flush.zero_()
     start, mid, end = _Event(enable_timing=True), _Event(enable_timing=True), _Event(enable_timing=True)
     start.record()
     with _no_grad():
         out = fn(*args)
     mid.record()
+    if returned is not None:
+        returned()
     _sync()
     end.record()
     end.synchronize()
@@ -61,7 +65,8 @@ def time_shape(judge, si, shape, model, model_new, budget_ms):
         seed = seeds.derive(job.seed, si, "time", k)
         judge.phase(shape["name"], "timing", k)
         xs_c = judge.inputs(seed)
-        out_c, c_s, c_d = judge.candidate(lambda: timed(model_new, xs_c, judge.flush), forward=True)
+        out_c, c_s, c_d = judge.candidate(lambda: timed(model_new, xs_c, judge.flush, judge.after_forward),
+                                             forward=True)
         outs_c = judge_check.flatten(out_c)
         judge_check.check_placement(outs_c, xs_c)
         xs_r = judge.inputs(seed)
