@@ -25,6 +25,10 @@ uid 65534), and answers requests on a socket pair (serve()):
   put      {key, filename}                 a cache file (the payload) written
                                            where Triton's cache keeps it
 
+Before its first request it builds Triton's CUDA utilities (prewarm(): the
+`module` every Triton candidate's first launch asks for, the same for all)
+into its cache, while the run worker is still starting.
+
 Its folder holds 1 GiB at most; after each request (and past 120 s) every
 process the request started is killed, also one in a session of its own
 (the helper is its descendants' subreaper), and its TMPDIR emptied.
@@ -241,12 +245,52 @@ def reap():
             return
 
 
+def _answer(fn, args, payload, kill, tmp):
+    """(answer, payload) of @fn(@args, @payload) as a request: its programs
+    killed past REQUEST_TIMEOUT_S and after it (@kill), @tmp emptied; a
+    failure is an answer."""
+    timer = threading.Timer(REQUEST_TIMEOUT_S, kill) if kill else None
+    if timer:
+        timer.daemon = True
+        timer.start()
+    try:
+        out, data = fn(args, payload)
+        return {"ok": True, **out}, data
+    except Exception as e:  # noqa: BLE001 (every failure is an answer; the helper goes on)
+        return {"ok": False, "error": f"{type(e).__name__}: {e}"[:8000]}, b""
+    finally:
+        if timer:
+            timer.cancel()
+            timer.join()   # one that had already begun to fire ends here, not in the next request
+        if kill:
+            kill()
+            reap()
+        clear_tmp(tmp)
+
+
+def prewarm(kill=None, tmp=None):
+    """Build Triton's CUDA utilities (its nvidia driver.c, as `module`
+    cuda_utils: what every Triton candidate's first launch asks for, the
+    same for all) into this helper's cache before any request, while the run
+    worker is still starting: the candidate's request then finds it. Nothing
+    where Triton or its driver.c is missing. Returns the answer, or None."""
+    try:
+        from triton.backends.nvidia import driver as nv_driver
+        with open(os.path.join(os.path.dirname(nv_driver.__file__), "driver.c")) as f:
+            src = f.read()
+    except Exception:  # noqa: BLE001 (no Triton, another layout: the first launch builds it)
+        return None
+    out, _ = _answer(op_module, {"src": src, "name": "cuda_utils"}, b"", kill, tmp)
+    return out
+
+
 def serve(fd, ops=None, kill=None, tmp=None):
-    """Say ready, then answer requests on @fd until the run worker closes its
-    end. @kill (the helper's confine.kill_descendants) ends, after each
-    request and past REQUEST_TIMEOUT_S, every process the request started,
-    also one that left in a session of its own; @tmp (the helper's TMPDIR)
-    is emptied after each. Returns 0."""
+    """Say ready, build Triton's CUDA utilities (prewarm()), then answer
+    requests on @fd until the run worker closes its end. @kill (the helper's
+    confine.kill_descendants) ends, after each request and past
+    REQUEST_TIMEOUT_S, every process the request started, also one that left
+    in a session of its own; @tmp (the helper's TMPDIR) is emptied after
+    each. Returns 0."""
     from multiprocessing.connection import Connection
     ops = ops or OPS
     conn = Connection(fd)
@@ -254,32 +298,22 @@ def serve(fd, ops=None, kill=None, tmp=None):
         send(conn, {"ok": True, "ready": True})
     except OSError:
         return 0
+    if ops is OPS:
+        prewarm(kill, tmp)
     while True:
         try:
             head, payload = recv(conn)
         except (EOFError, OSError):
             return 0
-        timer = threading.Timer(REQUEST_TIMEOUT_S, kill) if kill else None
-        if timer:
-            timer.daemon = True
-            timer.start()
         try:
             args = json.loads(head)
-            fn = ops.get(args.get("op")) if isinstance(args, dict) else None
-            if fn is None:
-                raise ToolError(f"unknown request {head[:80]!r}")
-            out, data = fn(args, payload)
-            out = {"ok": True, **out}
-        except Exception as e:  # noqa: BLE001 (every failure is an answer; the helper goes on)
-            out, data = {"ok": False, "error": f"{type(e).__name__}: {e}"[:8000]}, b""
-        finally:
-            if timer:
-                timer.cancel()
-                timer.join()   # one that had already begun to fire ends here, not in the next request
-            if kill:
-                kill()
-                reap()
-            clear_tmp(tmp)
+        except ValueError:
+            args = None
+        fn = ops.get(args.get("op")) if isinstance(args, dict) else None
+        if fn is None:
+            out, data = {"ok": False, "error": f"ToolError: unknown request {head[:80]!r}"}, b""
+        else:
+            out, data = _answer(fn, args, payload, kill, tmp)
         try:
             send(conn, out, data)
         except OSError:

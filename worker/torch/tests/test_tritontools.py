@@ -70,6 +70,8 @@ def get_cache_manager(key):
     "triton/backends/__init__.py": "",
     "triton/backends/nvidia/__init__.py": "",
     "triton/backends/nvidia/driver.py": "include_dirs = []\nlibraries = []\ndef library_dirs():\n    return []\n",
+    # Triton's CUDA utilities, which the helper builds before its first request
+    "triton/backends/nvidia/driver.c": "int kevald_cuda_utils_stub = 7;\n",
 }
 
 
@@ -180,6 +182,24 @@ class Helper(unittest.TestCase):
         self.assertFalse(os.path.exists(marker), "the request's ccflags reached the compiler")
         again, _ = self.chan.call("module", src="int kevald_stub = 42;\n", name="__triton_launcher")
         self.assertEqual(again["path"], path)   # the cache answers the same source
+
+    def test_tritons_cuda_utilities_are_built_before_the_first_request(self):
+        """prewarm(): the `module` every Triton candidate's first launch asks for (cuda_utils from
+        Triton's driver.c) is in the cache before any request, and that request is then answered
+        from it."""
+        import sysconfig
+        self.chan.call("version", path=self.ptxas)   # served after the helper's own build
+        name = "cuda_utils" + sysconfig.get_config_var("EXT_SUFFIX")
+        cache = os.path.join(self.folder, "cache")
+        built = [os.path.join(cache, k, name) for k in os.listdir(cache) if os.path.exists(os.path.join(cache, k, name))]
+        self.assertEqual(len(built), 1, os.listdir(cache))
+        with open(built[0], "rb") as f:
+            self.assertEqual(f.read(4), b"\x7fELF")
+        before = os.stat(built[0]).st_mtime_ns
+        with open(os.path.join(self.stub, "triton/backends/nvidia/driver.c")) as f:
+            head, _ = self.chan.call("module", src=f.read(), name="cuda_utils")
+        self.assertEqual(head["path"], built[0])
+        self.assertEqual(os.stat(built[0]).st_mtime_ns, before)   # not built again
 
     def test_programs_it_runs_are_confined_and_end_with_the_request(self):
         head, out = self.chan.call("version", path=self.ptxas)
