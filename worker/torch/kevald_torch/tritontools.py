@@ -26,8 +26,9 @@ uid 65534), and answers requests on a socket pair (serve()):
                                            where Triton's cache keeps it
 
 Before its first request it builds Triton's CUDA utilities (prewarm(): the
-`module` every Triton candidate's first launch asks for, the same for all)
-into its cache, while the run worker is still starting.
+`module` every Triton candidate's first launch asks for, the same for all,
+its source as Triton's own CudaUtils makes it) into its cache, while the run
+worker is still starting.
 
 Its folder holds 1 GiB at most; after each request (and past 120 s) every
 process the request started is killed, also one in a session of its own
@@ -268,19 +269,44 @@ def _answer(fn, args, payload, kill, tmp):
         clear_tmp(tmp)
 
 
+class _Captured(Exception):
+    """prewarm()'s stop: Triton asked for its CUDA utilities' build."""
+
+
 def prewarm(kill=None, tmp=None):
-    """Build Triton's CUDA utilities (its nvidia driver.c, as `module`
-    cuda_utils: what every Triton candidate's first launch asks for, the
-    same for all) into this helper's cache before any request, while the run
-    worker is still starting: the candidate's request then finds it. Nothing
-    where Triton or its driver.c is missing. Returns the answer, or None."""
+    """Build Triton's CUDA utilities (`cuda_utils`: what every Triton
+    candidate's first launch asks for, the same for all) into this helper's
+    cache before any request, while the run worker is still starting: the
+    candidate's `module` request then finds it. The source is the one
+    Triton's own CudaUtils asks for (its compile_module_from_src caught
+    here, whatever Triton makes of its driver.c), built by op_module().
+    Nothing where Triton or its CudaUtils is missing. Returns the answer, or
+    None."""
     try:
         from triton.backends.nvidia import driver as nv_driver
-        with open(os.path.join(os.path.dirname(nv_driver.__file__), "driver.c")) as f:
-            src = f.read()
+        cls = nv_driver.CudaUtils
     except Exception:  # noqa: BLE001 (no Triton, another layout: the first launch builds it)
         return None
-    out, _ = _answer(op_module, {"src": src, "name": "cuda_utils"}, b"", kill, tmp)
+    asked = []
+
+    def catch(src, name, *args, **kwargs):   # noqa: ARG001
+        asked.append((str(src), str(name)))
+        raise _Captured()
+
+    real = nv_driver.compile_module_from_src
+    nv_driver.compile_module_from_src = catch
+    try:
+        cls.__init__(object.__new__(cls))
+    except _Captured:
+        pass
+    except Exception:  # noqa: BLE001 (a CudaUtils that needs more than a compile: nothing done)
+        return None
+    finally:
+        nv_driver.compile_module_from_src = real
+    if not asked:
+        return None
+    src, name = asked[0]
+    out, _ = _answer(op_module, {"src": src, "name": name}, b"", kill, tmp)
     return out
 
 

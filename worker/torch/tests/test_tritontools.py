@@ -69,9 +69,26 @@ def get_cache_manager(key):
 """,
     "triton/backends/__init__.py": "",
     "triton/backends/nvidia/__init__.py": "",
-    "triton/backends/nvidia/driver.py": "include_dirs = []\nlibraries = []\ndef library_dirs():\n    return []\n",
+    # CudaUtils as Triton's: the source it asks compile_module_from_src for is driver.c changed (newer
+    # Triton inlines a header there), and it then uses the module it gets
+    "triton/backends/nvidia/driver.py": """
+import os
+include_dirs = []
+libraries = []
+def library_dirs():
+    return []
+def compile_module_from_src(src, name, library_dirs=None, include_dirs=None, libraries=None):
+    raise RuntimeError("the stand-in does not import")
+class CudaUtils:
+    def __init__(self):
+        with open(os.path.join(os.path.dirname(__file__), "driver.c")) as f:
+            src = f.read().replace("/* MARKER */", "int kevald_inlined = 1;")
+        mod = compile_module_from_src(src=src, name="cuda_utils", library_dirs=library_dirs(),
+                                      include_dirs=include_dirs, libraries=libraries)
+        self.load_binary = mod.load_binary
+""",
     # Triton's CUDA utilities, which the helper builds before its first request
-    "triton/backends/nvidia/driver.c": "int kevald_cuda_utils_stub = 7;\n",
+    "triton/backends/nvidia/driver.c": "int kevald_cuda_utils_stub = 7;\n/* MARKER */\n",
 }
 
 
@@ -184,9 +201,9 @@ class Helper(unittest.TestCase):
         self.assertEqual(again["path"], path)   # the cache answers the same source
 
     def test_tritons_cuda_utilities_are_built_before_the_first_request(self):
-        """prewarm(): the `module` every Triton candidate's first launch asks for (cuda_utils from
-        Triton's driver.c) is in the cache before any request, and that request is then answered
-        from it."""
+        """prewarm(): the `module` every Triton candidate's first launch asks for (cuda_utils, its
+        source as Triton's CudaUtils makes it from driver.c) is in the cache before any request, and
+        that request is then answered from it."""
         import sysconfig
         self.chan.call("version", path=self.ptxas)   # served after the helper's own build
         name = "cuda_utils" + sysconfig.get_config_var("EXT_SUFFIX")
@@ -197,7 +214,8 @@ class Helper(unittest.TestCase):
             self.assertEqual(f.read(4), b"\x7fELF")
         before = os.stat(built[0]).st_mtime_ns
         with open(os.path.join(self.stub, "triton/backends/nvidia/driver.c")) as f:
-            head, _ = self.chan.call("module", src=f.read(), name="cuda_utils")
+            src = f.read().replace("/* MARKER */", "int kevald_inlined = 1;")   # what CudaUtils asks for
+        head, _ = self.chan.call("module", src=src, name="cuda_utils")
         self.assertEqual(head["path"], built[0])
         self.assertEqual(os.stat(built[0]).st_mtime_ns, before)   # not built again
 
