@@ -3,6 +3,7 @@
  * the merged log (see group.h).
  */
 #include "worker/compile/group.h"
+#include "worker/compile/logtrim.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -116,17 +117,6 @@ static unsigned diag_line(const char *ln, size_t len, const char *kind)
         return v;
 }
 
-/* Does the line [@ln, @ln + @len) hold @w? */
-static bool line_has(const char *ln, size_t len, const char *w)
-{
-        size_t k = strlen(w);
-
-        for (size_t i = 0; i + k <= len; i++)
-                if (memcmp(ln + i, w, k) == 0)
-                        return true;
-        return false;
-}
-
 static bool has_line(const unsigned *v, size_t n, unsigned line)
 {
         for (size_t i = 0; i < n; i++)
@@ -177,8 +167,8 @@ int group_probe_read(const char *log, const GroupProbe *p, size_t n_probes, bool
                 } else if (w) {
                         r = push_line(&warn, &n_warn, &cap_warn, w);
                 } else if (len > 0 && ln[0] != ' ' &&
-                           (line_has(ln, len, "): error") || line_has(ln, len, "catastrophic") ||
-                            line_has(ln, len, "Compilation terminated"))) {
+                           (logtrim_has(ln, len, "): error") || logtrim_has(ln, len, "catastrophic") ||
+                            logtrim_has(ln, len, "Compilation terminated"))) {
                         stray = true; /* an error in a header, or one that ended the compile */
                 }
                 ln += len + (nl != NULL);

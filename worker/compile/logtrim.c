@@ -78,7 +78,8 @@ static bool starts(const char *p, size_t len, const char *prefix)
         return len >= n && memcmp(p, prefix, n) == 0;
 }
 
-static bool contains(const char *p, size_t len, const char *needle)
+/* Does [@p, @p + @len) hold @needle? (memmem without its nonnull contract: @p may be NULL at 0.) */
+bool logtrim_has(const char *p, size_t len, const char *needle)
 {
         size_t n = strlen(needle);
         for (size_t i = 0; i + n <= len; i++)
@@ -131,8 +132,8 @@ static size_t header_file_len(const Line *l)
 
 static bool is_error_line(const Line *l)
 {
-        return contains(l->p, l->len, "error") && !contains(l->p, l->len, "error detected") &&
-               !contains(l->p, l->len, "errors detected");
+        return logtrim_has(l->p, l->len, "error") && !logtrim_has(l->p, l->len, "error detected") &&
+               !logtrim_has(l->p, l->len, "errors detected");
 }
 
 static bool file_trusted(const char *file, size_t len, const LogtrimConfig *cfg)
@@ -143,7 +144,7 @@ static bool file_trusted(const char *file, size_t len, const LogtrimConfig *cfg)
         for (size_t i = 0; i < cfg->n_trusted; i++) {
                 size_t n = strlen(cfg->trusted_prefixes[i]);
                 if (n > 0 && len > n && memcmp(file, cfg->trusted_prefixes[i], n) == 0 &&
-                    !contains(file, len, ".."))
+                    !logtrim_has(file, len, ".."))
                         return true;
         }
         return false;

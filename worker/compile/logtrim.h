@@ -39,6 +39,9 @@ typedef struct PtxasKernel {
         int64_t stack;         /* "N bytes cumulative stack size" */
 } PtxasKernel;
 
+/* Does [@p, @p + @len) hold @needle? */
+bool logtrim_has(const char *p, size_t len, const char *needle);
+
 int logtrim_clean(const char *raw, const LogtrimConfig *cfg, char **ret_log, bool *ret_truncated);
 int logtrim_parse_ptxas(const char *raw, PtxasKernel **ret_kernels, size_t *ret_n);
 const PtxasKernel *logtrim_find_ptxas(const PtxasKernel *kernels, size_t n, const char *name);
