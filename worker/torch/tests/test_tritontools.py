@@ -82,13 +82,13 @@ def compile_module_from_src(src, name, library_dirs=None, include_dirs=None, lib
 class CudaUtils:
     def __init__(self):
         with open(os.path.join(os.path.dirname(__file__), "driver.c")) as f:
-            src = f.read().replace("/* MARKER */", "int kevald_inlined = 1;")
+            src = f.read().replace("/* launch.h */", "int kevald_inlined = 1;")
         mod = compile_module_from_src(src=src, name="cuda_utils", library_dirs=library_dirs(),
                                       include_dirs=include_dirs, libraries=libraries)
         self.load_binary = mod.load_binary
 """,
     # Triton's CUDA utilities, which the helper builds before its first request
-    "triton/backends/nvidia/driver.c": "int kevald_cuda_utils_stub = 7;\n/* MARKER */\n",
+    "triton/backends/nvidia/driver.c": "int kevald_cuda_utils_stub = 7;\n/* launch.h */\n",
 }
 
 
@@ -214,7 +214,7 @@ class Helper(unittest.TestCase):
             self.assertEqual(f.read(4), b"\x7fELF")
         before = os.stat(built[0]).st_mtime_ns
         with open(os.path.join(self.stub, "triton/backends/nvidia/driver.c")) as f:
-            src = f.read().replace("/* MARKER */", "int kevald_inlined = 1;")   # what CudaUtils asks for
+            src = f.read().replace("/* launch.h */", "int kevald_inlined = 1;")   # what CudaUtils asks for
         head, _ = self.chan.call("module", src=src, name="cuda_utils")
         self.assertEqual(head["path"], built[0])
         self.assertEqual(os.stat(built[0]).st_mtime_ns, before)   # not built again
