@@ -123,6 +123,9 @@ static const KeyDef keys[] = {
             "kevald-torch run workers per GPU (language \"kernelbench\"; docs/kernelbench.md), one running at "
             "a time and sharing the GPU with the kevald-gpu workers; with more than 0, compile_workers "
             "kevald-torch build workers too. 0: kernelbench submissions are refused (503)"),
+        INT("torch_build_workers", torch_build_workers, "0", 0, 128,
+            "kevald-torch build worker processes (with torch_workers > 0): how many load_inline builds run at "
+            "once, niced as compile workers are (compile_nice); 0: as many as compile_workers"),
         STR("torch_python", torch_python, "python3",
             "the Python interpreter (with PyTorch) that runs <libexec>/kevald-torch"),
         NUM("torch_build_timeout_s", torch_build_timeout_s, "300", 1, 600,

@@ -157,6 +157,7 @@ static void dispatch_config(const Config *cfg, TaskLib *lib, Baselines *baseline
         dc->no_prefetch = !cfg->gpu_prefetch;
         dc->compile_nice = (int)cfg->compile_nice;
         dc->torch_workers = (int)cfg->torch_workers;
+        dc->torch_build_workers = (int)cfg->torch_build_workers;
         dc->torch_python = cfg->torch_python;
         dc->torch_build_timeout_ms = (int)(cfg->torch_build_timeout_s * 1000);
         dc->log_level = cfg->log_level;

@@ -446,7 +446,7 @@ static int parse_gpus(const char *spec, int *ret, int max)
 int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
 {
         Dispatcher *d = calloc(1, sizeof(*d));
-        int gpus[MAX_WORKERS], n_gpus, n_compile, per_gpu, r;
+        int gpus[MAX_WORKERS], n_gpus, n_compile, n_build, avail, per_gpu, r;
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         double renew_s;
 
@@ -505,9 +505,15 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
                 goto fail;
         }
         n_compile = cfg->compile_workers > 0 ? cfg->compile_workers : (int)(cores > 0 ? cores : 1);
-        /* with kevald-torch, as many build workers as compile workers */
-        if (n_compile > (MAX_WORKERS - n_gpus * per_gpu) / (d->cfg.torch_workers > 0 ? 2 : 1))
-                n_compile = (MAX_WORKERS - n_gpus * per_gpu) / (d->cfg.torch_workers > 0 ? 2 : 1);
+        /* with kevald-torch, torch_build_workers build workers (default: as many as compile workers);
+         * the two pools share what the GPUs' workers leave of MAX_WORKERS */
+        n_build = d->cfg.torch_workers <= 0 ? 0 : d->cfg.torch_build_workers > 0 ? d->cfg.torch_build_workers
+                                                                                  : n_compile;
+        avail = MAX_WORKERS - n_gpus * per_gpu;
+        if (n_compile > (n_build ? avail / 2 : avail))
+                n_compile = n_build ? avail / 2 : avail;
+        if (n_build > avail - n_compile)
+                n_build = avail - n_compile;
         if (d->cfg.torch_workers > 0) {
                 const char *root = d->cfg.torch_ext_dir ? d->cfg.torch_ext_dir : "torch-ext";
                 if (mkdir(root, 0755) < 0 && errno != EEXIST) {
@@ -570,7 +576,7 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
                         w->index = gpus[i];
                 }
         }
-        for (int i = 0; d->cfg.torch_workers > 0 && i < n_compile; i++) {
+        for (int i = 0; i < n_build; i++) {
                 Worker *w = &d->workers[d->n_workers++];
                 w->d = d;
                 w->spec = proctab_get(PROC_TORCH_BUILD);

@@ -283,8 +283,17 @@ static void on_hello(Worker *w, json_t *msg)
                 if (json_is_integer(so))
                         d->max_shared_optin = (long)json_integer_value(so);
         }
-        log_info("dispatch: %s worker %d ready (pid %d)%s%s", w->spec->name, w->index, w->proc.pid,
-                 w->spec->gpu ? ": " : "", w->spec->gpu ? jsonutil_str(msg, "name", "?") : "");
+        {
+                /* how long its start took (spawn to HELLO), and the worker's own account of it where it
+                 * gives one (kevald-torch's startup_ms) */
+                char *steps = json_object_get(msg, "startup_ms") ? json_dumps(json_object_get(msg, "startup_ms"),
+                                                                              JSON_COMPACT | JSON_REAL_PRECISION(4))
+                                                                 : NULL;
+                log_info("dispatch: %s worker %d ready (pid %d) in %.2f s%s%s%s%s", w->spec->name, w->index,
+                         w->proc.pid, (double)(now_ms(d) - w->sent_at_ms) / 1000.0, w->spec->gpu ? ": " : "",
+                         w->spec->gpu ? jsonutil_str(msg, "name", "?") : "", steps ? " " : "", steps ? steps : "");
+                free(steps);
+        }
         {
                 char *layers = json_dumps(json_object_get(msg, "layers"), JSON_COMPACT);
                 log_info("dispatch: %s worker sandbox layers: %s", w->spec->name, layers ? layers : "none reported");
@@ -614,20 +623,24 @@ void worker_start(Worker *w)
                 uv_close((uv_handle_t *)&w->from_child, on_handle_closed);
                 return;
         }
-        /* Compiles are throughput work and may fill every core (one worker
-         * per core by default); the GPU workers' launches and this loop are
-         * on the GPUs' critical path. A higher nice value (a smaller CPU
-         * share under contention, none lost on an idle host) keeps a
-         * compile burst from starving them. Relative to the server's own
-         * nice value; set on the new process's only thread (its threads
-         * inherit it). */
-        if (w->spec->role == PROC_COMPILE && d->cfg.compile_nice > 0) {
+        /* Compiles and kernelbench builds are throughput work and may fill
+         * every core (one worker per core by default; a load_inline build
+         * is nvcc and g++ for over a minute); the GPU workers' launches,
+         * the kevald-torch run workers' start-up and judging (Python that
+         * launches the kernels it times) and this loop are on the GPUs'
+         * critical path. A higher nice value (a smaller CPU share under
+         * contention, none lost on an idle host) keeps a burst of builds
+         * from starving them. Relative to the server's own nice value; set
+         * on the new process's only thread (its threads and the compilers
+         * it starts inherit it). */
+        if ((w->spec->role == PROC_COMPILE || w->spec->role == PROC_TORCH_BUILD) && d->cfg.compile_nice > 0) {
                 int own, want;
                 errno = 0;
                 own = getpriority(PRIO_PROCESS, 0);
                 want = (errno ? 0 : own) + d->cfg.compile_nice;
                 if (setpriority(PRIO_PROCESS, (id_t)w->proc.pid, want > 19 ? 19 : want) < 0)
-                        log_warn("dispatch: cannot lower compile worker %d's priority: %s", w->index, strerror(errno));
+                        log_warn("dispatch: cannot lower %s worker %d's priority: %s", w->spec->name, w->index,
+                                 strerror(errno));
         }
         w->state = W_STARTING;
         w->sent_at_ms = now_ms(d);

@@ -113,6 +113,12 @@ def wait_torch_ready(server, timeout, gpu_workers=None):
     pytest.fail(f"kevald-torch workers not ready: {json.dumps(body)[:3000]}\n{server.log_tail()}")
 
 
+def nice_of(pid):
+    """The nice value of process @pid."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2:].split()[16])  # field 19 of proc(5): nice
+
+
 def wait_done(client, sid, timeout=60.0):
     """Long-poll until submission @sid is done; return its JSON."""
     deadline = time.monotonic() + timeout * SLOW

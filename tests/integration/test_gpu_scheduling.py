@@ -39,7 +39,8 @@ from pathlib import Path
 import pytest
 
 import standin_gpu_worker as standin
-from conftest import LIBEXEC, SLOW, VECADD_PLAN, VECADD_SOURCE, VECADD_TASK, Server, compile_sub, wait_done
+from conftest import (LIBEXEC, SLOW, VECADD_PLAN, VECADD_SOURCE, VECADD_TASK, Server, compile_sub, nice_of,
+                      wait_done)
 
 
 class FakeGpuServer:
@@ -609,11 +610,6 @@ def test_queued_job_of_an_exiting_worker_runs_on_the_standby(tmp_path):
         assert_no_overlap(runs, "GPU 0")
     finally:
         assert fs.stop() == 0, fs.server.log_tail()
-
-
-def nice_of(pid):
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return int(stat[stat.rindex(")") + 2:].split()[16])  # field 19 of proc(5): nice
 
 
 @pytest.mark.parametrize("nice", [None, 0, 7])

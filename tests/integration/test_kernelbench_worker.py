@@ -48,8 +48,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (FIXTURE_TASKS, LIBEXEC, SLOW, SOURCE_ROOT, Server, assert_stopped_cleanly, wait_done,
-                      wait_torch_ready)
+from conftest import (FIXTURE_TASKS, LIBEXEC, SLOW, SOURCE_ROOT, Server, assert_stopped_cleanly, nice_of,
+                      wait_done, wait_torch_ready)
 
 FAKETORCH = SOURCE_ROOT / "worker" / "torch" / "tests" / "faketorch"
 KB_FIXTURES = SOURCE_ROOT / "tests" / "fixtures" / "kernelbench"
@@ -96,6 +96,7 @@ def faketorch_serves():
         pytest.exit(f"SKIP: {REASON}", returncode=77)
 JOB_TIMEOUT_S = 6   # the run JOB's deadline_ms: what the hanging module costs
 LAUNCH_TIMEOUT_MS = 1500   # what a kernel still running after a model's first forward costs
+BUILD_WORKERS = 3   # --torch-build-workers: not compile_workers' one per core
 
 HEAD = """import torch
 import torch.nn as nn
@@ -177,7 +178,7 @@ class RealTorchServer:
             "--libexec", str(self.libexec), "--gpus", "0", "--gpu-workers-per-gpu", "1", "--torch-workers", "1",
             "--torch-python", str(self.python), "--tasks", str(self.tasks), "--torch-ext-dir", str(self.ext),
             "--job-timeout-s", str(JOB_TIMEOUT_S), "--launch-timeout-ms", str(LAUNCH_TIMEOUT_MS),
-            "--max-attempts", "1", *args])
+            "--max-attempts", "1", "--torch-build-workers", str(BUILD_WORKERS), *args])
 
     OLD_BUILDS = ("0" * 64, "1" * 64, "f" * 64)   # build folders' names, oldest first
 
@@ -242,6 +243,20 @@ def test_readyz_shows_the_real_workers(kbw):
     assert t["build"]["workers"][0]["role"] == "torch-build"
     (run,) = t["run"]
     assert run["role"] == "torch-run" and run["gpu"] == 0 and run["name"] == "Fake GPU (numpy)", run
+    # torch_build_workers of them, whatever compile_workers is; niced as compile workers are (compile_nice 10),
+    # so that builds on every core do not starve the run workers' start-up and judging, which keep the
+    # server's priority
+    assert len(t["build"]["workers"]) == BUILD_WORKERS, t["build"]
+    own = nice_of(kbw.server.proc.pid)
+    assert [nice_of(w["pid"]) for w in t["build"]["workers"]] == [min(19, own + 10)] * BUILD_WORKERS
+    assert nice_of(run["pid"]) == own
+    # each start is logged with its time and the worker's own account of it, step by step
+    m = re.search(r"torch-run worker 0 ready \(pid \d+\) in ([0-9.]+) s: Fake GPU \(numpy\) (\{.*\})",
+                  kbw.server.log_text())
+    assert m, kbw.server.log_tail()
+    steps = json.loads(m.group(2))
+    assert list(steps) == ["python", "env", "sandbox", "import", "cuda", "handler", "lock"], steps
+    assert sum(steps.values()) <= float(m.group(1)) * 1000 + 50, (m.group(1), steps)
     # sandboxed as the server starts them: the library's layers, not a stand-in's or --no-sandbox's
     for role in ("torch-build", "torch-run"):
         layers = body["layers"][role]

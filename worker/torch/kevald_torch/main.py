@@ -30,6 +30,7 @@ import platform
 import shutil
 import sys
 import sysconfig
+import time
 
 from . import frames, loop
 from .confine import Confine
@@ -122,6 +123,18 @@ def run_devices(visible, index):
         return str(i) if i >= 0 else None
     items = [x.strip() for x in visible.split(",") if x.strip()]
     return items[i] if 0 <= i < len(items) else None
+
+
+def process_age_s():
+    """Seconds since this process was started (its exec: the interpreter's own start-up
+    included), from /proc/self/stat's start time in clock ticks since boot; 0 where unreadable."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def arch_of(major, minor):
@@ -289,14 +302,26 @@ class Worker:
             "l2_bytes": getattr(p, "L2_cache_size", 0)})
         return None
 
+    def mark(self, step):
+        """The HELLO's startup_ms[@step]: the ms since the previous mark (the first: since
+        the interpreter began running this module's code)."""
+        now = time.monotonic()
+        self.hello["startup_ms"][step] = round((now - self.marked) * 1000.0, 1)
+        self.marked = now
+
     def start(self):
         """Steps 2-6; returns the exit status."""
+        self.hello["startup_ms"] = {}
+        self.marked = time.monotonic() - process_age_s()
+        self.mark("python")
         err = self.setup_env()
         if err:
             return self.fail("config", err)
+        self.mark("env")
         err = self.enter()
         if err:
             return self.fail("sandbox", err)
+        self.mark("sandbox")
         try:
             import torch
             import torch.utils.cpp_extension  # noqa: F401 (its import may look for tools: before the lock)
@@ -305,6 +330,7 @@ class Worker:
         self.torch = torch
         self.hello["torch"] = torch.__version__
         self.hello["cuda"] = torch.version.cuda
+        self.mark("import")
         if self.role == "run":
             try:
                 err = self.warm_cuda()
@@ -312,6 +338,7 @@ class Worker:
                 err = f"{type(e).__name__}: {e}"
             if err:
                 return self.fail("cuda", err)
+            self.mark("cuda")
         try:
             if self.role == "build":
                 from . import build
@@ -321,10 +348,12 @@ class Worker:
                 handler = judge.Judge(self).handle
         except Exception as e:  # noqa: BLE001
             return self.fail("import" if self.role == "build" else "cuda", f"{type(e).__name__}: {e}")
+        self.mark("handler")
         if self.sandbox:
             err = self.confine.lock()
             if err:
                 return self.fail("sandbox", err)
+        self.mark("lock")
         self.hello["ok"] = True
         self.hello["layers"] = self.confine.layers
         if self.role == "run":

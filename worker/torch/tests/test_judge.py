@@ -180,6 +180,11 @@ class FakeJudge(unittest.TestCase):
         self.assertEqual((h["role"], h["device"], h["arch"], h["torch"]), ("torch-run", 0, "sm_90a", "0.0-fake"))
         self.assertTrue(h["layers"]["seccomp"]["active"], h["layers"])
         self.assertIn("torch-run allowlist", h["layers"]["seccomp"]["detail"])
+        # how its start-up went, step by step, in order (the dispatcher logs it with the HELLO)
+        steps = h["startup_ms"]
+        self.assertEqual(list(steps), ["python", "env", "sandbox", "import", "cuda", "handler", "lock"], steps)
+        self.assertTrue(all(isinstance(v, float) and 0 <= v < 60000 for v in steps.values()), steps)
+        self.assertGreater(steps["python"], 0, steps)   # the interpreter's own start is counted
         rc, err = self.finish(d)   # end of input before any JOB: exit 0
         self.assertEqual(rc, 0, err)
         pids = set()
@@ -334,6 +339,7 @@ class FakeJudge(unittest.TestCase):
         d = self.start("build")
         self.assertTrue(d.hello["ok"], d.hello)
         self.assertIn("torch-build denylist", d.hello["layers"]["seccomp"]["detail"])
+        self.assertEqual(list(d.hello["startup_ms"]), ["python", "env", "sandbox", "import", "handler", "lock"])
         rc, err = self.finish(d)
         self.assertEqual(rc, 0, err)
         cases = [("correct", True, None), ("no_model_new", False, "no_model_new")]
