@@ -438,6 +438,26 @@ static int parse_gpus(const char *spec, int *ret, int max)
         return n;
 }
 
+/*
+ * How many kevald-torch build workers by default (torch_build_workers 0): half as many again as
+ * compile workers, at most one per TORCH_BUILD_MEM_BYTES of the host's memory, at least one. A
+ * load_inline build keeps ~1.3 processes busy with a serial chain of about 70 s that more cores
+ * do not shorten, so builds that share the cores end a batch sooner than a second wave that runs
+ * mostly alone (BENCHMARKS.md, "Issue 29's 41 samples: the build waves and the run workers'
+ * start").
+ */
+#define TORCH_BUILD_MEM_BYTES (3LL << 30) /* measured: 24 builds at once held ~67 GB */
+static int torch_build_default(int n_compile)
+{
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        long long by_mem = pages > 0 && page > 0 ? (long long)pages * page / TORCH_BUILD_MEM_BYTES : 0;
+        int n = n_compile + n_compile / 2;
+
+        if (by_mem > 0 && n > by_mem)
+                n = (int)by_mem;
+        return n > 0 ? n : 1;
+}
+
 /**
  * dispatch_start() - start the dispatcher's loop, its workers and its thread
  * @cfg: settings; copied (the strings too), tasks and waiters borrowed
@@ -505,10 +525,10 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
                 goto fail;
         }
         n_compile = cfg->compile_workers > 0 ? cfg->compile_workers : (int)(cores > 0 ? cores : 1);
-        /* with kevald-torch, torch_build_workers build workers (default: as many as compile workers);
-         * the two pools share what the GPUs' workers leave of MAX_WORKERS */
+        /* with kevald-torch, torch_build_workers build workers; the two pools share what the GPUs'
+         * workers leave of MAX_WORKERS */
         n_build = d->cfg.torch_workers <= 0 ? 0 : d->cfg.torch_build_workers > 0 ? d->cfg.torch_build_workers
-                                                                                  : n_compile;
+                                                                                  : torch_build_default(n_compile);
         avail = MAX_WORKERS - n_gpus * per_gpu;
         if (n_compile > (n_build ? avail / 2 : avail))
                 n_compile = n_build ? avail / 2 : avail;

@@ -117,7 +117,8 @@ class KbServer:
 
 @pytest.fixture(scope="module")
 def kb(tmp_module):
-    s = KbServer(tmp_module / "kb", args=["--max-attempts", "2", "--job-timeout-s", "1"]).start()
+    s = KbServer(tmp_module / "kb", args=["--max-attempts", "2", "--job-timeout-s", "1",
+                                          "--compile-workers", "2"]).start()
     yield s
     assert_stopped_cleanly(s.server)
 
@@ -387,7 +388,9 @@ def test_readyz_shows_the_torch_workers(kb):
     body = kb.readyz()
     t = body["torch"]
     assert t["workers_per_gpu"] == 1 and t["torch"] == "2.9.0+fake"
-    assert t["build"]["configured"] == 1 and t["build"]["workers"][0]["role"] == "torch-build"
+    # torch_build_workers 0: half as many again as compile workers (2)
+    assert t["build"]["configured"] == 3 and len(t["build"]["workers"]) == 3, t["build"]
+    assert t["build"]["workers"][0]["role"] == "torch-build"
     (run,) = t["run"]
     assert run["gpu"] == 0 and run["role"] == "torch-run" and run["name"] == "Fake GPU (kevald tests)"
     assert body["layers"]["torch-run"]["sandbox"]["active"] is False
