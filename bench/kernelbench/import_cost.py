@@ -28,7 +28,7 @@ wall = time.monotonic() - t
 py = stale = 0
 for m in list(sys.modules.values()):
     f = getattr(m, "__file__", None) or ""
-    if not f.endswith(".py"):
+    if not isinstance(f, str) or not f.endswith(".py"):
         continue
     py += 1
     c = getattr(m, "__cached__", None)

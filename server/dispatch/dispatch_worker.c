@@ -435,8 +435,8 @@ static void on_result(Worker *w, json_t *msg, Frame *f)
                 return;
         }
         worker_answered(d, w);
-        /* A GPU worker, or a kevald-torch build worker (one JOB per process:
-         * it exits after every RESULT), that says it exits gets nothing more;
+        /* A GPU worker, or a kevald-torch build worker (after its timeout),
+         * that says it exits gets nothing more;
          * its exit after a RESULT is no failure (on_exit_cb: no backoff). */
         if ((w->job || w->spec->role == PROC_TORCH_BUILD) && (json_is_true(json_object_get(msg, "exiting")) ||
                                                              json_is_string(json_object_get(msg, "exiting")))) {

@@ -264,7 +264,7 @@ def build_all(a, sandbox, env, chosen, report):
                 res = w.job({"id": len(built) + 1, "kind": "build", "deadline_ms": 300000,
                              "build_dir": entry["build_dir"], "arch": arch}, src, 330)
                 entry["build"] = res
-                if res is None or res.get("exiting") or res.get("error") == "timeout":   # one JOB per process
+                if res is None or res.get("exiting") or res.get("error") == "timeout":   # it exits: a fresh one
                     entry["build_exit"] = w.wait()
                     w = None
             except (RuntimeError, OSError) as e:

@@ -35,14 +35,20 @@ else sm_90a.
 
 RESULT: {"id", "ok", "error": null | "compile" | "import" | "no_model_new" |
 "timeout", "log": the build's and the module's output, trimmed to
-LOG_BYTES, "log_truncated", "wall_ms", "exiting": true}. The watchdog
-answers "timeout" past deadline_ms and kills the compilers with the worker
-(exit 4).
+LOG_BYTES, "log_truncated", "wall_ms", "exiting": false}. The watchdog
+answers "timeout" ("exiting": true) past deadline_ms and kills the
+compilers with the worker (exit 4).
 
-One JOB per process (issue 29): a module may patch what every later build
-would use (torch.utils.cpp_extension, torch itself, sys.modules), so after
-its RESULT ("exiting": true) the worker exits 0 and the dispatcher starts a
-fresh one.
+A worker serves JOB after JOB. A module may patch what every later build
+would use (torch.utils.cpp_extension, torch itself, sys.modules), but it
+runs only in its job's child, whose memory is its own: the worker never
+executes a module's code, the child cannot reach the worker's memory (the
+worker is not dumpable, and the profile's filter refuses ptrace and
+process_vm_writev), and everything the child started is killed before the
+RESULT. So the next JOB's child is forked from the same worker as the
+first was, and pays no `import torch` of its own: on the H100 host that
+import was most of a build worker's 3-20 s start, once per build when
+each build had a fresh worker.
 """
 import ctypes
 import io
@@ -59,7 +65,7 @@ import types
 import warnings
 
 from . import frames
-from .loop import EXIT_FAILED, EXIT_OK, BadJob, job_id
+from .loop import EXIT_FAILED, BadJob, job_id
 
 LOG_BYTES = 64 << 10
 PR_SET_PDEATHSIG = 1
@@ -145,9 +151,9 @@ class Builder:
         if result is None:
             return EXIT_FAILED   # the worker's own fault, logged: no RESULT, the supervisor retries
         result["wall_ms"] = (time.monotonic() - t0) * 1000.0
-        result["exiting"] = True
+        result["exiting"] = False
         self.w.send(frames.RESULT, result, disarm=True)
-        return EXIT_OK   # one JOB per process: what the module patched ends with it
+        return None   # the next JOB: what the module patched ended with its child
 
     def build(self, jid, blob, build_dir, arches):
         """The RESULT of building @blob in @build_dir (without wall_ms and

@@ -340,31 +340,44 @@ class FakeJudge(unittest.TestCase):
         self.assertTrue(d.hello["ok"], d.hello)
         self.assertIn("torch-build denylist", d.hello["layers"]["seccomp"]["detail"])
         self.assertEqual(list(d.hello["startup_ms"]), ["python", "env", "sandbox", "import", "handler", "lock"])
-        rc, err = self.finish(d)
-        self.assertEqual(rc, 0, err)
-        cases = [("correct", True, None), ("no_model_new", False, "no_model_new")]
-        for i, (name, ok, error) in enumerate(cases):
-            bd = os.path.join(self.root, name)
-            res, _ = self.one_job("build", {"id": i, "kind": "build", "deadline_ms": 20000, "build_dir": bd},
-                                  SAMPLES[name])
-            self.assertEqual((res["id"], res["ok"], res["error"]), (i, ok, error), res)
-            self.assertTrue(os.path.isdir(os.path.join(bd, "tmp")))
-        # a module that replaces load_inline: its own build "succeeds", the next one (a fresh worker) fails
-        patch = b"import torch.utils.cpp_extension as c\nc.load_inline = lambda *a, **k: None\n"
+        # one worker serves every build: each module runs in a child of its own, so what a module changes
+        # (load_inline, torch, sys.modules, the environment) ends with its child and never reaches the
+        # next build; each RESULT says "exiting": false and the worker reads the next JOB
+
+        def build(i, name, source):
+            res = d.job({"id": i, "kind": "build", "deadline_ms": 20000, "build_dir": os.path.join(self.root, name)},
+                        source)
+            self.assertIsNotNone(res, f"build {i}: no RESULT")
+            self.assertEqual((res["id"], res["exiting"]), (i, False), res)
+            self.assertTrue(os.path.isdir(os.path.join(self.root, name, "tmp")))
+            return res
+
+        for i, (name, ok, error) in enumerate([("correct", True, None), ("no_model_new", False, "no_model_new")]):
+            res = build(i, name, SAMPLES[name])
+            self.assertEqual((res["ok"], res["error"]), (ok, error), res)
+        # a module that replaces load_inline (its own build "succeeds") and changes torch, sys.modules and the
+        # environment; the next build on the same worker fails as it should and sees none of it
+        patch = (b"import os, sys, torch\nimport torch.utils.cpp_extension as c\nc.load_inline = lambda *a, **k: None\n"
+                 b"torch.kevald_mark = 1\nos.environ['KEVALD_MARK'] = '1'\nsys.modules['kevald_mark'] = c\n")
         bad = b"from torch.utils.cpp_extension import load_inline\next = load_inline('x', '')\n"
-        res, _ = self.one_job("build", {"id": 6, "kind": "build", "build_dir": os.path.join(self.root, "p")},
-                              patch + bad)
+        res = build(6, "p", patch + bad)
         self.assertEqual((res["ok"], res["error"]), (False, "no_model_new"), res)   # built, no ModelNew
-        res, _ = self.one_job("build", {"id": 7, "kind": "build", "build_dir": os.path.join(self.root, "ext")}, bad)
+        res = build(7, "ext", bad)
         self.assertEqual((res["ok"], res["error"]), (False, "compile"), res)
         self.assertIn("Error building extension", res["log"])
-        res, _ = self.one_job("build", {"id": 8, "kind": "build", "build_dir": os.path.join(self.root, "syn")},
-                              b"def (:\n")
+        clean = (b"import os, sys, torch\nassert not hasattr(torch, 'kevald_mark'), 'torch was changed'\n"
+                 b"assert 'KEVALD_MARK' not in os.environ and 'kevald_mark' not in sys.modules, 'state leaked'\n")
+        res = build(8, "clean", clean + SAMPLES["correct"])
+        self.assertEqual((res["ok"], res["error"]), (True, None), res)
+        res = build(9, "syn", b"def (:\n")
         self.assertEqual((res["ok"], res["error"]), (False, "import"), res)
         self.assertIn("SyntaxError", res["log"])
+        self.assertIsNone(d.p.poll())   # the process that said HELLO answered them all and still runs
+        rc, err = self.finish(d)   # end of input: exit 0
+        self.assertEqual(rc, 0, err)
         # a build_dir outside the artifact root is the supervisor's error: exit 2, no RESULT
         d = self.start("build")
-        res = d.job({"id": 9, "kind": "build", "build_dir": "/tmp/elsewhere"}, b"")
+        res = d.job({"id": 10, "kind": "build", "build_dir": "/tmp/elsewhere"}, b"")
         self.assertIsNone(res)
         rc, err = self.finish(d)
         self.assertEqual(rc, 2, err)
