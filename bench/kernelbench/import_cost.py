@@ -33,7 +33,7 @@ for m in list(sys.modules.values()):
     py += 1
     c = getattr(m, "__cached__", None)
     try:
-        if not c or os.stat(c).st_mtime < os.stat(f).st_mtime:
+        if not isinstance(c, str) or os.stat(c).st_mtime < os.stat(f).st_mtime:
             stale += 1
     except OSError:
         stale += 1
