@@ -609,6 +609,8 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         if (d->cfg.torch_workers > 0)
                 log_info("dispatch: kevald-torch: %d build worker(s), %d run worker(s) per GPU, build cache '%s'",
                          d->n_torch_build, d->cfg.torch_workers, d->torch_ext_root);
+        if (d->cfg.torch_workers > 0)
+                torch_pycache_start(d);
         for (int i = 0; i < d->n_workers; i++)
                 worker_start(&d->workers[i]);
         status_rebuild(d);
@@ -622,6 +624,8 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         *ret_dispatcher = d;
         return 0;
 fail:
+        torch_pycache_stop(d);
+        free(d->torch_pycache);
         store_close(d->store);
         torchview_root_remove(d->torch_run_root, d->torch_run_lock);
         free(d->torch_run_root);
@@ -651,6 +655,7 @@ int dispatch_stop(Dispatcher *d, double grace_s)
         d->stop_grace_s = grace_s; /* read by on_stop, on the loop thread, after the wake-up */
         uv_async_send(&d->stop_async);
         uv_thread_join(&d->thread);
+        torch_pycache_stop(d);
         return 0;
 }
 
@@ -675,6 +680,7 @@ void dispatch_free(Dispatcher *d)
         json_decref(d->verdicts);
         pthread_mutex_destroy(&d->status_lock);
         torchview_root_remove(d->torch_run_root, d->torch_run_lock);
+        free(d->torch_pycache);
         free(d->torch_run_root);
         free(d->torch_ext_root);
         free(d->libexec_dir);

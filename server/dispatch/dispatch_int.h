@@ -200,6 +200,10 @@ struct Dispatcher {
         char *torch_run_root;   /* <torch_ext_root>.run: the run workers' views of it (torchview.h) */
         int torch_run_lock;     /* the lock on torch_run_root (one server per cache), or -1 */
         uint64_t torch_views;   /* views made: the next one's serial */
+        char *torch_pycache;    /* <torch_ext_root>.pyc: the workers' bytecode (dispatch_pycache.c), or NULL */
+        pid_t pycache_pid;      /* the fill running (under status_lock), or 0 */
+        pthread_t pycache_thread;
+        bool pycache_thread_on;
         int n_torch_build;      /* kevald-torch build workers (0 with torch_workers 0) */
         long max_shared_optin;
 
@@ -321,6 +325,10 @@ Artifact *torch_artifact_by_hex(Dispatcher *d, const char *hex);
 void torch_prune(Dispatcher *d);
 void torch_check_pools(Dispatcher *d);
 int torch_root_own(const char *root);
+
+/* dispatch_pycache.c */
+void torch_pycache_start(Dispatcher *d);
+void torch_pycache_stop(Dispatcher *d);
 
 /*
  * dispatch_run.c: the run stage: claiming a compiled job, sending it to a GPU worker (prefetch and

@@ -119,7 +119,7 @@ static void gpu_status_add(json_t *gpus, const Worker *w)
 static json_t *torch_worker_status(const Worker *w)
 {
         static const char *const fields[] = { "role", "pid", "ok", "device", "name", "arch", "torch", "cuda",
-                                              "python", "error", NULL };
+                                              "python", "pycache", "error", NULL };
         json_t *o = json_pack("{s:i, s:s, s:i, s:f}", w->spec->role == PROC_TORCH_RUN ? "gpu" : "slot", w->index,
                               "state", worker_state_name(w), "restarts", w->restarts, "busy_s", w->busy_s);
 

@@ -587,7 +587,8 @@ void worker_start(Worker *w)
                 return;
         }
         if ((w->spec->role_arg ? proctab_env_torch(w->spec->role, w->index, d->cfg.log_level, d->libexec_dir,
-                                                   w->spec->role == PROC_TORCH_RUN ? view : d->torch_ext_root, &env)
+                                                   w->spec->role == PROC_TORCH_RUN ? view : d->torch_ext_root,
+                                                   d->torch_pycache, &env)
                                : proctab_env(w->spec->role, w->index, &env)) < 0)
                 return;
         uv_pipe_init(&d->loop, &w->to_child, 0);

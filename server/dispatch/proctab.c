@@ -89,7 +89,7 @@ fail:
 }
 
 int proctab_env_torch(ProcRole role, int gpu_index, const char *log_level, const char *libexec,
-                      const char *ext_root, char ***ret_env)
+                      const char *ext_root, const char *pycache, char ***ret_env)
 {
         char **env = NULL, **grown;
         size_t n = 0;
@@ -99,7 +99,7 @@ int proctab_env_torch(ProcRole role, int gpu_index, const char *log_level, const
                 return r;
         while (env[n])
                 n++;
-        grown = realloc(env, (n + 4) * sizeof(*env));
+        grown = realloc(env, (n + 5) * sizeof(*env));
         if (!grown)
                 goto fail;
         env = grown;
@@ -113,6 +113,11 @@ int proctab_env_torch(ProcRole role, int gpu_index, const char *log_level, const
         if (asprintf(&env[n], "KEVALD_CONFINE_LIB=%s/libkevald-confine.so", libexec ? libexec : ".") < 0)
                 goto fail;
         env[++n] = NULL;
+        if (pycache) {
+                if (asprintf(&env[n], "KEVALD_TORCH_PYCACHE=%s", pycache) < 0)
+                        goto fail;
+                env[++n] = NULL;
+        }
         *ret_env = env;
         return 0;
 fail:

@@ -50,12 +50,13 @@ int proctab_env(ProcRole role, int gpu_index, char ***ret_env);
 /**
  * proctab_env_torch() - proctab_env() for a kevald-torch worker, and what it adds: KEVALD_LOG_LEVEL
  * (@log_level), KEVALD_TORCH_EXT_ROOT (@ext_root: the build cache's folder) and KEVALD_CONFINE_LIB
- * (@libexec/libkevald-confine.so); for PROC_TORCH_RUN the GPU as for PROC_GPU (CUDA_VISIBLE_DEVICES,
+ * (@libexec/libkevald-confine.so), and KEVALD_TORCH_PYCACHE (@pycache, the bytecode folder) unless
+ * @pycache is NULL; for PROC_TORCH_RUN the GPU as for PROC_GPU (CUDA_VISIBLE_DEVICES,
  * KEVALD_GPU_INDEX 0), without the kevald-gpu worker's memory settings.
  * Return: 0 or -ENOMEM.
  */
 int proctab_env_torch(ProcRole role, int gpu_index, const char *log_level, const char *libexec,
-                      const char *ext_root, char ***ret_env);
+                      const char *ext_root, const char *pycache, char ***ret_env);
 void proctab_env_free(char **env);
 
 /* Count GPUs this host exposes (/dev/nvidiaN nodes); 0 when none. */

@@ -45,15 +45,17 @@ int main(void)
               !has_name(env, "CUDA_DEVICE_MAX_CONNECTIONS"));
         proctab_env_free(env);
         /* kevald-torch: the run role is pinned like a GPU worker, without the kevald-gpu settings */
-        CHECK(proctab_env_torch(PROC_TORCH_RUN, 2, "debug", "/lx", "/ext", &env) == 0);
+        CHECK(proctab_env_torch(PROC_TORCH_RUN, 2, "debug", "/lx", "/ext", "/ext.pyc", &env) == 0);
         CHECK(has(env, "CUDA_VISIBLE_DEVICES=2") && has(env, "KEVALD_GPU_INDEX=0") &&
               has(env, "KEVALD_LOG_LEVEL=debug"));
         CHECK(has(env, "KEVALD_TORCH_EXT_ROOT=/ext") && has(env, "KEVALD_CONFINE_LIB=/lx/libkevald-confine.so"));
         CHECK(!has_name(env, "KEVALD_DEVMEM_POOL_BYTES") && !has_name(env, "KEVALD_TEST_SECRET"));
+        CHECK(has(env, "KEVALD_TORCH_PYCACHE=/ext.pyc"));
         proctab_env_free(env);
-        CHECK(proctab_env_torch(PROC_TORCH_BUILD, 0, NULL, "/lx", "/ext", &env) == 0);
+        CHECK(proctab_env_torch(PROC_TORCH_BUILD, 0, NULL, "/lx", "/ext", NULL, &env) == 0);
         CHECK(!has_name(env, "CUDA_VISIBLE_DEVICES") && !has_name(env, "KEVALD_GPU_INDEX") &&
               has(env, "KEVALD_LOG_LEVEL=info") && has(env, "KEVALD_TORCH_EXT_ROOT=/ext"));
+        CHECK(!has_name(env, "KEVALD_TORCH_PYCACHE"));
         CHECK(proctab_get(PROC_TORCH_RUN)->gpu && !proctab_get(PROC_TORCH_BUILD)->gpu &&
               !strcmp(proctab_get(PROC_TORCH_RUN)->role_arg, "run"));
         proctab_env_free(env);

@@ -44,6 +44,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -234,6 +235,36 @@ def kbw(tmp_module):
     s.start()
     yield s
     assert_stopped_cleanly(s.server)
+
+
+def test_workers_read_the_bytecode_the_server_compiled(kbw):
+    """Run as root, the server makes <torch_ext_dir>.pyc (root's, 0755) and fills it with the bytecode of
+    what a worker imports (`kevald-torch --role pycache`, as root); a worker started after that reads it
+    (sys.pycache_prefix, after it dropped root) and says so in its HELLO. Not root: no folder, and the
+    workers say why."""
+    folder = kbw.ext.parent / (kbw.ext.name + ".pyc")
+    if os.geteuid() != 0:
+        assert not folder.exists()
+        (run,) = kbw.wait_torch_ready()["torch"]["run"]
+        assert run["pycache"]["active"] is False and "not root" in run["pycache"]["detail"], run
+        return
+    deadline = time.monotonic() + 60
+    while "kevald-torch's bytecode is in" not in kbw.server.log_text():
+        assert time.monotonic() < deadline and "filling kevald-torch's bytecode" not in kbw.server.log_text(), \
+            kbw.server.log_tail()
+        time.sleep(0.2)
+    st = folder.lstat()
+    assert stat.S_ISDIR(st.st_mode) and st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o755, oct(st.st_mode)
+    pycs = [p for p in folder.rglob("*.pyc")]
+    assert any(p.parent == folder / str(FAKETORCH / "torch").lstrip("/") for p in pycs), pycs[:5]
+    assert all(p.stat().st_uid == 0 and not p.stat().st_mode & 0o022 for p in pycs)
+    (done,) = kbw.run([sub("correct")])   # the run worker that judged it is replaced by one started now
+    assert done["result"]["verdict"] == "correct", done["result"]
+    (run,) = kbw.wait_torch_ready()["torch"]["run"]
+    m = re.fullmatch(rf"{re.escape(str(folder))}: bytecode of (\d+) of (\d+) modules loaded from source files",
+                     run["pycache"]["detail"])
+    assert run["pycache"]["active"] is True and m, run
+    assert int(m.group(1)) >= 10, run   # faketorch's and this package's at least
 
 
 def test_readyz_shows_the_real_workers(kbw):

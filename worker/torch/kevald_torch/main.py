@@ -125,6 +125,78 @@ def run_devices(visible, index):
     return items[i] if 0 <= i < len(items) else None
 
 
+def pycache_refusal(prefix, as_root=False):
+    """Why the bytecode folder @prefix may not be read (None: it may): it must be an
+    absolute path to a folder (not a link) owned by root that neither its group nor others
+    may write, below folders of root's that others may not write (or only with the sticky
+    bit, as /tmp), and this process must not be root (a root worker could write it) unless
+    @as_root (the pycache role, which fills it)."""
+    import stat
+    if not prefix:
+        return "off: no KEVALD_TORCH_PYCACHE (the server fills one only when it runs as root)"
+    if not os.path.isabs(prefix):
+        return f"off: {prefix!r} is not an absolute path"
+    try:
+        st = os.lstat(prefix)
+    except OSError as e:
+        return f"off: {prefix}: {e.strerror}"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"off: {prefix} is not a folder"
+    if st.st_uid != 0 or st.st_mode & 0o022:
+        return (f"off: {prefix} is owned by uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o}: only a folder "
+                "of root's that nobody else may write is read")
+    up = os.path.dirname(prefix)
+    while True:   # nor may anyone else replace it: every folder above is root's, and shared only if sticky
+        try:
+            a = os.lstat(up)
+        except OSError as e:
+            return f"off: {up}: {e.strerror}"
+        if not stat.S_ISDIR(a.st_mode) or a.st_uid != 0 or (a.st_mode & 0o022 and not a.st_mode & stat.S_ISVTX):
+            return (f"off: {up}, above {prefix}, is owned by uid {a.st_uid}, mode {stat.S_IMODE(a.st_mode):04o}: "
+                    "another user could put a folder of their own in its place")
+        if up == "/":
+            break
+        up = os.path.dirname(up)
+    if os.geteuid() == 0 and not as_root:
+        return "off: this worker is still root (it could write the folder)"
+    return None
+
+
+def pycache_fill(prefix):
+    """`--role pycache`: compile into @prefix the bytecode of what a worker imports (torch,
+    its extension builder, this package's modules, Triton where installed), as the server's
+    root, unconfined: torch and Triton are the host's installed code, and nothing of a
+    submitter's runs here. Files and folders are made 0644/0755 whatever the umask, and
+    written atomically (Python writes a temporary file and renames it), so a worker
+    reading meanwhile finds either no bytecode or whole bytecode. Returns the exit status."""
+    log = logging.getLogger("kevald-torch")
+    why = "not run as root" if os.geteuid() != 0 else None
+    if why is None:
+        why = pycache_refusal(prefix, as_root=True)
+    if why:
+        log.error("pycache: %s: %s", prefix, why)
+        return loop.EXIT_FAILED
+    os.umask(0o022)
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = prefix
+    t = time.monotonic()
+    import importlib
+    names = ["torch", "torch.utils.cpp_extension", "torch.nn.functional", "kevald_torch.build",
+             "kevald_torch.judge", "kevald_torch.tritontools", "triton", "triton.language"]
+    done = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+            done.append(name)
+        except Exception as e:  # noqa: BLE001 (Triton absent, or a judge that needs more: what imported counts)
+            log.info("pycache: %s not imported: %s: %s", name, type(e).__name__, e)
+    import compileall
+    compileall.compile_dir(os.path.dirname(os.path.realpath(__file__)), quiet=1)   # this package, whole
+    log.info("pycache: bytecode of %s in %s (%.1f s)", ", ".join(done), prefix, time.monotonic() - t)
+    return loop.EXIT_OK if "torch" in done else loop.EXIT_FAILED
+
+
 def process_age_s():
     """Seconds since this process was started (its exec: the interpreter's own start-up
     included), from /proc/self/stat's start time in clock ticks since boot; 0 where unreadable."""
@@ -253,6 +325,35 @@ class Worker:
         os.environ.update(trit)
         self.tools_folder = os.path.realpath(folder)
 
+    def pycache_use(self):
+        """Read Python's bytecode from KEVALD_TORCH_PYCACHE (sys.pycache_prefix), where a
+        trusted process filled it (`--role pycache`, started by the server as root): only a
+        folder no process of ours can write, owned by root and writable by nobody else, and
+        only once this process is no longer root. Without it, every worker compiles torch's
+        Python again (876 of the 1,114 modules `import torch` loads had no bytecode in the GPU
+        host's installation). Sets the HELLO's "pycache"."""
+        prefix = os.environ.get("KEVALD_TORCH_PYCACHE") or ""
+        why = pycache_refusal(prefix)
+        if why:
+            self.hello["pycache"] = {"active": False, "detail": why}
+            return
+        sys.pycache_prefix = prefix
+        self.hello["pycache"] = {"active": True, "detail": prefix}
+
+    def pycache_report(self):
+        """How many of the modules loaded from .py files found their bytecode in the prefix."""
+        info = self.hello.get("pycache") or {}
+        if not info.get("active"):
+            return
+        n = found = 0
+        for m in list(sys.modules.values()):
+            f, c = getattr(m, "__file__", None), getattr(m, "__cached__", None)
+            if not isinstance(f, str) or not f.endswith(".py") or not isinstance(c, str):
+                continue
+            n += 1
+            found += os.path.isfile(c)
+        info["detail"] = f"{info['detail']}: bytecode of {found} of {n} modules loaded from source files"
+
     def enter(self):
         profile = f"torch-{self.role}" if self.sandbox else "none"
         if self.sandbox and self.confine.lib is None:
@@ -261,6 +362,9 @@ class Worker:
             self.confine.layers = {"sandbox": {"active": False, "detail": "disabled (--no-sandbox)"}}
             return None
         read = python_trees()
+        prefix = os.environ.get("KEVALD_TORCH_PYCACHE")
+        if prefix and os.path.isabs(prefix) and os.path.isdir(prefix):
+            read.insert(0, os.path.realpath(prefix))
         keep = [self.in_fd, self.out_fd]
         if self.role == "run":   # first: the list is cut at PATHS_MAX
             read[:0] = [self.ext_root] + ([self.tools_folder] if self.tools is not None else [])
@@ -322,6 +426,7 @@ class Worker:
         if err:
             return self.fail("sandbox", err)
         self.mark("sandbox")
+        self.pycache_use()
         try:
             import torch
             import torch.utils.cpp_extension  # noqa: F401 (its import may look for tools: before the lock)
@@ -331,6 +436,7 @@ class Worker:
         self.hello["torch"] = torch.__version__
         self.hello["cuda"] = torch.version.cuda
         self.mark("import")
+        self.pycache_report()
         if self.role == "run":
             try:
                 err = self.warm_cuda()
@@ -384,12 +490,18 @@ def tools_main(fd):
     import tempfile
     tempfile.tempdir = os.environ.get("TMPDIR")
     execs = exec_trees() + [p for p in (os.environ.get("KEVALD_TOOLS_EXEC"),) if p and os.path.isdir(p)]
-    err = confine.enter("torch-build", read=python_trees()[:PATHS_MAX], execs=execs, write=folder, keep_fds=(fd,))
+    read = python_trees()
+    prefix = os.environ.get("KEVALD_TORCH_PYCACHE")
+    if prefix and os.path.isabs(prefix) and os.path.isdir(prefix):
+        read.insert(0, os.path.realpath(prefix))
+    err = confine.enter("torch-build", read=read[:PATHS_MAX], execs=execs, write=folder, keep_fds=(fd,))
     if not err and (os.getuid() == 0 or os.geteuid() == 0):
         err = "still root after entering the sandbox"
     if err:
         log.error("tools: the sandbox: %s", err)
         return loop.EXIT_FAILED
+    if pycache_refusal(prefix) is None:   # Triton's bytecode, where the server's pycache role left it
+        sys.pycache_prefix = prefix
     # Triton is imported by the first request that needs it, not here: a helper starts with every
     # run worker, and most candidates never call it. The build profile's filter lets an import
     # look for tools after the lock.
@@ -403,7 +515,7 @@ def tools_main(fd):
 
 def main(argv):
     ap = argparse.ArgumentParser(prog="kevald-torch")
-    ap.add_argument("--role", choices=("build", "run", "tools"), required=True)
+    ap.add_argument("--role", choices=("build", "run", "tools", "pycache"), required=True)
     ap.add_argument("--no-sandbox", action="store_true",
                     help="run unconfined (tests and benchmarks only)")
     ap.add_argument("--tools-fd", type=int, help="(--role tools) the socket to serve")
@@ -415,4 +527,6 @@ def main(argv):
     logging.basicConfig(stream=sys.stderr, level=level, format="kevald-torch: %(message)s")
     if args.role == "tools":
         return tools_main(args.tools_fd) if args.tools_fd is not None else loop.EXIT_FAILED
+    if args.role == "pycache":
+        return pycache_fill(os.environ.get("KEVALD_TORCH_PYCACHE", ""))
     return Worker(args.role, not args.no_sandbox).start()

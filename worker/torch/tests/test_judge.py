@@ -14,6 +14,8 @@ Skipped where no python3 has numpy.
 """
 import json
 import os
+import re
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -326,6 +328,43 @@ class FakeJudge(unittest.TestCase):
         res, _ = self.one_job("run", job, blob)
         self.assertEqual(res["verdict"], "correct", res)
         self.assertNotIn("launch_limit_ms", res["correctness"]["shapes"][0])
+
+    def test_bytecode_only_from_a_folder_the_workers_cannot_write(self):
+        """KEVALD_TORCH_PYCACHE is read (sys.pycache_prefix) only when it is root's and nobody else may
+        write it, by a worker that is no longer root: bytecode that one job's code could plant there would
+        run in the next job's worker. `--role pycache` fills it as root."""
+        top = tempfile.mkdtemp(prefix="kevald-torch-pyc-")   # root's 0755 when root: the folders above count
+        os.chmod(top, 0o755)
+        folder = os.path.join(top, "pyc")
+        os.mkdir(folder, 0o755)
+        os.chmod(folder, 0o777)
+        d = self.start("run", {"KEVALD_TORCH_PYCACHE": folder})
+        self.assertEqual(d.hello["pycache"]["active"], False, d.hello)
+        self.assertIn("mode 0777", d.hello["pycache"]["detail"])
+        self.finish(d)
+        os.chmod(folder, 0o755)
+        if os.geteuid() != 0:   # not root's: refused as well, and nothing fills it
+            d = self.start("run", {"KEVALD_TORCH_PYCACHE": folder})
+            self.assertIn("owned by uid", d.hello["pycache"]["detail"])
+            self.finish(d)
+            shutil.rmtree(top)
+            return
+        env = dict(os.environ, KEVALD_TORCH_PYCACHE=folder, PYTHONPATH=FAKE)
+        p = subprocess.run([PY, str(helpers.WORKER), "--role", "pycache"], env=env, capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("pycache: bytecode of torch", p.stderr)
+        d = self.start("run", {"KEVALD_TORCH_PYCACHE": folder})
+        self.assertTrue(d.hello["ok"], d.hello)
+        self.assertEqual(d.hello["pycache"]["active"], True, d.hello)
+        found = int(re.search(r"bytecode of (\d+) of \d+ modules", d.hello["pycache"]["detail"]).group(1))
+        self.assertGreater(found, 10, d.hello["pycache"])
+        self.finish(d)
+        os.chmod(top, 0o777)   # a folder above that others may write: refused, whatever the folder is
+        d = self.start("run", {"KEVALD_TORCH_PYCACHE": folder})
+        self.assertIn(f"{top}, above {folder}", d.hello["pycache"]["detail"])
+        self.finish(d)
+        shutil.rmtree(top)
 
     def test_no_gpu(self):
         d = self.start("run", {"FAKETORCH_NO_GPU": "1", "KEVALD_GPU_INDEX": "3"})
