@@ -663,6 +663,7 @@ void dispatch_free(Dispatcher *d)
 {
         if (!d)
                 return;
+        torch_pycache_stop(d); /* dispatch_stop() did, unless it never ran */
         uv_loop_close(&d->loop);
         while (d->compiles) {
                 CompileReq *r = d->compiles;
