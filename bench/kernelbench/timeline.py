@@ -7,10 +7,10 @@ bench/kernelbench/timeline.py - where a run of the KernelBench samples through k
                      compile_ms (a cache miss) and the run's wall_ms
     kb_server.log    (optional) each kevald-torch worker's start: its time and HELLO startup_ms
 
-It prints the span from the first submission to the last result, the builds (how many, how long,
-when the last one ended), the runs on the GPU (their judging time, how much of the span the GPU
-spent judging after the last build), and the run workers' starts (time, and the import of torch
-in it).
+It prints the span from the first submission to the last result, the builds (how many, how long),
+the runs on the GPU (their judging time), and the workers' starts (time, and the import of torch
+in them). Where build workers exited after each build (before 0309f7b), the log also dates the last
+build's end, and the runs after it.
 
     timeline.py kb_samples.json [kb_server.log] [--json OUT]
 """
