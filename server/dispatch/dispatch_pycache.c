@@ -33,8 +33,6 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
-extern char **environ;
-
 /* @name as the workers' PATH (/usr/bin:/bin) finds it, or @name itself when it is a path. */
 static int find_program(const char *name, char out[PATH_MAX])
 {
