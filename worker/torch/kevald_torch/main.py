@@ -41,9 +41,10 @@ PATHS_MAX = 60   # extra trees handed to the sandbox (SANDBOX_PATHS_MAX is 64)
 
 
 def python_trees():
-    """The folders Python and its packages are read from: prefixes, sys.path,
-    the interpreter's own folder, and this package's folder."""
-    cand = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+    """The folders Python and its packages are read from: the bytecode folder
+    (KEVALD_TORCH_PYCACHE, where the server keeps one), prefixes, sys.path, the
+    interpreter's own folder, and this package's folder."""
+    cand = [os.environ.get("KEVALD_TORCH_PYCACHE"), sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
             os.path.dirname(os.path.realpath(sys.executable)),
             os.path.dirname(os.path.dirname(os.path.realpath(__file__)))]
     cand += [p for p in sys.path if p]
@@ -170,9 +171,7 @@ def pycache_fill(prefix):
     written atomically (Python writes a temporary file and renames it), so a worker
     reading meanwhile finds either no bytecode or whole bytecode. Returns the exit status."""
     log = logging.getLogger("kevald-torch")
-    why = "not run as root" if os.geteuid() != 0 else None
-    if why is None:
-        why = pycache_refusal(prefix, as_root=True)
+    why = "not run as root" if os.geteuid() != 0 else pycache_refusal(prefix, as_root=True)
     if why:
         log.error("pycache: %s: %s", prefix, why)
         return loop.EXIT_FAILED
@@ -362,9 +361,6 @@ class Worker:
             self.confine.layers = {"sandbox": {"active": False, "detail": "disabled (--no-sandbox)"}}
             return None
         read = python_trees()
-        prefix = os.environ.get("KEVALD_TORCH_PYCACHE")
-        if prefix and os.path.isabs(prefix) and os.path.isdir(prefix):
-            read.insert(0, os.path.realpath(prefix))
         keep = [self.in_fd, self.out_fd]
         if self.role == "run":   # first: the list is cut at PATHS_MAX
             read[:0] = [self.ext_root] + ([self.tools_folder] if self.tools is not None else [])
@@ -490,16 +486,13 @@ def tools_main(fd):
     import tempfile
     tempfile.tempdir = os.environ.get("TMPDIR")
     execs = exec_trees() + [p for p in (os.environ.get("KEVALD_TOOLS_EXEC"),) if p and os.path.isdir(p)]
-    read = python_trees()
-    prefix = os.environ.get("KEVALD_TORCH_PYCACHE")
-    if prefix and os.path.isabs(prefix) and os.path.isdir(prefix):
-        read.insert(0, os.path.realpath(prefix))
-    err = confine.enter("torch-build", read=read[:PATHS_MAX], execs=execs, write=folder, keep_fds=(fd,))
+    err = confine.enter("torch-build", read=python_trees()[:PATHS_MAX], execs=execs, write=folder, keep_fds=(fd,))
     if not err and (os.getuid() == 0 or os.geteuid() == 0):
         err = "still root after entering the sandbox"
     if err:
         log.error("tools: the sandbox: %s", err)
         return loop.EXIT_FAILED
+    prefix = os.environ.get("KEVALD_TORCH_PYCACHE")
     if pycache_refusal(prefix) is None:   # Triton's bytecode, where the server's pycache role left it
         sys.pycache_prefix = prefix
     # Triton is imported by the first request that needs it, not here: a helper starts with every
