@@ -121,11 +121,12 @@ static const KeyDef keys[] = {
             "so a restart after a sticky error or a timeout costs no GPU time"),
         INT("torch_workers", torch_workers, "0", 0, 8,
             "kevald-torch run workers per GPU (language \"kernelbench\"; docs/kernelbench.md), one running at "
-            "a time and sharing the GPU with the kevald-gpu workers; with more than 0, compile_workers "
+            "a time and sharing the GPU with the kevald-gpu workers; with more than 0, torch_build_workers "
             "kevald-torch build workers too. 0: kernelbench submissions are refused (503)"),
         INT("torch_build_workers", torch_build_workers, "0", 0, 128,
             "kevald-torch build worker processes (with torch_workers > 0): how many load_inline builds run at "
-            "once, niced as compile workers are (compile_nice); 0: as many as compile_workers"),
+            "once, niced as compile workers are (compile_nice); 0: half as many again as compile_workers, at "
+            "most one per 3 GiB of memory"),
         STR("torch_python", torch_python, "python3",
             "the Python interpreter (with PyTorch) that runs <libexec>/kevald-torch"),
         NUM("torch_build_timeout_s", torch_build_timeout_s, "300", 1, 600,

@@ -63,7 +63,7 @@ typedef struct Config {
         int64_t compile_nice;
         double auth_cache_s;
         int64_t torch_workers;     /* kevald-torch run workers per GPU; 0: no kernelbench */
-        int64_t torch_build_workers; /* kevald-torch build workers; 0: compile_workers */
+        int64_t torch_build_workers; /* kevald-torch build workers; 0: the default (dispatch.c) */
         char *torch_python;
         double torch_build_timeout_s;
         char *torch_ext_dir;       /* NULL: beside the store (serve.c) */

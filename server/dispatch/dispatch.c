@@ -606,11 +606,11 @@ int dispatch_start(const DispatchConfig *cfg, Dispatcher **ret_dispatcher)
         log_info("dispatch: %d compile worker(s), %d GPU(s) with %d worker(s) each%s", n_compile, n_gpus,
                  d->cfg.gpu_workers_per_gpu,
                  n_gpus == 0 ? " (no GPU: compile-only submissions complete, full evaluations wait)" : "");
-        if (d->cfg.torch_workers > 0)
+        if (d->cfg.torch_workers > 0) {
                 log_info("dispatch: kevald-torch: %d build worker(s), %d run worker(s) per GPU, build cache '%s'",
                          d->n_torch_build, d->cfg.torch_workers, d->torch_ext_root);
-        if (d->cfg.torch_workers > 0)
                 torch_pycache_start(d);
+        }
         for (int i = 0; i < d->n_workers; i++)
                 worker_start(&d->workers[i]);
         status_rebuild(d);

@@ -47,7 +47,7 @@ typedef struct DispatchConfig {
         const char *dump_dir;       /* `kevald eval --dump`: write reference-side buffers here */
         const KbIndex *kbtasks;     /* KernelBench tasks; borrowed, immutable; NULL: none */
         int torch_workers;          /* kevald-torch run workers per GPU; 0: no kevald-torch worker at all */
-        int torch_build_workers;    /* kevald-torch build workers (with torch_workers > 0); 0: compile_workers */
+        int torch_build_workers;    /* kevald-torch build workers (with torch_workers > 0); 0: torch_build_default() */
         const char *torch_python;   /* the interpreter that runs kevald-torch (default "python3") */
         int torch_build_timeout_ms; /* deadline of one kernelbench build (0: LIMIT_KB_BUILD_MS_DEFAULT) */
         const char *torch_ext_dir;  /* the kernelbench build cache's folder (made if missing) */

@@ -87,10 +87,9 @@ static void *pycache_wait(void *arg)
 {
         Dispatcher *d = arg;
         uint64_t t0 = uv_hrtime();
-        int status = 0, r;
-
-        siginfo_t si;
         pid_t pid = d->pycache_pid;
+        siginfo_t si;
+        int status = 0, r;
 
         /* it ends: left a zombie (WNOWAIT), so that torch_pycache_stop() never signals a pid that
          * another process has since taken; reaped once that can no longer happen */
