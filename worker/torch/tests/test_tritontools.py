@@ -36,13 +36,13 @@ def landlock_on():
 
 # A stand-in for the three Triton modules the helper's `module` request uses, as Triton 3.6 has them
 # (triton/runtime/build.py's _build adds library_dirs, include_dirs, libraries and ccflags to cc's line).
-STUB = {
+STANDIN = {
     "triton/__init__.py": "",
     "triton/runtime/__init__.py": "",
     "triton/runtime/build.py": """
 import os, shutil, subprocess, sysconfig
 def platform_key():
-    return "stub"
+    return "standin"
 def _build(name, src, srcdir, library_dirs, include_dirs, libraries, ccflags):
     so = os.path.join(srcdir, name + sysconfig.get_config_var("EXT_SUFFIX"))
     cmd = [shutil.which("cc"), src, "-O3", "-shared", "-fPIC", "-o", so]
@@ -88,7 +88,7 @@ class CudaUtils:
         self.load_binary = mod.load_binary
 """,
     # Triton's CUDA utilities, which the helper builds before its first request
-    "triton/backends/nvidia/driver.c": "int kevald_cuda_utils_stub = 7;\n/* launch.h */\n",
+    "triton/backends/nvidia/driver.c": "int kevald_cuda_utils_standin = 7;\n/* launch.h */\n",
 }
 
 
@@ -99,18 +99,18 @@ class Helper(unittest.TestCase):
         os.chmod(self.tmp, 0o755)
         self.folder = os.path.join(self.tmp, "v1.tools")
         self.bin = os.path.join(self.tmp, "bin")
-        self.stub = os.path.join(self.tmp, "stub")
+        self.standin = os.path.join(self.tmp, "standin")
         for d in (self.folder, os.path.join(self.folder, "cache"), os.path.join(self.folder, "tmp"), self.bin):
             os.makedirs(d, exist_ok=True)
             os.chmod(d, 0o755)
             if os.geteuid() == 0 and d.startswith(self.folder):
                 os.chown(d, 65534, 65534)
-        for rel, text in STUB.items():
-            p = os.path.join(self.stub, rel)
+        for rel, text in STANDIN.items():
+            p = os.path.join(self.standin, rel)
             os.makedirs(os.path.dirname(p), exist_ok=True)
             with open(p, "w") as f:
                 f.write(text)
-        for root, dirs, _ in os.walk(self.stub):
+        for root, dirs, _ in os.walk(self.standin):
             for d in [root] + [os.path.join(root, x) for x in dirs]:
                 os.chmod(d, 0o755)
         self.outside = os.path.join("/tmp", f"kevald-tools-outside-{uuid.uuid4().hex}")
@@ -124,7 +124,7 @@ class Helper(unittest.TestCase):
                         KEVALD_PARENT_PID="1", KEVALD_TORCH_EXT_ROOT=self.folder,   # the supervisor's: spawn() sets ours
                         KEVALD_TOOLS_EXEC=self.bin, TMPDIR=os.path.join(self.folder, "tmp"),
                         TRITON_CACHE_DIR=os.path.join(self.folder, "cache"), KEVALD_LOG_LEVEL="info",
-                        PYTHONPATH=self.stub, KEVALD_TOOLS_BYTES_MAX=str(1 << 20))
+                        PYTHONPATH=self.standin, KEVALD_TOOLS_BYTES_MAX=str(1 << 20))
         self.chan, self.proc = tritontools.spawn([BUILD_PY, str(helpers.WORKER), "--role", "tools"],
                                                  self.folder, self.env)
 
@@ -190,14 +190,14 @@ class Helper(unittest.TestCase):
 
     def test_module_builds_with_tritons_own_flags(self):
         marker = os.path.join(self.folder, "tmp", "wrapper-ran")
-        head, _ = self.chan.call("module", src="int kevald_stub = 42;\n", name="__triton_launcher",
+        head, _ = self.chan.call("module", src="int kevald_standin = 42;\n", name="__triton_launcher",
                                  ccflags=["-wrapper", f"/bin/sh,-c,touch {marker}"], libraries=["evil"])
         path = head["path"]
         self.assertTrue(path.startswith(os.path.join(self.folder, "cache") + "/"), path)
         with open(path, "rb") as f:
             self.assertEqual(f.read(4), b"\x7fELF")
         self.assertFalse(os.path.exists(marker), "the request's ccflags reached the compiler")
-        again, _ = self.chan.call("module", src="int kevald_stub = 42;\n", name="__triton_launcher")
+        again, _ = self.chan.call("module", src="int kevald_standin = 42;\n", name="__triton_launcher")
         self.assertEqual(again["path"], path)   # the cache answers the same source
 
     def test_tritons_cuda_utilities_are_built_before_the_first_request(self):
@@ -213,7 +213,7 @@ class Helper(unittest.TestCase):
         with open(built[0], "rb") as f:
             self.assertEqual(f.read(4), b"\x7fELF")
         before = os.stat(built[0]).st_mtime_ns
-        with open(os.path.join(self.stub, "triton/backends/nvidia/driver.c")) as f:
+        with open(os.path.join(self.standin, "triton/backends/nvidia/driver.c")) as f:
             src = f.read().replace("/* launch.h */", "int kevald_inlined = 1;")   # what CudaUtils asks for
         head, _ = self.chan.call("module", src=src, name="cuda_utils")
         self.assertEqual(head["path"], built[0])
